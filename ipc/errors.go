@@ -1,0 +1,171 @@
+package ipc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// RPCError is the error object a peer answered with (JSON-RPC 2.0 "error").
+type RPCError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *RPCError) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("peer error %d: %s", e.Code, e.Message)
+}
+
+// Meaning returns the standard meaning of the error's code, or "" when the code
+// is not one the JSON-RPC 2.0 or Holon-RPC standards name.
+func (e *RPCError) Meaning() string { return CodeMeaning(e.Code) }
+
+// CodeMeaning names a JSON-RPC 2.0 (and Holon-RPC gRPC-style) error code.
+func CodeMeaning(code int64) string {
+	switch {
+	case code == -32700:
+		return "parse error: the peer could not parse the JSON it received"
+	case code == -32600:
+		return "invalid request: the message is not a valid request object"
+	case code == -32601:
+		return "method not found"
+	case code == -32602:
+		return "invalid params"
+	case code == -32603:
+		return "internal error in the peer"
+	case code == -32002:
+		return "riboCipher prefix required by the peer"
+	case code <= -32000 && code >= -32099:
+		return "server error (implementation-defined)"
+	case code == 4:
+		return "deadline exceeded (Holon-RPC)"
+	case code == 8:
+		return "resource exhausted (Holon-RPC)"
+	case code == 12:
+		return "unimplemented: method not registered (Holon-RPC)"
+	case code == 13:
+		return "internal error (Holon-RPC)"
+	case code == 14:
+		return "unavailable (Holon-RPC)"
+	}
+	return ""
+}
+
+// IsBTSPRequired reports whether an error object is a peer's demand for a
+// BTSP handshake: code -32600 or -32000 with a message starting
+// "BTSP handshake required".
+func (e *RPCError) IsBTSPRequired() bool {
+	if e == nil {
+		return false
+	}
+	return (e.Code == -32600 || e.Code == -32000) &&
+		strings.HasPrefix(strings.ToLower(strings.TrimSpace(e.Message)), "btsp handshake required")
+}
+
+// TimeoutError is returned when a call's deadline passes before its answer.
+type TimeoutError struct {
+	Method string
+	After  time.Duration // how long the call waited
+	// Where says more about what went unanswered (for example a stdio bus pool
+	// and session); it may be empty.
+	Where string
+}
+
+func (e *TimeoutError) Error() string {
+	s := fmt.Sprintf("%s: no answer within %s", e.Method, e.After.Round(time.Millisecond))
+	if e.Where != "" {
+		s += " (" + e.Where + ")"
+	}
+	return s
+}
+
+// Timeout marks TimeoutError as a timeout for net.Error-style checks.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// ClosedError is returned for calls that were in flight, or started, when the
+// connection ended.
+type ClosedError struct {
+	InFlight int   // calls that were waiting when the connection ended
+	Cause    error // why it ended (nil after a local Close)
+}
+
+func (e *ClosedError) Error() string {
+	s := "connection closed"
+	if e.Cause != nil {
+		s += ": " + e.Cause.Error()
+	}
+	if e.InFlight > 0 {
+		s += fmt.Sprintf(" (%d call(s) in flight)", e.InFlight)
+	}
+	return s
+}
+
+func (e *ClosedError) Unwrap() error { return e.Cause }
+
+// FrameTooLargeError is returned when a peer sends a message longer than the
+// limit. The connection cannot be resynchronised and is closed.
+type FrameTooLargeError struct {
+	Limit int64
+}
+
+func (e *FrameTooLargeError) Error() string {
+	return fmt.Sprintf("peer sent a message larger than the %s limit (raise it with --max-frame)", FormatBytes(e.Limit))
+}
+
+// BTSPRequiredError is returned when a peer demands a BTSP handshake before
+// JSON-RPC, or when primalscope refuses to send cleartext to an endpoint known
+// to require BTSP.
+type BTSPRequiredError struct {
+	Endpoint string
+	Peer     *RPCError // the peer's own words, when it said so
+}
+
+func (e *BTSPRequiredError) Error() string {
+	s := "BTSP handshake required"
+	if e.Endpoint != "" {
+		s += " by " + e.Endpoint
+	}
+	return s + ": set FAMILY_SEED or pass --family-seed-file"
+}
+
+func (e *BTSPRequiredError) Unwrap() error {
+	if e.Peer == nil {
+		return nil
+	}
+	return e.Peer
+}
+
+// DialError is returned when a transport cannot be opened.
+type DialError struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *DialError) Error() string { return fmt.Sprintf("dial %s: %v", e.Endpoint, e.Err) }
+func (e *DialError) Unwrap() error { return e.Err }
+
+// ErrNotAddress is returned by ParseEndpoint for a string that names no
+// address (for example a primal name), so that callers can resolve it by name.
+var ErrNotAddress = errors.New("not an address")
+
+// FormatBytes renders a byte count for people: 512 B, 4.0 KiB, 64 MiB.
+func FormatBytes(n int64) string {
+	const k = 1024
+	switch {
+	case n < k:
+		return fmt.Sprintf("%d B", n)
+	case n < k*k:
+		return trimZero(fmt.Sprintf("%.1f KiB", float64(n)/k))
+	case n < k*k*k:
+		return trimZero(fmt.Sprintf("%.1f MiB", float64(n)/(k*k)))
+	}
+	return trimZero(fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k)))
+}
+
+func trimZero(s string) string { return strings.Replace(s, ".0 ", " ", 1) }
