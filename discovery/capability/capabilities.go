@@ -261,17 +261,17 @@ func parseObject(c *Capabilities, w *warner, top map[string]json.RawMessage) {
 		if s, ok := scalarText(raw); ok {
 			c.Primal = w.name(s)
 		} else {
-			w.warnf("primal is a %s, not a string", kindName(raw))
+			w.warnf("primal is %s, not a string", aKind(raw))
 		}
 	}
 	if raw, ok := top["version"]; ok && !isNull(raw) {
 		if s, ok := scalarText(raw); ok {
 			c.Version = w.name(s)
 			if kind(raw) != 's' {
-				w.warnf("version is a %s, read as %s", kindName(raw), quote(s))
+				w.warnf("version is %s, read as %s", aKind(raw), quote(s))
 			}
 		} else {
-			w.warnf("version is a %s, not a string", kindName(raw))
+			w.warnf("version is %s, not a string", aKind(raw))
 		}
 	}
 	c.Provided = parseGroups(w, top["provided_capabilities"])
@@ -289,7 +289,7 @@ func parseObject(c *Capabilities, w *warner, top map[string]json.RawMessage) {
 		if b, ok := boolean(raw); ok {
 			c.BTSPEnabled = &b
 		} else {
-			w.warnf("btsp_enabled is a %s, not a bool", kindName(raw))
+			w.warnf("btsp_enabled is %s, not a bool", aKind(raw))
 		}
 	}
 	c.SignedAnnouncement, c.Signature = parseSignedAnnouncement(top["signed_announcement"])
@@ -301,7 +301,7 @@ func parseObject(c *Capabilities, w *warner, top map[string]json.RawMessage) {
 	col := newCollector(w)
 	methodsRaw, hasMethods := top["methods"]
 	if hasMethods && kind(methodsRaw) != 'a' && !isNull(methodsRaw) {
-		w.warnf("methods is a %s, not an array; looked for a legacy format", kindName(methodsRaw))
+		w.warnf("methods is %s, not an array; looked for a legacy format", aKind(methodsRaw))
 		hasMethods = false
 	}
 	if hasMethods && isNull(methodsRaw) {
@@ -424,7 +424,7 @@ func semanticMappings(w *warner, col *collector, raw json.RawMessage) {
 				}
 			}
 		default:
-			w.warnf("semantic_mappings[%s] is a %s, not an object", quote(d), kindName(v))
+			w.warnf("semantic_mappings[%s] is %s, not an object", quote(d), aKind(v))
 		}
 	}
 }
@@ -435,7 +435,7 @@ func parseText(w *warner, field string, raw json.RawMessage) string {
 	}
 	s, ok := scalarText(raw)
 	if !ok {
-		w.warnf("%s is a %s, not a string", field, kindName(raw))
+		w.warnf("%s is %s, not a string", field, aKind(raw))
 		return ""
 	}
 	return w.text(s)
@@ -448,7 +448,7 @@ func parseNameList(w *warner, field string, raw json.RawMessage) []string {
 	}
 	items, ok := array(raw)
 	if !ok {
-		w.warnf("%s is a %s, not an array", field, kindName(raw))
+		w.warnf("%s is %s, not an array", field, aKind(raw))
 		return nil
 	}
 	out := make([]string, 0, min(len(items), MaxMethods))
@@ -488,7 +488,7 @@ func parseStringOrList(w *warner, field string, raw json.RawMessage) []string {
 	}
 	items, ok := array(raw)
 	if !ok {
-		w.warnf("%s is a %s, not a string or array", field, kindName(raw))
+		w.warnf("%s is %s, not a string or array", field, aKind(raw))
 		return nil
 	}
 	var out []string
@@ -512,7 +512,7 @@ func parseGroups(w *warner, raw json.RawMessage) []Group {
 	}
 	items, ok := array(raw)
 	if !ok {
-		w.warnf("provided_capabilities is a %s, not an array", kindName(raw))
+		w.warnf("provided_capabilities is %s, not an array", aKind(raw))
 		return nil
 	}
 	var out []Group
@@ -559,7 +559,7 @@ func parseGroups(w *warner, raw json.RawMessage) []Group {
 				g.Methods = append(g.Methods, w.name(s))
 			}
 		} else if !isNull(ml) {
-			w.warnf("provided_capabilities[%d].methods is a %s, not an array", i, kindName(ml))
+			w.warnf("provided_capabilities[%d].methods is %s, not an array", i, aKind(ml))
 		}
 		out = append(out, g)
 	}
@@ -577,7 +577,7 @@ func parseCosts(w *warner, raw json.RawMessage) map[string]Cost {
 	}
 	m, ok := object(raw)
 	if !ok {
-		w.warnf("cost_estimates is a %s, not an object", kindName(raw))
+		w.warnf("cost_estimates is %s, not an object", aKind(raw))
 		return nil
 	}
 	out := make(map[string]Cost, min(len(m), MaxMethods))
@@ -625,7 +625,7 @@ func parseCosts(w *warner, raw json.RawMessage) map[string]Cost {
 				good = ok
 			}
 			if !good && !isNull(v) {
-				w.warnf("cost_estimates[%s].%s is an unexpected %s; kept raw", quote(k), f, kindName(v))
+				w.warnf("cost_estimates[%s].%s is unexpectedly %s; kept raw", quote(k), f, aKind(v))
 			}
 			if !good || !knownCost[f] {
 				if c.Extra == nil {
@@ -650,7 +650,7 @@ func parseDeps(w *warner, raw json.RawMessage) map[string][]string {
 	}
 	m, ok := object(raw)
 	if !ok {
-		w.warnf("operation_dependencies is a %s, not an object", kindName(raw))
+		w.warnf("operation_dependencies is %s, not an object", aKind(raw))
 		return nil
 	}
 	out := make(map[string][]string, min(len(m), MaxMethods))
@@ -703,7 +703,7 @@ func parseTransportSecurity(w *warner, raw json.RawMessage) *TransportSecurity {
 	}
 	m, ok := object(raw)
 	if !ok {
-		w.warnf("transport_security is a %s, not an object", kindName(raw))
+		w.warnf("transport_security is %s, not an object", aKind(raw))
 		return nil
 	}
 	t := &TransportSecurity{}
@@ -714,7 +714,7 @@ func parseTransportSecurity(w *warner, raw json.RawMessage) *TransportSecurity {
 		}
 		b, ok := boolean(v)
 		if !ok {
-			w.warnf("transport_security.%s is a %s, not a bool", k, kindName(v))
+			w.warnf("transport_security.%s is %s, not a bool", k, aKind(v))
 			return nil
 		}
 		return &b
@@ -737,7 +737,7 @@ func parseHTTPAPI(w *warner, raw json.RawMessage) []string {
 	}
 	items, ok := array(raw)
 	if !ok {
-		w.warnf("http_api is a %s, not an array", kindName(raw))
+		w.warnf("http_api is %s, not an array", aKind(raw))
 		return nil
 	}
 	var out []string
@@ -908,7 +908,7 @@ func parseMethodInfo(w *warner, raw json.RawMessage) map[string]MethodInfo {
 			add(k, inner)
 		}
 	default:
-		w.warnf("method_info is a %s, not an array", kindName(raw))
+		w.warnf("method_info is %s, not an array", aKind(raw))
 	}
 	return out
 }

@@ -85,7 +85,7 @@ func parseHealth(result json.RawMessage) (h Health, readySaid bool) {
 		return h, kind(result) == 's'
 	case 'o':
 	default:
-		w.warnf("health answer is a %s", kindName(result))
+		w.warnf("health answer is %s", aKind(result))
 		return h, false
 	}
 	m, _ := object(result)
@@ -99,7 +99,7 @@ func parseHealth(result json.RawMessage) (h Health, readySaid bool) {
 		} else if b, ok := boolean(v); ok {
 			h.Alive, h.Ready, aliveSaid, readySaid = b, b, true, true
 		} else {
-			w.warnf("status is a %s", kindName(v))
+			w.warnf("status is %s", aKind(v))
 		}
 	}
 	for _, k := range []string{"alive", "healthy", "live", "ok"} {
@@ -126,7 +126,7 @@ func parseSubsystems(w *warner, raw json.RawMessage) map[string]string {
 	}
 	m, ok := object(raw)
 	if !ok {
-		w.warnf("subsystems is a %s, not an object", kindName(raw))
+		w.warnf("subsystems is %s, not an object", aKind(raw))
 		return nil
 	}
 	out := make(map[string]string, min(len(m), MaxExtraKeys))

@@ -63,7 +63,7 @@ func ParseIdentity(result json.RawMessage) (*Identity, error) {
 			if v, ok := m[k]; ok && !isNull(v) {
 				s, ok := scalarText(v)
 				if !ok {
-					w.warnf("%s is a %s, not a string", k, kindName(v))
+					w.warnf("%s is %s, not a string", k, aKind(v))
 					continue
 				}
 				return w.name(s)

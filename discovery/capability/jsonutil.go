@@ -317,3 +317,15 @@ func compact(raw json.RawMessage) json.RawMessage {
 	}
 	return json.RawMessage(b.Bytes())
 }
+
+// aKind is kindName with an article, for warnings.
+func aKind(raw json.RawMessage) string {
+	switch k := kindName(raw); k {
+	case "object", "array", "invalid":
+		return "an " + k
+	case "null":
+		return k
+	default:
+		return "a " + k
+	}
+}

@@ -171,11 +171,11 @@ func parseSignedAnnouncement(raw json.RawMessage) (*SignedAnnouncement, Verdict)
 	}
 	m, ok := object(raw)
 	if !ok {
-		return nil, Verdict{State: Invalid, Reason: fmt.Sprintf("signed_announcement is a %s, not an object", kindName(raw))}
+		return nil, Verdict{State: Invalid, Reason: fmt.Sprintf("signed_announcement is %s, not an object", aKind(raw))}
 	}
 	sa := &SignedAnnouncement{}
 	bad := func(field string) (*SignedAnnouncement, Verdict) {
-		return nil, Verdict{State: Invalid, Reason: fmt.Sprintf("signed_announcement.%s is a %s", field, kindName(m[field]))}
+		return nil, Verdict{State: Invalid, Reason: fmt.Sprintf("signed_announcement.%s is %s", field, aKind(m[field]))}
 	}
 	if v, ok := m["schema_version"]; ok && !isNull(v) {
 		n, ok := number(v)
