@@ -1,0 +1,108 @@
+package render
+
+import (
+	"unicode/utf8"
+	"unsafe"
+)
+
+// safeByte[b] is true for bytes that can go to a terminal as they are:
+// printable ASCII. Everything else takes the slow path.
+var safeByte = func() (t [256]bool) {
+	for b := 0x20; b < 0x7f; b++ {
+		t[b] = true
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// Sanitize makes peer text safe to put on one line of a terminal. Every C0
+// control (including newline, tab and carriage return), DEL, ESC, every C1
+// control (U+0080–U+009F) and every byte of invalid UTF-8 is replaced by a
+// visible escape: \n \t \r, \xNN for other C0 controls, DEL and invalid
+// bytes, \u00NN for C1 controls. Other text, backslashes included, is kept.
+// A string that needs no change is returned as it is, without copying.
+func Sanitize(s string) string {
+	if clean(s, false) {
+		return s
+	}
+	return string(appendSanitized(make([]byte, 0, len(s)+16), s, false))
+}
+
+// SanitizeMultiline is Sanitize for multi-line text: newlines and tabs are
+// kept, every other control is escaped.
+func SanitizeMultiline(s string) string {
+	if clean(s, true) {
+		return s
+	}
+	return string(appendSanitized(make([]byte, 0, len(s)+16), s, true))
+}
+
+// AppendSanitized appends the sanitized form of s to dst (see Sanitize and
+// SanitizeMultiline) and returns the extended buffer.
+func AppendSanitized(dst []byte, s []byte, multiline bool) []byte {
+	if len(s) == 0 {
+		return dst
+	}
+	return appendSanitized(dst, unsafe.String(&s[0], len(s)), multiline)
+}
+
+func clean(s string, multiline bool) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if safeByte[c] || (multiline && (c == '\n' || c == '\t')) {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			return false
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || (r >= 0x80 && r <= 0x9f) {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
+func appendSanitized(dst []byte, s string, multiline bool) []byte {
+	for i := 0; i < len(s); {
+		start := i
+		for i < len(s) && safeByte[s[i]] {
+			i++
+		}
+		dst = append(dst, s[start:i]...)
+		if i == len(s) {
+			break
+		}
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case multiline && (c == '\n' || c == '\t'):
+				dst = append(dst, c)
+			case c == '\n':
+				dst = append(dst, '\\', 'n')
+			case c == '\t':
+				dst = append(dst, '\\', 't')
+			case c == '\r':
+				dst = append(dst, '\\', 'r')
+			default:
+				dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
+		case r >= 0x80 && r <= 0x9f:
+			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
+		default:
+			dst = append(dst, s[i:i+size]...)
+		}
+		i += size
+	}
+	return dst
+}
