@@ -1,0 +1,775 @@
+package ipc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// Wire selects how requests are written. Every wire is read the same way.
+type Wire uint8
+
+const (
+	// WireJSONRPC writes JSON-RPC 2.0 requests with numeric ids (the default).
+	WireJSONRPC Wire = iota
+	// WireLean writes the lean NDJSON wire: no "jsonrpc" field, uint64 ids.
+	WireLean
+	// WireHolon writes Holon-RPC envelopes: "jsonrpc":"2.0" and string ids.
+	WireHolon
+)
+
+func (w Wire) String() string {
+	switch w {
+	case WireLean:
+		return "lean"
+	case WireHolon:
+		return "holon"
+	}
+	return "jsonrpc"
+}
+
+// ParseWire reads a --wire value. "auto" and "" mean WireJSONRPC for writing,
+// which lean daemons also accept.
+func ParseWire(s string) (Wire, error) {
+	switch s {
+	case "", "auto", "jsonrpc":
+		return WireJSONRPC, nil
+	case "lean":
+		return WireLean, nil
+	case "holon":
+		return WireHolon, nil
+	}
+	return 0, fmt.Errorf("unknown wire %q (want auto, jsonrpc, lean or holon)", s)
+}
+
+// Direction says which way a traced frame went.
+type Direction uint8
+
+const (
+	// Out is a frame primalscope sent.
+	Out Direction = iota + 1
+	// In is a frame the peer sent.
+	In
+	// Stderr is a line a stdio peer wrote to its standard error.
+	Stderr
+	// Note is something primalscope observed about the connection (a
+	// protocol warning, a handshake step, the connection ending).
+	Note
+)
+
+func (d Direction) String() string {
+	switch d {
+	case Out:
+		return "out"
+	case In:
+		return "in"
+	case Stderr:
+		return "stderr"
+	case Note:
+		return "note"
+	}
+	return "?"
+}
+
+// MarshalText renders a Direction by name in JSON output.
+func (d Direction) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// TraceEvent is one frame, both ways, as reported to a trace hook.
+type TraceEvent struct {
+	Time time.Time `json:"time"`
+	Dir  Direction `json:"dir"`
+	// Data is the frame's bytes (never key material). It must not be modified.
+	Data []byte `json:"-"`
+	// Size is the frame's length in bytes.
+	Size int `json:"size"`
+	// Warning names a protocol deviation seen in this frame, if any.
+	Warning string `json:"warning,omitempty"`
+}
+
+// Handler answers a server-initiated request inside the Conn (for example
+// Holon-RPC heartbeats). It runs on the reading goroutine and must be quick.
+// It returns handled=false to let the request reach Incoming instead.
+type Handler func(m *Message) (result json.RawMessage, rpcErr *RPCError, handled bool)
+
+// Options configure a Conn (and, through Dial, its transport).
+type Options struct {
+	// Wire selects the request encoding; responses of every wire are accepted.
+	Wire Wire
+	// MaxFrame bounds one incoming message in bytes (default DefaultMaxFrame).
+	MaxFrame int64
+	// Trace, when set, receives every frame in both directions. It is called
+	// synchronously from the Conn's goroutines and must not block.
+	Trace func(TraceEvent)
+	// IncomingBuffer is how many pushed messages wait unread before the
+	// oldest are dropped and counted (default 1024).
+	IncomingBuffer int
+	// Handler answers server-initiated requests automatically; may be nil.
+	Handler Handler
+	// Endpoint names the peer in errors.
+	Endpoint string
+	// ConnectTimeout bounds establishing the transport (default 2 s).
+	ConnectTimeout time.Duration
+}
+
+// Request is one call or notification with full control over the envelope.
+type Request struct {
+	Method string
+	// Params is the raw JSON params; nil leaves "params" out.
+	Params json.RawMessage
+	// Notify sends it without an id and waits for no answer.
+	Notify bool
+	// SessionID and Pool add the stdio bus routing fields when non-empty.
+	SessionID string
+	Pool      string
+}
+
+// Response is a peer's answer to one call.
+type Response struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result,omitempty"`
+	Error  *RPCError       `json:"error,omitempty"`
+	// Raw is the whole response frame as the peer sent it.
+	Raw json.RawMessage `json:"-"`
+	// Sent is the whole request frame as primalscope sent it.
+	Sent    json.RawMessage `json:"-"`
+	Elapsed time.Duration   `json:"elapsed"`
+	Warning string          `json:"warning,omitempty"`
+}
+
+type result struct {
+	m   *Message
+	err error
+}
+
+type pendingCall struct {
+	ch     chan result
+	method string
+}
+
+// Conn multiplexes concurrent calls over one framed connection. Responses are
+// matched to calls by id in any order; everything else the peer sends arrives
+// on Incoming. A Conn owns one reading goroutine, which ends when the peer
+// closes or Close is called; Close waits for it.
+type Conn struct {
+	f    Framer
+	opts Options
+
+	nextID atomic.Uint64
+
+	mu       sync.Mutex
+	pending  map[uint64]*pendingCall
+	settled  idRing // answered ids, to tell duplicates
+	timedOut idRing // abandoned ids, to tell stale answers
+	closed   bool
+	closeErr error  // why the connection ended
+	peerErr  error  // an id-less error the peer sent (BTSP required, parse error...)
+	invalid  int    // frames that were not JSON-RPC
+	lastBad  []byte // the most recent such frame, cut short
+	dropped  uint64 // pushed messages dropped because nobody read them
+	wmu      sync.Mutex
+	incoming chan *Message
+	done     chan struct{}
+}
+
+// NewConn starts a Conn over f. The Conn owns f from now on.
+func NewConn(f Framer, opts Options) *Conn {
+	if opts.IncomingBuffer <= 0 {
+		opts.IncomingBuffer = 1024
+	}
+	c := &Conn{
+		f:        f,
+		opts:     opts,
+		pending:  make(map[uint64]*pendingCall),
+		settled:  newIDRing(4096),
+		timedOut: newIDRing(4096),
+		incoming: make(chan *Message, opts.IncomingBuffer),
+		done:     make(chan struct{}),
+	}
+	go c.readLoop()
+	return c
+}
+
+// Incoming delivers what the peer pushes: notifications, server-initiated
+// requests, lean events, and unmatched or invalid frames. It is closed when
+// the connection ends. When it is full, the oldest message is dropped and
+// counted (see Dropped) so a slow reader never stalls responses.
+func (c *Conn) Incoming() <-chan *Message { return c.incoming }
+
+// Dropped reports how many pushed messages were dropped unread.
+func (c *Conn) Dropped() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.dropped
+}
+
+// Done is closed when the connection has ended and its goroutine has exited.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err reports why the connection ended, or nil while it is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closed {
+		return nil
+	}
+	return c.closeErr
+}
+
+// InFlight reports how many calls are waiting for an answer.
+func (c *Conn) InFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// Close ends the connection, fails calls in flight with *ClosedError, and
+// waits for the Conn's goroutine to exit.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		c.closeErr = nil
+	}
+	c.mu.Unlock()
+	err := c.f.Close()
+	<-c.done
+	if errors.Is(err, os.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// Call sends method with params and waits for the answer. params may be nil,
+// json.RawMessage, []byte holding JSON, or any value encoding/json accepts.
+// A peer's error answer is returned as both the Response and an *RPCError.
+func (c *Conn) Call(ctx context.Context, method string, params any) (*Response, error) {
+	raw, err := marshalParams(params)
+	if err != nil {
+		return nil, err
+	}
+	return c.Send(ctx, Request{Method: method, Params: raw})
+}
+
+// Notify sends a notification (no id); nothing answers it.
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	raw, err := marshalParams(params)
+	if err != nil {
+		return err
+	}
+	_, err = c.Send(ctx, Request{Method: method, Params: raw, Notify: true})
+	return err
+}
+
+// Send sends req and, unless it is a notification, waits for its answer until
+// ctx ends. Errors: *RPCError (the peer's answer), *TimeoutError,
+// context.Canceled, *ClosedError, *BTSPRequiredError, *FrameTooLargeError
+// (wrapped in *ClosedError).
+func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, c.ctxErr(err, req, 0)
+	}
+	if req.Params != nil && !json.Valid(req.Params) {
+		return nil, fmt.Errorf("%s: params are not valid JSON", req.Method)
+	}
+	var id uint64
+	var p *pendingCall
+	if !req.Notify {
+		id = c.nextID.Add(1)
+		p = &pendingCall{ch: make(chan result, 1), method: req.Method}
+	}
+	frame := c.encodeRequest(id, req)
+	c.mu.Lock()
+	if c.closed {
+		err := c.closedErrLocked(0)
+		c.mu.Unlock()
+		return nil, err
+	}
+	if p != nil {
+		c.pending[id] = p
+	}
+	c.mu.Unlock()
+
+	start := time.Now()
+	if err := c.write(ctx, frame); err != nil {
+		if p != nil {
+			c.forget(id, false)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
+			return nil, c.ctxErr(context.DeadlineExceeded, req, time.Since(start))
+		}
+		return nil, c.Err0(err)
+	}
+	if p == nil {
+		return nil, nil
+	}
+	select {
+	case r := <-p.ch:
+		if r.err != nil {
+			return nil, r.err
+		}
+		resp := &Response{
+			ID: r.m.ID, Result: r.m.Result, Error: r.m.Error, Raw: r.m.Raw, Sent: frame,
+			Elapsed: r.m.Time.Sub(start), Warning: r.m.Warning,
+		}
+		if resp.Error != nil {
+			return resp, resp.Error
+		}
+		return resp, nil
+	case <-ctx.Done():
+		c.forget(id, true)
+		return nil, c.ctxErr(ctx.Err(), req, time.Since(start))
+	}
+}
+
+// Reply answers a server-initiated request with a result or an error.
+func (c *Conn) Reply(ctx context.Context, id json.RawMessage, res json.RawMessage, rpcErr *RPCError) error {
+	if len(id) == 0 || !json.Valid(id) {
+		return errors.New("reply: the request has no valid id")
+	}
+	frame := c.encodeReply(id, res, rpcErr)
+	c.mu.Lock()
+	if c.closed {
+		err := c.closedErrLocked(0)
+		c.mu.Unlock()
+		return err
+	}
+	c.mu.Unlock()
+	if err := c.write(ctx, frame); err != nil {
+		return c.Err0(err)
+	}
+	return nil
+}
+
+// Err0 wraps a transport error in *ClosedError unless it is already typed.
+func (c *Conn) Err0(err error) error {
+	var ce *ClosedError
+	if errors.As(err, &ce) {
+		return err
+	}
+	return &ClosedError{Cause: err}
+}
+
+func (c *Conn) ctxErr(err error, req Request, waited time.Duration) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		te := &TimeoutError{Method: req.Method, After: waited}
+		var parts []string
+		if req.Pool != "" {
+			parts = append(parts, "pool "+req.Pool)
+		}
+		if req.SessionID != "" {
+			parts = append(parts, "session "+req.SessionID)
+		}
+		c.mu.Lock()
+		if c.invalid > 0 {
+			parts = append(parts, fmt.Sprintf("the peer sent %d frame(s) that are not JSON-RPC, the last: %q", c.invalid, c.lastBad))
+		}
+		c.mu.Unlock()
+		if len(parts) > 0 {
+			te.Where = joinComma(parts)
+		}
+		return te
+	}
+	return fmt.Errorf("%s: %w", req.Method, err)
+}
+
+func joinComma(p []string) string {
+	var b bytes.Buffer
+	for i, s := range p {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// forget removes a pending call; timedOut marks its id as abandoned.
+func (c *Conn) forget(id uint64, timedOut bool) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	if timedOut {
+		c.timedOut.add(id)
+	}
+	c.mu.Unlock()
+}
+
+func (c *Conn) write(ctx context.Context, frame []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	wd, canDeadline := c.f.(WriteDeadliner)
+	if canDeadline {
+		if dl, ok := ctx.Deadline(); ok {
+			_ = wd.SetWriteDeadline(dl)
+			defer wd.SetWriteDeadline(time.Time{})
+		} else if ctx.Done() != nil {
+			stop := context.AfterFunc(ctx, func() { _ = wd.SetWriteDeadline(time.Unix(1, 0)) })
+			defer func() {
+				if !stop() {
+					_ = wd.SetWriteDeadline(time.Time{})
+				}
+			}()
+		}
+	}
+	if err := c.f.WriteFrame(frame); err != nil {
+		// A frame cut short leaves the stream unusable: end the connection.
+		c.fail(fmt.Errorf("write: %w", err))
+		return err
+	}
+	c.trace(Out, frame, "")
+	return nil
+}
+
+func (c *Conn) trace(d Direction, data []byte, warning string) {
+	if c.opts.Trace != nil {
+		c.opts.Trace(TraceEvent{Time: time.Now(), Dir: d, Data: data, Size: len(data), Warning: warning})
+	}
+}
+
+// fail ends the connection because of err (from the transport or the peer).
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed = true
+		c.closeErr = err
+	}
+	c.mu.Unlock()
+	_ = c.f.Close()
+}
+
+func (c *Conn) readLoop() {
+	defer func() {
+		c.mu.Lock()
+		if !c.closed {
+			c.closed = true
+		}
+		n := len(c.pending)
+		err := c.closedErrLocked(n)
+		for id, p := range c.pending {
+			p.ch <- result{err: err}
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+		close(c.incoming)
+		close(c.done)
+	}()
+	for {
+		frame, err := c.f.ReadFrame()
+		if err != nil {
+			c.mu.Lock()
+			if !c.closed {
+				c.closed = true
+				if err == io.EOF {
+					err = errors.New("peer closed the connection")
+				}
+				c.closeErr = err
+			}
+			c.mu.Unlock()
+			c.trace(Note, nil, "connection ended: "+errString(err))
+			return
+		}
+		c.handle(frame)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "closed"
+	}
+	return err.Error()
+}
+
+func (c *Conn) handle(frame []byte) {
+	m, derr := DecodeMessage(frame)
+	m.Time = time.Now()
+	if derr != nil {
+		m.Warning = derr.Error()
+		c.mu.Lock()
+		c.invalid++
+		c.lastBad = cut(frame, 80)
+		c.mu.Unlock()
+	}
+	switch m.Kind {
+	case KindResponse:
+		id, ok := m.NumericID()
+		c.mu.Lock()
+		p := c.pending[id]
+		if ok && p != nil {
+			delete(c.pending, id)
+			c.settled.add(id)
+		} else {
+			m.Kind = KindUnmatched
+			switch {
+			case !ok:
+				m.Warning = "unknown_response_id: id " + string(cut(m.ID, 40)) + " is not one primalscope sent"
+			case c.settled.has(id):
+				m.Warning = fmt.Sprintf("duplicate_response_id: call %d was already answered", id)
+			case c.timedOut.has(id):
+				m.Warning = fmt.Sprintf("stale_response_id: call %d had already timed out", id)
+			default:
+				m.Warning = fmt.Sprintf("unknown_response_id: no call %d was sent", id)
+			}
+		}
+		c.mu.Unlock()
+		c.trace(In, frame, m.Warning)
+		if p != nil && ok {
+			p.ch <- result{m: m}
+			return
+		}
+		c.deliver(m)
+	case KindUnmatched:
+		// An error with a null or missing id: the peer could not tell which
+		// call it answers (or is refusing the whole connection).
+		c.trace(In, frame, "error without an id")
+		if m.Error != nil && m.Error.IsBTSPRequired() {
+			c.mu.Lock()
+			c.peerErr = &BTSPRequiredError{Endpoint: c.opts.Endpoint, Peer: m.Error}
+			for id, p := range c.pending {
+				p.ch <- result{err: c.peerErr}
+				delete(c.pending, id)
+			}
+			c.mu.Unlock()
+			c.deliver(m)
+			return
+		}
+		c.mu.Lock()
+		if m.Error != nil {
+			c.peerErr = m.Error
+		}
+		if len(c.pending) == 1 {
+			for id, p := range c.pending {
+				delete(c.pending, id)
+				c.mu.Unlock()
+				p.ch <- result{m: m}
+				return
+			}
+		}
+		c.mu.Unlock()
+		c.deliver(m)
+	case KindRequest:
+		c.trace(In, frame, m.Warning)
+		if c.opts.Handler != nil {
+			if res, rerr, ok := c.opts.Handler(m); ok {
+				frame := c.encodeReply(m.ID, res, rerr)
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_ = c.write(ctx, frame)
+				cancel()
+				return
+			}
+		}
+		c.deliver(m)
+	default:
+		c.trace(In, frame, m.Warning)
+		c.deliver(m)
+	}
+}
+
+// deliver hands m to Incoming, dropping the oldest unread message when full.
+func (c *Conn) deliver(m *Message) {
+	for {
+		select {
+		case c.incoming <- m:
+			return
+		default:
+		}
+		select {
+		case <-c.incoming:
+			c.mu.Lock()
+			c.dropped++
+			c.mu.Unlock()
+		default:
+		}
+	}
+}
+
+func (c *Conn) closedErrLocked(inFlight int) error {
+	if be, ok := c.peerErr.(*BTSPRequiredError); ok {
+		return be
+	}
+	cause := c.closeErr
+	if c.peerErr != nil {
+		if cause == nil {
+			cause = fmt.Errorf("after the peer said: %w", c.peerErr)
+		} else {
+			cause = fmt.Errorf("%w (the peer had said: %v)", cause, c.peerErr)
+		}
+	}
+	return &ClosedError{InFlight: inFlight, Cause: cause}
+}
+
+func cut(b []byte, n int) []byte {
+	if len(b) <= n {
+		return append([]byte(nil), b...)
+	}
+	return append(append([]byte(nil), b[:n]...), "…"...)
+}
+
+func marshalParams(params any) (json.RawMessage, error) {
+	switch p := params.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return p, nil
+	case []byte:
+		return p, nil
+	}
+	b, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("encode params: %w", err)
+	}
+	return b, nil
+}
+
+func (c *Conn) encodeRequest(id uint64, req Request) []byte {
+	b := make([]byte, 0, 64+len(req.Method)+len(req.Params))
+	b = append(b, '{')
+	if c.opts.Wire != WireLean {
+		b = append(b, `"jsonrpc":"2.0",`...)
+	}
+	if !req.Notify {
+		b = append(b, `"id":`...)
+		if c.opts.Wire == WireHolon {
+			b = append(b, '"')
+			b = appendUint(b, id)
+			b = append(b, '"')
+		} else {
+			b = appendUint(b, id)
+		}
+		b = append(b, ',')
+	}
+	b = append(b, `"method":`...)
+	b = AppendJSONString(b, req.Method)
+	if req.Params != nil {
+		b = append(b, `,"params":`...)
+		b = appendCompact(b, req.Params)
+	} else if c.opts.Wire == WireHolon {
+		b = append(b, `,"params":{}`...)
+	}
+	if req.SessionID != "" {
+		b = append(b, `,"sessionId":`...)
+		b = AppendJSONString(b, req.SessionID)
+	}
+	if req.Pool != "" {
+		b = append(b, `,"pool":`...)
+		b = AppendJSONString(b, req.Pool)
+	}
+	return append(b, '}')
+}
+
+func (c *Conn) encodeReply(id, res json.RawMessage, rpcErr *RPCError) []byte {
+	b := make([]byte, 0, 64+len(res))
+	b = append(b, '{')
+	if c.opts.Wire != WireLean {
+		b = append(b, `"jsonrpc":"2.0",`...)
+	}
+	b = append(b, `"id":`...)
+	b = appendCompact(b, id)
+	if rpcErr != nil {
+		e, _ := json.Marshal(rpcErr)
+		b = append(b, `,"error":`...)
+		b = append(b, e...)
+	} else {
+		if res == nil {
+			res = json.RawMessage("null")
+		}
+		b = append(b, `,"result":`...)
+		b = appendCompact(b, res)
+	}
+	return append(b, '}')
+}
+
+// appendCompact appends JSON without newlines (pretty params typed by a
+// person would otherwise break NDJSON framing).
+func appendCompact(b []byte, raw json.RawMessage) []byte {
+	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return append(b, raw...)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return append(b, "null"...)
+	}
+	return append(b, buf.Bytes()...)
+}
+
+func appendUint(b []byte, n uint64) []byte {
+	var tmp [20]byte
+	i := len(tmp)
+	for {
+		i--
+		tmp[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(b, tmp[i:]...)
+}
+
+// AppendJSONString appends s as a JSON string literal. Invalid UTF-8 becomes
+// U+FFFD; control characters are escaped.
+func AppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20 || c == 0x7f:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else if r == '\u2028' || r == '\u2029' {
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// idRing remembers the last n ids added, for answering "have we seen it?".
+type idRing struct {
+	ids  []uint64
+	next int
+	set  map[uint64]struct{}
+}
+
+func newIDRing(n int) idRing {
+	return idRing{ids: make([]uint64, 0, n), set: make(map[uint64]struct{}, n)}
+}
+
+func (r *idRing) add(id uint64) {
+	if len(r.ids) < cap(r.ids) {
+		r.ids = append(r.ids, id)
+	} else {
+		delete(r.set, r.ids[r.next])
+		r.ids[r.next] = id
+		r.next = (r.next + 1) % len(r.ids)
+	}
+	r.set[id] = struct{}{}
+}
+
+func (r *idRing) has(id uint64) bool { _, ok := r.set[id]; return ok }

@@ -1,0 +1,491 @@
+// Package ipctest runs in-process fake peers for every wire primalscope speaks,
+// like net/http/httptest: configurable JSON-RPC primals, a lean NDJSON daemon,
+// and the misbehaving peers real deployments show (slow, silent, garbage,
+// oversize lines, closes mid-line, duplicate and unknown ids, control
+// sequences, floods, a peer that never reads). The demo ecosystem is built
+// from the same servers.
+package ipctest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// HandlerFunc answers one method. Return an *ipc.RPCError to answer with an
+// error object; any other error becomes -32603. The result is encoded with
+// encoding/json unless it is a json.RawMessage.
+type HandlerFunc func(ctx context.Context, params json.RawMessage) (any, error)
+
+// Behavior makes a server misbehave the way some real peers do.
+type Behavior struct {
+	// Delay holds every answer back this long.
+	Delay time.Duration
+	// Silent reads requests and never answers (a stale primal).
+	Silent bool
+	// NeverRead accepts connections and never reads from them.
+	NeverRead bool
+	// Garbage answers every request with a line that is not JSON.
+	Garbage bool
+	// Oversize answers every request with a valid response this many bytes long.
+	Oversize int
+	// CloseMidLine writes half of each answer and closes the connection.
+	CloseMidLine bool
+	// Duplicate answers every request twice.
+	Duplicate bool
+	// WrongID answers with an id the client never sent (id + 1000).
+	WrongID bool
+	// OnConnect is written to every new connection before anything else.
+	OnConnect []byte
+}
+
+// Config describes a fake peer.
+type Config struct {
+	// Methods answer requests by method name.
+	Methods map[string]HandlerFunc
+	// Lean speaks the lean NDJSON wire: replies carry no "jsonrpc", ids must
+	// be unsigned integers (a string id makes the server drop the connection
+	// silently), and requests are handled concurrently so replies come back
+	// out of order.
+	Lean bool
+	// Concurrent handles each request on its own goroutine (replies may be
+	// reordered). Lean servers are always concurrent.
+	Concurrent bool
+	// Behavior injects misbehaviour.
+	Behavior Behavior
+	// Accept, when set, sees every new connection first; returning false
+	// means it took the connection over (for handshakes or refusals) and the
+	// server must not read it.
+	Accept func(c net.Conn, first *bufio.Reader) (net.Conn, bool)
+	// MaxLine bounds one incoming line (default 16 MiB).
+	MaxLine int
+}
+
+// Server is a running fake peer on a Unix socket or TCP port.
+type Server struct {
+	cfg  Config
+	ln   net.Listener
+	// Path is the socket path (empty for TCP servers).
+	Path string
+	// Addr is the listener address (the path, or host:port).
+	Addr string
+
+	mu     sync.Mutex
+	conns  map[*ServerConn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
+	calls  atomic.Int64
+}
+
+// ServerConn is one client connection to a Server.
+type ServerConn struct {
+	srv     *Server
+	c       net.Conn
+	wmu     sync.Mutex
+	w       *bufio.Writer
+	nextID  atomic.Uint64
+	pmu     sync.Mutex
+	pending map[string]chan *ipc.Message
+}
+
+// Listen starts a server on a new Unix socket at path.
+func Listen(path string, cfg Config) (*Server, error) {
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	s := serve(ln, cfg)
+	s.Path = path
+	return s, nil
+}
+
+// ListenTCP starts a server on a loopback TCP port ("127.0.0.1:0" picks one).
+func ListenTCP(addr string, cfg Config) (*Server, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return serve(ln, cfg), nil
+}
+
+// TempDir makes a short temporary directory for sockets (Unix socket paths
+// must stay under 108 bytes, which t.TempDir() paths can exceed).
+func TempDir() (string, error) { return os.MkdirTemp("", "ps") }
+
+func serve(ln net.Listener, cfg Config) *Server {
+	if cfg.MaxLine <= 0 {
+		cfg.MaxLine = 16 << 20
+	}
+	if cfg.Lean {
+		cfg.Concurrent = true
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{cfg: cfg, ln: ln, Addr: ln.Addr().String(), conns: map[*ServerConn]struct{}{}, ctx: ctx, cancel: cancel}
+	s.wg.Add(1)
+	go s.acceptLoop()
+	return s
+}
+
+// Endpoint returns the server's address as an endpoint.
+func (s *Server) Endpoint() ipc.Endpoint {
+	if s.Path != "" {
+		return ipc.Endpoint{Transport: ipc.Unix, Path: s.Path}
+	}
+	return ipc.Endpoint{Transport: ipc.TCP, Address: s.Addr}
+}
+
+// Calls reports how many requests the server has received.
+func (s *Server) Calls() int64 { return s.calls.Load() }
+
+// Close stops the server, closes every connection, waits for its goroutines
+// and removes its socket file.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]*ServerConn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	err := s.ln.Close()
+	for _, c := range conns {
+		c.c.Close()
+	}
+	s.wg.Wait()
+	if s.Path != "" {
+		_ = os.Remove(s.Path)
+	}
+	return err
+}
+
+// Conns returns the connections open now.
+func (s *Server) Conns() []*ServerConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*ServerConn, 0, len(s.conns))
+	for c := range s.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Notify sends a JSON-RPC notification to every connection (a lean server
+// sends it as a {type,data} event instead).
+func (s *Server) Notify(method string, params any) {
+	for _, c := range s.Conns() {
+		if s.cfg.Lean {
+			_ = c.Event(method, params)
+		} else {
+			_ = c.Notify(method, params)
+		}
+	}
+}
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			c.Close()
+			return
+		}
+		sc := &ServerConn{srv: s, c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[string]chan *ipc.Message{}}
+		s.conns[sc] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, sc)
+				s.mu.Unlock()
+				sc.c.Close()
+			}()
+			sc.serve()
+		}()
+	}
+}
+
+func (sc *ServerConn) serve() {
+	s := sc.srv
+	b := s.cfg.Behavior
+	if b.NeverRead {
+		<-s.ctx.Done()
+		return
+	}
+	r := bufio.NewReaderSize(sc.c, 64<<10)
+	if s.cfg.Accept != nil {
+		nc, ok := s.cfg.Accept(sc.c, r)
+		if !ok {
+			return
+		}
+		if nc != sc.c {
+			sc.c = nc
+			sc.w = bufio.NewWriterSize(nc, 64<<10)
+			r = bufio.NewReaderSize(nc, 64<<10)
+		}
+	}
+	if len(b.OnConnect) > 0 {
+		sc.write(b.OnConnect, true)
+	}
+	var hwg sync.WaitGroup
+	defer hwg.Wait()
+	for {
+		line, err := readLine(r, s.cfg.MaxLine)
+		if err != nil {
+			return
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		m, derr := ipc.DecodeMessage(line)
+		if derr != nil {
+			sc.writeMsg(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": "Parse error"}}, true)
+			continue
+		}
+		switch m.Kind {
+		case ipc.KindResponse, ipc.KindUnmatched:
+			sc.settle(m)
+			continue
+		case ipc.KindRequest, ipc.KindNotification:
+		default:
+			continue
+		}
+		if s.cfg.Lean {
+			if _, ok := m.NumericID(); !ok && m.Kind == ipc.KindRequest || len(m.ID) > 0 && m.ID[0] == '"' {
+				return // the lean daemon drops a connection on a string id
+			}
+		}
+		s.calls.Add(1)
+		if b.Silent {
+			continue
+		}
+		flush := r.Buffered() == 0
+		if s.cfg.Concurrent {
+			hwg.Add(1)
+			go func() {
+				defer hwg.Done()
+				sc.dispatch(m, true)
+			}()
+			continue
+		}
+		sc.dispatch(m, flush)
+	}
+}
+
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(buf)+len(chunk) > max {
+			return nil, errors.New("line too long")
+		}
+		if err == nil {
+			if buf == nil {
+				return append([]byte(nil), chunk[:len(chunk)-1]...), nil
+			}
+			buf = append(buf, chunk...)
+			return buf[:len(buf)-1], nil
+		}
+		buf = append(buf, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+func (sc *ServerConn) dispatch(m *ipc.Message, flush bool) {
+	s := sc.srv
+	b := s.cfg.Behavior
+	h := s.cfg.Methods[m.Method]
+	var res any
+	var herr error
+	if h == nil {
+		herr = &ipc.RPCError{Code: -32601, Message: "Method not found: " + m.Method}
+	} else {
+		res, herr = h(s.ctx, m.Params)
+	}
+	if m.Kind == ipc.KindNotification {
+		return
+	}
+	if b.Delay > 0 {
+		select {
+		case <-time.After(b.Delay):
+		case <-s.ctx.Done():
+			return
+		}
+	}
+	id := m.ID
+	if b.WrongID {
+		if n, ok := m.NumericID(); ok {
+			id = json.RawMessage(strconv.FormatUint(n+1000, 10))
+		}
+	}
+	resp := sc.envelope(id)
+	if herr != nil {
+		var re *ipc.RPCError
+		if !errors.As(herr, &re) {
+			re = &ipc.RPCError{Code: -32603, Message: herr.Error()}
+		}
+		resp["error"] = re
+	} else {
+		if res == nil {
+			res = json.RawMessage("null")
+		}
+		resp["result"] = res
+	}
+	switch {
+	case b.Garbage:
+		sc.write([]byte("<html>this is not JSON-RPC</html>"), flush)
+	case b.Oversize > 0:
+		pad := b.Oversize - 40
+		if pad < 0 {
+			pad = 0
+		}
+		resp["result"] = string(bytes.Repeat([]byte("x"), pad))
+		delete(resp, "error")
+		sc.writeMsg(resp, true)
+	case b.CloseMidLine:
+		out, _ := json.Marshal(resp)
+		sc.wmu.Lock()
+		sc.w.Write(out[:len(out)/2])
+		sc.w.Flush()
+		sc.wmu.Unlock()
+		sc.c.Close()
+	case b.Duplicate:
+		sc.writeMsg(resp, false)
+		sc.writeMsg(resp, flush)
+	default:
+		sc.writeMsg(resp, flush)
+	}
+}
+
+func (sc *ServerConn) envelope(id json.RawMessage) map[string]any {
+	m := map[string]any{"id": id}
+	if !sc.srv.cfg.Lean {
+		m["jsonrpc"] = "2.0"
+	}
+	return m
+}
+
+func (sc *ServerConn) writeMsg(v any, flush bool) error {
+	out, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return sc.write(out, flush)
+}
+
+// write sends one line; flush=false lets answers to pipelined requests share
+// one write.
+func (sc *ServerConn) write(line []byte, flush bool) error {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.w.Write(line)
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		sc.w.WriteByte('\n')
+	}
+	if flush {
+		return sc.w.Flush()
+	}
+	return nil
+}
+
+// WriteRaw sends bytes as they are (for tests of malformed frames).
+func (sc *ServerConn) WriteRaw(p []byte) error {
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.w.Write(p)
+	return sc.w.Flush()
+}
+
+// Notify sends a JSON-RPC notification on this connection.
+func (sc *ServerConn) Notify(method string, params any) error {
+	m := map[string]any{"jsonrpc": "2.0", "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	return sc.writeMsg(m, true)
+}
+
+// Event sends a lean {type,data} event on this connection.
+func (sc *ServerConn) Event(typ string, data any) error {
+	return sc.writeMsg(map[string]any{"type": typ, "data": data}, true)
+}
+
+// Ask sends a server-initiated request (id "s<N>") and waits for the
+// client's answer.
+func (sc *ServerConn) Ask(ctx context.Context, method string, params any) (*ipc.Message, error) {
+	id := "s" + strconv.FormatUint(sc.nextID.Add(1), 10)
+	ch := make(chan *ipc.Message, 1)
+	sc.pmu.Lock()
+	sc.pending[strconv.Quote(id)] = ch
+	sc.pmu.Unlock()
+	defer func() {
+		sc.pmu.Lock()
+		delete(sc.pending, strconv.Quote(id))
+		sc.pmu.Unlock()
+	}()
+	m := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	if err := sc.writeMsg(m, true); err != nil {
+		return nil, err
+	}
+	select {
+	case r := <-ch:
+		return r, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (sc *ServerConn) settle(m *ipc.Message) {
+	sc.pmu.Lock()
+	ch := sc.pending[string(m.ID)]
+	sc.pmu.Unlock()
+	if ch != nil {
+		select {
+		case ch <- m:
+		default:
+		}
+	}
+}
+
+// Close closes this connection from the server side.
+func (sc *ServerConn) Close() error { return sc.c.Close() }
+
+// SocketPath joins dir and name (a helper for tests laying out socket dirs).
+func SocketPath(dir, name string) string { return filepath.Join(dir, name) }
+
+var _ io.Closer = (*Server)(nil)

@@ -1,0 +1,201 @@
+package ipc
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Kind says what a message from a peer is.
+type Kind uint8
+
+const (
+	// KindResponse is an answer to a call (result or error, with an id).
+	KindResponse Kind = iota + 1
+	// KindNotification is a JSON-RPC notification: a method and no id.
+	KindNotification
+	// KindRequest is a server-initiated request: a method and an id; the
+	// client is expected to answer it with Conn.Reply.
+	KindRequest
+	// KindEvent is a lean-wire event: {"type": ..., "data": ...}.
+	KindEvent
+	// KindUnmatched is a response whose id matches no call in flight
+	// (unknown, duplicate or stale), or an error with a null id.
+	KindUnmatched
+	// KindInvalid is a frame that is JSON but none of the above, or not JSON.
+	KindInvalid
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindResponse:
+		return "response"
+	case KindNotification:
+		return "notification"
+	case KindRequest:
+		return "request"
+	case KindEvent:
+		return "event"
+	case KindUnmatched:
+		return "unmatched"
+	case KindInvalid:
+		return "invalid"
+	}
+	return "unknown"
+}
+
+// MarshalText renders a Kind by name in JSON output.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// Message is one decoded frame from a peer. Raw always holds the frame's bytes.
+type Message struct {
+	Kind    Kind            `json:"kind"`
+	JSONRPC string          `json:"jsonrpc,omitempty"` // "" when the peer left it out (lean wire)
+	ID      json.RawMessage `json:"id,omitempty"`      // nil when absent; "null" when null
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"` // nil when absent; "null" when null
+	Error   *RPCError       `json:"error,omitempty"`
+	Type    string          `json:"type,omitempty"` // lean event tag
+	Data    json.RawMessage `json:"data,omitempty"` // lean event payload
+	// SessionID and Pool are the stdio bus routing fields, when present.
+	SessionID string          `json:"sessionId,omitempty"`
+	Pool      string          `json:"pool,omitempty"`
+	Raw       json.RawMessage `json:"-"`
+	Time      time.Time       `json:"time"`
+	// Warning is a protocol deviation noticed while decoding ("" when none).
+	Warning string `json:"warning,omitempty"`
+}
+
+// envelope is the union of every top-level field the wires use.
+type envelope struct {
+	JSONRPC   *string         `json:"jsonrpc"`
+	ID        json.RawMessage `json:"id"`
+	Method    *string         `json:"method"`
+	Params    json.RawMessage `json:"params"`
+	Result    json.RawMessage `json:"result"`
+	Error     json.RawMessage `json:"error"`
+	Type      *string         `json:"type"`
+	Data      json.RawMessage `json:"data"`
+	SessionID *string         `json:"sessionId"`
+	Pool      *string         `json:"pool"`
+}
+
+// ErrNotObject is returned by DecodeMessage for a frame that is valid JSON but
+// not an object (arrays, batches, scalars).
+var ErrNotObject = errors.New("message is not a JSON object")
+
+// DecodeMessage classifies one frame from a peer. It accepts JSON-RPC 2.0 and
+// the lean NDJSON wire alike: responses with or without "jsonrpc", numeric or
+// string ids, notifications, server-initiated requests and {type,data} events.
+// On error the returned Message is still usable (Kind KindInvalid, Raw set).
+func DecodeMessage(frame []byte) (*Message, error) {
+	m := &Message{Raw: frame, Kind: KindInvalid}
+	trimmed := bytes.TrimSpace(frame)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		if json.Valid(trimmed) {
+			return m, ErrNotObject
+		}
+		return m, fmt.Errorf("decode message: %w", syntaxError(trimmed))
+	}
+	var env envelope
+	if err := json.Unmarshal(trimmed, &env); err != nil {
+		return m, fmt.Errorf("decode message: %w", err)
+	}
+	if env.JSONRPC != nil {
+		m.JSONRPC = *env.JSONRPC
+		if m.JSONRPC != "2.0" {
+			m.Warning = fmt.Sprintf("jsonrpc is %q, not \"2.0\"", m.JSONRPC)
+		}
+	}
+	m.ID = env.ID
+	m.Params = env.Params
+	m.Result = env.Result
+	m.Data = env.Data
+	if env.SessionID != nil {
+		m.SessionID = *env.SessionID
+	}
+	if env.Pool != nil {
+		m.Pool = *env.Pool
+	}
+	if env.Error != nil && !isNull(env.Error) {
+		var e RPCError
+		if err := json.Unmarshal(env.Error, &e); err != nil {
+			// Some peers answer a bare string as the error.
+			var s string
+			if json.Unmarshal(env.Error, &s) == nil {
+				e = RPCError{Code: -32603, Message: s}
+				m.Warning = "error is a string, not an object"
+			} else {
+				e = RPCError{Code: -32603, Message: "malformed error object", Data: env.Error}
+				m.Warning = "malformed error object"
+			}
+		}
+		m.Error = &e
+	}
+	hasID := env.ID != nil && !isNull(env.ID)
+	switch {
+	case env.Method != nil:
+		m.Method = *env.Method
+		if hasID {
+			m.Kind = KindRequest
+		} else {
+			m.Kind = KindNotification
+		}
+	case env.Type != nil && env.Result == nil && m.Error == nil:
+		m.Type = *env.Type
+		m.Kind = KindEvent
+	case env.Result != nil || m.Error != nil:
+		m.Kind = KindResponse
+		if !hasID {
+			m.Kind = KindUnmatched
+		}
+		if env.Result != nil && m.Error != nil {
+			m.Warning = "response has both result and error"
+		}
+	case hasID:
+		// An id and nothing else: an empty answer. Treat it as a null result.
+		m.Kind = KindResponse
+		m.Result = json.RawMessage("null")
+		m.Warning = "response has neither result nor error"
+	default:
+		return m, errors.New("decode message: neither a request, a response nor an event")
+	}
+	return m, nil
+}
+
+// NumericID returns the message id as an unsigned integer, accepting a JSON
+// number or a string holding one (some peers stringify ids).
+func (m *Message) NumericID() (uint64, bool) { return parseNumericID(m.ID) }
+
+func parseNumericID(id json.RawMessage) (uint64, bool) {
+	if len(id) == 0 {
+		return 0, false
+	}
+	s := id
+	if s[0] == '"' {
+		if len(s) < 3 || s[len(s)-1] != '"' {
+			return 0, false
+		}
+		s = s[1 : len(s)-1]
+	}
+	n, err := strconv.ParseUint(string(s), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
+func isNull(b json.RawMessage) bool { return string(bytes.TrimSpace(b)) == "null" }
+
+// syntaxError finds where a non-object frame stops being JSON.
+func syntaxError(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	return errors.New("not JSON")
+}
