@@ -15,12 +15,12 @@ func TestHighlightLineClasses(t *testing.T) {
 	h := NewHighlighter(&th.JSON, colorprofile.TrueColor)
 	s := h.sgr
 	cases := map[string]string{
-		`  "key": "value",`:         "  " + s[clKey] + `"key"` + s[clPunct] + ": " + s[clString] + `"value"` + s[clPunct] + "," + sgrReset,
-		`    "a\"b": -1.5e3`:        "    " + s[clKey] + `"a\"b"` + s[clPunct] + ": " + s[clNumber] + "-1.5e3" + sgrReset,
-		`  true, false, null`:       "  " + s[clTrue] + "true" + s[clPunct] + ", " + s[clFalse] + "false" + s[clPunct] + ", " + s[clNull] + "null" + sgrReset,
-		`  "just a string"`:         "  " + s[clString] + `"just a string"` + sgrReset,
-		`}`:                         s[clPunct] + "}" + sgrReset,
-		``:                          ``,
+		`  "key": "value",`:          "  " + s[clKey] + `"key"` + s[clPunct] + ": " + s[clString] + `"value"` + s[clPunct] + "," + sgrReset,
+		`    "a\"b": -1.5e3`:         "    " + s[clKey] + `"a\"b"` + s[clPunct] + ": " + s[clNumber] + "-1.5e3" + sgrReset,
+		`  true, false, null`:        "  " + s[clTrue] + "true" + s[clPunct] + ", " + s[clFalse] + "false" + s[clPunct] + ", " + s[clNull] + "null" + sgrReset,
+		`  "just a string"`:          "  " + s[clString] + `"just a string"` + sgrReset,
+		`}`:                          s[clPunct] + "}" + sgrReset,
+		``:                           ``,
 		"  \"x\x1b[2J\": bogus \x9b": "  " + s[clKey] + `"x\x1b[2J"` + s[clPunct] + ": " + s[clError] + "bogus " + `\x9b` + sgrReset,
 	}
 	for in, want := range cases {
