@@ -78,7 +78,9 @@ func (h *hsConn) ioErr(step string, err error) *HandshakeError {
 		return &HandshakeError{Reason: ReasonTimeout, Step: step, Err: context.Cause(h.ctx)}
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return &HandshakeError{Reason: ReasonTimeout, Step: step, Err: err}
+		// The connection's deadline is the context's, which may fire a hair
+		// before the context itself reports it.
+		return &HandshakeError{Reason: ReasonTimeout, Step: step, Err: context.DeadlineExceeded}
 	}
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.Is(err, net.ErrClosed) {

@@ -88,8 +88,8 @@ func X25519(secret, peerPub []byte) ([]byte, error) {
 
 // SeedCandidates lists the byte strings a FAMILY_SEED value may stand for, in
 // the order to try them: its raw UTF-8 bytes first (what BearDog uses), then,
-// when it looks like hex, its hex decoding, otherwise, when it looks like
-// base64, its base64 decoding (what primalSpring also accepts). A caller whose
+// when it looks like hex (16 or more hex digits), its hex decoding, otherwise,
+// when it looks like base64 (decoding to 12 or more bytes), its base64 decoding (what primalSpring also accepts). A caller whose
 // handshake fails with a family_verification HandshakeError may reconnect and
 // try the next candidate. An empty seed has no candidates.
 func SeedCandidates(familySeed string) [][]byte {
@@ -104,8 +104,8 @@ func SeedCandidates(familySeed string) [][]byte {
 	var dec []byte
 	if looksHex(s) {
 		dec, _ = hex.DecodeString(s)
-	} else {
-		dec, _ = decodeB64(s)
+	} else if b, ok := decodeB64(s); ok && len(b) >= minDecodedSeed {
+		dec = b
 	}
 	if len(dec) > 0 && string(dec) != familySeed {
 		out = append(out, dec)
@@ -113,8 +113,15 @@ func SeedCandidates(familySeed string) [][]byte {
 	return out
 }
 
+// A hex-looking seed has at least 16 hex digits; a base64-looking one decodes
+// to at least 12 bytes. Shorter strings are taken as raw bytes only.
+const (
+	minHexSeed     = 16
+	minDecodedSeed = 12
+)
+
 func looksHex(s string) bool {
-	if len(s) < 2 || len(s)%2 != 0 {
+	if len(s) < minHexSeed || len(s)%2 != 0 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {

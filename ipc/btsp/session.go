@@ -381,12 +381,19 @@ func readLine(r *bufio.Reader, limit int64) ([]byte, error) {
 		if int64(len(buf))+int64(len(chunk)) > limit+2 {
 			return nil, &FrameTooLargeError{Limit: limit, Size: -1}
 		}
-		if err == nil && buf == nil {
-			buf = make([]byte, len(chunk))
-			copy(buf, chunk)
-		} else {
-			buf = append(buf, chunk...)
+		if need := len(buf) + len(chunk); need > cap(buf) {
+			// Double, so a long line costs about twice its size in total.
+			n := max(2*cap(buf), need)
+			if err == nil {
+				n = need
+			} else if int64(n) > limit+2 {
+				n = int(limit + 2)
+			}
+			nb := make([]byte, len(buf), n)
+			copy(nb, buf)
+			buf = nb
 		}
+		buf = append(buf, chunk...)
 		switch err {
 		case nil:
 		case bufio.ErrBufferFull:
