@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,5 +109,17 @@ func BenchmarkSanitize(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		_ = Sanitize(s)
+	}
+}
+
+// TestWriteBenchDoc writes the benchmark document to the file named by
+// $PRIMALSCOPE_BENCH_DOC, for whole-process comparisons (jq, the CLI).
+func TestWriteBenchDoc(t *testing.T) {
+	path := os.Getenv("PRIMALSCOPE_BENCH_DOC")
+	if path == "" {
+		t.Skip("PRIMALSCOPE_BENCH_DOC not set")
+	}
+	if err := os.WriteFile(path, benchDoc(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -462,6 +462,9 @@ var strByte = func() (t [256]bool) {
 	return t
 }()
 
+// shortEscape is the two-character JSON escape of a control byte, if any.
+var shortEscape = [256]byte{'\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
 func isHex(c byte) bool {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
 }
@@ -515,7 +518,11 @@ func (p *printer) str(cl class) error {
 				return p.errAt("invalid escape in string")
 			}
 		case c < 0x20 || c == 0x7f:
-			p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+			if e := shortEscape[c]; e != 0 {
+				p.out = append(p.out, '\\', e)
+			} else {
+				p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+			}
 			p.pos++
 			if c == '\n' {
 				p.line++

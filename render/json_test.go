@@ -78,7 +78,7 @@ func TestRawControlsEscapedInStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "{\n  \"k\\u001b]52;c;AAAA\\u0007\": \"\\u001b[2J\uFFFD\\u009b6n\\u007f\uFFFD\uFFFD\\u0009x\"\n}\n"
+	want := "{\n  \"k\\u001b]52;c;AAAA\\u0007\": \"\\u001b[2J\uFFFD\\u009b6n\\u007f\uFFFD\uFFFD\\tx\"\n}\n"
 	if string(got) != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}

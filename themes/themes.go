@@ -122,7 +122,8 @@ func Default(darkBackground bool) Theme {
 
 func hex(s string) color.Color { return lipgloss.Color(s) }
 
-// Dark is the default theme (Catppuccin Mocha colours).
+// Dark is the default theme: Catppuccin Mocha colours, JSON colours derived
+// from chroma's catppuccin-mocha style.
 func Dark() Theme {
 	t := Theme{
 		Name: DarkName, Dark: true, ChromaStyle: "catppuccin-mocha",
@@ -138,11 +139,11 @@ func Dark() Theme {
 		},
 	}
 	t.JSON = JSONFromChroma(t.Chroma())
-	t.JSON.Key = TokenStyle{Fg: hex("#89b4fa")}
 	return t
 }
 
-// Light is the theme for light backgrounds (Catppuccin Latte colours).
+// Light is the theme for light backgrounds: Catppuccin Latte colours, JSON
+// colours derived from chroma's catppuccin-latte style.
 func Light() Theme {
 	t := Theme{
 		Name: LightName, Dark: false, ChromaStyle: "catppuccin-latte",
@@ -158,11 +159,12 @@ func Light() Theme {
 		},
 	}
 	t.JSON = JSONFromChroma(t.Chroma())
-	t.JSON.Key = TokenStyle{Fg: hex("#1e66f5")}
 	return t
 }
 
 // HighContrast is a dark theme of saturated, bright colours for readability.
+// Its JSON colours are set explicitly (chroma's hr_high_contrast style, used
+// for other languages, colours too few JSON token kinds apart).
 func HighContrast() Theme {
 	return Theme{
 		Name: HighContrastName, Dark: true, ChromaStyle: "hr_high_contrast",
