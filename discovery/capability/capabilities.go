@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -146,6 +147,11 @@ var knownTop = map[string]bool{
 // or is a JSON scalar; everything else odd is reported in Warnings. The
 // signed_announcement, if any, is verified and the verdict put in Signature.
 func Parse(result json.RawMessage) (*Capabilities, error) {
+	return parse(result, true)
+}
+
+// parse is Parse; unwrap allows one level of {jsonrpc, result} unwrapping.
+func parse(result json.RawMessage, unwrap bool) (*Capabilities, error) {
 	if !json.Valid(result) {
 		return nil, fmt.Errorf("parse capabilities.list result: %w: invalid JSON", ErrNotCapabilities)
 	}
@@ -161,11 +167,11 @@ func Parse(result json.RawMessage) (*Capabilities, error) {
 		c.Methods = col.finish()
 	case 'o':
 		top, _ := object(result)
-		if inner, ok := unwrapEnvelope(top); ok {
+		if inner, ok := unwrapEnvelope(top); ok && unwrap {
 			w.warnf("result was a whole JSON-RPC response; read its result member")
 			if kind(inner) == 'a' || kind(inner) == 'o' {
 				// Recurse once on the inner result; its warnings come first.
-				ic, err := Parse(inner)
+				ic, err := parse(inner, false)
 				if err != nil {
 					return nil, err
 				}
@@ -187,6 +193,15 @@ func Parse(result json.RawMessage) (*Capabilities, error) {
 	c.Signature = c.verifySigned()
 	c.Warnings = w.finish()
 	return c, nil
+}
+
+// Has reports whether method is among the advertised methods.
+func (c *Capabilities) Has(method string) bool {
+	if c == nil {
+		return false
+	}
+	_, found := slices.BinarySearch(c.Methods, method)
+	return found
 }
 
 // unwrapEnvelope recognises a whole {jsonrpc, result} response passed by mistake.

@@ -392,3 +392,56 @@ func TestCapabilitiesJSONKeys(t *testing.T) {
 		t.Errorf("unstable JSON:\n%s\n%s", b, b2)
 	}
 }
+
+func TestParseNestedEnvelopeOnce(t *testing.T) {
+	raw := `{"primal":"p","version":"1","methods":["a.b"]}`
+	for range 2000 {
+		raw = `{"jsonrpc":"2.0","result":` + raw + `}`
+	}
+	c := mustParse(t, json.RawMessage(raw))
+	if c.Format != FormatUnknown || len(c.Methods) != 0 {
+		t.Errorf("nested envelopes unwrapped more than once: %+v", c)
+	}
+}
+
+func TestHas(t *testing.T) {
+	c := mustParse(t, payload(t, "rhizocrypt_l3.json"))
+	if !c.Has("dag.session.create") || c.Has("dag.session") || c.Has("") {
+		t.Error("Has wrong")
+	}
+	var nilCaps *Capabilities
+	if nilCaps.Has("a.b") {
+		t.Error("nil Has true")
+	}
+}
+
+func BenchmarkParseBearDog(b *testing.B) {
+	raw := payload(b, "beardog_signed.json")
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := Parse(raw); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkParseMaxMethods(b *testing.B) {
+	var sb strings.Builder
+	sb.WriteString(`{"primal":"p","version":"1","methods":[`)
+	for i := range MaxMethods {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString(`"domain` + string(rune('a'+i%26)) + `.method_` + strings.Repeat("x", i%13) + `"`)
+	}
+	sb.WriteString(`]}`)
+	raw := json.RawMessage(sb.String())
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		c, err := Parse(raw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = c.Tree()
+	}
+}
