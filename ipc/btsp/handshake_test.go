@@ -679,3 +679,14 @@ func TestServerWithPeekedReader(t *testing.T) {
 }
 
 var _ = io.EOF
+
+func TestClientSeesJSONRPCRefusal(t *testing.T) {
+	_, err := fakeServer(t, JSONLine, func(p *fakePeer) {
+		p.recv()
+		p.send(map[string]any{"jsonrpc": "2.0", "error": map[string]any{"code": -32600, "message": "BTSP handshake required"}, "id": nil})
+	})
+	var he *HandshakeError
+	if !errors.As(err, &he) || he.Reason != ReasonMalformed || !strings.Contains(he.Detail, "BTSP handshake required") {
+		t.Fatalf("err = %v", err)
+	}
+}

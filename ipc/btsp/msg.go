@@ -98,7 +98,7 @@ type ServerHello struct {
 // A missing version is tolerated; any version other than 1 is unsupported_version.
 func ParseServerHello(msg []byte) (*ServerHello, error) {
 	var m struct {
-		Error        *string         `json:"error"`
+		Error        json.RawMessage `json:"error"`
 		Reason       string          `json:"reason"`
 		Version      json.RawMessage `json:"version"`
 		Pub          *string         `json:"server_ephemeral_pub"`
@@ -111,7 +111,7 @@ func ParseServerHello(msg []byte) (*ServerHello, error) {
 		return nil, hsErr(ReasonMalformed, step, "not a JSON object")
 	}
 	if m.Error != nil {
-		return nil, peerErr(step, *m.Error, m.Reason)
+		return nil, peerErr(step, m.Error, m.Reason)
 	}
 	if m.Version != nil {
 		if v, ok := versionOf(m.Version); !ok || v != Version {
@@ -155,20 +155,20 @@ type Completion struct {
 // *HandshakeError with FromPeer set. The server proof is returned, not checked.
 func ParseCompletion(msg []byte) (*Completion, error) {
 	var m struct {
-		Error        *string `json:"error"`
-		Reason       string  `json:"reason"`
-		Status       *string `json:"status"`
-		SessionID    string  `json:"session_id"`
-		SessionToken string  `json:"session_token"`
-		Cipher       string  `json:"cipher"`
-		ServerProof  *string `json:"server_proof"`
+		Error        json.RawMessage `json:"error"`
+		Reason       string          `json:"reason"`
+		Status       *string         `json:"status"`
+		SessionID    string          `json:"session_id"`
+		SessionToken string          `json:"session_token"`
+		Cipher       string          `json:"cipher"`
+		ServerProof  *string         `json:"server_proof"`
 	}
 	const step = "completion"
 	if err := json.Unmarshal(msg, &m); err != nil {
 		return nil, hsErr(ReasonMalformed, step, "not a JSON object")
 	}
 	if m.Error != nil {
-		return nil, peerErr(step, *m.Error, m.Reason)
+		return nil, peerErr(step, m.Error, m.Reason)
 	}
 	if m.Status != nil {
 		switch *m.Status {
@@ -215,7 +215,23 @@ func hsErr(reason, step, detail string) *HandshakeError {
 	return &HandshakeError{Reason: reason, Step: step, Detail: detail}
 }
 
-func peerErr(step, word, reason string) *HandshakeError {
+// peerErr turns a peer's "error" field into a HandshakeError: a BTSP failure
+// {"error":"handshake_failed","reason":...}, or a JSON-RPC error object from a
+// peer that did not take the hello for a handshake (its code and message go in
+// Detail, reason malformed).
+func peerErr(step string, errField json.RawMessage, reason string) *HandshakeError {
+	var word string
+	if json.Unmarshal(errField, &word) != nil {
+		var rpc struct {
+			Code    int64  `json:"code"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(errField, &rpc) == nil && (rpc.Code != 0 || rpc.Message != "") {
+			return &HandshakeError{Reason: ReasonMalformed, Step: step,
+				Detail: "peer answered a JSON-RPC error " + strconv.FormatInt(rpc.Code, 10) + " " + strconv.Quote(sanitize(rpc.Message))}
+		}
+		return hsErr(ReasonMalformed, step, "unreadable error field")
+	}
 	r := sanitize(reason)
 	if r == "" {
 		r = "unspecified"
