@@ -45,14 +45,18 @@ type Capabilities struct {
 	Methods []string `json:"methods"`
 	// MethodInfo holds per-method details from format C, keyed by method name.
 	MethodInfo map[string]MethodInfo `json:"method_info,omitempty"`
+	// The four Level 3 fields below are nil (JSON null) when the answer
+	// lacks them and empty when it declares them empty, so that a
+	// compliance check can tell the two apart.
+
 	// Provided is the provided_capabilities grouping, in wire order.
-	Provided []Group `json:"provided_capabilities,omitempty"`
+	Provided []Group `json:"provided_capabilities"`
 	// Consumed lists the methods this primal needs from others, sorted.
-	Consumed []string `json:"consumed_capabilities,omitempty"`
+	Consumed []string `json:"consumed_capabilities"`
 	// CostEstimates maps a method or a domain to its cost hints.
-	CostEstimates map[string]Cost `json:"cost_estimates,omitempty"`
+	CostEstimates map[string]Cost `json:"cost_estimates"`
 	// OperationDependencies maps a method to the methods that must run first.
-	OperationDependencies map[string][]string `json:"operation_dependencies,omitempty"`
+	OperationDependencies map[string][]string `json:"operation_dependencies"`
 	// Protocol is the advertised IPC protocol (e.g. "jsonrpc-2.0").
 	Protocol string `json:"protocol,omitempty"`
 	// Protocols is BearDog's plural "protocols" list.
@@ -530,7 +534,7 @@ func parseGroups(w *warner, raw json.RawMessage) []Group {
 		w.warnf("provided_capabilities is %s, not an array", aKind(raw))
 		return nil
 	}
-	var out []Group
+	out := []Group{}
 	total, bad := 0, 0
 	for i, it := range items {
 		m, ok := object(it)

@@ -445,3 +445,18 @@ func BenchmarkParseMaxMethods(b *testing.B) {
 		_ = c.Tree()
 	}
 }
+
+func TestParseDeclaredEmptyVersusAbsent(t *testing.T) {
+	c := mustParse(t, json.RawMessage(`{"primal":"p","version":"1","methods":["a.b"],"provided_capabilities":[],"consumed_capabilities":[],"cost_estimates":{},"operation_dependencies":{}}`))
+	if c.Provided == nil || c.Consumed == nil || c.CostEstimates == nil || c.OperationDependencies == nil {
+		t.Errorf("declared-empty fields are nil: %+v", c)
+	}
+	c = mustParse(t, json.RawMessage(`{"primal":"p","version":"1","methods":["a.b"]}`))
+	if c.Provided != nil || c.Consumed != nil || c.CostEstimates != nil || c.OperationDependencies != nil {
+		t.Errorf("absent fields are not nil: %+v", c)
+	}
+	b, _ := json.Marshal(c)
+	if !strings.Contains(string(b), `"consumed_capabilities":null`) {
+		t.Errorf("absent consumed_capabilities not null: %s", b)
+	}
+}
