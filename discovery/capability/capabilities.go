@@ -151,16 +151,15 @@ var knownTop = map[string]bool{
 // or is a JSON scalar; everything else odd is reported in Warnings. The
 // signed_announcement, if any, is verified and the verdict put in Signature.
 func Parse(result json.RawMessage) (*Capabilities, error) {
-	return parse(result, true)
+	return parse(result, &warner{}, true)
 }
 
 // parse is Parse; unwrap allows one level of {jsonrpc, result} unwrapping.
-func parse(result json.RawMessage, unwrap bool) (*Capabilities, error) {
+func parse(result json.RawMessage, w *warner, unwrap bool) (*Capabilities, error) {
 	if !json.Valid(result) {
 		return nil, fmt.Errorf("parse capabilities.list result: %w: invalid JSON", ErrNotCapabilities)
 	}
 	c := &Capabilities{Format: FormatUnknown}
-	w := &warner{}
 	switch kind(result) {
 	case 'a':
 		items, _ := array(result)
@@ -174,13 +173,7 @@ func parse(result json.RawMessage, unwrap bool) (*Capabilities, error) {
 		if inner, ok := unwrapEnvelope(top); ok && unwrap {
 			w.warnf("result was a whole JSON-RPC response; read its result member")
 			if kind(inner) == 'a' || kind(inner) == 'o' {
-				// Recurse once on the inner result; its warnings come first.
-				ic, err := parse(inner, false)
-				if err != nil {
-					return nil, err
-				}
-				ic.Warnings = append(w.finish(), ic.Warnings...)
-				return ic, nil
+				return parse(inner, w, false)
 			}
 			return nil, fmt.Errorf("parse capabilities.list result: %w: result member is %s", ErrNotCapabilities, kindName(inner))
 		}
@@ -327,6 +320,10 @@ func parseObject(c *Capabilities, w *warner, top map[string]json.RawMessage) {
 		hasMethods = false
 	}
 	capsRaw := top["capabilities"]
+	groupMethods := 0
+	for _, g := range c.Provided {
+		groupMethods += len(g.Methods)
+	}
 	switch {
 	case hasMethods:
 		items, _ := array(methodsRaw)
@@ -339,7 +336,7 @@ func parseObject(c *Capabilities, w *warner, top map[string]json.RawMessage) {
 				w.warnf("standard envelope lacks primal or version")
 			}
 		}
-	case len(c.Provided) > 0:
+	case groupMethods > 0:
 		for _, g := range c.Provided {
 			for _, m := range g.Methods {
 				col.add(qualify(g.Type, m))

@@ -234,6 +234,7 @@ func TestParsePriority(t *testing.T) {
 	}{
 		{"methods beat everything", `{"primal":"p","version":"1","methods":["a.x"],"provided_capabilities":[{"type":"b","methods":["y"]}],"capabilities":["c.z"]}`, FormatStandard, []string{"a.x"}},
 		{"provided beats capabilities", `{"provided_capabilities":[{"type":"b","methods":["y","b.z"]}],"capabilities":["c.z"]}`, FormatE, []string{"b.y", "b.z"}},
+		{"groups without methods do not count", `{"provided_capabilities":["dag",{"type":"x","methods":[]}],"capabilities":["c.z"]}`, FormatB, []string{"c.z"}},
 		{"capabilities beat method_info", `{"capabilities":["c.z"],"method_info":[{"name":"d.w"}]}`, FormatB, []string{"c.z"}},
 		{"method_info beats semantic_mappings", `{"method_info":[{"name":"d.w"}],"semantic_mappings":{"e":{"v":{}}}}`, FormatC, []string{"d.w"}},
 		{"semantic_mappings", `{"semantic_mappings":{"e":{"v":{}},"f":["g"]}}`, FormatD, []string{"e.v", "f.g"}},
@@ -458,5 +459,26 @@ func TestParseDeclaredEmptyVersusAbsent(t *testing.T) {
 	b, _ := json.Marshal(c)
 	if !strings.Contains(string(b), `"consumed_capabilities":null`) {
 		t.Errorf("absent consumed_capabilities not null: %s", b)
+	}
+}
+
+func TestParseWarningsBoundedThroughEnvelope(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"result":{"methods":["a.b"]`)
+	for i := range 200 {
+		b.WriteString(`,"semantic_mappings":1,"cost_estimates":{"m` + strings.Repeat("x", i) + `":{"cpu":[1]}}`)
+	}
+	b.WriteString(`,"provided_capabilities":[`)
+	for i := range 200 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`{"methods":[]}`)
+	}
+	b.WriteString(`]}}`)
+	c := mustParse(t, json.RawMessage(b.String()))
+	if len(c.Warnings) != MaxWarnings+1 || !strings.Contains(c.Warnings[0], "whole JSON-RPC response") ||
+		!strings.HasSuffix(c.Warnings[MaxWarnings], "more warnings omitted") {
+		t.Errorf("%d warnings: first %q last %q", len(c.Warnings), c.Warnings[0], c.Warnings[len(c.Warnings)-1])
 	}
 }
