@@ -3,6 +3,7 @@ package capability
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -97,7 +98,9 @@ func Sign(key ed25519.PrivateKey, primal, version string, methods []string) Sign
 // (before any de-duplication). A nil sa is Absent. It is Invalid for a wrong
 // algorithm, an unsupported schema_version, malformed hex, wrong key or
 // signature lengths, signed_fields that do not cover primal, version and
-// methods, or a signature that does not match.
+// methods, or a signature that does not match. Keys and signatures must be
+// hex, as the standard says; base64 ones (seen from newer BearDog builds) are
+// Invalid with a Reason that says so.
 func Verify(sa *SignedAnnouncement, primal, version string, methods []string) Verdict {
 	if sa == nil {
 		return Verdict{State: Absent}
@@ -129,6 +132,9 @@ func Verify(sa *SignedAnnouncement, primal, version string, methods []string) Ve
 	}
 	pub, err := hex.DecodeString(sa.PublicKey)
 	if err != nil {
+		if looksBase64(sa.PublicKey, ed25519.PublicKeySize) {
+			return bad("public_key is base64, not hex as the standard requires")
+		}
 		return bad("public_key is not hex")
 	}
 	if len(pub) != ed25519.PublicKeySize {
@@ -136,6 +142,9 @@ func Verify(sa *SignedAnnouncement, primal, version string, methods []string) Ve
 	}
 	sig, err := hex.DecodeString(sa.Signature)
 	if err != nil {
+		if looksBase64(sa.Signature, ed25519.SignatureSize) {
+			return bad("signature is base64, not hex as the standard requires")
+		}
 		return bad("signature is not hex")
 	}
 	if len(sig) != ed25519.SignatureSize {
@@ -146,6 +155,14 @@ func Verify(sa *SignedAnnouncement, primal, version string, methods []string) Ve
 		return bad("signature does not match primal, version and methods")
 	}
 	return Verdict{State: Verified, PublicKey: hex.EncodeToString(pub)}
+}
+
+// looksBase64 reports whether s is standard base64 of exactly n bytes. Some
+// BearDog versions encode announcement keys and signatures that way; Verify
+// still rejects them, but says why.
+func looksBase64(s string, n int) bool {
+	b, err := base64.StdEncoding.DecodeString(s)
+	return err == nil && len(b) == n
 }
 
 // verifySigned checks the parsed announcement against the answer as sent.

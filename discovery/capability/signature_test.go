@@ -3,6 +3,7 @@ package capability
 import (
 	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
@@ -112,7 +113,8 @@ func TestVerify(t *testing.T) {
 		{name: "public key odd length", mut: func(sa *SignedAnnouncement) { sa.PublicKey = vecPub[1:] }, reason: "public_key is not hex"},
 		{name: "public key short", mut: func(sa *SignedAnnouncement) { sa.PublicKey = vecPub[:62] }, reason: "31 bytes"},
 		{name: "public key long", mut: func(sa *SignedAnnouncement) { sa.PublicKey = vecPub + "00" }, reason: "33 bytes"},
-		{name: "public key base64", mut: func(sa *SignedAnnouncement) { sa.PublicKey = "JQl30UdhDu/ep2oPZadtj24U9MUPAXX7tYTBcY9pSgw=" }, reason: "not hex"},
+		{name: "public key base64", mut: func(sa *SignedAnnouncement) { sa.PublicKey = base64.StdEncoding.EncodeToString(mustHex(vecPub)) }, reason: "public_key is base64"},
+		{name: "signature base64", mut: func(sa *SignedAnnouncement) { sa.Signature = base64.StdEncoding.EncodeToString(mustHex(vecSig)) }, reason: "signature is base64"},
 		{name: "signature not hex", mut: func(sa *SignedAnnouncement) { sa.Signature = "g" + vecSig[1:] }, reason: "signature is not hex"},
 		{name: "signature short", mut: func(sa *SignedAnnouncement) { sa.Signature = vecSig[:126] }, reason: "63 bytes"},
 		{name: "signature empty", mut: func(sa *SignedAnnouncement) { sa.Signature = "" }, reason: "0 bytes"},
@@ -201,4 +203,12 @@ func TestParseSignature(t *testing.T) {
 	if c.Signature.State != Verified || len(c.Methods) != 2 {
 		t.Errorf("duplicates: verdict %+v, methods %v", c.Signature, c.Methods)
 	}
+}
+
+func mustHex(s string) []byte {
+	b, err := hex.DecodeString(s)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
