@@ -1,0 +1,241 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// History is what the TUI needs of the call history. Every method may do
+// I/O and is called only from commands.
+type History interface {
+	// Record keeps a finished call; it must not block for long.
+	Record(e history.Entry)
+	// Search returns calls matching text (all when empty), newest first.
+	Search(ctx context.Context, text string, limit int) ([]history.Entry, error)
+	// Get returns one call with its result.
+	Get(ctx context.Context, id int64) (history.Entry, error)
+	// LastParams returns the params of the newest call of method (on
+	// target when it is not empty).
+	LastParams(ctx context.Context, target, method string) (json.RawMessage, bool, error)
+	// Save names a call.
+	Save(ctx context.Context, id int64, name string) error
+}
+
+// StoreHistory adapts a history.Store and its Recorder.
+type StoreHistory struct {
+	Store    *history.Store
+	Recorder *history.Recorder
+}
+
+// Record queues e on the recorder.
+func (h *StoreHistory) Record(e history.Entry) { h.Recorder.Record(e) }
+
+// Search runs a full-text search.
+func (h *StoreHistory) Search(ctx context.Context, text string, limit int) ([]history.Entry, error) {
+	return h.Store.Search(ctx, history.Query{Text: text, Limit: limit})
+}
+
+// Get returns one call.
+func (h *StoreHistory) Get(ctx context.Context, id int64) (history.Entry, error) {
+	return h.Store.Get(ctx, id)
+}
+
+// LastParams returns the params of the newest call of method.
+func (h *StoreHistory) LastParams(ctx context.Context, target, method string) (json.RawMessage, bool, error) {
+	es, err := h.Store.Search(ctx, history.Query{Target: target, Method: method, Limit: 1})
+	if err == nil && len(es) == 0 && target != "" {
+		es, err = h.Store.Search(ctx, history.Query{Method: method, Limit: 1})
+	}
+	if err != nil || len(es) == 0 || es[0].ParamsTruncated {
+		return nil, false, err
+	}
+	return es[0].Params, true, nil
+}
+
+// Save names a call.
+func (h *StoreHistory) Save(ctx context.Context, id int64, name string) error {
+	return h.Store.Save(ctx, id, name)
+}
+
+// MemHistory keeps calls in memory for this run only (with --no-history
+// semantics it is not used; it serves tests and a history store that failed
+// to open).
+type MemHistory struct {
+	mu      sync.Mutex
+	entries []history.Entry
+	names   map[string]int64
+	max     int
+}
+
+// NewMemHistory keeps up to max calls (1000 when max <= 0).
+func NewMemHistory(max int) *MemHistory {
+	if max <= 0 {
+		max = 1000
+	}
+	return &MemHistory{names: map[string]int64{}, max: max}
+}
+
+// Record keeps e, assigning it the next id.
+func (h *MemHistory) Record(e history.Entry) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	e.ID = 1
+	if n := len(h.entries); n > 0 {
+		e.ID = h.entries[n-1].ID + 1
+	}
+	h.entries = append(h.entries, e)
+	if len(h.entries) > h.max {
+		h.entries = h.entries[len(h.entries)-h.max:]
+	}
+}
+
+// Search matches text against target, method, params and error text.
+func (h *MemHistory) Search(_ context.Context, text string, limit int) ([]history.Entry, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	words := strings.Fields(strings.ToLower(text))
+	var out []history.Entry
+	for i := len(h.entries) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
+		e := h.entries[i]
+		hay := strings.ToLower(e.Target + " " + e.Endpoint + " " + e.Method + " " + string(e.Params))
+		if e.Error != nil {
+			hay += " " + strings.ToLower(e.Error.Message)
+		}
+		ok := true
+		for _, w := range words {
+			if !strings.Contains(hay, w) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// Get returns the call with id.
+func (h *MemHistory) Get(_ context.Context, id int64) (history.Entry, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.entries {
+		if e.ID == id {
+			return e, nil
+		}
+	}
+	return history.Entry{}, history.ErrNotFound
+}
+
+// LastParams returns the params of the newest call of method.
+func (h *MemHistory) LastParams(_ context.Context, target, method string) (json.RawMessage, bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for pass := 0; pass < 2; pass++ {
+		for i := len(h.entries) - 1; i >= 0; i-- {
+			e := h.entries[i]
+			if e.Method == method && (pass == 1 || target == "" || e.Target == target) {
+				return e.Params, true, nil
+			}
+		}
+	}
+	return nil, false, nil
+}
+
+// Save names a call.
+func (h *MemHistory) Save(_ context.Context, id int64, name string) error {
+	if err := history.ValidateName(name); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.names[name] = id
+	return nil
+}
+
+// entryFor builds the history entry of a finished call.
+func entryFor(t Target, req ipc.Request, start time.Time, resp *ipc.Response, err error) history.Entry {
+	e := history.Entry{
+		Time: start, Target: t.Name, Endpoint: t.Endpoint, Wire: t.Wire, Transport: transportOf(t),
+		Method: req.Method, Params: append(json.RawMessage(nil), req.Params...),
+		Session: req.SessionID, Pool: req.Pool, Source: history.SourceTUI,
+	}
+	if resp != nil {
+		e.Duration = resp.Elapsed
+		e.ResponseSize = int64(len(resp.Raw))
+		if resp.Error == nil {
+			e.Result = resp.Result
+		}
+	}
+	var rpcErr *ipc.RPCError
+	var te *ipc.TimeoutError
+	var be *ipc.BTSPRequiredError
+	switch {
+	case err == nil:
+		e.Outcome = history.OutcomeOK
+	case errors.As(err, &rpcErr):
+		e.Outcome = history.OutcomeError
+		e.Error = &history.RPCError{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
+	case errors.As(err, &te):
+		e.Outcome = history.OutcomeTimeout
+		e.Error = &history.RPCError{Message: err.Error()}
+	case errors.As(err, &be):
+		e.Outcome = history.OutcomeRefused
+		e.Error = &history.RPCError{Message: err.Error()}
+	case errors.Is(err, context.Canceled):
+		e.Outcome = history.OutcomeCancelled
+		e.Error = &history.RPCError{Message: "cancelled"}
+	default:
+		e.Outcome = history.OutcomeClosed
+		e.Error = &history.RPCError{Message: err.Error()}
+	}
+	if e.Duration == 0 {
+		e.Duration = time.Since(start)
+	}
+	return e
+}
+
+func transportOf(t Target) string {
+	ep, err := ipc.ParseEndpoint(t.Endpoint)
+	if err != nil {
+		return ""
+	}
+	s := string(ep.Transport)
+	if t.BTSP {
+		s += "+btsp"
+	}
+	return s
+}
+
+// callCommand renders a call as the primalscope command line that repeats it.
+func callCommand(target, method string, params []byte, session, pool string) string {
+	var sb strings.Builder
+	sb.WriteString("primalscope call ")
+	sb.WriteString(ipc.ShellQuote(target))
+	sb.WriteByte(' ')
+	sb.WriteString(ipc.ShellQuote(method))
+	if p := bytes.TrimSpace(params); len(p) > 0 {
+		var c bytes.Buffer
+		if json.Compact(&c, p) == nil {
+			p = c.Bytes()
+		}
+		sb.WriteByte(' ')
+		sb.WriteString(ipc.ShellQuote(string(p)))
+	}
+	if session != "" {
+		fmt.Fprintf(&sb, " --session %s", ipc.ShellQuote(session))
+	}
+	if pool != "" {
+		fmt.Fprintf(&sb, " --pool %s", ipc.ShellQuote(pool))
+	}
+	return sb.String()
+}

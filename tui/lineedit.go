@@ -1,0 +1,153 @@
+package tui
+
+import (
+	"strings"
+	"unicode"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ecoPrimals/primalscope/render"
+)
+
+// lineEdit is a one-line text field: a rune buffer and a cursor. It does not
+// blink (no ticker runs while the UI is idle).
+type lineEdit struct {
+	r   []rune
+	pos int
+}
+
+func (e *lineEdit) String() string { return string(e.r) }
+
+func (e *lineEdit) Set(s string) {
+	e.r = []rune(s)
+	e.pos = len(e.r)
+}
+
+func (e *lineEdit) Empty() bool { return len(e.r) == 0 }
+
+// insert puts s at the cursor; newlines and tabs become spaces.
+func (e *lineEdit) insert(s string) {
+	s = strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r == '\t' {
+			return ' '
+		}
+		return r
+	}, s)
+	rs := []rune(s)
+	e.r = append(e.r[:e.pos], append(rs, e.r[e.pos:]...)...)
+	e.pos += len(rs)
+}
+
+// Update edits the field for one key; it reports whether the key was used.
+func (e *lineEdit) Update(msg tea.Msg) bool {
+	switch m := msg.(type) {
+	case tea.PasteMsg:
+		e.insert(m.Content)
+		return true
+	case tea.KeyPressMsg:
+		switch m.String() {
+		case "left", "ctrl+b":
+			if e.pos > 0 {
+				e.pos--
+			}
+		case "right", "ctrl+f":
+			if e.pos < len(e.r) {
+				e.pos++
+			}
+		case "home", "ctrl+a":
+			e.pos = 0
+		case "end", "ctrl+e":
+			e.pos = len(e.r)
+		case "backspace", "ctrl+h":
+			if e.pos > 0 {
+				e.r = append(e.r[:e.pos-1], e.r[e.pos:]...)
+				e.pos--
+			}
+		case "delete", "ctrl+d":
+			if e.pos < len(e.r) {
+				e.r = append(e.r[:e.pos], e.r[e.pos+1:]...)
+			}
+		case "ctrl+k":
+			e.r = e.r[:e.pos]
+		case "ctrl+u":
+			e.r = e.r[e.pos:]
+			e.pos = 0
+		case "ctrl+w", "alt+backspace":
+			i := e.pos
+			for i > 0 && unicode.IsSpace(e.r[i-1]) {
+				i--
+			}
+			for i > 0 && !unicode.IsSpace(e.r[i-1]) && !strings.ContainsRune(".,:{}[]\"", e.r[i-1]) {
+				i--
+			}
+			if i == e.pos && i > 0 {
+				i--
+			}
+			e.r = append(e.r[:i], e.r[e.pos:]...)
+			e.pos = i
+		case "alt+left", "ctrl+left":
+			for e.pos > 0 && unicode.IsSpace(e.r[e.pos-1]) {
+				e.pos--
+			}
+			for e.pos > 0 && !unicode.IsSpace(e.r[e.pos-1]) {
+				e.pos--
+			}
+		case "alt+right", "ctrl+right":
+			for e.pos < len(e.r) && unicode.IsSpace(e.r[e.pos]) {
+				e.pos++
+			}
+			for e.pos < len(e.r) && !unicode.IsSpace(e.r[e.pos]) {
+				e.pos++
+			}
+		case "space":
+			e.insert(" ")
+		default:
+			if m.Text != "" && m.Mod&^(tea.ModShift) == 0 {
+				e.insert(m.Text)
+				return true
+			}
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// View renders the field in width cells, scrolled so the cursor shows; the
+// cursor is a reversed cell when focused. errAt (a rune index, -1 for none)
+// is drawn in errStyle.
+func (e *lineEdit) View(width int, focused bool, st *styles, errAt int) string {
+	if width < 1 {
+		return ""
+	}
+	// Horizontal scroll: keep the cursor within the window.
+	start := 0
+	if e.pos >= width {
+		start = e.pos - width + 1
+	}
+	var sb strings.Builder
+	w := 0
+	for i := start; i <= len(e.r) && w < width; i++ {
+		ch := " "
+		if i < len(e.r) {
+			ch = render.Sanitize(string(e.r[i]))
+		} else if !focused || i != e.pos {
+			break
+		}
+		cw := ansi.StringWidth(ch)
+		if w+cw > width {
+			break
+		}
+		switch {
+		case focused && i == e.pos:
+			sb.WriteString(st.cursor.Render(ch))
+		case i == errAt:
+			sb.WriteString(st.Err.Underline(true).Render(ch))
+		default:
+			sb.WriteString(ch)
+		}
+		w += cw
+	}
+	return sb.String()
+}

@@ -1,0 +1,439 @@
+package tui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/render"
+)
+
+// answer is one finished call as the response viewer shows it.
+type answer struct {
+	seq      int
+	target   Target
+	req      ipc.Request
+	elapsed  time.Duration
+	size     int
+	outcome  string // ok, error, timeout, closed, cancelled, refused
+	rpcErr   *ipc.RPCError
+	errText  string
+	result   []byte // the result (or error object) to pretty-print
+	raw      []byte // the whole envelope received
+	sent     []byte // the request frame sent
+	title    string // overrides the title (replay diffs, frames)
+	noResult bool
+}
+
+// responseView shows one answer: pretty or raw envelope, folded, searched
+// and filtered. High-volume: only visible lines are highlighted, and each
+// highlighted line is cached.
+type responseView struct {
+	ans     *answer
+	pretty  *doc // result, pretty
+	env     *doc // envelope sent+received, pretty
+	rawMode bool
+	pending bool // formatting in a command
+
+	cur, off int
+	folds    map[*doc]map[int]bool
+
+	jq        lineEdit
+	jqEditing bool
+	jqDoc     *doc
+	jqErr     string
+	jqSeq     int
+	jqInput   any // parsed result, kept for the next filter
+	jqInputOf *answer
+	jqRunning bool
+
+	search    lineEdit
+	searching bool
+	matches   []int
+	matchDoc  *doc
+	mi        int
+
+	hl    map[*doc]map[int]string
+	hlN   int
+	lastH int
+}
+
+// current is the document on screen.
+func (r *responseView) current() *doc {
+	switch {
+	case r.jqDoc != nil && !r.jq.Empty():
+		return r.jqDoc
+	case r.rawMode:
+		return r.env
+	}
+	return r.pretty
+}
+
+func (r *responseView) folded(d *doc) map[int]bool {
+	if r.folds == nil {
+		r.folds = map[*doc]map[int]bool{}
+	}
+	f := r.folds[d]
+	if f == nil {
+		f = map[int]bool{}
+		r.folds[d] = f
+	}
+	return f
+}
+
+// next is the line shown after i (skipping a folded block).
+func (r *responseView) next(d *doc, i int) int {
+	if f := r.folds[d]; f != nil && f[i] && d.close[i] >= 0 {
+		return int(d.close[i]) + 1
+	}
+	return i + 1
+}
+
+// prev is the line shown before i.
+func (r *responseView) prev(d *doc, i int) int {
+	if i <= 0 {
+		return 0
+	}
+	p := i - 1
+	if f := r.folds[d]; f != nil && d.open[p] >= 0 && f[int(d.open[p])] {
+		p = int(d.open[p])
+	}
+	return p
+}
+
+func (r *responseView) resetView() {
+	r.cur, r.off = 0, 0
+	r.matches, r.mi = nil, 0
+}
+
+// move moves the cursor by n visible lines and keeps it on screen.
+func (r *responseView) move(n int) {
+	d := r.current()
+	if d == nil {
+		return
+	}
+	last := len(d.lines) - 1
+	for ; n > 0; n-- {
+		nx := r.next(d, r.cur)
+		if nx > last {
+			break
+		}
+		r.cur = nx
+	}
+	for ; n < 0; n++ {
+		if r.cur == 0 {
+			break
+		}
+		r.cur = r.prev(d, r.cur)
+	}
+	r.follow()
+}
+
+// ScrollBy scrolls the view (mouse wheel) by n lines, dragging the cursor.
+func (r *responseView) ScrollBy(n int) {
+	d := r.current()
+	if d == nil {
+		return
+	}
+	for ; n > 0; n-- {
+		nx := r.next(d, r.off)
+		if nx >= len(d.lines) {
+			break
+		}
+		r.off = nx
+	}
+	for ; n < 0 && r.off > 0; n++ {
+		r.off = r.prev(d, r.off)
+	}
+	if r.cur < r.off {
+		r.cur = r.off
+	}
+	h := max(r.lastH, 1)
+	i := r.off
+	for k := 1; k < h && r.next(d, i) < len(d.lines); k++ {
+		i = r.next(d, i)
+	}
+	if r.cur > i {
+		r.cur = i
+	}
+}
+
+// jump puts the cursor on line i (unfolding what hides it).
+func (r *responseView) jump(i int) {
+	d := r.current()
+	if d == nil || i < 0 || i >= len(d.lines) {
+		return
+	}
+	if f := r.folds[d]; f != nil {
+		for o := range f {
+			if o < i && int(d.close[o]) >= i {
+				delete(f, o)
+			}
+		}
+	}
+	r.cur = i
+	r.follow()
+}
+
+func (r *responseView) home() { r.cur, r.off = 0, 0 }
+
+func (r *responseView) end() {
+	d := r.current()
+	if d == nil {
+		return
+	}
+	r.cur = len(d.lines) - 1
+	if d.open[r.cur] >= 0 {
+		// land on the opener when its block is folded
+		r.cur = r.prev(d, r.cur+1)
+	}
+	r.follow()
+}
+
+// follow scrolls so the cursor is visible.
+func (r *responseView) follow() {
+	d := r.current()
+	h := max(r.lastH, 1)
+	if r.cur < r.off {
+		r.off = r.cur
+		return
+	}
+	// count visible rows from off to cur
+	i, k := r.off, 0
+	for i < r.cur && k < h {
+		i = r.next(d, i)
+		k++
+	}
+	for k >= h {
+		r.off = r.next(d, r.off)
+		k--
+	}
+}
+
+// toggleFold folds the block the cursor opens (or is inside) or unfolds it.
+func (r *responseView) toggleFold(fold bool) {
+	d := r.current()
+	if d == nil {
+		return
+	}
+	f := r.folded(d)
+	o := r.cur
+	if d.close[o] < 0 {
+		if d.open[o] >= 0 {
+			o = int(d.open[o])
+		} else {
+			// find the enclosing opener, looking back a bounded distance
+			o = -1
+			for i, n := r.cur-1, 0; i >= 0 && n < 20000; i, n = i-1, n+1 {
+				if d.close[i] >= 0 && int(d.close[i]) > r.cur {
+					o = i
+					break
+				}
+			}
+			if o < 0 {
+				return
+			}
+		}
+	}
+	if fold {
+		f[o] = true
+	} else {
+		delete(f, o)
+	}
+	r.cur = o
+	r.follow()
+}
+
+// foldAll folds every block nested one level inside the root, or unfolds all.
+func (r *responseView) foldAll() {
+	d := r.current()
+	if d == nil {
+		return
+	}
+	f := r.folded(d)
+	if len(f) > 0 {
+		r.folds[d] = map[int]bool{}
+		return
+	}
+	if d.close[0] < 0 {
+		return
+	}
+	for i := 1; i < int(d.close[0]); {
+		if d.close[i] >= 0 {
+			f[i] = true
+			i = int(d.close[i]) + 1
+			continue
+		}
+		i++
+	}
+	r.cur, r.off = 0, 0
+}
+
+// line renders line i of d, highlighted (cached).
+func (r *responseView) line(st *styles, d *doc, i int) string {
+	if d.plain {
+		return d.lines[i]
+	}
+	if r.hl == nil || r.hlN > 4096 {
+		r.hl = map[*doc]map[int]string{}
+		r.hlN = 0
+	}
+	m := r.hl[d]
+	if m == nil {
+		m = map[int]string{}
+		r.hl[d] = m
+	}
+	if s, ok := m[i]; ok {
+		return s
+	}
+	l := d.lines[i]
+	if len(l) > 4096 {
+		l = l[:4096]
+	}
+	s := st.hl.Line(l)
+	m[i] = s
+	r.hlN++
+	return s
+}
+
+// View renders the body rows of the pane (w×h).
+func (r *responseView) View(st *styles, w, h int, focused bool) []string {
+	r.lastH = h
+	var rows []string
+	if r.jqEditing || !r.jq.Empty() {
+		label := st.Accent.Render("jq ")
+		field := r.jq.View(w-4, r.jqEditing, st, -1)
+		rows = append(rows, label+field)
+		if r.jqErr != "" {
+			rows = append(rows, st.Err.Render(render.Sanitize(r.jqErr)))
+		}
+	}
+	if r.searching {
+		rows = append(rows, st.Accent.Render("/ ")+r.search.View(w-3, true, st, -1))
+	}
+	if r.ans == nil {
+		rows = append(rows, "", st.Dim.Render("  No answer yet."), "",
+			st.Dim.Render("  Pick a target (1), a method (2), edit params (3) and press ⏎."))
+		return rows
+	}
+	if r.pending {
+		rows = append(rows, st.Dim.Render("  formatting…"))
+		return rows
+	}
+	if a := r.ans; a.rpcErr != nil || a.errText != "" {
+		rows = append(rows, r.errorLines(st)...)
+	}
+	d := r.current()
+	if d == nil {
+		return rows
+	}
+	avail := h - len(rows)
+	r.lastH = max(avail, 1)
+	isMatch := map[int]bool{}
+	if r.matchDoc == d {
+		for _, m := range r.matches {
+			if m >= r.off {
+				isMatch[m] = true
+			}
+			if len(isMatch) > avail {
+				break
+			}
+		}
+	}
+	f := r.folds[d]
+	for i, k := r.off, 0; i < len(d.lines) && k < avail; i, k = r.next(d, i), k+1 {
+		g := "  "
+		if isMatch[i] {
+			g = st.Match.Render("▌") + " "
+		}
+		if focused && i == r.cur {
+			g = st.Accent.Render("›") + " "
+			if isMatch[i] {
+				g = st.Match.Render("›") + " "
+			}
+		}
+		l := r.line(st, d, i)
+		if f != nil && f[i] && d.close[i] >= 0 {
+			n := int(d.close[i]) - i - 1
+			cl := strings.TrimLeft(d.lines[d.close[i]], " ")
+			l += st.Dim.Render(fmt.Sprintf(" … %d lines ", n)) + st.hl.Line(cl)
+		}
+		rows = append(rows, g+l)
+	}
+	return rows
+}
+
+func (r *responseView) errorLines(st *styles) []string {
+	a := r.ans
+	var out []string
+	if e := a.rpcErr; e != nil {
+		s := fmt.Sprintf("error %d", e.Code)
+		if m := e.Meaning(); m != "" {
+			s += " (" + m + ")"
+		}
+		out = append(out, st.ErrBadge.Render(s)+" "+st.Err.Render(render.Sanitize(e.Message)))
+	} else if a.errText != "" {
+		out = append(out, st.ErrBadge.Render(a.outcome)+" "+st.Err.Render(render.Sanitize(a.errText)))
+	}
+	return out
+}
+
+// titles returns the pane title and its right-hand note.
+func (r *responseView) titles(st *styles) (string, string) {
+	a := r.ans
+	if a == nil {
+		return "Response", ""
+	}
+	if a.title != "" {
+		return "Response · " + render.Sanitize(a.title), ""
+	}
+	mode := "pretty"
+	if r.rawMode {
+		mode = "envelope"
+	}
+	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, fmtDur(a.elapsed), ipc.FormatBytes(int64(a.size)))
+	right := mode
+	if !r.jq.Empty() {
+		right = "jq: " + render.Sanitize(r.jq.String())
+	}
+	if len(r.matches) > 0 {
+		right = fmt.Sprintf("%d/%d · %s", r.mi+1, len(r.matches), right)
+	}
+	return t, st.Dim.Render(right)
+}
+
+// fmtDur renders a latency for people: 0.4 ms, 12 ms, 1.2 s.
+func fmtDur(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%d ms", d/time.Millisecond)
+	default:
+		return fmt.Sprintf("%.1f s", d.Seconds())
+	}
+}
+
+// envelopeOf builds the envelope document's text: the request sent and the
+// answer received, each pretty-printed.
+func envelopeOf(a *answer) []byte {
+	var b strings.Builder
+	b.WriteString("[")
+	if len(a.sent) > 0 && json.Valid(a.sent) {
+		b.Write(a.sent)
+	} else {
+		b.WriteString("null")
+	}
+	b.WriteString(",")
+	if len(a.raw) > 0 && json.Valid(a.raw) {
+		b.Write(a.raw)
+	} else {
+		b.WriteString("null")
+	}
+	b.WriteString("]")
+	return []byte(b.String())
+}

@@ -1,0 +1,177 @@
+// Package tui is primalscope's terminal UI: one bubbletea root model with
+// its panes (targets, capability tree, composer, response viewer, events,
+// trace, history, server requests) as plain structs beside it. All I/O runs
+// in commands or in goroutines owned by Run; Update only applies messages.
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/themes"
+)
+
+// Config says what the TUI shows and how.
+type Config struct {
+	// SocketDirs are explicit --socket-dir values (none: the standard places).
+	SocketDirs []string
+	// Family is the preferred family id ("" for the default).
+	Family string
+	// Timeout bounds one call (30 s when zero).
+	Timeout time.Duration
+	// MaxFrame bounds one incoming message (ipc's default when zero).
+	MaxFrame int64
+	// Theme names a theme; "" picks dark or light from the terminal background.
+	Theme   string
+	Catalog *themes.Catalog // themes to choose from (built-ins when nil)
+	// NoColor draws without colour (--no-color, --color never, NO_COLOR).
+	NoColor bool
+	// Keys remaps actions (see ActionNames) to keys; nil keeps the defaults.
+	Keys map[string][]string
+	// ConfigPath is shown in the help overlay as where keys are remapped.
+	ConfigPath string
+	// History keeps calls; nil turns history off.
+	History History
+	// Discoverer streams targets; nil watches the socket directories.
+	Discoverer Discoverer
+	// Dial opens connections; nil parses the endpoint and uses ipc.Dial.
+	Dial Dialer
+	// Title is a badge in the header (for example "demo").
+	Title string
+	// CrashDir is where crash reports go (the temp dir when empty).
+	CrashDir string
+	// Input and Output replace the terminal (tests).
+	Input  io.Reader
+	Output io.Writer
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Getenv reads the environment (os.Getenv when nil).
+	Getenv func(string) string
+	// EventBuffer and TraceBuffer bound the live panes (10,000 and 5,000).
+	EventBuffer, TraceBuffer int
+	// LookedIn is where discovery looks (for the empty state);
+	// SocketDirsShown is the header's list. Both are filled by Run.
+	LookedIn        []string
+	SocketDirsShown []string
+}
+
+func (c *Config) fill() {
+	if c.Getenv == nil {
+		c.Getenv = os.Getenv
+	}
+	if c.EventBuffer <= 0 {
+		c.EventBuffer = 10000
+	}
+	if c.TraceBuffer <= 0 {
+		c.TraceBuffer = 5000
+	}
+	if c.MaxFrame <= 0 {
+		c.MaxFrame = ipc.DefaultMaxFrame
+	}
+	if c.Getenv("NO_COLOR") != "" {
+		c.NoColor = true
+	}
+	if c.LookedIn == nil {
+		c.LookedIn = discovery.CandidateSocketDirs(c.Getenv, c.SocketDirs)
+	}
+	if c.SocketDirsShown == nil {
+		c.SocketDirsShown = discovery.SocketDirs(c.Getenv, c.SocketDirs)
+	}
+	if c.Family == "" {
+		c.Family = discovery.Family(c.Getenv)
+	}
+	if c.ConfigPath == "" {
+		c.ConfigPath = ConfigPath(c.Getenv)
+	}
+}
+
+// CrashError is returned by Run when the TUI crashed; the terminal has been
+// restored and Report names the crash report.
+type CrashError struct{ Report string }
+
+func (e *CrashError) Error() string {
+	return "the TUI crashed (a bug): report written to " + e.Report
+}
+
+// Run shows the TUI until the user quits or ctx ends. It owns every
+// goroutine it starts and stops them before returning.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.fill()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := newModel(ctx, cfg)
+
+	opts := []tea.ProgramOption{tea.WithContext(ctx)}
+	if cfg.Input != nil {
+		opts = append(opts, tea.WithInput(cfg.Input))
+	}
+	if cfg.Output != nil {
+		opts = append(opts, tea.WithOutput(cfg.Output))
+	}
+	if cfg.NoColor {
+		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
+	}
+	p := tea.NewProgram(m, opts...)
+	m.quit = p.Quit
+
+	var wg sync.WaitGroup
+	startSources(ctx, &wg, cfg, m.feed)
+
+	_, err := p.Run()
+	cancel()
+	m.client.close()
+	wg.Wait()
+	if m.crashed != "" {
+		return &CrashError{Report: m.crashed}
+	}
+	if errors.Is(err, tea.ErrProgramPanic) {
+		return fmt.Errorf("the TUI crashed (a bug): %w", err)
+	}
+	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// startSources runs the discoverer (and its heartbeats) into the feed.
+func startSources(ctx context.Context, wg *sync.WaitGroup, cfg Config, f *feed) {
+	d := cfg.Discoverer
+	var hb chan Event
+	if d == nil {
+		dw := NewDirWatcher(cfg.SocketDirsShown, cfg.Family, 0, 0)
+		hb = make(chan Event, 256)
+		dw.Heartbeats = hb
+		d = dw
+	}
+	targets := make(chan TargetEvent, 64)
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		if err := d.Watch(ctx, targets); err != nil && ctx.Err() == nil {
+			f.pushWait(ctx, Event{Time: time.Now(), Source: "discovery", Kind: EvNote, Name: "discovery stopped", Data: []byte(err.Error())})
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case te := <-targets:
+				f.pushWait(ctx, te)
+			case e := <-hb:
+				f.push(e)
+			}
+		}
+	}()
+}

@@ -1,0 +1,181 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// feed carries everything live sources produce to the program: target
+// events, tail events and trace frames. Producers never block on it for
+// high-volume items (they are dropped and counted); the program reads it
+// through one outstanding command that coalesces a frame's worth of items.
+type feed struct {
+	ch      chan any
+	dropped atomic.Uint64
+	frame   time.Duration
+	max     int
+}
+
+func newFeed(size int, frame time.Duration) *feed {
+	return &feed{ch: make(chan any, size), frame: frame, max: 8192}
+}
+
+// push offers x without blocking; a full feed drops it and counts.
+func (f *feed) push(x any) {
+	select {
+	case f.ch <- x:
+	default:
+		f.dropped.Add(1)
+	}
+}
+
+// pushWait offers x, waiting while ctx lives (for items that must arrive).
+func (f *feed) pushWait(ctx context.Context, x any) {
+	select {
+	case f.ch <- x:
+	case <-ctx.Done():
+	}
+}
+
+// feedMsg is a frame's worth of live items.
+type feedMsg struct{ items []any }
+
+// next waits for the first item, gathers what else arrives within one frame,
+// and returns them together. It blocks (costing nothing) while idle.
+func (f *feed) next(ctx context.Context) tea.Cmd {
+	return func() tea.Msg {
+		var first any
+		select {
+		case first = <-f.ch:
+		case <-ctx.Done():
+			return nil
+		}
+		items := []any{first}
+		t := time.NewTimer(f.frame)
+		defer t.Stop()
+		for len(items) < f.max {
+			select {
+			case x := <-f.ch:
+				items = append(items, x)
+				continue
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			break
+		}
+		return feedMsg{items: items}
+	}
+}
+
+// client owns the connections the TUI calls through. It is used only from
+// commands (never from Update) and is safe for concurrent use.
+type client struct {
+	ctx  context.Context
+	dial Dialer
+	feed *feed
+	max  int64
+
+	mu    sync.Mutex
+	conns map[string]*ipc.Conn
+	wg    sync.WaitGroup
+}
+
+func newClient(ctx context.Context, dial Dialer, f *feed, maxFrame int64) *client {
+	if dial == nil {
+		dial = defaultDialer
+	}
+	return &client{ctx: ctx, dial: dial, feed: f, max: maxFrame, conns: map[string]*ipc.Conn{}}
+}
+
+// conn returns the open connection to t, dialling it when needed.
+func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
+	c.mu.Lock()
+	if cn, ok := c.conns[t.Key]; ok {
+		select {
+		case <-cn.Done():
+			delete(c.conns, t.Key)
+		default:
+			c.mu.Unlock()
+			return cn, nil
+		}
+	}
+	c.mu.Unlock()
+	src := t.Name
+	opts := ipc.Options{
+		Endpoint: t.Endpoint,
+		MaxFrame: c.max,
+		Trace: func(ev ipc.TraceEvent) {
+			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
+		},
+	}
+	cn, err := c.dial(ctx, t, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if old, ok := c.conns[t.Key]; ok {
+		c.mu.Unlock()
+		cn.Close()
+		return old, nil
+	}
+	c.conns[t.Key] = cn
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for m := range cn.Incoming() {
+			c.feed.push(eventFromMessage(src, t.Key, m))
+		}
+		note := Event{Time: time.Now(), Source: src, TargetKey: t.Key, Kind: EvNote, Name: "connection closed"}
+		if err := cn.Err(); err != nil {
+			note.Data = []byte(err.Error())
+		}
+		c.feed.push(note)
+		c.mu.Lock()
+		if c.conns[t.Key] == cn {
+			delete(c.conns, t.Key)
+		}
+		c.mu.Unlock()
+	}()
+	return cn, nil
+}
+
+// send makes one call on t.
+func (c *client) send(ctx context.Context, t Target, req ipc.Request) (*ipc.Response, error) {
+	cn, err := c.conn(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	return cn.Send(ctx, req)
+}
+
+// reply answers a server-initiated request that came in on t's connection.
+func (c *client) reply(ctx context.Context, key string, id json.RawMessage, result json.RawMessage, rpcErr *ipc.RPCError) error {
+	c.mu.Lock()
+	cn := c.conns[key]
+	c.mu.Unlock()
+	if cn == nil {
+		return fmt.Errorf("reply: the connection that asked is closed")
+	}
+	return cn.Reply(ctx, id, result, rpcErr)
+}
+
+// close closes every connection and waits for their readers.
+func (c *client) close() {
+	c.mu.Lock()
+	conns := c.conns
+	c.conns = map[string]*ipc.Conn{}
+	c.mu.Unlock()
+	for _, cn := range conns {
+		cn.Close()
+	}
+	c.wg.Wait()
+}

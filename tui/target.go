@@ -1,0 +1,203 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// Health is what the TUI knows of a target's liveness.
+type Health int
+
+// Health states.
+const (
+	HealthUnknown Health = iota // not probed yet
+	HealthLive                  // answered health.liveness
+	HealthStale                 // accepted a connection, did not answer in time
+	HealthDown                  // refused or vanished
+)
+
+func (h Health) String() string {
+	switch h {
+	case HealthLive:
+		return "live"
+	case HealthStale:
+		return "stale"
+	case HealthDown:
+		return "down"
+	}
+	return "probing"
+}
+
+// Target is one thing the TUI can talk to, as discovery describes it.
+type Target struct {
+	// Key identifies the target across events (its endpoint, usually).
+	Key      string
+	Name     string
+	Aliases  []string
+	Endpoint string // in a form ipc.ParseEndpoint reads
+	Wire     string
+	Sources  []string
+	Family   string
+	Health   Health
+	Latency  time.Duration
+	Level    int // compliance level 1..3, 0 when unknown
+	BTSP     bool
+	// Bus marks a stdio bus: calls may carry a session and a pool.
+	Bus      bool
+	Identity *capability.Identity
+	Caps     *capability.Capabilities
+	Tree     []capability.Domain
+	Err      string
+}
+
+// Version is the best version string known for t.
+func (t *Target) Version() string {
+	if t.Identity != nil && t.Identity.Version != "" {
+		return t.Identity.Version
+	}
+	if t.Caps != nil {
+		return t.Caps.Version
+	}
+	return ""
+}
+
+// TargetEventKind says what happened to a target.
+type TargetEventKind int
+
+// Target event kinds.
+const (
+	TargetAdded TargetEventKind = iota + 1
+	TargetChanged
+	TargetRemoved
+)
+
+// TargetEvent is one change in the live picture.
+type TargetEvent struct {
+	Kind   TargetEventKind
+	Target Target
+}
+
+// Discoverer keeps the picture of targets live. Watch sends every change on
+// out until ctx ends, then returns; it must not close out.
+type Discoverer interface {
+	Watch(ctx context.Context, out chan<- TargetEvent) error
+	// Dirs is where it looks for sockets (for the empty state and status bar).
+	Dirs() []string
+}
+
+// Dialer opens a connection to a target; the TUI passes options carrying its
+// trace hook. The default parses the endpoint and calls ipc.Dial.
+type Dialer func(ctx context.Context, t Target, opts ipc.Options) (*ipc.Conn, error)
+
+func defaultDialer(ctx context.Context, t Target, opts ipc.Options) (*ipc.Conn, error) {
+	ep, err := ipc.ParseEndpoint(t.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Endpoint == "" {
+		opts.Endpoint = t.Endpoint
+	}
+	return ipc.Dial(ctx, ep, opts)
+}
+
+// EventKind classifies a line of the events tail.
+type EventKind int
+
+// Event kinds.
+const (
+	EvHeartbeat EventKind = iota + 1
+	EvNotification
+	EvEvent
+	EvRequest
+	EvNote
+	EvInvalid
+)
+
+var eventKindNames = [...]string{"", "heartbeat", "notification", "event", "request", "note", "invalid"}
+
+func (k EventKind) String() string {
+	if int(k) < len(eventKindNames) {
+		return eventKindNames[k]
+	}
+	return "?"
+}
+
+// Event is one line of the events tail: something a peer pushed, a liveness
+// heartbeat, or a note about a connection.
+type Event struct {
+	Time      time.Time
+	Source    string // target name
+	TargetKey string
+	Kind      EventKind
+	// Name is the method (notifications, requests) or the event type.
+	Name string
+	// Data is the payload (params, data), bounded.
+	Data []byte
+	// ID is the request id of a server-initiated request.
+	ID json.RawMessage
+	// SessionID and Pool route a bus request's answer.
+	SessionID, Pool string
+	Latency         time.Duration // heartbeats
+	Answered        bool
+}
+
+// TraceFrame is one frame of the trace pane.
+type TraceFrame struct {
+	Time    time.Time
+	Source  string
+	Dir     ipc.Direction
+	Size    int
+	Data    []byte // bounded copy
+	Warning string
+}
+
+// maxEventData bounds what one event or frame keeps for display.
+const maxEventData = 4 << 10
+
+func boundedCopy(p []byte) []byte {
+	if len(p) > maxEventData {
+		p = p[:maxEventData]
+	}
+	return append([]byte(nil), p...)
+}
+
+// eventFromMessage turns a pushed message into a tail line.
+func eventFromMessage(src, key string, m *ipc.Message) Event {
+	e := Event{Time: m.Time, Source: src, TargetKey: key, SessionID: m.SessionID, Pool: m.Pool}
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	switch m.Kind {
+	case ipc.KindNotification:
+		e.Kind, e.Name, e.Data = EvNotification, m.Method, boundedCopy(m.Params)
+		if isHeartbeatName(m.Method) {
+			e.Kind = EvHeartbeat
+		}
+	case ipc.KindRequest:
+		e.Kind, e.Name, e.Data = EvRequest, m.Method, boundedCopy(m.Params)
+		e.ID = append(json.RawMessage(nil), m.ID...)
+	case ipc.KindEvent:
+		e.Kind, e.Name, e.Data = EvEvent, m.Type, boundedCopy(m.Data)
+		if isHeartbeatName(m.Type) {
+			e.Kind = EvHeartbeat
+		}
+	default:
+		e.Kind, e.Name, e.Data = EvInvalid, m.Kind.String(), boundedCopy(m.Raw)
+		if m.Warning != "" {
+			e.Name += ": " + m.Warning
+		}
+	}
+	return e
+}
+
+func isHeartbeatName(s string) bool {
+	switch s {
+	case "heartbeat", "rpc.heartbeat", "ipc.heartbeat", "health.heartbeat":
+		return true
+	}
+	return false
+}
