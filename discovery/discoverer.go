@@ -1,0 +1,481 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/config"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// Options configure a Discoverer. The zero value looks in the standard
+// places of the real environment.
+type Options struct {
+	// Getenv and Environ read the environment (os.Getenv, os.Environ).
+	Getenv  func(string) string
+	Environ func() []string
+	// SocketDirs are --socket-dir values; when given, they replace the
+	// standard socket directories.
+	SocketDirs []string
+	// Family is the preferred family id (--family, else $FAMILY_ID).
+	Family string
+	// Config is the user's configuration file (nil: none).
+	Config *config.Config
+	// Probe tunes the prober.
+	Probe ProbeOptions
+	// ProcRoot is the proc filesystem ("/proc"); NoProc skips it.
+	ProcRoot string
+	NoProc   bool
+	// Sources, when non-nil, replaces the default local sources (tests).
+	// Registries found among their targets are still asked.
+	Sources []Source
+	// Extra sources are added to the default ones (e.g. TARGET arguments).
+	Extra []Source
+	// NoRegistries skips asking Songbird and the Neural API.
+	NoRegistries bool
+}
+
+// SourceError is a problem one source had during a sweep. It does not stop
+// the sweep.
+type SourceError struct {
+	Source string `json:"source"`
+	Err    string `json:"error"`
+}
+
+// Snapshot is the result of one sweep.
+type Snapshot struct {
+	Targets []*Target     `json:"targets"`
+	Errors  []SourceError `json:"errors,omitempty"`
+	// Dirs are the socket directories that were read.
+	Dirs    []string      `json:"socket_dirs"`
+	Started time.Time     `json:"started"`
+	Took    time.Duration `json:"took"`
+}
+
+// Find returns the targets that have s as a name, alias, ID, address or path.
+func (s *Snapshot) Find(name string) []*Target {
+	var out []*Target
+	for _, t := range s.Targets {
+		if t.HasName(name) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Discoverer runs the sources, merges what they find into targets and
+// probes them. One Discoverer remembers the last sweep, so that known live
+// targets are re-probed cheaply (health.liveness only) and, in watch mode,
+// stale and dead ones with backoff. It is safe for concurrent use; sweeps
+// are serialised.
+type Discoverer struct {
+	opts    Options
+	prober  *Prober
+	sweepMu sync.Mutex
+
+	mu    sync.Mutex
+	prev  map[string]*Target
+	retry map[string]retryState
+}
+
+type retryState struct {
+	next    time.Time
+	backoff time.Duration
+}
+
+// New returns a Discoverer.
+func New(opts Options) *Discoverer {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Environ == nil {
+		opts.Environ = os.Environ
+	}
+	if opts.Family == "" {
+		opts.Family = Family(opts.Getenv)
+		if opts.Family == "" && opts.Config != nil {
+			opts.Family = opts.Config.Discovery.Family
+		}
+	}
+	if opts.Config != nil && opts.Probe.StaleTimeout == 0 {
+		opts.Probe.StaleTimeout = time.Duration(opts.Config.Discovery.StaleTimeout)
+	}
+	if opts.Config != nil && opts.Config.Discovery.NoProc {
+		opts.NoProc = true
+	}
+	return &Discoverer{opts: opts, prober: NewProber(opts.Probe), prev: map[string]*Target{}, retry: map[string]retryState{}}
+}
+
+// Prober returns the prober the Discoverer uses.
+func (d *Discoverer) Prober() *Prober { return d.prober }
+
+// Dirs returns the socket directories that exist now.
+func (d *Discoverer) Dirs() []string {
+	explicit := d.opts.SocketDirs
+	var dirs []string
+	if len(explicit) > 0 {
+		dirs = SocketDirs(d.opts.Getenv, explicit)
+	} else {
+		dirs = SocketDirs(d.opts.Getenv, nil)
+	}
+	if d.opts.Config != nil && len(explicit) == 0 {
+		dirs = append(dirs, existing(d.opts.Config.Discovery.SocketDirs)...)
+	}
+	return dedupe(dirs)
+}
+
+// WatchPaths returns the directories whose changes should trigger a sweep:
+// the socket directories, the manifests directory and the runtime directory
+// (for lean daemons), those that exist.
+func (d *Discoverer) WatchPaths() []string {
+	paths := d.Dirs()
+	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" && len(d.opts.SocketDirs) == 0 {
+		paths = append(paths, existing([]string{filepath.Join(rt, "ecoPrimals", "manifests"), rt})...)
+	}
+	return dedupe(paths)
+}
+
+// DefaultSources returns the local sources a sweep runs: socket
+// directories, env, manifests, socket-registry.json, lean daemons, stdio
+// Bus daemons in the process table and the config file.
+func (d *Discoverer) DefaultSources() []Source {
+	if d.opts.Sources != nil {
+		return append(append([]Source(nil), d.opts.Sources...), d.opts.Extra...)
+	}
+	var known []string
+	if d.opts.Config != nil {
+		known = d.opts.Config.Discovery.KnownPrimals
+	}
+	dirs := d.Dirs()
+	m := NewFamilyMatcher(known, d.opts.Family)
+	srcs := []Source{
+		&SocketDirSource{Dirs: dirs, Matcher: m},
+		&EnvSource{Environ: d.opts.Environ, Matcher: m},
+	}
+	rt := d.opts.Getenv("XDG_RUNTIME_DIR")
+	var regFiles []string
+	if rt != "" {
+		srcs = append(srcs, &ManifestSource{Dir: filepath.Join(rt, "ecoPrimals", "manifests")})
+		regFiles = append(regFiles, filepath.Join(rt, "biomeos", "socket-registry.json"))
+		srcs = append(srcs, &LeanSource{RuntimeDir: rt})
+	}
+	for _, dir := range dirs {
+		regFiles = append(regFiles, filepath.Join(dir, "socket-registry.json"))
+	}
+	srcs = append(srcs, &RegistryFileSource{Paths: regFiles})
+	if !d.opts.NoProc {
+		srcs = append(srcs, &ProcSource{Root: d.opts.ProcRoot})
+	}
+	if d.opts.Config != nil {
+		srcs = append(srcs, &ConfigSource{Config: d.opts.Config})
+	}
+	return append(srcs, d.opts.Extra...)
+}
+
+// Sweep looks everywhere once and probes every target. onProbe, when not
+// nil, is called (from several goroutines, one target at a time) as each
+// probe finishes, with a snapshot of that target; the returned Snapshot
+// is complete. A sweep takes about the stale timeout at most, whatever
+// the number of hung sockets.
+func (d *Discoverer) Sweep(ctx context.Context, onProbe func(*Target)) (*Snapshot, error) {
+	return d.sweep(ctx, false, onProbe)
+}
+
+func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Target)) (*Snapshot, error) {
+	d.sweepMu.Lock()
+	defer d.sweepMu.Unlock()
+	start := time.Now()
+	stale := d.prober.opts.StaleTimeout
+	// The whole sweep fits in the stale timeout plus a margin: registries
+	// answer within it, and targets they add are probed in what is left.
+	sctx, cancel := context.WithDeadline(ctx, start.Add(stale+stale/8+d.prober.opts.ConnectTimeout))
+	defer cancel()
+
+	snap := &Snapshot{Started: start, Dirs: d.Dirs()}
+	var errMu sync.Mutex
+	addErr := func(src string, err error) {
+		if err == nil {
+			return
+		}
+		errMu.Lock()
+		snap.Errors = append(snap.Errors, SourceError{Source: src, Err: err.Error()})
+		errMu.Unlock()
+	}
+	found := runSources(sctx, d.DefaultSources(), addErr)
+
+	p := &probeRun{d: d, ctx: sctx, backoff: backoff, onProbe: onProbe, probes: map[string]*Probe{}}
+	targets := merge(found)
+	p.start(targets)
+
+	if !d.opts.NoRegistries {
+		var regSrcs []Source
+		for _, t := range targets {
+			if t.NoProbe || t.Endpoint.Transport == "" {
+				continue
+			}
+			switch t.Kind {
+			case KindRegistry:
+				regSrcs = append(regSrcs, &SongbirdSource{Registry: Registry{Endpoint: t.Endpoint, Timeout: stale}, Label: t.Address})
+			case KindNeural:
+				regSrcs = append(regSrcs, &NeuralSource{Endpoint: t.Endpoint, Timeout: stale, Label: t.Address})
+			}
+		}
+		if len(regSrcs) > 0 {
+			more := runSources(sctx, regSrcs, addErr)
+			if len(more) > 0 {
+				found = append(found, more...)
+				targets = merge(found)
+				p.start(targets) // probes only the new ones
+			}
+		}
+	}
+	p.wait()
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	next := map[string]*Target{}
+	for _, t := range targets {
+		if pr := p.probes[t.ID]; pr != nil {
+			t.Probe = pr
+		}
+		d.finishTarget(t)
+		next[t.ID] = t
+	}
+	d.prev = next
+	sort.SliceStable(targets, func(i, j int) bool {
+		if targets[i].Name != targets[j].Name {
+			return targets[i].Name < targets[j].Name
+		}
+		return targets[i].ID < targets[j].ID
+	})
+	snap.Targets = targets
+	sort.Slice(snap.Errors, func(i, j int) bool { return snap.Errors[i].Source < snap.Errors[j].Source })
+	snap.Took = time.Since(start)
+	return snap, ctx.Err()
+}
+
+// runSources runs every source at once and gathers what they find.
+func runSources(ctx context.Context, srcs []Source, addErr func(string, error)) []Found {
+	var mu sync.Mutex
+	var all []Found
+	var wg sync.WaitGroup
+	for _, s := range srcs {
+		wg.Add(1)
+		go func(s Source) {
+			defer wg.Done()
+			fs, err := safeDiscover(ctx, s)
+			addErr(s.Name(), err)
+			mu.Lock()
+			all = append(all, fs...)
+			mu.Unlock()
+		}(s)
+	}
+	wg.Wait()
+	return all
+}
+
+// safeDiscover runs one source, turning a panic into an error: one broken
+// source must not take discovery down.
+func safeDiscover(ctx context.Context, s Source) (fs []Found, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fs, err = nil, fmt.Errorf("source %s panicked: %v", s.Name(), r)
+		}
+	}()
+	return s.Discover(ctx)
+}
+
+// probeRun probes the targets of one sweep, each ID once.
+type probeRun struct {
+	d       *Discoverer
+	ctx     context.Context
+	backoff bool
+	onProbe func(*Target)
+
+	mu     sync.Mutex
+	probes map[string]*Probe
+	wg     sync.WaitGroup
+}
+
+func (p *probeRun) start(targets []*Target) {
+	for _, t := range targets {
+		p.mu.Lock()
+		_, done := p.probes[t.ID]
+		if !done {
+			p.probes[t.ID] = nil
+		}
+		p.mu.Unlock()
+		if done || t.NoProbe || t.Endpoint.Transport == "" {
+			continue
+		}
+		spec, carry, skip := p.d.plan(t, p.backoff)
+		if skip {
+			p.mu.Lock()
+			p.probes[t.ID] = carry
+			p.mu.Unlock()
+			continue
+		}
+		tc := t.clone()
+		p.wg.Add(1)
+		go func() {
+			defer p.wg.Done()
+			r := p.d.prober.Probe(p.ctx, spec)
+			if !spec.Full && carry != nil {
+				r = carryOver(r, carry)
+			}
+			p.mu.Lock()
+			p.probes[tc.ID] = &r
+			p.mu.Unlock()
+			if p.onProbe != nil {
+				tc.Probe = &r
+				p.d.finishTarget(tc)
+				p.onProbe(tc)
+			}
+		}()
+	}
+}
+
+func (p *probeRun) wait() { p.wg.Wait() }
+
+// plan decides how to probe t given the last sweep: a full probe for a new
+// or changed target, liveness only for a known live one; in backoff mode a
+// stale or dead target is skipped until its retry time.
+func (d *Discoverer) plan(t *Target, backoff bool) (spec ProbeSpec, carry *Probe, skip bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	spec = ProbeSpec{Endpoint: t.Endpoint, Wire: t.WireHint, Pool: t.Pool, Full: true}
+	prev := d.prev[t.ID]
+	if prev == nil || prev.Probe == nil {
+		return spec, nil, false
+	}
+	carry = prev.Probe
+	if backoff && carry.State != StateLive {
+		r := d.retry[t.ID]
+		if time.Now().Before(r.next) {
+			return spec, carry, true
+		}
+	}
+	if carry.State == StateLive && carry.Full && (carry.Capabilities != nil || carry.Identity != nil) {
+		spec.Full = false
+	}
+	return spec, carry, false
+}
+
+// carryOver keeps what a full probe learned when a later liveness-only
+// probe finds the target still live.
+func carryOver(r Probe, prev *Probe) Probe {
+	if r.State != StateLive {
+		return r
+	}
+	r.Full = prev.Full
+	r.Identity, r.Capabilities, r.CapsMethod, r.CapsKeys = prev.Identity, prev.Capabilities, prev.CapsMethod, prev.CapsKeys
+	r.Readiness = prev.Readiness
+	if r.Wire == "" {
+		r.Wire = prev.Wire
+	}
+	r.BTSPRequired = r.BTSPRequired || prev.BTSPRequired
+	calls := map[string]CallResult{}
+	for k, v := range prev.Calls {
+		calls[k] = v
+	}
+	for k, v := range r.Calls {
+		calls[k] = v
+	}
+	r.Calls = calls
+	return r
+}
+
+// finishTarget applies what the probe learned: the identity's name and
+// family, and the compliance level; and schedules retries of targets that
+// did not answer. d.mu must not be needed by callers other than sweep.
+func (d *Discoverer) finishTarget(t *Target) {
+	if t.Probe == nil {
+		t.Level = 0
+		return
+	}
+	if id := t.Probe.Identity; id != nil {
+		if n := cleanName(id.Primal); n != "" && n != t.Name && weakName(t) {
+			if !contains(t.Aliases, t.Name) {
+				t.Aliases = append(t.Aliases, t.Name)
+			}
+			t.Name = n
+			var as []string
+			for _, a := range t.Aliases {
+				if a != n {
+					as = append(as, a)
+				}
+			}
+			sort.Strings(as)
+			t.Aliases = as
+		}
+		if t.Family == "" && id.FamilyID != "" && id.FamilyID != "default" {
+			t.Family = cleanName(id.FamilyID)
+		}
+	}
+	t.Level = Audit(t, AuditOptions{}).Level
+}
+
+// weakName reports whether the target's name came from a source that only
+// guesses it (env variables, aliases, registry files, process table).
+func weakName(t *Target) bool {
+	for _, s := range t.Sources {
+		if s.Name == t.Name {
+			switch s.Source {
+			case SrcSocketDir, SrcConfig, SrcSongbird, SrcNeural, SrcManifest:
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// noteRetry updates the retry schedule of a target after a sweep in watch
+// mode: live targets are cleared, others back off from base to max.
+func (d *Discoverer) noteRetry(t *Target, base, max time.Duration) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if t.State() == StateLive || t.State() == StateUnprobed {
+		delete(d.retry, t.ID)
+		return
+	}
+	r := d.retry[t.ID]
+	if time.Now().Before(r.next) {
+		return // skipped this time; keep the schedule
+	}
+	if r.backoff == 0 {
+		r.backoff = base
+	} else {
+		r.backoff *= 2
+		if r.backoff > max {
+			r.backoff = max
+		}
+	}
+	r.next = time.Now().Add(r.backoff)
+	d.retry[t.ID] = r
+}
+
+// Resolve finds targets by TARGET argument in a snapshot: a name, alias,
+// address or path; failing that, an address string is parsed and matched by
+// endpoint identity.
+func (s *Snapshot) Resolve(arg string) []*Target {
+	if ts := s.Find(arg); len(ts) > 0 {
+		return ts
+	}
+	ep, err := ipc.ParseEndpoint(arg)
+	if err != nil {
+		return nil
+	}
+	key := EndpointKey(ep, "")
+	var out []*Target
+	for _, t := range s.Targets {
+		if t.ID == key || EndpointKey(t.Endpoint, "") == key {
+			out = append(out, t)
+		}
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package discovery
+
+import (
+	"sort"
+	"strings"
+)
+
+// knownPrimals are the primal and socket names of the ecosystem, used to
+// split family-scoped socket names. Family ids may contain dashes
+// (neural-api-westgate-tower-155f), so a name is split by its longest known
+// prefix, never at the first dash.
+var knownPrimals = []string{
+	"beardog", "songbird", "rhizocrypt", "loamspine", "sweetgrass", "nestgate",
+	"squirrel", "toadstool", "petaltongue", "biomeos", "primalspring",
+	"neural-api", "biomeos-api", "discovery", "skunkbat", "coralreef",
+	// capability-domain names that appear as sockets
+	"ai", "dag", "ledger", "crypto", "storage", "compute", "provenance",
+	"braid", "network", "mesh", "ui",
+}
+
+// KnownPrimals returns the built-in list of primal and domain names used to
+// split family-scoped socket names.
+func KnownPrimals() []string { return append([]string(nil), knownPrimals...) }
+
+// FamilyMatcher splits socket base names (the file name without ".sock")
+// into a primal name and a family id.
+type FamilyMatcher struct {
+	known []string // sorted longest first
+	// families are family ids seen (the preferred one first).
+	families []string
+}
+
+// NewFamilyMatcher builds a matcher from known primal names (KnownPrimals
+// plus extra) and the family ids to look for (the preferred one first).
+func NewFamilyMatcher(extra []string, families ...string) *FamilyMatcher {
+	m := &FamilyMatcher{}
+	seen := map[string]bool{}
+	for _, n := range append(KnownPrimals(), extra...) {
+		n = strings.ToLower(strings.TrimSpace(n))
+		if n != "" && !seen[n] {
+			seen[n] = true
+			m.known = append(m.known, n)
+		}
+	}
+	sort.SliceStable(m.known, func(i, j int) bool { return len(m.known[i]) > len(m.known[j]) })
+	for _, f := range families {
+		m.AddFamily(f)
+	}
+	return m
+}
+
+// AddFamily records a family id seen elsewhere, so that names of unknown
+// primals carrying it can be split too.
+func (m *FamilyMatcher) AddFamily(f string) {
+	if f == "" || f == "default" {
+		return
+	}
+	for _, x := range m.families {
+		if x == f {
+			return
+		}
+	}
+	m.families = append(m.families, f)
+}
+
+// Split returns the primal name and family id of a socket base name:
+// "neural-api-westgate-tower-155f" → ("neural-api", "westgate-tower-155f");
+// "beardog" → ("beardog", ""). A name that starts with a known name followed
+// by a dash is split there (the longest known name wins). Otherwise, a name
+// that ends with a dash and a family id already seen is split there (the
+// longest family wins). Anything else is a name with no family.
+func (m *FamilyMatcher) Split(base string) (name, family string) {
+	if base == "" {
+		return "", ""
+	}
+	lower := strings.ToLower(base)
+	for _, k := range m.known {
+		if lower == k {
+			return base, ""
+		}
+		if strings.HasPrefix(lower, k+"-") && len(base) > len(k)+1 {
+			return base[:len(k)], base[len(k)+1:]
+		}
+	}
+	best := ""
+	for _, f := range m.families {
+		if len(f) > len(best) && strings.HasSuffix(base, "-"+f) && len(base) > len(f)+1 {
+			best = f
+		}
+	}
+	if best != "" {
+		return base[:len(base)-len(best)-1], best
+	}
+	return base, ""
+}
+
+// Families returns the family ids the matcher knows, preferred first.
+func (m *FamilyMatcher) Families() []string { return append([]string(nil), m.families...) }

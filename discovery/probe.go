@@ -1,0 +1,524 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// Prober defaults.
+const (
+	DefaultConnectTimeout = 50 * time.Millisecond
+	// DefaultRemoteConnectTimeout bounds connecting to a non-loopback TCP peer.
+	DefaultRemoteConnectTimeout = 500 * time.Millisecond
+	DefaultStaleTimeout         = 2 * time.Second
+	DefaultDialConcurrency      = 32
+	DefaultMaxOpen              = 512
+	DefaultDeadTTL              = 30 * time.Second
+)
+
+// ProbeOptions tune a Prober. Zero values mean the defaults.
+type ProbeOptions struct {
+	// ConnectTimeout bounds connect() to a local socket (50 ms).
+	ConnectTimeout time.Duration
+	// RemoteConnectTimeout bounds connecting to a non-loopback TCP peer (500 ms).
+	RemoteConnectTimeout time.Duration
+	// StaleTimeout is how long a target has, from connecting, to answer
+	// health.liveness; it also bounds the identity and capability calls
+	// that follow. A target that does not answer in time is stale (2 s).
+	StaleTimeout time.Duration
+	// DialConcurrency bounds how many connects run at once (32).
+	DialConcurrency int
+	// MaxOpen bounds how many probe connections are open at once (512).
+	// Waiting for an answer holds a connection but not a dial slot, so a
+	// hung socket never delays the others.
+	MaxOpen int
+	// DeadTTL is how long a dead endpoint stays cached (30 s): within it, a
+	// socket file that has not changed is not dialled again.
+	DeadTTL time.Duration
+}
+
+func (o ProbeOptions) withDefaults() ProbeOptions {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.RemoteConnectTimeout <= 0 {
+		o.RemoteConnectTimeout = DefaultRemoteConnectTimeout
+	}
+	if o.StaleTimeout <= 0 {
+		o.StaleTimeout = DefaultStaleTimeout
+	}
+	if o.DialConcurrency <= 0 {
+		o.DialConcurrency = DefaultDialConcurrency
+	}
+	if o.MaxOpen <= 0 {
+		o.MaxOpen = DefaultMaxOpen
+	}
+	if o.DeadTTL <= 0 {
+		o.DeadTTL = DefaultDeadTTL
+	}
+	return o
+}
+
+// CallResult is how one method answered during a probe.
+type CallResult struct {
+	// OK is true when the peer answered with a result.
+	OK bool `json:"ok"`
+	// Code and Message are the peer's error object, when it answered one.
+	Code    int64  `json:"code,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Err is a transport problem or timeout (no answer at all).
+	Err     string        `json:"err,omitempty"`
+	Latency time.Duration `json:"latency"`
+}
+
+// Implemented reports whether the method exists: it answered with a result
+// or with an error other than "method not found".
+func (c CallResult) Implemented() bool {
+	return c.OK || (c.Err == "" && !isMethodNotFound(c.Code, c.Message))
+}
+
+func isMethodNotFound(code int64, msg string) bool {
+	if code == -32601 || code == 12 {
+		return true
+	}
+	m := strings.ToLower(msg)
+	return code != 0 && (strings.Contains(m, "method not found") || strings.Contains(m, "unknown method"))
+}
+
+// Probe is what one probe of a target found.
+type Probe struct {
+	State State     `json:"state"`
+	Err   string    `json:"error,omitempty"`
+	At    time.Time `json:"at"`
+	// Connect is how long connect() took.
+	Connect time.Duration `json:"connect"`
+	// Latency is the health.liveness round trip.
+	Latency time.Duration `json:"latency"`
+	// Wire is what the peer's answers looked like: "jsonrpc" or "lean".
+	Wire     string             `json:"wire,omitempty"`
+	Liveness *capability.Health `json:"liveness,omitempty"`
+	// Readiness is the health.readiness answer, if any.
+	Readiness *capability.Health `json:"readiness,omitempty"`
+	// Calls records each method sent and how it answered.
+	Calls        map[string]CallResult    `json:"calls,omitempty"`
+	Identity     *capability.Identity     `json:"identity,omitempty"`
+	Capabilities *capability.Capabilities `json:"capabilities,omitempty"`
+	// CapsMethod is the method that answered with capabilities
+	// (capabilities.list or capability.list).
+	CapsMethod string `json:"caps_method,omitempty"`
+	// CapsKeys are the top-level keys of the capabilities answer (to tell
+	// an absent field from an empty one).
+	CapsKeys []string `json:"caps_keys,omitempty"`
+	// BTSPRequired is true when the peer demanded a BTSP handshake (or its
+	// transport_security says one is mandatory).
+	BTSPRequired bool `json:"btsp_required,omitempty"`
+	// BTSPRejection is the peer's own rejection error, when it sent one.
+	BTSPRejection *ipc.RPCError `json:"btsp_rejection,omitempty"`
+	// Cached is true when the result came from the dead-endpoint cache.
+	Cached bool `json:"cached,omitempty"`
+	// Full is true when identity and capabilities were asked too.
+	Full bool `json:"full,omitempty"`
+}
+
+// ProbeSpec says what to probe and how.
+type ProbeSpec struct {
+	Endpoint ipc.Endpoint
+	// Wire is "lean" to write the lean wire; anything else writes JSON-RPC.
+	Wire string
+	// Pool is the stdio Bus pool to address.
+	Pool string
+	// Full also asks identity, capabilities, health.check and
+	// health.readiness; otherwise only health.liveness.
+	Full bool
+}
+
+// Prober probes targets: connect within ConnectTimeout, health.liveness
+// within StaleTimeout, then identity.get (falling back to identity) and
+// capabilities.list (falling back to capability.list). It is safe for
+// concurrent use and caches dead endpoints.
+type Prober struct {
+	opts ProbeOptions
+	dial chan struct{}
+	open chan struct{}
+
+	mu   sync.Mutex
+	dead map[string]deadEntry
+}
+
+type deadEntry struct {
+	until time.Time
+	stamp fileStamp
+	probe Probe
+}
+
+// fileStamp identifies a version of a socket file: a new primal binding the
+// same path makes a new inode.
+type fileStamp struct {
+	ok    bool
+	ino   uint64
+	dev   uint64
+	mtime int64
+}
+
+func stampOf(ep ipc.Endpoint) fileStamp {
+	if ep.Transport != ipc.Unix {
+		return fileStamp{}
+	}
+	fi, err := os.Stat(ep.Path)
+	if err != nil {
+		return fileStamp{}
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStamp{ok: true, mtime: fi.ModTime().UnixNano()}
+	}
+	return fileStamp{ok: true, ino: st.Ino, dev: uint64(st.Dev), mtime: fi.ModTime().UnixNano()}
+}
+
+// NewProber returns a Prober with opts (zero values mean the defaults).
+func NewProber(opts ProbeOptions) *Prober {
+	opts = opts.withDefaults()
+	return &Prober{
+		opts: opts,
+		dial: make(chan struct{}, opts.DialConcurrency),
+		open: make(chan struct{}, opts.MaxOpen),
+		dead: map[string]deadEntry{},
+	}
+}
+
+// Options returns the prober's options with defaults filled in.
+func (p *Prober) Options() ProbeOptions { return p.opts }
+
+// Forget drops key from the dead-endpoint cache (ForgetAll when key is "").
+func (p *Prober) Forget(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if key == "" {
+		p.dead = map[string]deadEntry{}
+		return
+	}
+	delete(p.dead, key)
+}
+
+func connectTimeoutFor(ep ipc.Endpoint, opts ProbeOptions) time.Duration {
+	opts = opts.withDefaults()
+	if ep.Transport == ipc.TCP {
+		host, _, err := net.SplitHostPort(ep.Address)
+		if err == nil {
+			ip := net.ParseIP(host)
+			if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+				return opts.RemoteConnectTimeout
+			}
+		}
+	}
+	return opts.ConnectTimeout
+}
+
+func acquire(ctx context.Context, ch chan struct{}) bool {
+	select {
+	case ch <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Probe probes one endpoint. It returns within ConnectTimeout plus
+// StaleTimeout (plus any wait for a free slot), or when ctx ends.
+func (p *Prober) Probe(ctx context.Context, spec ProbeSpec) Probe {
+	key := EndpointKey(spec.Endpoint, "")
+	stamp := stampOf(spec.Endpoint)
+	p.mu.Lock()
+	if d, ok := p.dead[key]; ok {
+		if time.Now().Before(d.until) && d.stamp == stamp {
+			p.mu.Unlock()
+			r := d.probe
+			r.Cached = true
+			return r
+		}
+		delete(p.dead, key)
+	}
+	p.mu.Unlock()
+
+	res := p.probe(ctx, spec)
+	if res.State == StateDead {
+		p.mu.Lock()
+		p.dead[key] = deadEntry{until: time.Now().Add(p.opts.DeadTTL), stamp: stamp, probe: res}
+		p.mu.Unlock()
+	}
+	return res
+}
+
+func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
+	res = Probe{State: StateUnknown, At: time.Now(), Full: spec.Full}
+	ep := spec.Endpoint
+	switch ep.Transport {
+	case ipc.Unix, ipc.Abstract, ipc.TCP:
+	case "":
+		res.State, res.Err = StateUnprobed, "no address"
+		return res
+	default:
+		res.State, res.Err = StateUnprobed, fmt.Sprintf("%s endpoints are not probed during discovery", ep.Transport)
+		return res
+	}
+	if !acquire(ctx, p.open) {
+		res.Err = ctx.Err().Error()
+		return res
+	}
+	defer func() { <-p.open }()
+	if !acquire(ctx, p.dial) {
+		res.Err = ctx.Err().Error()
+		return res
+	}
+	start := time.Now()
+	nc, err := ipc.DialStream(ctx, ep, connectTimeoutFor(ep, p.opts))
+	res.Connect = time.Since(start)
+	<-p.dial
+	if err != nil {
+		res.State, res.Err = classifyDialErr(err), err.Error()
+		return res
+	}
+	wire := ipc.WireJSONRPC
+	if spec.Wire == "lean" {
+		wire = ipc.WireLean
+	}
+	conn := ipc.NewConn(ipc.NetFramer(nc, 4<<20), ipc.Options{Wire: wire, IncomingBuffer: 8, Endpoint: ep.String()})
+	defer conn.Close()
+
+	deadline := start.Add(res.Connect + p.opts.StaleTimeout)
+	pctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	res.Calls = map[string]CallResult{}
+	var mu sync.Mutex
+	call := func(method string) (*ipc.Response, CallResult, error) {
+		resp, cr, garbage, err := callWatching(pctx, conn, method, spec.Pool)
+		mu.Lock()
+		res.Calls[method] = cr
+		if garbage != "" && res.Err == "" {
+			res.Err = garbage
+		}
+		mu.Unlock()
+		return resp, cr, err
+	}
+
+	resp, cr, lerr := call("health.liveness")
+	res.Latency = cr.Latency
+	if resp != nil {
+		res.Wire = wireOf(resp.Raw)
+	}
+	switch {
+	case resp != nil && resp.Error != nil && resp.Error.IsBTSPRequired():
+		res.State, res.BTSPRequired, res.BTSPRejection = StateLocked, true, resp.Error
+		return res
+	case cr.OK:
+		h := capability.ParseLiveness(resp.Result)
+		res.Liveness = &h
+		res.State = StateLive
+	case cr.Err == "" && resp != nil:
+		res.State = StateLive // it answered: alive, though liveness is not implemented
+	default:
+		var be *ipc.BTSPRequiredError
+		if errors.As(lerr, &be) {
+			res.State, res.BTSPRequired = StateLocked, true
+			if be != nil {
+				res.BTSPRejection = be.Peer
+			}
+			return res
+		}
+		switch {
+		case res.Err != "":
+			res.State = StateError
+		case ep.Transport == ipc.Unix && !exists(ep.Path):
+			res.State, res.Err = StateDead, "the socket vanished during the probe"
+		case strings.HasPrefix(cr.Err, "timeout"):
+			res.State = StateStale
+			res.Err = fmt.Sprintf("no answer to health.liveness within %s", p.opts.StaleTimeout)
+		default:
+			res.State, res.Err = StateError, cr.Err
+		}
+		return res
+	}
+	if !spec.Full {
+		return res
+	}
+	var wg sync.WaitGroup
+	wg.Add(4)
+	go func() {
+		defer wg.Done()
+		r, cr, _ := call(capability.MethodIdentityGet)
+		method := capability.MethodIdentityGet
+		if !cr.OK && cr.Err == "" {
+			r, cr, _ = call(capability.MethodIdentity)
+			method = capability.MethodIdentity
+		}
+		if cr.OK {
+			if id, err := capability.ParseIdentity(r.Result); err == nil {
+				id.Method = method
+				mu.Lock()
+				res.Identity = id
+				mu.Unlock()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		method := "capabilities.list"
+		r, cr, _ := call(method)
+		if !cr.OK && cr.Err == "" {
+			method = "capability.list"
+			r, cr, _ = call(method)
+		}
+		if cr.OK {
+			c, err := capability.Parse(r.Result)
+			mu.Lock()
+			if err == nil {
+				res.Capabilities = c
+				res.CapsMethod = method
+				res.CapsKeys = topKeys(r.Result)
+				if c.TransportSecurity.RequiresBTSP() {
+					res.BTSPRequired = true
+				}
+			}
+			mu.Unlock()
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		call("health.check")
+	}()
+	go func() {
+		defer wg.Done()
+		r, cr, _ := call("health.readiness")
+		if cr.OK {
+			h := capability.ParseReadiness(r.Result)
+			mu.Lock()
+			res.Readiness = &h
+			mu.Unlock()
+		}
+	}()
+	wg.Wait()
+	return res
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// classifyDialErr tells dead (nothing there) from stale (a listener that
+// does not accept in time).
+func classifyDialErr(err error) State {
+	switch {
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTSOCK),
+		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return StateDead
+	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+		return StateError
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.EAGAIN) {
+		return StateStale
+	}
+	return StateDead
+}
+
+// callWatching sends method and waits for its answer, giving up early when
+// the peer sends something that is not JSON-RPC (garbage is described in
+// the third result) or closes the connection. err is the call's error.
+func callWatching(ctx context.Context, c *ipc.Conn, method, pool string) (resp *ipc.Response, cr CallResult, garbage string, err error) {
+	type out struct {
+		resp *ipc.Response
+		err  error
+	}
+	ch := make(chan out, 1)
+	start := time.Now()
+	go func() {
+		r, err := c.Send(ctx, ipc.Request{Method: method, Params: json.RawMessage("{}"), Pool: pool})
+		ch <- out{r, err}
+	}()
+	finish := func(o out) (*ipc.Response, CallResult, string, error) {
+		cr := CallResult{Latency: time.Since(start)}
+		if o.resp != nil && o.resp.Error != nil {
+			cr.Code, cr.Message = o.resp.Error.Code, truncate(o.resp.Error.Message, 256)
+			return o.resp, cr, "", o.err
+		}
+		if o.err != nil {
+			cr.Err = describeCallErr(o.err)
+			return o.resp, cr, "", o.err
+		}
+		cr.OK = true
+		return o.resp, cr, "", nil
+	}
+	incoming := c.Incoming()
+	for {
+		select {
+		case o := <-ch:
+			return finish(o)
+		case m, ok := <-incoming:
+			if !ok {
+				incoming = nil
+				continue
+			}
+			if m.Kind == ipc.KindInvalid {
+				// The answer is not JSON-RPC: do not wait for the deadline.
+				// The call's goroutine ends when the Conn is closed.
+				return nil, CallResult{Err: "garbage answer", Latency: time.Since(start)},
+					"answered with something that is not JSON-RPC: " + truncate(string(m.Raw), 60), errGarbage
+			}
+		}
+	}
+}
+
+var errGarbage = errors.New("garbage answer")
+
+func describeCallErr(err error) string {
+	var te *ipc.TimeoutError
+	if errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded) {
+		return "timeout: " + err.Error()
+	}
+	var ce *ipc.ClosedError
+	if errors.As(err, &ce) {
+		return "closed: " + err.Error()
+	}
+	return err.Error()
+}
+
+// wireOf tells a JSON-RPC answer from a lean one (no "jsonrpc" member).
+func wireOf(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	if bytes.Contains(raw, []byte(`"jsonrpc"`)) {
+		return "jsonrpc"
+	}
+	return "lean"
+}
+
+// topKeys returns the top-level keys of a JSON object (nil otherwise).
+func topKeys(raw json.RawMessage) []string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		if len(out) < 256 {
+			out = append(out, truncate(k, 64))
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,437 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// EventKind says what happened to a target.
+type EventKind string
+
+// Event kinds.
+const (
+	// Added: a target appeared (every target of the first sweep is Added).
+	Added EventKind = "added"
+	// Changed: something about a known target changed (state, names,
+	// sources, level, identity...). The event carries the new snapshot.
+	Changed EventKind = "changed"
+	// Removed: no source finds the target any more. The event carries the
+	// last snapshot.
+	Removed EventKind = "removed"
+	// Synced: a sweep finished; Sweep says how it went. Added, Changed and
+	// Removed events of that sweep come before it.
+	Synced EventKind = "synced"
+)
+
+// Event is one change in the discovered picture.
+type Event struct {
+	Kind EventKind `json:"event"`
+	Time time.Time `json:"time"`
+	// Target is a snapshot: never modified after it is sent (nil for Synced).
+	Target *Target `json:"target,omitempty"`
+	// Changes names what changed, for Changed events ("state", "name",
+	// "aliases", "sources", "level", "identity", "capabilities", ...).
+	Changes []string `json:"changes,omitempty"`
+	// Sweep describes the sweep, for Synced events.
+	Sweep *SweepInfo `json:"sweep,omitempty"`
+}
+
+// SweepInfo summarises one sweep.
+type SweepInfo struct {
+	// Reason is what started it: "start", "fs", "timer", "registry".
+	Reason  string        `json:"reason"`
+	Targets int           `json:"targets"`
+	Live    int           `json:"live"`
+	Took    time.Duration `json:"took"`
+	Errors  []SourceError `json:"errors,omitempty"`
+	// Dropped counts refreshes dropped so far because a sweep was running.
+	Dropped uint64 `json:"dropped"`
+	// Next is when the next timed sweep is due.
+	Next time.Time `json:"next"`
+}
+
+// WatchOptions tune Watch. Zero values mean the defaults.
+type WatchOptions struct {
+	// Interval is the base period of re-probing (5 s). After a sweep that
+	// changes nothing it doubles, up to MaxInterval (60 s); any change
+	// brings it back to Interval.
+	Interval    time.Duration
+	MaxInterval time.Duration
+	// RetryBase and RetryMax bound the per-target backoff of stale and dead
+	// targets (2 s to 60 s): they are not re-probed every sweep.
+	RetryBase time.Duration
+	RetryMax  time.Duration
+	// PollInterval is how often each Songbird registry is polled with
+	// ipc.watch (2 s).
+	PollInterval time.Duration
+	// Debounce gathers bursts of file-system events into one refresh (100 ms).
+	Debounce time.Duration
+	// Buffer is the event channel's capacity (256). A consumer that falls
+	// behind slows the watcher down; nothing is lost.
+	Buffer int
+}
+
+func (o WatchOptions) withDefaults() WatchOptions {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.Interval, 5*time.Second)
+	def(&o.MaxInterval, 60*time.Second)
+	def(&o.RetryBase, 2*time.Second)
+	def(&o.RetryMax, 60*time.Second)
+	def(&o.PollInterval, 2*time.Second)
+	def(&o.Debounce, 100*time.Millisecond)
+	if o.MaxInterval < o.Interval {
+		o.MaxInterval = o.Interval
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = 256
+	}
+	return o
+}
+
+// Watch keeps the picture live: it sweeps at once, then again when a
+// watched directory changes (fsnotify), when a Songbird registry's ipc.watch
+// revision moves, and periodically with backoff. It sends Added, Changed
+// and Removed events, then Synced, after each sweep. A refresh asked for
+// while a sweep runs is dropped, not queued (and counted in
+// SweepInfo.Dropped); the next timed sweep is then brought forward to
+// Interval. The channel is closed after ctx ends and every goroutine Watch
+// started has exited.
+func (d *Discoverer) Watch(ctx context.Context, opts WatchOptions) <-chan Event {
+	opts = opts.withDefaults()
+	out := make(chan Event, opts.Buffer)
+	w := &watcher{d: d, opts: opts, out: out, trig: make(chan string, 1), known: map[string]*Target{}}
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); w.sweeper(ctx) }()
+	go func() { defer wg.Done(); w.fsLoop(ctx) }()
+	go func() { defer wg.Done(); w.pollLoop(ctx) }()
+	go func() {
+		wg.Wait()
+		close(out)
+	}()
+	return out
+}
+
+type watcher struct {
+	d    *Discoverer
+	opts WatchOptions
+	out  chan Event
+	trig chan string
+
+	running atomic.Bool
+	dropped atomic.Uint64
+	missed  atomic.Bool
+
+	known map[string]*Target // owned by sweeper
+
+	mu         sync.Mutex
+	registries []ipc.Endpoint // live registries of the last sweep
+	paths      []string       // directories to watch
+	pathsGen   int
+}
+
+// trigger asks for a sweep; it is dropped when one is running or pending.
+func (w *watcher) trigger(reason string) {
+	if w.running.Load() {
+		w.dropped.Add(1)
+		w.missed.Store(true)
+		return
+	}
+	select {
+	case w.trig <- reason:
+	default:
+		w.dropped.Add(1)
+	}
+}
+
+func (w *watcher) sweeper(ctx context.Context) {
+	interval := w.opts.Interval
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	reason := "start"
+	first := true
+	for {
+		if !first {
+			select {
+			case <-ctx.Done():
+				return
+			case reason = <-w.trig:
+			case <-timer.C:
+				reason = "timer"
+			}
+		} else {
+			<-timer.C
+		}
+		w.running.Store(true)
+		w.missed.Store(false)
+		snap, err := w.d.sweep(ctx, !first, nil)
+		if err != nil && ctx.Err() != nil {
+			return
+		}
+		changed := w.emit(ctx, snap, first)
+		first = false
+		if changed {
+			interval = w.opts.Interval
+		} else if interval *= 2; interval > w.opts.MaxInterval {
+			interval = w.opts.MaxInterval
+		}
+		if w.missed.Load() {
+			interval = w.opts.Interval
+		}
+		w.running.Store(false)
+		next := time.Now().Add(interval)
+		live := 0
+		for _, t := range snap.Targets {
+			if t.State() == StateLive {
+				live++
+			}
+			w.d.noteRetry(t, w.opts.RetryBase, w.opts.RetryMax)
+		}
+		info := &SweepInfo{Reason: reason, Targets: len(snap.Targets), Live: live, Took: snap.Took,
+			Errors: snap.Errors, Dropped: w.dropped.Load(), Next: next}
+		if !w.send(ctx, Event{Kind: Synced, Time: time.Now(), Sweep: info}) {
+			return
+		}
+		w.noteSnapshot(snap)
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(interval)
+	}
+}
+
+func (w *watcher) send(ctx context.Context, e Event) bool {
+	select {
+	case w.out <- e:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// emit compares the sweep with what is known and sends the differences.
+func (w *watcher) emit(ctx context.Context, snap *Snapshot, first bool) bool {
+	changed := false
+	now := time.Now()
+	seen := map[string]bool{}
+	for _, t := range snap.Targets {
+		seen[t.ID] = true
+		old := w.known[t.ID]
+		w.known[t.ID] = t
+		if old == nil {
+			changed = true
+			if !w.send(ctx, Event{Kind: Added, Time: now, Target: t}) {
+				return changed
+			}
+			continue
+		}
+		if diff := Diff(old, t); len(diff) > 0 {
+			changed = true
+			if !w.send(ctx, Event{Kind: Changed, Time: now, Target: t, Changes: diff}) {
+				return changed
+			}
+		}
+	}
+	for id, t := range w.known {
+		if !seen[id] {
+			delete(w.known, id)
+			changed = true
+			if !w.send(ctx, Event{Kind: Removed, Time: now, Target: t}) {
+				return changed
+			}
+		}
+	}
+	return changed
+}
+
+// Diff names what differs between two snapshots of the same target, leaving
+// out latency and probe times (which change every sweep).
+func Diff(a, b *Target) []string {
+	var d []string
+	add := func(cond bool, what string) {
+		if cond {
+			d = append(d, what)
+		}
+	}
+	add(a.State() != b.State(), "state")
+	add(a.Name != b.Name, "name")
+	add(!reflect.DeepEqual(a.Aliases, b.Aliases), "aliases")
+	add(a.Family != b.Family, "family")
+	add(a.Kind != b.Kind, "kind")
+	add(a.Address != b.Address, "endpoint")
+	add(!reflect.DeepEqual(a.Sources, b.Sources), "sources")
+	add(!reflect.DeepEqual(a.Capabilities, b.Capabilities), "registered_capabilities")
+	add(a.Level != b.Level, "level")
+	add(a.BTSP() != b.BTSP(), "btsp")
+	add(!reflect.DeepEqual(a.Notes, b.Notes), "notes")
+	var ai, bi, ac, bc any
+	if a.Probe != nil {
+		ai, ac = a.Probe.Identity, capsSig(a.Probe)
+	}
+	if b.Probe != nil {
+		bi, bc = b.Probe.Identity, capsSig(b.Probe)
+	}
+	add(!reflect.DeepEqual(ai, bi), "identity")
+	add(!reflect.DeepEqual(ac, bc), "capabilities")
+	return d
+}
+
+func capsSig(p *Probe) any {
+	if p.Capabilities == nil {
+		return nil
+	}
+	return p.Capabilities.Methods
+}
+
+// noteSnapshot records the live registries (for ipc.watch polling) and the
+// directories to watch.
+func (w *watcher) noteSnapshot(snap *Snapshot) {
+	var regs []ipc.Endpoint
+	for _, t := range snap.Targets {
+		if t.Kind == KindRegistry && t.State() == StateLive && t.Endpoint.Transport != "" {
+			regs = append(regs, t.Endpoint)
+		}
+	}
+	paths := w.d.WatchPaths()
+	w.mu.Lock()
+	w.registries = regs
+	if !reflect.DeepEqual(paths, w.paths) {
+		w.paths = paths
+		w.pathsGen++
+	}
+	w.mu.Unlock()
+}
+
+// fsLoop watches the directories with fsnotify and triggers a sweep after a
+// burst of events settles.
+func (w *watcher) fsLoop(ctx context.Context) {
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return // periodic sweeps still run
+	}
+	defer fw.Close()
+	watched := map[string]bool{}
+	gen := -1
+	resync := func() {
+		w.mu.Lock()
+		paths, g := w.paths, w.pathsGen
+		w.mu.Unlock()
+		if g == gen {
+			return
+		}
+		gen = g
+		want := map[string]bool{}
+		for _, p := range paths {
+			want[p] = true
+			if !watched[p] {
+				if fw.Add(p) == nil {
+					watched[p] = true
+				}
+			}
+		}
+		for p := range watched {
+			if !want[p] {
+				_ = fw.Remove(p)
+				delete(watched, p)
+			}
+		}
+	}
+	// Until the first sweep has said where to look, watch the dirs now.
+	w.mu.Lock()
+	if w.paths == nil {
+		w.paths = w.d.WatchPaths()
+		w.pathsGen++
+	}
+	w.mu.Unlock()
+	resync()
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
+	var debounce *time.Timer
+	var debounceC <-chan time.Time
+	defer func() {
+		if debounce != nil {
+			debounce.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-check.C:
+			resync()
+		case ev, ok := <-fw.Events:
+			if !ok {
+				return
+			}
+			if ev.Op == fsnotify.Chmod {
+				continue
+			}
+			if debounce == nil {
+				debounce = time.NewTimer(w.opts.Debounce)
+				debounceC = debounce.C
+			}
+		case err, ok := <-fw.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.trigger("fs")
+			}
+		case <-debounceC:
+			debounce, debounceC = nil, nil
+			w.trigger("fs")
+		}
+	}
+}
+
+// pollLoop polls each live Songbird registry with ipc.watch and triggers a
+// sweep when its revision moves.
+func (w *watcher) pollLoop(ctx context.Context) {
+	t := time.NewTicker(w.opts.PollInterval)
+	defer t.Stop()
+	revs := map[string]int64{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		regs := append([]ipc.Endpoint(nil), w.registries...)
+		w.mu.Unlock()
+		moved := false
+		for _, ep := range regs {
+			key := EndpointKey(ep, "")
+			since, known := revs[key]
+			pctx, cancel := context.WithTimeout(ctx, w.opts.PollInterval)
+			r := Registry{Endpoint: ep, Timeout: w.opts.PollInterval}
+			res, err := r.Watch(pctx, since)
+			cancel()
+			if err != nil {
+				continue
+			}
+			if known && (res.Revision != since || len(res.Events) > 0) {
+				moved = true
+			}
+			revs[key] = res.Revision
+		}
+		if moved {
+			w.trigger("registry")
+		}
+	}
+}
