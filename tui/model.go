@@ -47,6 +47,13 @@ type (
 	callDoneMsg struct {
 		ans *answer
 		doc *doc
+		// partial: doc is a preview of a large answer; the full document
+		// follows in a fullDocMsg.
+		partial bool
+	}
+	fullDocMsg struct {
+		ans *answer
+		doc *doc
 	}
 	envDoneMsg struct {
 		ans *answer
@@ -92,7 +99,11 @@ type (
 		text string
 		err  bool
 	}
-	crashMsg struct{ path string }
+	crashMsg        struct{ path string }
+	listenFailedMsg struct {
+		key, name string
+		err       error
+	}
 )
 
 // model is the one root model; the panes are plain structs beside it.
@@ -126,7 +137,9 @@ type model struct {
 	histp   historyPane
 
 	current string // key of the target the caps tree and composer use
-	cancel  context.CancelFunc
+	// listening marks targets whose pushes the events tail receives.
+	listening map[string]bool
+	cancel    context.CancelFunc
 
 	status    string
 	statusErr bool
@@ -139,21 +152,23 @@ type model struct {
 }
 
 func newModel(ctx context.Context, cfg Config) *model {
+	cfg.fill()
 	m := &model{
-		ctx:     ctx,
-		cfg:     cfg,
-		feed:    newFeed(65536, time.Second/60),
-		hist:    cfg.History,
-		keys:    DefaultKeyMap(),
-		help:    help.New(),
-		now:     cfg.Now,
-		focus:   pTargets,
-		side:    pEvents,
-		targets: newTargetsPane(),
-		caps:    newCapsPane(),
-		comp:    newComposer(),
-		events:  newEventsPane(cfg.EventBuffer),
-		trace:   newTracePane(cfg.TraceBuffer),
+		ctx:       ctx,
+		cfg:       cfg,
+		feed:      newFeed(65536, time.Second/60),
+		listening: map[string]bool{},
+		hist:      cfg.History,
+		keys:      DefaultKeyMap(),
+		help:      help.New(),
+		now:       cfg.Now,
+		focus:     pTargets,
+		side:      pEvents,
+		targets:   newTargetsPane(),
+		caps:      newCapsPane(),
+		comp:      newComposer(),
+		events:    newEventsPane(cfg.EventBuffer),
+		trace:     newTracePane(cfg.TraceBuffer),
 	}
 	if m.now == nil {
 		m.now = time.Now
@@ -265,9 +280,15 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case feedMsg:
 		m.absorb(msg.items)
-		return m.safe(m.feed.next(m.ctx))
+		return tea.Batch(append(m.listen(), m.safe(m.feed.next(m.ctx)))...)
 	case callDoneMsg:
 		return m.onCallDone(msg)
+	case fullDocMsg:
+		if msg.ans == m.resp.ans {
+			m.resp.pretty, m.resp.partial = msg.doc, false
+			m.resp.follow()
+		}
+		return nil
 	case envDoneMsg:
 		if msg.ans == m.resp.ans {
 			m.resp.env = msg.doc
@@ -386,6 +407,9 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 	case statusMsg:
 		m.status, m.statusErr = msg.text, msg.err
 		return nil
+	case listenFailedMsg:
+		m.events.Append(Event{Time: m.now(), Source: msg.name, TargetKey: msg.key, Kind: EvNote, Name: "cannot listen", Data: []byte(msg.err.Error())})
+		return nil
 	case crashMsg:
 		m.crashed = msg.path
 		return tea.Quit
@@ -422,6 +446,9 @@ func (m *model) absorb(items []any) {
 				m.targets.targets[t.Key] = &t
 			}
 		case Event:
+			if x.Kind == EvNote && x.Name == "connection closed" {
+				delete(m.listening, x.TargetKey)
+			}
 			m.countRate()
 			m.events.Append(x)
 			if x.Kind == EvRequest {
@@ -467,6 +494,32 @@ func (m *model) rate() int {
 	return 0
 }
 
+// listen opens a connection to every live target not yet listened to, so
+// that what it pushes (heartbeats, notifications, events, requests) reaches
+// the events tail. Targets that demand BTSP or are never spoken to are left.
+func (m *model) listen() []tea.Cmd {
+	if m.cfg.NoListen {
+		return nil
+	}
+	var cmds []tea.Cmd
+	for k, t := range m.targets.targets {
+		if m.listening[k] || t.Health != HealthLive || t.BTSP || t.Kind == "tarpc" || t.Endpoint == "" {
+			continue
+		}
+		m.listening[k] = true
+		tgt, cl := *t, m.client
+		cmds = append(cmds, m.safe(func() tea.Msg {
+			ctx, cancel := context.WithTimeout(m.ctx, 2*time.Second)
+			defer cancel()
+			if _, err := cl.conn(ctx, tgt); err != nil {
+				return listenFailedMsg{key: tgt.Key, name: tgt.Name, err: err}
+			}
+			return nil
+		}))
+	}
+	return cmds
+}
+
 // providers names the targets that offer method (for consumed capabilities).
 func (m *model) providers(method string) []string {
 	var out []string
@@ -500,6 +553,9 @@ func (m *model) selectTarget(key string) {
 	}
 	m.current = key
 	m.rebuildCaps()
+	if t := m.target(); t != nil && t.Bus && m.comp.pool.Empty() {
+		m.comp.pool.Set(t.Pool)
+	}
 	m.comp.complete(m.target())
 }
 
@@ -1084,9 +1140,28 @@ func (m *model) send() tea.Cmd {
 		if hs != nil {
 			hs.Record(entryFor(tgt, req, start, resp, err))
 		}
-		a := answerOf(seq, tgt, req, start, resp, err)
-		return callDoneMsg{ans: a, doc: prettyDoc(a.result)}
+		return answerMsg(answerOf(seq, tgt, req, start, resp, err))
 	})
+}
+
+// previewAbove is the answer size above which a preview of the first
+// previewBytes is shown while the whole answer is formatted.
+const (
+	previewAbove = 1 << 20
+	previewBytes = 128 << 10
+)
+
+// answerMsg formats an answer for the viewer: whole when small, else a
+// preview of its beginning (the rest follows in a fullDocMsg).
+func answerMsg(a *answer) callDoneMsg {
+	if len(a.result) > previewAbove {
+		out, _ := render.Format(a.result[:previewBytes], render.Options{Indent: render.DefaultIndent})
+		if i := bytes.LastIndexByte(out, '\n'); i > 0 {
+			out = out[:i]
+		}
+		return callDoneMsg{ans: a, doc: newDoc(string(out), true), partial: true}
+	}
+	return callDoneMsg{ans: a, doc: prettyDoc(a.result)}
 }
 
 // answerOf turns a finished call into what the response viewer shows.
@@ -1140,6 +1215,7 @@ func (m *model) onCallDone(msg callDoneMsg) tea.Cmd {
 	r.folds, r.hl, r.hlN = nil, nil, 0
 	r.jqDoc, r.jqErr, r.jqInput, r.jqInputOf = nil, "", nil, nil
 	r.resetView()
+	r.partial = msg.partial
 	if a.outcome != "ok" && a.outcome != "error" {
 		m.setErr(a.outcome + ": " + a.errText)
 	}
@@ -1147,6 +1223,9 @@ func (m *model) onCallDone(msg callDoneMsg) tea.Cmd {
 		m.setFocus(pResponse)
 	}
 	var cmds []tea.Cmd
+	if msg.partial {
+		cmds = append(cmds, m.safe(func() tea.Msg { return fullDocMsg{ans: a, doc: prettyDoc(a.result)} }))
+	}
 	if !r.jq.Empty() {
 		r.jqSeq++
 		cmds = append(cmds, m.runJQ())

@@ -36,6 +36,7 @@ type responseView struct {
 	env     *doc // envelope sent+received, pretty
 	rawMode bool
 	pending bool // formatting in a command
+	partial bool // pretty is a preview; the whole answer is being formatted
 
 	cur, off int
 	folds    map[*doc]map[int]bool
@@ -395,6 +396,9 @@ func (r *responseView) titles(st *styles) (string, string) {
 	}
 	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, fmtDur(a.elapsed), ipc.FormatBytes(int64(a.size)))
 	right := mode
+	if r.partial {
+		right = "formatting… · " + mode
+	}
 	if !r.jq.Empty() {
 		right = "jq: " + render.Sanitize(r.jq.String())
 	}

@@ -57,6 +57,9 @@ type Config struct {
 	Now func() time.Time
 	// Getenv reads the environment (os.Getenv when nil).
 	Getenv func(string) string
+	// NoListen keeps the TUI from connecting to live targets to receive
+	// what they push (tests).
+	NoListen bool
 	// EventBuffer and TraceBuffer bound the live panes (10,000 and 5,000).
 	EventBuffer, TraceBuffer int
 	// LookedIn is where discovery looks (for the empty state);
@@ -148,10 +151,11 @@ func startSources(ctx context.Context, wg *sync.WaitGroup, cfg Config, f *feed) 
 	d := cfg.Discoverer
 	var hb chan Event
 	if d == nil {
-		dw := NewDirWatcher(cfg.SocketDirsShown, cfg.Family, 0, 0)
+		d = &DiscoveryWatcher{D: discovery.New(discovery.Options{Getenv: cfg.Getenv, SocketDirs: cfg.SocketDirs, Family: cfg.Family})}
+	}
+	if dw, ok := d.(*DiscoveryWatcher); ok && dw.Heartbeats == nil {
 		hb = make(chan Event, 256)
 		dw.Heartbeats = hb
-		d = dw
 	}
 	targets := make(chan TargetEvent, 64)
 	wg.Add(2)

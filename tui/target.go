@@ -47,7 +47,10 @@ type Target struct {
 	Level    int // compliance level 1..3, 0 when unknown
 	BTSP     bool
 	// Bus marks a stdio bus: calls may carry a session and a pool.
-	Bus      bool
+	Bus  bool
+	Pool string // the bus pool this target is
+	// Kind is discovery's kind ("primal", "registry", "bus", "lean", "tarpc", ...).
+	Kind     string
 	Identity *capability.Identity
 	Caps     *capability.Capabilities
 	Tree     []capability.Domain
@@ -100,6 +103,9 @@ func defaultDialer(ctx context.Context, t Target, opts ipc.Options) (*ipc.Conn, 
 	}
 	if opts.Endpoint == "" {
 		opts.Endpoint = t.Endpoint
+	}
+	if w, err := ipc.ParseWire(t.Wire); err == nil {
+		opts.Wire = w
 	}
 	return ipc.Dial(ctx, ep, opts)
 }
