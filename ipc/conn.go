@@ -287,6 +287,11 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 	}
 	frame := c.encodeRequest(id, req)
 	c.mu.Lock()
+	if be, ok := c.peerErr.(*BTSPRequiredError); ok {
+		// The peer said BTSP is required: never send it a call in cleartext.
+		c.mu.Unlock()
+		return nil, be
+	}
 	if c.closed {
 		err := c.closedErrLocked(0)
 		c.mu.Unlock()
@@ -418,12 +423,13 @@ func (c *Conn) write(ctx context.Context, frame []byte) error {
 			}()
 		}
 	}
+	c.trace(Out, frame, "") // before the write, so the trace never shows an answer before its call
 	if err := c.f.WriteFrame(frame); err != nil {
 		// A frame cut short leaves the stream unusable: end the connection.
+		c.trace(Note, nil, "write failed: "+err.Error())
 		c.fail(fmt.Errorf("write: %w", err))
 		return err
 	}
-	c.trace(Out, frame, "")
 	return nil
 }
 

@@ -101,7 +101,7 @@ func TestOutOfOrderLean(t *testing.T) {
 	c := dial(t, s, ipc.Options{Wire: ipc.WireLean})
 	var wg sync.WaitGroup
 	order := make(chan int, 2)
-	for i, ms := range []int{300, 10} {
+	for i, ms := range []int{800, 0} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -115,10 +115,12 @@ func TestOutOfOrderLean(t *testing.T) {
 			}
 			order <- ms
 		}()
-		time.Sleep(20 * time.Millisecond)
+		for s.Calls() < int64(i+1) { // the long call is at the server before the short one leaves
+			time.Sleep(time.Millisecond)
+		}
 	}
 	wg.Wait()
-	if first := <-order; first != 10 {
+	if first := <-order; first != 0 {
 		t.Fatalf("the short sleep should answer first, got %d", first)
 	}
 }
@@ -236,14 +238,17 @@ func TestCancel(t *testing.T) {
 func TestGarbageNamedInTimeout(t *testing.T) {
 	s := start(t, ipctest.Config{Behavior: ipctest.Behavior{Garbage: true}})
 	c := dial(t, s, ipc.Options{})
-	_, err := c.Call(ctxT(t, 200*time.Millisecond), "health.liveness", nil)
-	var te *ipc.TimeoutError
-	if !errors.As(err, &te) || !strings.Contains(te.Where, "not JSON-RPC") {
-		t.Fatalf("want timeout naming the garbage, got %v", err)
+	if _, err := c.Call(ctxT(t, 100*time.Millisecond), "health.liveness", nil); err == nil {
+		t.Fatal("garbage must not answer a call")
 	}
 	m := <-c.Incoming()
 	if m.Kind != ipc.KindInvalid {
 		t.Fatalf("want invalid frame delivered, got %+v", m)
+	}
+	_, err := c.Call(ctxT(t, 100*time.Millisecond), "health.liveness", nil)
+	var te *ipc.TimeoutError
+	if !errors.As(err, &te) || !strings.Contains(te.Where, "not JSON-RPC") || !strings.Contains(te.Where, "<html>") {
+		t.Fatalf("want a timeout naming the garbage, got %v", err)
 	}
 }
 
@@ -310,6 +315,16 @@ func TestBTSPRequired(t *testing.T) {
 	var be *ipc.BTSPRequiredError
 	if !errors.As(err, &be) || be.Peer == nil || be.Peer.Code != -32600 {
 		t.Fatalf("want BTSP required, got %v", err)
+	}
+	// Once told, the Conn never sends another call in cleartext.
+	time.Sleep(100 * time.Millisecond) // let the server read what was sent before the demand arrived
+	before := s.Calls()
+	if _, err := c.Call(ctxT(t, time.Second), "health.liveness", nil); !errors.As(err, &be) {
+		t.Fatalf("want BTSP required at once, got %v", err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if s.Calls() > before {
+		t.Fatalf("a call was sent in cleartext after the peer demanded BTSP")
 	}
 }
 

@@ -90,6 +90,7 @@ type stdioProc struct {
 	stdout   *os.File
 	stderr   *os.File
 	stderrWG sync.WaitGroup
+	errDone  chan struct{} // closed when stderr has been read to its end
 	exited   chan struct{}
 	waitErr  error
 	tailMu   sync.Mutex
@@ -126,7 +127,7 @@ func dialStdio(ep Endpoint, opts Options) (Framer, error) {
 		stdin.Close()
 		return nil, &DialError{Endpoint: ep.String(), Err: fmt.Errorf("start %s: %w", ep.Argv[0], err)}
 	}
-	p := &stdioProc{cmd: cmd, stdout: outR, stderr: errR, exited: make(chan struct{})}
+	p := &stdioProc{cmd: cmd, stdout: outR, stderr: errR, exited: make(chan struct{}), errDone: make(chan struct{})}
 	p.stderrWG.Add(1)
 	go p.readStderr(errR, opts.Trace)
 	go func() {
@@ -140,6 +141,7 @@ func dialStdio(ep Endpoint, opts Options) (Framer, error) {
 
 func (p *stdioProc) readStderr(r io.Reader, trace func(TraceEvent)) {
 	defer p.stderrWG.Done()
+	defer close(p.errDone)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 4096), 64<<10)
 	for sc.Scan() {
@@ -190,6 +192,10 @@ func (r *stdioReader) Read(b []byte) (int, error) {
 		case <-r.p.exited:
 		case <-time.After(time.Second):
 			return n, err
+		}
+		select { // let the last words on stderr arrive
+		case <-r.p.errDone:
+		case <-time.After(200 * time.Millisecond):
 		}
 		msg := "process exited"
 		if r.p.waitErr != nil {

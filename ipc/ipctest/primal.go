@@ -181,8 +181,16 @@ func (p *Primal) Capabilities() json.RawMessage {
 		}
 		v = map[string]any{"semantic_mappings": sm}
 	case FormatE:
+		// Format E carries no flat method list: the signature covers the
+		// methods its groups expand to, which is what a verifier can rebuild.
 		r := map[string]any{"primal": p.Name, "version": p.Version, "provided_capabilities": p.groupsWithVersion()}
-		p.addSigned(r, methods)
+		var groupMethods []string
+		for _, g := range p.Groups {
+			for _, m := range g.Methods {
+				groupMethods = append(groupMethods, g.Type+"."+m)
+			}
+		}
+		p.addSigned(r, groupMethods)
 		v = merge(r, p.Extra)
 	default:
 		r := map[string]any{"primal": p.Name, "version": p.Version, "methods": methods}

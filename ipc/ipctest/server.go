@@ -66,10 +66,11 @@ type Config struct {
 	Concurrent bool
 	// Behavior injects misbehaviour.
 	Behavior Behavior
-	// Accept, when set, sees every new connection first; returning false
-	// means it took the connection over (for handshakes or refusals) and the
-	// server must not read it.
-	Accept func(c net.Conn, first *bufio.Reader) (net.Conn, bool)
+	// Accept, when set, sees every new connection first (first buffers what
+	// the client sent). It returns a framer to serve the connection through
+	// (after a handshake), or nil to serve NDJSON lines as usual; ok=false
+	// means it refused the connection and the server closes it.
+	Accept func(c net.Conn, first *bufio.Reader) (f ipc.Framer, ok bool)
 	// MaxLine bounds one incoming line (default 16 MiB).
 	MaxLine int
 }
@@ -101,6 +102,7 @@ type ServerConn struct {
 	nextID  atomic.Uint64
 	pmu     sync.Mutex
 	pending map[string]chan *ipc.Message
+	fr      ipc.Framer // non-nil when serving through a handshake's framer
 }
 
 // Listen starts a server on a new Unix socket at path.
@@ -244,14 +246,15 @@ func (sc *ServerConn) serve() {
 	}
 	r := bufio.NewReaderSize(sc.c, 64<<10)
 	if s.cfg.Accept != nil {
-		nc, ok := s.cfg.Accept(sc.c, r)
+		fr, ok := s.cfg.Accept(sc.c, r)
 		if !ok {
 			return
 		}
-		if nc != sc.c {
-			sc.c = nc
-			sc.w = bufio.NewWriterSize(nc, 64<<10)
-			r = bufio.NewReaderSize(nc, 64<<10)
+		if fr != nil {
+			sc.wmu.Lock()
+			sc.fr = fr
+			sc.wmu.Unlock()
+			defer fr.Close()
 		}
 	}
 	if len(b.OnConnect) > 0 {
@@ -260,7 +263,13 @@ func (sc *ServerConn) serve() {
 	var hwg sync.WaitGroup
 	defer hwg.Wait()
 	for {
-		line, err := readLine(r, s.cfg.MaxLine)
+		var line []byte
+		var err error
+		if sc.fr != nil {
+			line, err = sc.fr.ReadFrame()
+		} else {
+			line, err = readLine(r, s.cfg.MaxLine)
+		}
 		if err != nil {
 			return
 		}
@@ -289,7 +298,7 @@ func (sc *ServerConn) serve() {
 		if b.Silent {
 			continue
 		}
-		flush := r.Buffered() == 0
+		flush := sc.fr != nil || r.Buffered() == 0
 		if s.cfg.Concurrent {
 			hwg.Add(1)
 			go func() {
@@ -374,7 +383,7 @@ func (sc *ServerConn) dispatch(m *ipc.Message, flush bool) {
 		resp["result"] = string(bytes.Repeat([]byte("x"), pad))
 		delete(resp, "error")
 		sc.writeMsg(resp, true)
-	case b.CloseMidLine:
+	case b.CloseMidLine && sc.fr == nil:
 		out, _ := json.Marshal(resp)
 		sc.wmu.Lock()
 		sc.w.Write(out[:len(out)/2])
@@ -410,6 +419,9 @@ func (sc *ServerConn) writeMsg(v any, flush bool) error {
 func (sc *ServerConn) write(line []byte, flush bool) error {
 	sc.wmu.Lock()
 	defer sc.wmu.Unlock()
+	if sc.fr != nil {
+		return sc.fr.WriteFrame(bytes.TrimRight(line, "\n"))
+	}
 	sc.w.Write(line)
 	if len(line) == 0 || line[len(line)-1] != '\n' {
 		sc.w.WriteByte('\n')

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/colorprofile"
+	"github.com/spf13/cobra"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/render"
+)
+
+// maxParamsFile bounds params read from a file or stdin.
+const maxParamsFile = 64 << 20
+
+type callFlags struct {
+	raw     bool
+	session string
+	pool    string
+}
+
+func (a *app) callCmd() *cobra.Command {
+	var f callFlags
+	cmd := &cobra.Command{
+		Use:   "call TARGET METHOD [PARAMS|@file|-]",
+		Short: "Call one method and print the answer",
+		Long: `Call one method on TARGET and print its result: pretty and highlighted on a
+terminal, plain JSON when piped. PARAMS is JSON typed inline, @file to read a
+file, or - to read standard input; none sends no params.
+
+Exit codes: 0 ok; 1 the peer answered with an error (printed to stderr, the
+envelope to stdout with --raw); 2 bad params (the position of the fault is
+shown); 3 cannot connect; 4 no answer within --timeout; 5 BTSP required.`,
+		Example: `  primalscope call beardog health.liveness
+  primalscope call ai ai.complete '{"prompt":"hi"}'
+  primalscope call /run/user/1000/biomeos/rhizocrypt.sock dag.session.create @params.json
+  echo '{"n":1}' | primalscope call tcp://127.0.0.1:9200 ipc.list -`,
+		Args: argsFor(cobra.RangeArgs(2, 3)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var paramsArg string
+			if len(args) == 3 {
+				paramsArg = args[2]
+			}
+			return a.call(cmd.Context(), args[0], args[1], paramsArg, f)
+		},
+	}
+	cmd.Flags().BoolVar(&f.raw, "raw", false, "print the whole response envelope as the peer sent it")
+	cmd.Flags().StringVar(&f.session, "session", "", "stdio bus sessionId to send with the call")
+	cmd.Flags().StringVar(&f.pool, "pool", "", "stdio bus pool to route the call to")
+	return cmd
+}
+
+func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f callFlags) error {
+	if strings.TrimSpace(method) == "" {
+		return usageErr(errors.New("METHOD is empty"))
+	}
+	params, err := a.readParams(paramsArg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	conn, t, err := a.dial(ctx, targetArg, nil)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	resp, err := conn.Send(ctx, ipc.Request{Method: method, Params: params, SessionID: f.session, Pool: f.pool})
+	var re *ipc.RPCError
+	switch {
+	case err == nil:
+	case errors.As(err, &re) && resp != nil:
+		if f.raw {
+			if perr := a.printJSON(a.io.out, resp.Raw, true); perr != nil {
+				return perr
+			}
+		}
+		a.printPeerError(t, method, re)
+		return &quietError{code: exitPeer, err: err}
+	default:
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if resp.Warning != "" {
+		fmt.Fprintf(a.io.err, "primalscope: warning: %s\n", render.Sanitize(resp.Warning))
+	}
+	if f.raw {
+		return a.printJSON(a.io.out, resp.Raw, true)
+	}
+	return a.printJSON(a.io.out, resp.Result, false)
+}
+
+// readParams reads PARAMS (inline JSON, @file or - for stdin) and checks it.
+func (a *app) readParams(arg string) (json.RawMessage, error) {
+	var data []byte
+	source := "PARAMS"
+	switch {
+	case arg == "":
+		return nil, nil
+	case arg == "-":
+		b, err := io.ReadAll(io.LimitReader(a.io.in, maxParamsFile+1))
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("read params from stdin: %w", err))
+		}
+		data, source = b, "stdin"
+	case strings.HasPrefix(arg, "@"):
+		fh, err := os.Open(arg[1:])
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("read params: %w", err))
+		}
+		defer fh.Close()
+		b, err := io.ReadAll(io.LimitReader(fh, maxParamsFile+1))
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("read params from %s: %w", arg[1:], err))
+		}
+		data, source = b, arg[1:]
+	default:
+		data = []byte(arg)
+	}
+	if len(data) > maxParamsFile {
+		return nil, usageErr(fmt.Errorf("params from %s are larger than %s", source, ipc.FormatBytes(maxParamsFile)))
+	}
+	data = bytes.TrimSpace(data)
+	if err := CheckJSON(data); err != nil {
+		return nil, usageErr(fmt.Errorf("params from %s are not valid JSON: %w", source, err))
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, data); err != nil {
+		return nil, usageErr(err)
+	}
+	return buf.Bytes(), nil
+}
+
+// JSONError is a JSON syntax error with the position of the fault.
+type JSONError struct {
+	Line, Column int
+	Offset       int64
+	Msg          string
+	Context      string // the faulty line with a caret under the fault
+}
+
+func (e *JSONError) Error() string {
+	return fmt.Sprintf("line %d, column %d: %s\n%s", e.Line, e.Column, e.Msg, e.Context)
+}
+
+// CheckJSON validates data and says where the first fault is.
+func CheckJSON(data []byte) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return &JSONError{Line: 1, Column: 1, Msg: "empty input"}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	err := dec.Decode(&v)
+	if err == nil {
+		if dec.More() || dec.InputOffset() < int64(len(bytes.TrimRight(data, " \t\r\n"))) {
+			return positioned(data, dec.InputOffset(), "unexpected text after the JSON value")
+		}
+		return nil
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return positioned(data, se.Offset-1, se.Error())
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return positioned(data, int64(len(data)), "unexpected end of JSON (unclosed string, object or array?)")
+	}
+	return positioned(data, 0, err.Error())
+}
+
+func positioned(data []byte, off int64, msg string) *JSONError {
+	if off < 0 {
+		off = 0
+	}
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	line := 1 + bytes.Count(data[:off], []byte("\n"))
+	start := bytes.LastIndexByte(data[:off], '\n') + 1
+	end := bytes.IndexByte(data[off:], '\n')
+	if end < 0 {
+		end = len(data)
+	} else {
+		end += int(off)
+	}
+	col := int(off) - start + 1
+	text := string(data[start:end])
+	caretAt := col - 1
+	if len(text) > 120 { // show a window around the fault
+		from := caretAt - 60
+		if from < 0 {
+			from = 0
+		}
+		to := from + 120
+		if to > len(text) {
+			to = len(text)
+		}
+		text = text[from:to]
+		caretAt -= from
+	}
+	return &JSONError{Line: line, Column: col, Offset: off, Msg: msg,
+		Context: "  " + render.Sanitize(text) + "\n  " + strings.Repeat(" ", caretAt) + "^"}
+}
+
+// printJSON writes a JSON value: highlighted and pretty on a colour terminal,
+// plain and pretty otherwise. exact prints the bytes as the peer sent them
+// when the output is not a terminal (for --raw).
+func (a *app) printJSON(w io.Writer, data json.RawMessage, exact bool) error {
+	prof, err := a.colorProfile(w)
+	if err != nil {
+		return err
+	}
+	if exact && prof <= colorprofile.Ascii {
+		_, err := w.Write(append(render.AppendSanitized(nil, data, false), '\n'))
+		return err
+	}
+	opts := render.Options{Indent: render.DefaultIndent, Profile: prof}
+	if prof > colorprofile.Ascii {
+		th, err := a.themeFor()
+		if err != nil {
+			return err
+		}
+		opts.Colors = &th.JSON
+	}
+	err = render.JSONBytes(w, data, opts)
+	var se *render.SyntaxError
+	if errors.As(err, &se) {
+		fmt.Fprintf(a.io.err, "primalscope: warning: the peer's answer is not valid JSON: %v\n", se)
+		return nil
+	}
+	return err
+}
+
+// printPeerError reports a peer's error object on stderr.
+func (a *app) printPeerError(t target, method string, re *ipc.RPCError) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "primalscope: %s answered %s with error %d: %s", render.Sanitize(t.Name), render.Sanitize(method), re.Code, render.Sanitize(re.Message))
+	if m := re.Meaning(); m != "" {
+		fmt.Fprintf(&b, " (%s)", m)
+	}
+	b.WriteByte('\n')
+	if len(re.Data) > 0 && string(re.Data) != "null" {
+		b.WriteString("data: ")
+		var pretty bytes.Buffer
+		if render.JSONBytes(&pretty, re.Data, render.Options{Indent: render.DefaultIndent}) == nil {
+			b.Write(pretty.Bytes())
+		} else {
+			b.WriteString(render.Sanitize(string(re.Data)) + "\n")
+		}
+	}
+	io.WriteString(a.io.err, b.String())
+}
+
+// elapsed renders a latency for people.
+func elapsed(d time.Duration) string {
+	switch {
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return d.Round(time.Millisecond).String()
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ecoPrimals/primalscope/demo"
+)
+
+func (a *app) demoCmd() *cobra.Command {
+	var (
+		serve bool
+		dir   string
+		tick  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "demo [--serve]",
+		Short: "Explore a built-in simulated ecosystem (no setup needed)",
+		Long: `Start a simulated primal ecosystem in a fresh temporary socket directory:
+a BearDog-like crypto primal (plus a family-scoped socket that demands BTSP),
+a Songbird-like registry, a rhizoCrypt-like level-3 primal behind dag.sock,
+a Squirrel-like primal behind ai.sock, a NestGate-like storage primal, a lean
+NDJSON daemon, a stale socket and a primal that comes and goes. They emit
+heartbeats and events.
+
+With --serve only the simulation runs: the socket directory's path is printed
+alone on the first line of standard output, a description of what is served
+goes to standard error, and it serves until interrupted, then removes the
+directory.`,
+		Args: argsFor(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			eco, err := demo.Start(ctx, demo.Options{Dir: dir, Tick: tick})
+			if err != nil {
+				return err
+			}
+			defer eco.Close()
+			if serve {
+				fmt.Fprintln(a.io.out, eco.Dir)
+				eco.WriteOverview(a.io.err)
+				<-ctx.Done()
+				return nil
+			}
+			return a.runDemoUI(ctx, eco)
+		},
+	}
+	cmd.Flags().BoolVar(&serve, "serve", false, "run only the simulation and print its socket directory")
+	cmd.Flags().StringVar(&dir, "dir", "", "socket directory to use instead of a fresh temporary one")
+	cmd.Flags().DurationVar(&tick, "tick", time.Second, "heartbeat period")
+	return cmd
+}
+
+// runDemoUI shows the demo ecosystem to a person. (The TUI replaces this
+// overview when it lands.)
+func (a *app) runDemoUI(ctx context.Context, eco *demo.Ecosystem) error {
+	eco.WriteOverview(a.io.out)
+	fmt.Fprintln(a.io.out, "\nServing until interrupted (Ctrl-C).")
+	<-ctx.Done()
+	return nil
+}

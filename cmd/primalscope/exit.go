@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
+)
+
+// Exit codes (a contract: see DESIGN.md and --help).
+const (
+	exitOK       = 0
+	exitPeer     = 1 // the peer answered with a JSON-RPC error
+	exitUsage    = 2 // bad usage or bad input
+	exitConnect  = 3 // cannot connect or the transport broke
+	exitTimeout  = 4
+	exitSecurity = 5 // BTSP required and no seed, handshake failed, bad signature
+)
+
+// usageError marks bad usage or bad input (exit 2).
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErr(err error) error { return &usageError{err: err} }
+
+// quietError carries an exit code for an outcome already reported on stdout
+// or stderr (a peer error that was printed, for example).
+type quietError struct {
+	code int
+	err  error
+}
+
+func (e *quietError) Error() string { return e.err.Error() }
+func (e *quietError) Unwrap() error { return e.err }
+
+func isQuiet(err error) bool {
+	var q *quietError
+	return errors.As(err, &q)
+}
+
+// securityError marks a refusal for security reasons (exit 5).
+type securityError struct{ err error }
+
+func (e *securityError) Error() string { return e.err.Error() }
+func (e *securityError) Unwrap() error { return e.err }
+
+// exitCode maps an error to the process exit code. The order matters: a
+// BTSP demand arrives as a closed connection, a timeout may wrap a peer's
+// earlier words.
+func exitCode(err error) int {
+	var (
+		q   *quietError
+		u   *usageError
+		sec *securityError
+		bt  *ipc.BTSPRequiredError
+		hs  *btsp.HandshakeError
+		to  *ipc.TimeoutError
+		re  *ipc.RPCError
+		ce  *ipc.ClosedError
+		de  *ipc.DialError
+		nf  *discovery.NotFoundError
+	)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &q):
+		return q.code
+	case errors.As(err, &u):
+		return exitUsage
+	case errors.As(err, &sec), errors.As(err, &bt), errors.As(err, &hs):
+		return exitSecurity
+	case errors.As(err, &to), errors.Is(err, context.DeadlineExceeded):
+		return exitTimeout
+	case errors.As(err, &ce), errors.As(err, &de), errors.As(err, &nf):
+		return exitConnect
+	case errors.As(err, &re):
+		return exitPeer
+	case errors.Is(err, context.Canceled):
+		return 130 // interrupted, as a shell reports SIGINT
+	}
+	return exitConnect
+}

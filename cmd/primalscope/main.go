@@ -1,0 +1,119 @@
+// Command primalscope explores a live primal ecosystem: it finds every primal,
+// registry and bus, shows what each can do, calls any method by hand, and
+// tails heartbeats and events.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/render"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], &stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv, os.Environ())
+	stop()
+	os.Exit(code)
+}
+
+// stdio is the process's standard streams, replaceable in tests.
+type stdio struct {
+	in       io.Reader
+	out, err io.Writer
+}
+
+// app holds the global flags and what every command shares.
+type app struct {
+	io      *stdio
+	getenv  func(string) string
+	environ []string
+
+	socketDirs  []string
+	family      string
+	timeout     time.Duration
+	wire        string
+	theme       string
+	color       string
+	noColor     bool
+	maxFrame    int64
+	historyPath string
+	noHistory   bool
+}
+
+// run executes one command line and returns the process exit code.
+func run(ctx context.Context, args []string, s *stdio, getenv func(string) string, environ []string) int {
+	a := &app{io: s, getenv: getenv, environ: environ}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(s.in)
+	root.SetOut(s.out)
+	root.SetErr(s.err)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	code := exitCode(err)
+	if !isQuiet(err) {
+		fmt.Fprintln(s.err, "primalscope: "+render.SanitizeMultiline(err.Error()))
+	}
+	return code
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "primalscope",
+		Short: "Explore a live primal ecosystem: find, inspect, call and watch primals",
+		Long: `primalscope finds every primal, registry and bus on this machine (and beyond,
+over TCP and WebSocket), shows what each can do, lets you compose and send
+calls, and tails heartbeats and events while compositions run.
+
+TARGET is a primal name, a capability domain (ai), a family-scoped name, a
+socket path, unix:///path, tcp://host:port, host:port, ws://host:port/rpc,
+wss://..., stdio:"command args" or @abstract.
+
+Exit codes: 0 ok; 1 the peer answered with a JSON-RPC error; 2 bad usage or
+bad input; 3 cannot connect or the transport broke; 4 timed out; 5 refused
+for security (BTSP required and no seed, handshake failed, bad signature).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.runTUI(cmd.Context(), false)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringArrayVar(&a.socketDirs, "socket-dir", nil, "socket directory to search (repeatable; default: $BIOMEOS_SOCKET_DIR, $XDG_RUNTIME_DIR/biomeos, $XDG_RUNTIME_DIR/membrane, /tmp/biomeos, /run/membrane)")
+	pf.StringVar(&a.family, "family", "", "family id to prefer for family-scoped sockets (default $FAMILY_ID)")
+	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "how long to wait for an answer")
+	pf.StringVar(&a.wire, "wire", "auto", "wire to speak: auto, jsonrpc, lean or holon")
+	pf.StringVar(&a.theme, "theme", "", "colour theme: dark, light, high-contrast or a user theme (default: from the terminal background)")
+	pf.StringVar(&a.color, "color", "auto", "colour output: auto (only on a terminal), always or never")
+	pf.BoolVar(&a.noColor, "no-color", false, "no colour (same as --color never or NO_COLOR)")
+	pf.Int64Var(&a.maxFrame, "max-frame", ipc.DefaultMaxFrame, "largest message accepted from a peer, in bytes")
+	pf.StringVar(&a.historyPath, "history", "", "history database (default $PRIMALSCOPE_HISTORY or $XDG_STATE_HOME/primalscope/history.db)")
+	pf.BoolVar(&a.noHistory, "no-history", false, "do not record calls")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+
+	root.AddCommand(a.callCmd(), a.capsCmd(), a.demoCmd())
+	// Commands of other concerns register here, one line each.
+	return root
+}
+
+// argsFor wraps a cobra argument validator so its failures are usage errors.
+func argsFor(v cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := v(cmd, args); err != nil {
+			return usageErr(fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath()))
+		}
+		return nil
+	}
+}

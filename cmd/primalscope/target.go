@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/charmbracelet/colorprofile"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/themes"
+)
+
+// target is a TARGET argument resolved to an endpoint.
+type target struct {
+	Arg      string       // as the user typed it
+	Name     string       // the name it was resolved by, or the endpoint
+	Endpoint ipc.Endpoint // where it lives
+}
+
+// familyID is --family, else $FAMILY_ID / $BIOMEOS_FAMILY_ID.
+func (a *app) familyID() string {
+	if a.family != "" {
+		return a.family
+	}
+	return discovery.Family(a.getenv)
+}
+
+// dirs lists the socket directories that exist.
+func (a *app) dirs() []string { return discovery.SocketDirs(a.getenv, a.socketDirs) }
+
+// resolve turns a TARGET into an endpoint: an address is parsed; a name is
+// looked up in the socket directories.
+func (a *app) resolve(arg string) (target, error) {
+	ep, err := ipc.ParseEndpoint(arg)
+	if err == nil {
+		return target{Arg: arg, Name: ep.String(), Endpoint: ep}, nil
+	}
+	if !errors.Is(err, ipc.ErrNotAddress) {
+		return target{}, usageErr(err)
+	}
+	dirs := a.dirs()
+	path, err := discovery.ResolveName(dirs, arg, a.familyID())
+	if err != nil {
+		var nf *discovery.NotFoundError
+		if errors.As(err, &nf) && len(nf.Dirs) == 0 {
+			nf.Dirs = nil
+		}
+		return target{}, err
+	}
+	return target{Arg: arg, Name: arg, Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: path}}, nil
+}
+
+// options returns the ipc options the global flags ask for.
+func (a *app) options(t target) (ipc.Options, error) {
+	w, err := ipc.ParseWire(a.wire)
+	if err != nil {
+		return ipc.Options{}, usageErr(err)
+	}
+	if a.maxFrame <= 0 {
+		return ipc.Options{}, usageErr(fmt.Errorf("--max-frame must be positive"))
+	}
+	return ipc.Options{Wire: w, MaxFrame: a.maxFrame, Endpoint: t.Name}, nil
+}
+
+// dial resolves and connects a TARGET.
+func (a *app) dial(ctx context.Context, arg string, trace func(ipc.TraceEvent)) (*ipc.Conn, target, error) {
+	t, err := a.resolve(arg)
+	if err != nil {
+		return nil, t, err
+	}
+	opts, err := a.options(t)
+	if err != nil {
+		return nil, t, err
+	}
+	opts.Trace = trace
+	c, err := ipc.Dial(ctx, t.Endpoint, opts)
+	if err != nil {
+		return nil, t, err
+	}
+	return c, t, nil
+}
+
+// colorProfile decides how w gets colour: --color never/--no-color/NO_COLOR
+// mean none; always means truecolor; auto asks the terminal.
+func (a *app) colorProfile(w io.Writer) (colorprofile.Profile, error) {
+	mode := a.color
+	if a.noColor {
+		mode = "never"
+	}
+	switch mode {
+	case "never":
+		return colorprofile.NoTTY, nil
+	case "always":
+		if a.getenv("NO_COLOR") != "" {
+			return colorprofile.NoTTY, nil
+		}
+		p := colorprofile.Detect(w, append(a.environ, "CLICOLOR_FORCE=1"))
+		if p <= colorprofile.Ascii {
+			p = colorprofile.ANSI256
+		}
+		return p, nil
+	case "auto", "":
+		if a.getenv("NO_COLOR") != "" {
+			return colorprofile.NoTTY, nil
+		}
+		p := colorprofile.Detect(w, a.environ)
+		return p, nil
+	}
+	return colorprofile.NoTTY, usageErr(fmt.Errorf("--color must be auto, always or never, not %q", a.color))
+}
+
+// themeFor returns the --theme theme (built in or from the user theme
+// directory), or the default for a dark background.
+func (a *app) themeFor() (themes.Theme, error) {
+	if a.theme == "" {
+		return themes.Default(true), nil
+	}
+	var users []themes.Theme
+	if dir, err := themes.UserDir(); err == nil {
+		users, _ = themes.LoadDir(dir) // a broken user theme must not stop a call
+	}
+	cat := themes.NewCatalog(users)
+	t, err := cat.Lookup(a.theme)
+	if err != nil {
+		return themes.Theme{}, usageErr(fmt.Errorf("unknown theme %q (there are: %v)", a.theme, cat.Names()))
+	}
+	return t, nil
+}

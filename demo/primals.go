@@ -1,0 +1,369 @@
+package demo
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+const nodeID = "demo-node-1"
+
+func (e *Ecosystem) serveAndRegister(file string, p *ipctest.Primal, what string, cfg ipctest.Config) error {
+	if _, err := e.Serve(file, cfg); err != nil {
+		return err
+	}
+	e.AddEntry(Entry{Name: strings.TrimSuffix(file, ".sock"), Path: e.Path(file), What: what})
+	var domains []string
+	for _, g := range p.Groups {
+		domains = append(domains, g.Type)
+	}
+	e.Registry.Register(Registration{PrimalID: p.Name, Capabilities: domains, Endpoint: e.Path(file)})
+	return nil
+}
+
+// beardogPrimal is a BearDog-like crypto primal: format E, signed, with
+// real Ed25519 signing under its identity key.
+func (e *Ecosystem) beardogPrimal(familyScoped bool) *ipctest.Primal {
+	key := ipctest.IdentityKey("beardog", nodeID)
+	ts := map[string]any{"btsp_required": familyScoped, "btsp_version": "2.0", "btsp_server_available": true,
+		"cleartext_available": !familyScoped}
+	if familyScoped {
+		ts["note"] = "Family-scoped socket: BTSP handshake required before JSON-RPC."
+	} else {
+		ts["note"] = "Standalone socket: cleartext JSON-RPC accepted."
+	}
+	return &ipctest.Primal{
+		Name: "beardog", Version: "0.9.0", Domain: "crypto", License: "AGPL-3.0-or-later",
+		Format: ipctest.FormatE, Sign: true, NodeID: nodeID,
+		Groups: []ipctest.Group{
+			{Type: "crypto", Description: "Ed25519 signatures, hashing and key exchange",
+				Methods: []string{"sign_ed25519", "verify_ed25519", "hash", "hmac", "x25519_generate_ephemeral"}},
+			{Type: "btsp", Description: "BTSP sessions as a service",
+				Methods: []string{"server.create_session", "server.status", "negotiate"}},
+		},
+		Extra: map[string]any{"btsp_enabled": true, "transport_security": ts, "family_id": e.Family, "node_id": nodeID,
+			"protocols": []string{"jsonrpc-2.0", "tarpc"}},
+		Handlers: map[string]ipctest.HandlerFunc{
+			"crypto.sign_ed25519": func(_ context.Context, p json.RawMessage) (any, error) {
+				var a struct {
+					Message string `json:"message"`
+				}
+				if err := json.Unmarshal(orEmpty(p), &a); err != nil {
+					return nil, &ipc.RPCError{Code: -32602, Message: "Invalid params: " + err.Error()}
+				}
+				msg, err := base64.StdEncoding.DecodeString(a.Message)
+				if err != nil {
+					return nil, &ipc.RPCError{Code: -32602, Message: "Invalid params: message is not base64 (message_encoding defaults to base64)"}
+				}
+				return map[string]any{
+					"signature":  base64.StdEncoding.EncodeToString(ed25519.Sign(key, msg)),
+					"public_key": base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)),
+					"algorithm":  "ed25519",
+				}, nil
+			},
+			"crypto.verify_ed25519": func(_ context.Context, p json.RawMessage) (any, error) {
+				var a struct{ Message, Signature, PublicKey string }
+				var raw map[string]string
+				if err := json.Unmarshal(orEmpty(p), &raw); err != nil {
+					return nil, &ipc.RPCError{Code: -32602, Message: "Invalid params: " + err.Error()}
+				}
+				a.Message, a.Signature, a.PublicKey = raw["message"], raw["signature"], raw["public_key"]
+				msg, e1 := base64.StdEncoding.DecodeString(a.Message)
+				sig, e2 := base64.StdEncoding.DecodeString(a.Signature)
+				pub, e3 := base64.StdEncoding.DecodeString(a.PublicKey)
+				if e1 != nil || e2 != nil || e3 != nil || len(pub) != ed25519.PublicKeySize {
+					return nil, &ipc.RPCError{Code: -32602, Message: "Invalid params: message, signature and public_key must be base64"}
+				}
+				return map[string]any{"valid": ed25519.Verify(pub, msg, sig)}, nil
+			},
+			"crypto.hash": func(_ context.Context, p json.RawMessage) (any, error) {
+				var a struct {
+					Data string `json:"data"`
+				}
+				_ = json.Unmarshal(orEmpty(p), &a)
+				data, err := base64.StdEncoding.DecodeString(a.Data)
+				if err != nil {
+					return nil, &ipc.RPCError{Code: -32602, Message: "Invalid params: data must be base64"}
+				}
+				sum := sha256.Sum256(data)
+				return map[string]any{"hash": base64.StdEncoding.EncodeToString(sum[:]), "algorithm": "sha256"}, nil
+			},
+			"btsp.server.status": func(context.Context, json.RawMessage) (any, error) {
+				return map[string]any{"active_sessions": 1, "btsp_version": "2.0", "ciphers": []string{"null", "chacha20_poly1305", "hmac_plain"}}, nil
+			},
+		},
+	}
+}
+
+func (e *Ecosystem) beardog() error {
+	p := e.beardogPrimal(false)
+	return e.serveAndRegister("beardog.sock", p, "crypto primal (format E, signed announcement)", p.Config())
+}
+
+// beardogFamily serves the family-scoped BearDog that demands BTSP.
+func (e *Ecosystem) beardogFamily() error {
+	p := e.beardogPrimal(true)
+	cfg := p.Config()
+	cfg.Accept = ipctest.BTSPGate(btsp.ServerConfig{Seed: []byte(e.seed)}, false)
+	file := "beardog-" + e.Family + ".sock"
+	if _, err := e.Serve(file, cfg); err != nil {
+		return err
+	}
+	e.AddEntry(Entry{Name: "beardog-" + e.Family, Path: e.Path(file), What: "family-scoped crypto primal: BTSP required (seed in family.seed)"})
+	return nil
+}
+
+func (e *Ecosystem) songbird() error {
+	p := &ipctest.Primal{
+		Name: "songbird", Version: "0.12.3", Format: ipctest.FormatA,
+		Groups: []ipctest.Group{
+			{Type: "ipc", Methods: []string{"list", "discover", "resolve", "watch", "register"}},
+			{Type: "lifecycle", Methods: []string{"composition"}},
+			{Type: "discovery", Methods: []string{"peers", "find_by_capability"}},
+		},
+		IdentityOnly: true,
+		Handlers:     e.Registry.handlers(e.Family),
+	}
+	return e.serveAndRegister("songbird.sock", p, "registry (ipc.list, ipc.discover, ipc.resolve, ipc.watch; format A)", p.Config())
+}
+
+func (e *Ecosystem) rhizocrypt() error {
+	var sessions atomic.Int64
+	lat := func(ms float64) map[string]any { return map[string]any{"latency_ms": ms} }
+	p := &ipctest.Primal{
+		Name: "rhizocrypt", Version: "0.14.0", Domain: "dag", License: "AGPL-3.0-or-later", Level3: true,
+		Groups: []ipctest.Group{{Type: "dag", Description: "Ephemeral content-addressed DAG engine",
+			Methods: []string{"session.create", "session.list", "event.append", "event.get", "merkle.root", "dehydrate"}}},
+		Consumed: []string{"crypto.sign_ed25519", "storage.artifact.store"},
+		Costs: map[string]map[string]any{
+			"dag.session.create": {"cpu": "low", "latency_ms": 1},
+			"dag.event.append":   {"cpu": "low", "latency_ms": 2},
+			"dag.merkle.root":    {"cpu": "medium", "latency_ms": 15},
+			"dag.dehydrate":      {"cpu": "high", "latency_ms": 120, "memory_bytes": 64 << 20},
+			"dag":                lat(5),
+		},
+		OpDeps: map[string][]string{
+			"dag.event.append": {"dag.session.create"},
+			"dag.merkle.root":  {"dag.event.append"},
+			"dag.dehydrate":    {"dag.merkle.root", "storage.artifact.store"},
+		},
+		Handlers: map[string]ipctest.HandlerFunc{
+			"dag.session.create": func(context.Context, json.RawMessage) (any, error) {
+				n := sessions.Add(1)
+				return map[string]any{"session_id": fmt.Sprintf("sess-%04d", n), "created_at": time.Now().UTC().Format(time.RFC3339)}, nil
+			},
+			"dag.session.list": func(context.Context, json.RawMessage) (any, error) {
+				out := []string{}
+				for i := int64(1); i <= sessions.Load(); i++ {
+					out = append(out, fmt.Sprintf("sess-%04d", i))
+				}
+				return map[string]any{"sessions": out}, nil
+			},
+			"dag.merkle.root": func(_ context.Context, p json.RawMessage) (any, error) {
+				sum := sha256.Sum256(p)
+				return map[string]any{"root": hex.EncodeToString(sum[:]), "events": rand.IntN(500)}, nil
+			},
+		},
+	}
+	if err := e.serveAndRegister("rhizocrypt.sock", p, "DAG primal, compliance level 3 (cost estimates, dependencies)", p.Config()); err != nil {
+		return err
+	}
+	e.AddEntry(Entry{Name: "dag", Path: e.Path("dag.sock"), What: "capability symlink -> rhizocrypt.sock"})
+	return e.Symlink("dag.sock", "rhizocrypt.sock")
+}
+
+func (e *Ecosystem) squirrel() error {
+	p := &ipctest.Primal{
+		Name: "squirrel", Version: "0.6.1", Domain: "ai",
+		Groups: []ipctest.Group{{Type: "ai", Methods: []string{"complete", "embed", "route"}}},
+		Handlers: map[string]ipctest.HandlerFunc{
+			"ai.complete": func(_ context.Context, p json.RawMessage) (any, error) {
+				var a struct {
+					Prompt string `json:"prompt"`
+				}
+				_ = json.Unmarshal(orEmpty(p), &a)
+				return map[string]any{"text": "A composition of " + strconv.Itoa(len(a.Prompt)) + " characters, considered.", "model": "demo-small", "tokens": 12}, nil
+			},
+			"ai.embed": func(context.Context, json.RawMessage) (any, error) {
+				v := make([]float64, 8)
+				for i := range v {
+					v[i] = float64(int(rand.Float64()*2000-1000)) / 1000
+				}
+				return map[string]any{"embedding": v, "dim": len(v)}, nil
+			},
+		},
+	}
+	if err := e.serveAndRegister("squirrel.sock", p, "AI primal (level 2)", p.Config()); err != nil {
+		return err
+	}
+	e.AddEntry(Entry{Name: "ai", Path: e.Path("ai.sock"), What: "capability symlink -> squirrel.sock"})
+	return e.Symlink("ai.sock", "squirrel.sock")
+}
+
+func (e *Ecosystem) nestgate() error {
+	p := &ipctest.Primal{
+		Name: "nestgate", Version: "2.1.0", Domain: "storage", License: "AGPL-3.0-or-later", Level3: true,
+		Groups: []ipctest.Group{{Type: "storage", Description: "Content-addressed artifact storage",
+			Methods: []string{"artifact.store", "artifact.get", "artifact.list", "dataset.stats"}}},
+		Consumed: []string{"crypto.hash"},
+		Costs:    map[string]map[string]any{"storage.artifact.store": {"cpu": "low", "latency_ms": 4}},
+		OpDeps:   map[string][]string{"storage.artifact.get": {"storage.artifact.store"}},
+		Handlers: map[string]ipctest.HandlerFunc{
+			"storage.dataset.stats": func(context.Context, json.RawMessage) (any, error) {
+				return map[string]any{"artifacts": 1284, "bytes": 73400320, "pools": []string{"hot", "cold"}}, nil
+			},
+		},
+	}
+	return e.serveAndRegister("nestgate.sock", p, "storage primal (level 3)", p.Config())
+}
+
+// leanDaemon serves a lean NDJSON daemon where such daemons live:
+// <dir>/<app>/<app>.sock beside a pid file.
+func (e *Ecosystem) leanDaemon() error {
+	dir := e.Path("floatmail")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := os.WriteFile(dir+"/floatmail.pid", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if _, err := e.Serve("floatmail/floatmail.sock", ipctest.LeanDaemon()); err != nil {
+		return err
+	}
+	e.AddEntry(Entry{Name: "floatmail/floatmail.sock", Path: e.Path("floatmail/floatmail.sock"), What: "lean NDJSON daemon (Ping, Echo, Sleep; {type,data} events)"})
+	return nil
+}
+
+func (e *Ecosystem) stale() error {
+	if _, err := e.Serve("lostprimal.sock", ipctest.Config{Behavior: ipctest.Behavior{Silent: true}}); err != nil {
+		return err
+	}
+	e.AddEntry(Entry{Name: "lostprimal", Path: e.Path("lostprimal.sock"), What: "stale: accepts, never answers"})
+	return nil
+}
+
+// tarpcSidecar is a binary tarpc socket: listed by discovery, never spoken to.
+func (e *Ecosystem) tarpcSidecar() error {
+	ln, err := net.Listen("unix", e.Path("beardog.tarpc.sock"))
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	e.OnClose(func() { ln.Close(); os.Remove(e.Path("beardog.tarpc.sock")) })
+	e.goLoop(func(ctx context.Context) {
+		go func() { <-ctx.Done(); ln.Close() }()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte{0, 0, 0, 4, 0xde, 0xad, 0xbe, 0xef}) // a binary frame
+			c.Close()
+		}
+	})
+	e.AddEntry(Entry{Name: "beardog.tarpc", Path: e.Path("beardog.tarpc.sock"), What: "binary tarpc sidecar (never sent JSON)"})
+	return nil
+}
+
+// transient is a sweetGrass-like primal that comes and goes, registering and
+// unregistering with the registry, so live views have something to show.
+func (e *Ecosystem) transient() error {
+	p := &ipctest.Primal{
+		Name: "sweetgrass", Version: "0.7.27", Domain: "braid", Level3: true,
+		Groups:   []ipctest.Group{{Type: "braid", Methods: []string{"create", "get"}}, {Type: "anchoring", Methods: []string{"anchor"}}},
+		Consumed: []string{"crypto.sign_ed25519", "storage.artifact.store", "dag.session.create"},
+		Costs:    map[string]map[string]any{"anchoring.anchor": {"cpu": "high", "latency_ms": 50}},
+		OpDeps:   map[string][]string{"anchoring.anchor": {"braid.create"}},
+	}
+	cfg := p.Config()
+	e.AddEntry(Entry{Name: "sweetgrass", Path: e.Path("sweetgrass.sock"), What: fmt.Sprintf("comes and goes every %s", e.opts.Churn)})
+	e.goLoop(func(ctx context.Context) {
+		for {
+			if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
+				e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
+			}
+			if !sleep(ctx, e.opts.Churn) {
+				return
+			}
+			e.Stop("sweetgrass.sock")
+			e.Registry.Unregister("sweetgrass")
+			if !sleep(ctx, e.opts.Churn) {
+				return
+			}
+		}
+	})
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// pulse pushes heartbeats and events to every connected client each tick.
+func (e *Ecosystem) pulse(ctx context.Context) {
+	t := time.NewTicker(e.opts.Tick)
+	defer t.Stop()
+	var seq int64
+	lastRev := int64(0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		seq++
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		for file, s := range e.Servers() {
+			name := strings.TrimSuffix(file, ".sock")
+			switch {
+			case name == "lostprimal" || strings.HasPrefix(name, "beardog-"):
+				continue // the stale primal says nothing; BTSP sessions get no cleartext
+			case name == "floatmail/floatmail":
+				if seq%3 == 0 {
+					s.Notify("NewMail", map[string]any{"account_id": "abc", "unread": int(seq / 3), "at": now})
+				}
+				continue
+			}
+			s.Notify("health.heartbeat", map[string]any{"primal": name, "seq": seq, "status": "alive", "timestamp": now})
+			if name == "rhizocrypt" {
+				s.Notify("dag.event.appended", map[string]any{"session_id": "sess-0001", "event_id": fmt.Sprintf("evt-%06d", seq), "seq": seq})
+			}
+		}
+		e.Registry.mu.Lock()
+		rev := e.Registry.revision
+		var fresh []RegistryEvent
+		for _, ev := range e.Registry.events {
+			if ev.Revision > lastRev {
+				fresh = append(fresh, ev)
+			}
+		}
+		e.Registry.mu.Unlock()
+		if s := e.Server("songbird.sock"); s != nil {
+			for _, ev := range fresh {
+				s.Notify("ipc."+ev.Kind, ev)
+			}
+		}
+		lastRev = rev
+	}
+}
