@@ -13,12 +13,12 @@ import (
 // Description is what one target says about itself: health, identity and
 // capabilities, with the method that answered each and how long it took.
 type Description struct {
-	Health         *capability.Health       `json:"health,omitempty"`
-	HealthLatency  time.Duration            `json:"health_latency_ns,omitempty"`
-	Identity       *capability.Identity     `json:"identity,omitempty"`
-	Capabilities   *capability.Capabilities `json:"capabilities,omitempty"`
-	CapsMethod     string                   `json:"capabilities_method,omitempty"`
-	Tree           []capability.Domain      `json:"tree,omitempty"`
+	Health        *capability.Health       `json:"health,omitempty"`
+	HealthLatency time.Duration            `json:"health_latency_ns,omitempty"`
+	Identity      *capability.Identity     `json:"identity,omitempty"`
+	Capabilities  *capability.Capabilities `json:"capabilities,omitempty"`
+	CapsMethod    string                   `json:"capabilities_method,omitempty"`
+	Tree          []capability.Domain      `json:"tree,omitempty"`
 	// Errors lists what failed, by step ("health", "identity", "capabilities").
 	Errors map[string]string `json:"errors,omitempty"`
 }

@@ -77,8 +77,8 @@ type Config struct {
 
 // Server is a running fake peer on a Unix socket or TCP port.
 type Server struct {
-	cfg  Config
-	ln   net.Listener
+	cfg Config
+	ln  net.Listener
 	// Path is the socket path (empty for TCP servers).
 	Path string
 	// Addr is the listener address (the path, or host:port).
