@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"sort"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ const (
 	pRequests
 )
 
-var tabNames = [...]string{"targets", "caps", "call", "response", "events", "trace", "history", "requests"}
+var tabNames = [...]string{"targets", "caps", "call", "resp", "events", "trace", "history", "requests"}
 
 type rect struct{ x, y, w, h int }
 
@@ -534,6 +535,7 @@ func (m *model) providers(method string) []string {
 			}
 		}
 	}
+	sort.Strings(out)
 	return out
 }
 
@@ -1867,7 +1869,10 @@ func (m *model) header() string {
 	if down > 0 {
 		right += st.Dim.Render(" · ") + st.Err.Render(fmt.Sprintf("%d down", down))
 	}
-	right += st.Dim.Render(fmt.Sprintf(" · %d ev/s", m.rate()))
+	compact := m.narrow() && !m.zoom && m.w < 100
+	if !compact {
+		right += st.Dim.Render(fmt.Sprintf(" · %d ev/s", m.rate()))
+	}
 	if n := m.reqs.pending(); n > 0 {
 		right += st.Dim.Render(" · ") + st.Warn.Render(fmt.Sprintf("%d asking", n))
 	}
@@ -1890,7 +1895,7 @@ func (m *model) header() string {
 				tabs = append(tabs, st.Dim.Render(label))
 			}
 		}
-		left += "  " + strings.Join(tabs, " ")
+		left += " " + strings.Join(tabs, " ")
 	} else {
 		dirs := m.cfg.SocketDirsShown
 		if len(dirs) == 0 {
