@@ -472,6 +472,12 @@ func Compose(targets []*Target) Composition {
 		sort.Strings(need.Consumers)
 		for _, pv := range provs {
 			ok := pv.methods[n] || pv.domains[n]
+			if !ok && len(pv.methods) == 0 {
+				// Known only from a registry's capability list: a
+				// provider of the domain is taken to provide its methods.
+				d, _ := capability.SplitMethod(n)
+				ok = pv.domains[d]
+			}
 			if !ok {
 				for m := range pv.methods {
 					if strings.HasPrefix(m, n+".") {

@@ -39,6 +39,8 @@ func primal(name string, level3 bool) *ipctest.Primal {
 		Name: name, Version: "1.0.0", Domain: "x", Format: ipctest.FormatStandard,
 		Groups: []ipctest.Group{{Type: "x", Methods: []string{"do", "undo"}}},
 		Level3: level3,
+		Costs:  map[string]map[string]any{"x.do": {"cpu": "high", "latency_ms": 20}},
+		OpDeps: map[string][]string{"x.undo": {"x.do"}},
 	}
 }
 

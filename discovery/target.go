@@ -431,6 +431,16 @@ func finish(t *Target) {
 		t.Name = fallbackName(t)
 	}
 	sort.Strings(t.Aliases)
+	sort.Slice(t.Sources, func(i, j int) bool {
+		a, b := t.Sources[i], t.Sources[j]
+		if a.Source != b.Source {
+			return a.Source < b.Source
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.Detail < b.Detail
+	})
 	sort.Strings(t.Paths)
 	sort.Strings(t.Capabilities)
 	if t.Endpoint.Transport != "" {

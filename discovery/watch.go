@@ -105,9 +105,10 @@ func (o WatchOptions) withDefaults() WatchOptions {
 // revision moves, and periodically with backoff. It sends Added, Changed
 // and Removed events, then Synced, after each sweep. A refresh asked for
 // while a sweep runs is dropped, not queued (and counted in
-// SweepInfo.Dropped); the next timed sweep is then brought forward to
-// Interval. The channel is closed after ctx ends and every goroutine Watch
-// started has exited.
+// SweepInfo.Dropped); since what it signalled may postdate the running
+// sweep's reads, one catch-up sweep follows that sweep after Debounce,
+// however many were dropped. The channel is closed after ctx ends and every
+// goroutine Watch started has exited.
 func (d *Discoverer) Watch(ctx context.Context, opts WatchOptions) <-chan Event {
 	opts = opts.withDefaults()
 	out := make(chan Event, opts.Buffer)
@@ -187,11 +188,15 @@ func (w *watcher) sweeper(ctx context.Context) {
 		} else if interval *= 2; interval > w.opts.MaxInterval {
 			interval = w.opts.MaxInterval
 		}
-		if w.missed.Load() {
-			interval = w.opts.Interval
-		}
 		w.running.Store(false)
-		next := time.Now().Add(interval)
+		wait := interval
+		if w.missed.Load() {
+			// A refresh was dropped while this sweep ran: whatever it
+			// signalled may have happened after the directories were
+			// read, so one catch-up sweep follows soon (at most one).
+			wait = w.opts.Debounce
+		}
+		next := time.Now().Add(wait)
 		live := 0
 		for _, t := range snap.Targets {
 			if t.State() == StateLive {
@@ -211,7 +216,7 @@ func (w *watcher) sweeper(ctx context.Context) {
 			default:
 			}
 		}
-		timer.Reset(interval)
+		timer.Reset(wait)
 	}
 }
 

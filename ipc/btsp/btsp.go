@@ -68,9 +68,16 @@ func PrefixFor(f Framing) []byte {
 type Cipher string
 
 const (
-	CipherNull             Cipher = "null"
+	// CipherNull: no protection after the handshake (NDJSON on a JSON-line
+	// handshake, plaintext length-prefixed frames on a length-prefixed one).
+	CipherNull Cipher = "null"
+	// CipherChaCha20Poly1305: encrypted, authenticated, counter-checked frames.
 	CipherChaCha20Poly1305 Cipher = "chacha20_poly1305"
-	CipherHMACPlain        Cipher = "hmac_plain"
+	// CipherHMACPlain: plaintext frames followed by HMAC-SHA256 of the
+	// plaintext, keyed per direction with the same 32-byte keys
+	// chacha20_poly1305 would use (SessionKeys). Authenticated, readable, and
+	// without replay protection.
+	CipherHMACPlain Cipher = "hmac_plain"
 )
 
 // NegotiatedCipher is the only cipher name btsp.negotiate upgrades to (hyphen).

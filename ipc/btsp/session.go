@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math"
 	"net"
@@ -53,7 +54,7 @@ type Session struct {
 	// Read side, owned by the ReadFrame goroutine.
 	rmode wireMode
 	raead cipher.AEAD
-	rmac  []byte
+	rmac  hash.Hash // HMAC-SHA256 keyed for the read direction (hmac_plain)
 	rctr  uint64
 	rerr  error
 	// Server side: the first frame may be a btsp.negotiate request.
@@ -66,7 +67,7 @@ type Session struct {
 	wmu   sync.Mutex // guards the write side
 	wmode wireMode
 	waead cipher.AEAD
-	wmac  []byte
+	wmac  hash.Hash
 	wctr  uint64
 	werr  error
 
@@ -111,7 +112,7 @@ func (s *Session) setCipher(c Cipher, shared []byte) error {
 	}
 	if c == CipherHMACPlain {
 		s.rmode, s.wmode = modeHMAC, modeHMAC
-		s.rmac, s.wmac = rk, wk
+		s.rmac, s.wmac = hmac.New(sha256.New, rk), hmac.New(sha256.New, wk)
 		return nil
 	}
 	var err error
@@ -269,9 +270,10 @@ func (s *Session) readOne() ([]byte, error) {
 			return nil, &FrameError{Reason: fmt.Sprintf("hmac_plain frame of %d bytes is shorter than its MAC", len(p))}
 		}
 		msg, tag := p[:len(p)-macSize], p[len(p)-macSize:]
-		m := hmac.New(sha256.New, s.rmac)
-		m.Write(msg)
-		if !hmac.Equal(m.Sum(nil), tag) {
+		s.rmac.Reset()
+		s.rmac.Write(msg)
+		var sum [macSize]byte
+		if !hmac.Equal(s.rmac.Sum(sum[:0]), tag) {
 			return nil, &FrameError{Reason: "hmac_plain MAC does not verify"}
 		}
 		return msg[:len(msg):len(msg)], nil
@@ -350,9 +352,9 @@ func (s *Session) encode(p []byte) ([]byte, error) {
 		buf := make([]byte, 4, 4+len(p)+macSize)
 		binary.BigEndian.PutUint32(buf, uint32(len(p)+macSize))
 		buf = append(buf, p...)
-		m := hmac.New(sha256.New, s.wmac)
-		m.Write(p)
-		return m.Sum(buf), nil
+		s.wmac.Reset()
+		s.wmac.Write(p)
+		return s.wmac.Sum(buf), nil
 	case modeCounterAEAD, modeRandomAEAD:
 		buf := make([]byte, 4+nonceSize, 4+nonceSize+len(p)+tagSize)
 		binary.BigEndian.PutUint32(buf, uint32(nonceSize+len(p)+tagSize))

@@ -1,0 +1,168 @@
+package discovery
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// ecosystem lays out a small ecosystem: a socket dir with a primal, a
+// symlink, a stale socket and a Songbird that knows a TCP primal and the
+// primal of the symlink; an env var and a manifest naming the same socket.
+type ecosystem struct {
+	dir, rt string
+	sb      *ipctest.Songbird
+	tcp     *ipctest.Server
+	env     map[string]string
+}
+
+func newEcosystem(t *testing.T) *ecosystem {
+	e := &ecosystem{dir: tempDir(t), rt: tempDir(t), sb: ipctest.NewSongbird()}
+	serve(t, e.dir, "squirrel.sock", primal("squirrel", true).Config())
+	serve(t, e.dir, "beardog-west-1.sock", primal("beardog", false).Config())
+	os.Symlink("squirrel.sock", filepath.Join(e.dir, "ai.sock"))
+	staleFile(t, filepath.Join(e.dir, "lostprimal.sock"))
+	serve(t, e.dir, "songbird.sock", e.sb.Config())
+	tcp, err := ipctest.ListenTCP("127.0.0.1:0", primal("towerd", false).Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tcp.Close() })
+	e.tcp = tcp
+	e.sb.Register(ipctest.Service{PrimalID: "towerd", Capabilities: []string{"compute"}, Endpoint: "tcp://" + tcp.Addr})
+	e.sb.Register(ipctest.Service{PrimalID: "squirrel", Capabilities: []string{"ai"}, Endpoint: "unix://" + filepath.Join(e.dir, "squirrel.sock")})
+	man := filepath.Join(e.rt, "ecoPrimals", "manifests")
+	os.MkdirAll(man, 0o700)
+	os.WriteFile(filepath.Join(man, "squirrel.json"), []byte(`{"socket_path":"`+filepath.Join(e.dir, "ai.sock")+`"}`), 0o600)
+	e.env = map[string]string{
+		"XDG_RUNTIME_DIR": e.rt,
+		"SQUIRREL_SOCKET": filepath.Join(e.dir, "squirrel.sock"),
+		"FAMILY_ID":       "west-1",
+	}
+	return e
+}
+
+func (e *ecosystem) discoverer(stale time.Duration) *Discoverer {
+	getenv, environ := envOf(e.env)
+	return New(Options{Getenv: getenv, Environ: environ, SocketDirs: []string{e.dir}, NoProc: true,
+		Probe: ProbeOptions{StaleTimeout: stale}})
+}
+
+func TestSweepOneTargetPerThing(t *testing.T) {
+	e := newEcosystem(t)
+	d := e.discoverer(500 * time.Millisecond)
+	var mu = make(chan struct{}, 1)
+	mu <- struct{}{}
+	probed := 0
+	snap, err := d.Sweep(ctxT(t), func(*Target) { <-mu; probed++; mu <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Errors) != 0 {
+		t.Errorf("errors: %+v", snap.Errors)
+	}
+	got := names(snap.Targets)
+	want := []string{"beardog", "lostprimal", "songbird", "squirrel", "towerd"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("targets %q, want %q", got, want)
+	}
+	sq := byName(snap.Targets, "squirrel")
+	if !reflect.DeepEqual(sq.Aliases, []string{"ai"}) {
+		t.Errorf("aliases %q", sq.Aliases)
+	}
+	var srcs []string
+	for _, s := range sq.Sources {
+		srcs = append(srcs, s.Source)
+	}
+	sort.Strings(srcs)
+	if !reflect.DeepEqual(srcs, []string{SrcEnv, SrcManifest, SrcSocketDir, SrcSongbird, SrcSymlink}) {
+		t.Errorf("squirrel sources %q", srcs)
+	}
+	if sq.State() != StateLive || sq.Level != 3 || !reflect.DeepEqual(sq.Capabilities, []string{"ai"}) {
+		t.Errorf("squirrel: %s L%d %v", sq.State(), sq.Level, sq.Capabilities)
+	}
+	if len(sq.Paths) != 2 || filepath.Base(sq.Endpoint.Path) != "squirrel.sock" {
+		t.Errorf("paths %q endpoint %s", sq.Paths, sq.Address)
+	}
+	bd := byName(snap.Targets, "beardog")
+	if bd.Family != "west-1" || bd.State() != StateLive || bd.Level != 2 {
+		t.Errorf("beardog: %+v L%d", bd, bd.Level)
+	}
+	tw := byName(snap.Targets, "towerd")
+	if tw.State() != StateLive || tw.Endpoint.Address != e.tcp.Addr {
+		t.Errorf("towerd: %+v", tw)
+	}
+	if lp := byName(snap.Targets, "lostprimal"); lp.State() != StateDead {
+		t.Errorf("lostprimal: %s", lp.State())
+	}
+	if sb := byName(snap.Targets, "songbird"); sb.Kind != KindRegistry {
+		t.Errorf("songbird kind %s", sb.Kind)
+	}
+	if probed != 5 {
+		t.Errorf("onProbe called %d times", probed)
+	}
+	if ts := snap.Resolve("ai"); len(ts) != 1 || ts[0] != sq {
+		t.Errorf("resolve ai: %v", ts)
+	}
+	if ts := snap.Resolve("unix://" + filepath.Join(e.dir, "ai.sock")); len(ts) != 1 || ts[0] != sq {
+		t.Errorf("resolve by path: %v", ts)
+	}
+
+	// A second sweep re-probes live targets with liveness only and keeps
+	// what the first learned.
+	snap2, err := d.Sweep(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq2 := byName(snap2.Targets, "squirrel")
+	if sq2.Probe.Capabilities == nil || sq2.Level != 3 || len(Diff(sq, sq2)) != 0 {
+		t.Errorf("second sweep lost data: %v", Diff(sq, sq2))
+	}
+	if _, ok := sq2.Probe.Calls["health.liveness"]; !ok {
+		t.Error("liveness not re-probed")
+	}
+}
+
+func TestSweepWithinStaleTimeout(t *testing.T) {
+	dir := tempDir(t)
+	for i := 0; i < 20; i++ {
+		serve(t, dir, "hung"+string(rune('a'+i))+".sock", ipctest.Config{Behavior: ipctest.Behavior{Silent: true}})
+	}
+	serve(t, dir, "live.sock", primal("live", false).Config())
+	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{StaleTimeout: 200 * time.Millisecond, DialConcurrency: 2}})
+	snap, err := d.Sweep(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := 0
+	for _, tg := range snap.Targets {
+		if tg.State() == StateStale {
+			stale++
+		}
+	}
+	if stale != 20 || byName(snap.Targets, "live").State() != StateLive {
+		t.Errorf("stale %d, live %s", stale, byName(snap.Targets, "live").State())
+	}
+}
+
+func TestSweepPanickingSource(t *testing.T) {
+	d := New(Options{Sources: []Source{panicSource{}}, NoProc: true, Getenv: func(string) string { return "" }})
+	snap, err := d.Sweep(ctxT(t), nil)
+	if err != nil || len(snap.Errors) != 1 {
+		t.Errorf("%v %+v", err, snap.Errors)
+	}
+}
+
+type panicSource struct{}
+
+func (panicSource) Name() string { return "panic" }
+func (panicSource) Discover(context.Context) ([]Found, error) {
+	panic("boom")
+}
