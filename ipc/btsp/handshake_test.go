@@ -690,3 +690,39 @@ func TestClientSeesJSONRPCRefusal(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestCloseUnblocksReadAndWriteDeadline(t *testing.T) {
+	for _, c := range []Cipher{CipherNull, CipherChaCha20Poly1305} {
+		cs, ss, cerr, serr := handshake(t, ClientConfig{Seed: testSeed, Cipher: c}, ServerConfig{Seed: testSeed}, 0)
+		if cerr != nil || serr != nil {
+			t.Fatal(cerr, serr)
+		}
+		readDone := make(chan error, 1)
+		go func() {
+			_, err := cs.ReadFrame()
+			readDone <- err
+		}()
+		// The server never reads: a write deadline must end a blocked write.
+		if err := ss.SetWriteDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		big := []byte(`{"pad":"` + strings.Repeat("y", 1<<20) + `"}`)
+		var werr error
+		for i := 0; i < 64 && werr == nil; i++ {
+			werr = cs.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+			if werr == nil {
+				werr = cs.WriteFrame(big)
+			}
+		}
+		if !errors.Is(werr, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: write to a peer that never reads: %v", c, werr)
+		}
+		cs.Close()
+		if err := <-readDone; err == nil {
+			t.Errorf("%s: ReadFrame after Close returned no error", c)
+		}
+		if err := cs.Close(); err != nil {
+			t.Errorf("second Close: %v", err)
+		}
+	}
+}
