@@ -49,6 +49,10 @@ func Client(ctx context.Context, conn net.Conn, cfg ClientConfig) (*Session, err
 		conn.Close()
 		return nil, errors.New("btsp: no family seed to shake hands with")
 	}
+	if cfg.Framing != JSONLine && cfg.Framing != LengthPrefixed {
+		conn.Close()
+		return nil, fmt.Errorf("btsp: unknown framing %d", cfg.Framing)
+	}
 	disarm := armDeadline(ctx, conn)
 	s, err := clientHandshake(ctx, conn, cfg)
 	disarm()

@@ -726,3 +726,18 @@ func TestCloseUnblocksReadAndWriteDeadline(t *testing.T) {
 		}
 	}
 }
+
+func TestClientConfigErrors(t *testing.T) {
+	cc, _ := unixPair(t)
+	if _, err := Client(testCtx(t), cc, ClientConfig{}); err == nil || isHandshakeError(err) {
+		t.Errorf("no seed: %v", err)
+	}
+	cc, _ = unixPair(t)
+	if _, err := Client(testCtx(t), cc, ClientConfig{Seed: testSeed, Framing: 7}); err == nil || isHandshakeError(err) {
+		t.Errorf("bad framing: %v", err)
+	}
+	_, sc := unixPair(t)
+	if _, err := Server(testCtx(t), sc, ServerConfig{}); err == nil || isHandshakeError(err) {
+		t.Errorf("server without seed: %v", err)
+	}
+}
