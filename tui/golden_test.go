@@ -13,7 +13,6 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
-	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -87,12 +86,12 @@ func sampleTrace() []any {
 }
 
 func sampleHistory() historyMsg {
-	var es []history.Entry
+	var es []CallRecord
 	for i := 5; i >= 1; i-- {
-		e := history.Entry{ID: int64(i), Time: t0.Add(-time.Duration(i) * time.Minute), Target: "beardog", Method: "crypto.sign_ed25519",
-			Params: json.RawMessage(fmt.Sprintf(`{"message":"m%d"}`, i)), Outcome: history.OutcomeOK, Duration: time.Millisecond}
+		e := CallRecord{ID: int64(i), Time: t0.Add(-time.Duration(i) * time.Minute), Target: "beardog", Method: "crypto.sign_ed25519",
+			Params: json.RawMessage(fmt.Sprintf(`{"message":"m%d"}`, i)), Outcome: OutcomeOK, Duration: time.Millisecond}
 		if i == 3 {
-			e.Outcome, e.Method = history.OutcomeError, "crypto.nope"
+			e.Outcome, e.Method = OutcomeError, "crypto.nope"
 		}
 		es = append(es, e)
 	}

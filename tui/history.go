@@ -10,68 +10,70 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/render"
 )
+
+// Outcomes of a call, as history records them.
+const (
+	OutcomeOK        = "ok"
+	OutcomeError     = "error"
+	OutcomeTimeout   = "timeout"
+	OutcomeClosed    = "closed"
+	OutcomeRefused   = "refused"
+	OutcomeCancelled = "cancelled"
+)
+
+// CallRecord is one call as the TUI records and lists it.
+type CallRecord struct {
+	ID        int64
+	Time      time.Time
+	Duration  time.Duration
+	Target    string
+	Endpoint  string
+	Wire      string
+	Transport string
+	Method    string
+	Params    json.RawMessage
+	Result    json.RawMessage // nil unless the call succeeded (and was asked for)
+	// Err is the peer's error object, or for a failure without one a
+	// description with Code 0.
+	Err             *ipc.RPCError
+	Outcome         string
+	Session, Pool   string
+	ResponseSize    int64
+	Truncated       bool // the stored result was cut
+	ParamsTruncated bool // the stored params were cut: not replayable
+}
 
 // History is what the TUI needs of the call history. Every method may do
 // I/O and is called only from commands.
 type History interface {
 	// Record keeps a finished call; it must not block for long.
-	Record(e history.Entry)
+	Record(e CallRecord)
 	// Search returns calls matching text (all when empty), newest first.
-	Search(ctx context.Context, text string, limit int) ([]history.Entry, error)
+	Search(ctx context.Context, text string, limit int) ([]CallRecord, error)
 	// Get returns one call with its result.
-	Get(ctx context.Context, id int64) (history.Entry, error)
+	Get(ctx context.Context, id int64) (CallRecord, error)
 	// LastParams returns the params of the newest call of method (on
 	// target when it is not empty).
 	LastParams(ctx context.Context, target, method string) (json.RawMessage, bool, error)
 	// Save names a call.
 	Save(ctx context.Context, id int64, name string) error
+	// Diff describes how a replayed answer differs from the stored one,
+	// one line a change, ready to print (peer text escaped).
+	Diff(old, new []byte) ([]string, error)
 }
 
-// StoreHistory adapts a history.Store and its Recorder.
-type StoreHistory struct {
-	Store    *history.Store
-	Recorder *history.Recorder
-}
-
-// Record queues e on the recorder.
-func (h *StoreHistory) Record(e history.Entry) { h.Recorder.Record(e) }
-
-// Search runs a full-text search.
-func (h *StoreHistory) Search(ctx context.Context, text string, limit int) ([]history.Entry, error) {
-	return h.Store.Search(ctx, history.Query{Text: text, Limit: limit})
-}
-
-// Get returns one call.
-func (h *StoreHistory) Get(ctx context.Context, id int64) (history.Entry, error) {
-	return h.Store.Get(ctx, id)
-}
-
-// LastParams returns the params of the newest call of method.
-func (h *StoreHistory) LastParams(ctx context.Context, target, method string) (json.RawMessage, bool, error) {
-	es, err := h.Store.Search(ctx, history.Query{Target: target, Method: method, Limit: 1})
-	if err == nil && len(es) == 0 && target != "" {
-		es, err = h.Store.Search(ctx, history.Query{Method: method, Limit: 1})
-	}
-	if err != nil || len(es) == 0 || es[0].ParamsTruncated {
-		return nil, false, err
-	}
-	return es[0].Params, true, nil
-}
-
-// Save names a call.
-func (h *StoreHistory) Save(ctx context.Context, id int64, name string) error {
-	return h.Store.Save(ctx, id, name)
-}
+// ErrNotFound is returned by MemHistory.Get for an unknown id.
+var ErrNotFound = errors.New("no such call in history")
 
 // MemHistory keeps calls in memory for this run only (with --no-history
 // semantics it is not used; it serves tests and a history store that failed
 // to open).
 type MemHistory struct {
 	mu      sync.Mutex
-	entries []history.Entry
+	entries []CallRecord
 	names   map[string]int64
 	max     int
 }
@@ -85,7 +87,7 @@ func NewMemHistory(max int) *MemHistory {
 }
 
 // Record keeps e, assigning it the next id.
-func (h *MemHistory) Record(e history.Entry) {
+func (h *MemHistory) Record(e CallRecord) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	e.ID = 1
@@ -99,16 +101,16 @@ func (h *MemHistory) Record(e history.Entry) {
 }
 
 // Search matches text against target, method, params and error text.
-func (h *MemHistory) Search(_ context.Context, text string, limit int) ([]history.Entry, error) {
+func (h *MemHistory) Search(_ context.Context, text string, limit int) ([]CallRecord, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	words := strings.Fields(strings.ToLower(text))
-	var out []history.Entry
+	var out []CallRecord
 	for i := len(h.entries) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
 		e := h.entries[i]
 		hay := strings.ToLower(e.Target + " " + e.Endpoint + " " + e.Method + " " + string(e.Params))
-		if e.Error != nil {
-			hay += " " + strings.ToLower(e.Error.Message)
+		if e.Err != nil {
+			hay += " " + strings.ToLower(e.Err.Message)
 		}
 		ok := true
 		for _, w := range words {
@@ -125,7 +127,7 @@ func (h *MemHistory) Search(_ context.Context, text string, limit int) ([]histor
 }
 
 // Get returns the call with id.
-func (h *MemHistory) Get(_ context.Context, id int64) (history.Entry, error) {
+func (h *MemHistory) Get(_ context.Context, id int64) (CallRecord, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.entries {
@@ -133,7 +135,7 @@ func (h *MemHistory) Get(_ context.Context, id int64) (history.Entry, error) {
 			return e, nil
 		}
 	}
-	return history.Entry{}, history.ErrNotFound
+	return CallRecord{}, ErrNotFound
 }
 
 // LastParams returns the params of the newest call of method.
@@ -153,8 +155,8 @@ func (h *MemHistory) LastParams(_ context.Context, target, method string) (json.
 
 // Save names a call.
 func (h *MemHistory) Save(_ context.Context, id int64, name string) error {
-	if err := history.ValidateName(name); err != nil {
-		return err
+	if name == "" || strings.ContainsAny(name, " \t\n") || strings.HasPrefix(name, "@") {
+		return fmt.Errorf("bad name %q: no spaces, not starting with @", name)
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -162,12 +164,42 @@ func (h *MemHistory) Save(_ context.Context, id int64, name string) error {
 	return nil
 }
 
+// Diff compares two answers line by line after pretty-printing them (the
+// store-backed history diffs structurally).
+func (h *MemHistory) Diff(old, new []byte) ([]string, error) {
+	po, err := render.Format(old, render.Options{Indent: 2})
+	if err != nil && len(old) > 0 {
+		return nil, fmt.Errorf("stored answer: %w", err)
+	}
+	pn, err := render.Format(new, render.Options{Indent: 2})
+	if err != nil && len(new) > 0 {
+		return nil, fmt.Errorf("new answer: %w", err)
+	}
+	if bytes.Equal(po, pn) {
+		return []string{"no changes"}, nil
+	}
+	ol := strings.Split(strings.TrimRight(string(po), "\n"), "\n")
+	nl := strings.Split(strings.TrimRight(string(pn), "\n"), "\n")
+	var out []string
+	i := 0
+	for i < len(ol) && i < len(nl) && ol[i] == nl[i] {
+		i++
+	}
+	for j := i; j < len(ol); j++ {
+		out = append(out, "- "+render.Sanitize(ol[j]))
+	}
+	for j := i; j < len(nl); j++ {
+		out = append(out, "+ "+render.Sanitize(nl[j]))
+	}
+	return out, nil
+}
+
 // entryFor builds the history entry of a finished call.
-func entryFor(t Target, req ipc.Request, start time.Time, resp *ipc.Response, err error) history.Entry {
-	e := history.Entry{
+func recordFor(t Target, req ipc.Request, start time.Time, resp *ipc.Response, err error) CallRecord {
+	e := CallRecord{
 		Time: start, Target: t.Name, Endpoint: t.Endpoint, Wire: t.Wire, Transport: transportOf(t),
 		Method: req.Method, Params: append(json.RawMessage(nil), req.Params...),
-		Session: req.SessionID, Pool: req.Pool, Source: history.SourceTUI,
+		Session: req.SessionID, Pool: req.Pool,
 	}
 	if resp != nil {
 		e.Duration = resp.Elapsed
@@ -181,22 +213,22 @@ func entryFor(t Target, req ipc.Request, start time.Time, resp *ipc.Response, er
 	var be *ipc.BTSPRequiredError
 	switch {
 	case err == nil:
-		e.Outcome = history.OutcomeOK
+		e.Outcome = OutcomeOK
 	case errors.As(err, &rpcErr):
-		e.Outcome = history.OutcomeError
-		e.Error = &history.RPCError{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
+		e.Outcome = OutcomeError
+		e.Err = rpcErr
 	case errors.As(err, &te):
-		e.Outcome = history.OutcomeTimeout
-		e.Error = &history.RPCError{Message: err.Error()}
+		e.Outcome = OutcomeTimeout
+		e.Err = &ipc.RPCError{Message: err.Error()}
 	case errors.As(err, &be):
-		e.Outcome = history.OutcomeRefused
-		e.Error = &history.RPCError{Message: err.Error()}
+		e.Outcome = OutcomeRefused
+		e.Err = &ipc.RPCError{Message: err.Error()}
 	case errors.Is(err, context.Canceled):
-		e.Outcome = history.OutcomeCancelled
-		e.Error = &history.RPCError{Message: "cancelled"}
+		e.Outcome = OutcomeCancelled
+		e.Err = &ipc.RPCError{Message: "cancelled"}
 	default:
-		e.Outcome = history.OutcomeClosed
-		e.Error = &history.RPCError{Message: err.Error()}
+		e.Outcome = OutcomeClosed
+		e.Err = &ipc.RPCError{Message: err.Error()}
 	}
 	if e.Duration == 0 {
 		e.Duration = time.Since(start)

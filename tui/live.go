@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/render"
 )
@@ -315,7 +314,7 @@ func (p *requestsPane) View(st *styles, w, h int, focused bool) []string {
 
 // historyPane lists past calls.
 type historyPane struct {
-	entries   []history.Entry
+	entries   []CallRecord
 	sel, off  int
 	search    lineEdit
 	searching bool
@@ -325,7 +324,7 @@ type historyPane struct {
 	name      lineEdit
 }
 
-func (p *historyPane) selected() *history.Entry {
+func (p *historyPane) selected() *CallRecord {
 	if p.sel >= 0 && p.sel < len(p.entries) {
 		return &p.entries[p.sel]
 	}
@@ -359,7 +358,7 @@ func (p *historyPane) View(st *styles, w, h int, focused bool, now time.Time) []
 			cur = st.Accent.Render("›")
 		}
 		oc := st.OK.Render("ok ")
-		if e.Outcome != history.OutcomeOK {
+		if e.Outcome != OutcomeOK {
 			oc = st.Err.Render(fmt.Sprintf("%-3.3s", string(e.Outcome)))
 		}
 		when := e.Time.Format("15:04:05")

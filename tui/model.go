@@ -18,7 +18,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/themes"
@@ -77,7 +76,7 @@ type (
 		params json.RawMessage
 	}
 	historyMsg struct {
-		entries []history.Entry
+		entries []CallRecord
 		err     error
 	}
 	editorReadyMsg struct {
@@ -1140,7 +1139,7 @@ func (m *model) send() tea.Cmd {
 		start := time.Now()
 		resp, err := cl.send(ctx, tgt, req)
 		if hs != nil {
-			hs.Record(entryFor(tgt, req, start, resp, err))
+			hs.Record(recordFor(tgt, req, start, resp, err))
 		}
 		return answerMsg(answerOf(seq, tgt, req, start, resp, err))
 	})
@@ -1540,7 +1539,7 @@ func (m *model) keyHistory(kp tea.KeyPressMsg) tea.Cmd {
 }
 
 // replay sends a stored call again and shows the diff against its answer.
-func (m *model) replay(e history.Entry, t Target) tea.Cmd {
+func (m *model) replay(e CallRecord, t Target) tea.Cmd {
 	cl, hs := m.client, m.hist
 	timeout := m.cfg.Timeout
 	if timeout <= 0 {
@@ -1559,28 +1558,22 @@ func (m *model) replay(e history.Entry, t Target) tea.Cmd {
 		req := ipc.Request{Method: e.Method, Params: e.Params, SessionID: e.Session, Pool: e.Pool}
 		start := time.Now()
 		resp, err := cl.send(ctx, t, req)
-		hs.Record(entryFor(t, req, start, resp, err))
+		hs.Record(recordFor(t, req, start, resp, err))
 		a := answerOf(seq, t, req, start, resp, err)
 		a.title = fmt.Sprintf("replay of %d · %s · %s · %s", e.ID, e.Method, a.outcome, fmtDur(a.elapsed))
 		oldDoc := old.Result
-		if old.Error != nil {
-			oldDoc, _ = json.Marshal(old.Error)
+		if old.Err != nil {
+			oldDoc, _ = json.Marshal(old.Err)
 		}
-		newDoc := a.result
 		var lines []string
 		if old.Truncated {
 			lines = append(lines, "(the stored answer was cut; the diff covers what was kept)")
 		}
-		changes, derr := history.Diff(oldDoc, newDoc)
+		dl, derr := hs.Diff(oldDoc, a.result)
 		if derr != nil {
 			lines = append(lines, "cannot diff: "+render.Sanitize(derr.Error()))
-		} else {
-			var b bytes.Buffer
-			_ = history.FormatDiff(&b, changes, history.DiffFormat{Color: true, MaxChanges: 2000})
-			for _, l := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
-				lines = append(lines, l)
-			}
 		}
+		lines = append(lines, dl...)
 		return callDoneMsg{ans: a, doc: textDoc(lines)}
 	})
 }
