@@ -180,3 +180,23 @@ func TestUserDir(t *testing.T) {
 		t.Errorf("UserDir = %q, %v", d, err)
 	}
 }
+
+func TestStyles(t *testing.T) {
+	th := HighContrast()
+	s := NewStyles(th)
+	if c := s.PaneFocused.GetBorderTopForeground(); c == nil || rgb(c) != rgb(th.UI.FocusBorder) {
+		t.Errorf("focused border = %v", c)
+	}
+	if c := s.Pane.GetBorderTopForeground(); c == nil || rgb(c) != rgb(th.UI.Border) {
+		t.Errorf("border = %v", c)
+	}
+	if c := s.Selected.GetBackground(); c == nil || rgb(c) != rgb(th.UI.SelectionBg) {
+		t.Errorf("selection bg = %v", c)
+	}
+	if !s.ErrBadge.GetReverse() || !s.ErrBadge.GetBold() {
+		t.Error("error badge is not reversed and bold")
+	}
+	if out := s.PaneFocused.Render("x"); !strings.Contains(out, "╭") {
+		t.Errorf("pane has no rounded border: %q", out)
+	}
+}
