@@ -53,11 +53,12 @@ directory.`,
 	return cmd
 }
 
-// runDemoUI shows the demo ecosystem to a person. (The TUI replaces this
-// overview when it lands.)
+// runDemoUI shows the demo ecosystem to a person: the TUI over its socket
+// directory.
 func (a *app) runDemoUI(ctx context.Context, eco *demo.Ecosystem) error {
-	eco.WriteOverview(a.io.out)
-	fmt.Fprintln(a.io.out, "\nServing until interrupted (Ctrl-C).")
-	<-ctx.Done()
-	return nil
+	a.socketDirs = []string{eco.Dir}
+	if a.family == "" {
+		a.family = eco.Family
+	}
+	return a.runTUI(ctx, true)
 }

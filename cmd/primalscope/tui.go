@@ -3,9 +3,69 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+
+	"github.com/charmbracelet/x/term"
+
+	"github.com/ecoPrimals/primalscope/themes"
+	"github.com/ecoPrimals/primalscope/tui"
 )
 
-// runTUI starts the terminal UI over the ecosystem the flags describe.
+// runTUI starts the terminal UI over the ecosystem the flags describe
+// (demo marks the built-in simulation in the header).
 func (a *app) runTUI(ctx context.Context, demo bool) error {
-	return usageErr(errors.New("the terminal UI is not part of this build yet: use ls, caps, call (see --help)"))
+	title := ""
+	if demo {
+		title = "demo"
+	}
+	in, inOK := a.io.in.(*os.File)
+	out, outOK := a.io.out.(*os.File)
+	if !inOK || !outOK || !term.IsTerminal(in.Fd()) || !term.IsTerminal(out.Fd()) {
+		return usageErr(errors.New("the terminal UI needs a terminal; for scripts use ls, caps, call (see --help)"))
+	}
+	cfg := tui.Config{
+		SocketDirs: a.socketDirs,
+		Family:     a.familyID(),
+		Timeout:    a.timeout,
+		MaxFrame:   a.maxFrame,
+		Title:      title,
+		Getenv:     a.getenv,
+	}
+	switch mode := a.color; {
+	case a.noColor || mode == "never" || (a.getenv("NO_COLOR") != "" && mode != "always"):
+		cfg.NoColor = true
+	case mode == "auto" || mode == "always" || mode == "":
+	default:
+		return usageErr(fmt.Errorf("--color must be auto, always or never, not %q", a.color))
+	}
+	if a.theme != "" {
+		var users []themes.Theme
+		if dir, err := themes.UserDir(); err == nil {
+			users, _ = themes.LoadDir(dir)
+		}
+		cat := themes.NewCatalog(users)
+		if _, err := cat.Lookup(a.theme); err != nil {
+			return usageErr(fmt.Errorf("unknown theme %q (there are: %v)", a.theme, cat.Names()))
+		}
+		cfg.Theme, cfg.Catalog = a.theme, cat
+	}
+	cfg.ConfigPath = tui.ConfigPath(a.getenv)
+	keys, err := tui.LoadKeys(cfg.ConfigPath)
+	if err != nil {
+		return usageErr(err)
+	}
+	cfg.Keys = keys
+	if !a.noHistory {
+		// The call history of this session; the persistent store replaces it
+		// once the history package is part of the build.
+		cfg.History = tui.NewMemHistory(0)
+	}
+	err = tui.Run(ctx, cfg)
+	var ce *tui.CrashError
+	if errors.As(err, &ce) {
+		fmt.Fprintf(a.io.err, "primalscope: the TUI crashed; the terminal was restored. Please report the bug with %s\n", ce.Report)
+		return &quietError{code: 1, err: err}
+	}
+	return err
 }
