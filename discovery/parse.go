@@ -74,6 +74,10 @@ func num(v any) (int64, bool) {
 	case string:
 		i, err := strconv.ParseInt(n, 10, 64)
 		return i, err == nil
+	case float64:
+		if n == float64(int64(n)) && n > -1<<53 && n < 1<<53 {
+			return int64(n), true
+		}
 	}
 	return 0, false
 }
