@@ -1,0 +1,232 @@
+package tui
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// tmuxSession drives one program in a private tmux server.
+type tmuxSession struct {
+	t      *testing.T
+	socket string
+	name   string
+}
+
+func (s *tmuxSession) tmux(args ...string) (string, error) {
+	out, err := exec.Command("tmux", append([]string{"-L", s.socket}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+func (s *tmuxSession) send(keys ...string) {
+	s.t.Helper()
+	for _, k := range keys {
+		if _, err := s.tmux("send-keys", "-t", s.name, k); err != nil {
+			s.t.Fatalf("send-keys %q: %v", k, err)
+		}
+	}
+}
+
+// typeText types literal text.
+func (s *tmuxSession) typeText(text string) {
+	s.t.Helper()
+	if _, err := s.tmux("send-keys", "-t", s.name, "-l", text); err != nil {
+		s.t.Fatalf("send-keys -l %q: %v", text, err)
+	}
+}
+
+func (s *tmuxSession) screen(escapes bool) string {
+	args := []string{"capture-pane", "-p", "-t", s.name}
+	if escapes {
+		args = append(args, "-e")
+	}
+	out, _ := s.tmux(args...)
+	return out
+}
+
+// waitFor polls the screen until cond holds, failing after limit.
+func (s *tmuxSession) waitFor(what string, limit time.Duration, cond func(screen string) bool) string {
+	s.t.Helper()
+	deadline := time.Now().Add(limit)
+	var scr string
+	for time.Now().Before(deadline) {
+		scr = s.screen(false)
+		if cond(scr) {
+			return scr
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.t.Fatalf("waiting for %s: not on screen after %s. Screen:\n%s", what, limit, scr)
+	return ""
+}
+
+func (s *tmuxSession) waitText(text string, limit time.Duration) string {
+	s.t.Helper()
+	return s.waitFor(fmt.Sprintf("%q", text), limit, func(scr string) bool { return strings.Contains(scr, text) })
+}
+
+// paneLines returns the text inside the pane whose title contains title,
+// for a layout where that pane spans columns [x0, x1) of the screen.
+func rowsContaining(scr, text string) []int {
+	var out []int
+	for i, l := range strings.Split(scr, "\n") {
+		if strings.Contains(l, text) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// TestEndToEndDemo builds the real binary and drives `primalscope demo` in
+// tmux as a new user would: pick a primal, open a domain, pick a method,
+// edit params, send, read the highlighted answer, filter it with jq, watch
+// heartbeats arrive in the events tail, open help, quit.
+func TestEndToEndDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed: the end-to-end TUI test needs it (apt-get install tmux)")
+	}
+	dir, err := os.MkdirTemp("", "pse2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "primalscope")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/primalscope")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("pse2e%d", os.Getpid()), name: "ps"}
+	defer s.tmux("kill-server")
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	env := fmt.Sprintf("env -i PATH=%s HOME=%s XDG_CONFIG_HOME=%s/config XDG_STATE_HOME=%s/state XDG_RUNTIME_DIR=%s TERM=xterm-256color COLORTERM=truecolor",
+		os.Getenv("PATH"), home, home, home, dir)
+	// The shell line prints the exit status so the test can see a clean quit.
+	cmdline := fmt.Sprintf("%s %s demo --theme dark --tick 500ms; echo PRIMALSCOPE-EXIT=$?; sleep 30", env, bin)
+	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "150", "-y", "45", cmdline); err != nil {
+		t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
+
+	// 1. The targets appear, live.
+	s.waitFor("live targets", 20*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "rhizocrypt") && strings.Contains(scr, "● nestgate") && regexp.MustCompile(`\d+ live`).MatchString(scr)
+	})
+
+	// 2. Pick a primal: filter the list to rhizocrypt and open it.
+	s.send("/")
+	s.typeText("rhizo")
+	s.send("Enter")
+	s.waitFor("the filtered list", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "rhizocrypt") && !strings.Contains(scr, "● nestgate")
+	})
+	s.send("Enter")
+	scr := s.waitFor("rhizocrypt's capability tree", 10*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "╭─ rhizocrypt") && strings.Contains(scr, "▸ dag")
+	})
+
+	// 3. Open the dag domain: walk the cursor down to it.
+	rows := strings.Split(scr, "\n")
+	cur, dag := -1, -1
+	for i, l := range rows {
+		if strings.Contains(l, "›▸") || strings.Contains(l, "›▾") {
+			cur = i
+		}
+		if strings.Contains(l, "▸ dag") {
+			dag = i
+		}
+	}
+	if cur < 0 || dag < cur {
+		t.Fatalf("cannot find the cursor (%d) and the dag domain (%d):\n%s", cur, dag, scr)
+	}
+	for i := cur; i < dag; i++ {
+		s.send("j")
+	}
+	s.send("Enter")
+	s.waitText("▾ dag", 5*time.Second)
+
+	// 4. Pick dag.merkle.root: the methods are sorted under the domain.
+	scr = s.waitText("merkle.root", 5*time.Second)
+	d := rowsContaining(scr, "▾ dag")
+	m := rowsContaining(scr, "merkle.root")
+	if len(d) == 0 || len(m) == 0 || m[0] <= d[0] {
+		t.Fatalf("merkle.root is not under dag:\n%s", scr)
+	}
+	for i := d[0]; i < m[0]; i++ {
+		s.send("j")
+	}
+	s.send("Enter")
+	s.waitFor("the composer with dag.merkle.root", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "method dag.merkle.root") && strings.Contains(scr, "params {}")
+	})
+
+	// 5. Edit params: a mistake is pointed at, then fixed.
+	s.send("C-u")
+	s.typeText(`{"session_id":"sess-0001",}`)
+	s.waitText("✗ col 27", 5*time.Second)
+	s.send("BSpace", "BSpace")
+	s.typeText(`}`)
+	s.waitFor("valid params", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, `params {"session_id":"sess-0001"}`) && strings.Contains(scr, "✓ JSON")
+	})
+
+	// 6. Send and see the answer, highlighted.
+	s.send("Enter")
+	scr = s.waitFor("the answer", 10*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "Response · dag.merkle.root · ok") && strings.Contains(scr, `"root": "`)
+	})
+	colored := false
+	for _, l := range strings.Split(s.screen(true), "\n") {
+		if strings.Contains(l, "root") && strings.Contains(l, "\x1b[") && strings.Contains(l, "38;") {
+			colored = true
+		}
+	}
+	if !colored {
+		t.Fatalf("the answer is not highlighted:\n%q", s.screen(true))
+	}
+
+	// 7. Filter it with jq.
+	s.send(":")
+	s.typeText(".root")
+	s.send("Enter")
+	s.waitFor("the jq result", 10*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "jq: .root") && regexp.MustCompile(`›\s+"[0-9a-f]{16,}"`).MatchString(scr) && !strings.Contains(scr, `"events":`)
+	})
+
+	// 8. Open the events tail and see heartbeats arrive.
+	s.send("e")
+	s.waitText("╭─ Events", 5*time.Second)
+	count := func(scr string) int { return strings.Count(scr, "health.heartbeat") }
+	first := s.waitFor("heartbeats", 10*time.Second, func(scr string) bool { return count(scr) > 0 })
+	stamp := regexp.MustCompile(`(\d\d:\d\d:\d\d) ♥`)
+	last := func(scr string) string {
+		all := stamp.FindAllStringSubmatch(scr, -1)
+		if len(all) == 0 {
+			return ""
+		}
+		return all[len(all)-1][1]
+	}
+	before := last(first)
+	s.waitFor("a newer heartbeat", 10*time.Second, func(scr string) bool { return last(scr) > before })
+
+	// 9. Help, then close it.
+	s.send("?")
+	s.waitFor("the help overlay", 5*time.Second, func(scr string) bool {
+		return strings.Contains(scr, "Help · keys") && strings.Contains(scr, "jq filter") && strings.Contains(scr, "remappable")
+	})
+	s.send("Escape")
+	s.waitFor("help closed", 5*time.Second, func(scr string) bool { return !strings.Contains(scr, "Help · keys") })
+
+	// 10. Quit: the terminal is restored and the exit status is 0.
+	s.send("q")
+	s.waitText("PRIMALSCOPE-EXIT=0", 10*time.Second)
+}
