@@ -1,0 +1,100 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// FuzzRedact: on any input the redactor never panics; when it accepts the
+// input its output is valid JSON, equal to the input except that no member
+// with a secret-looking key keeps its value, and redacting again changes
+// nothing.
+func FuzzRedact(f *testing.F) {
+	f.Add([]byte(`{"family_seed":"SENTINEL","nested":[{"password":"p"}]}`))
+	f.Add([]byte(`[{"a":{"Token":[1,2,{"x":null}]}},"seed",1e400]`))
+	f.Add([]byte(`{"k\u0065y":"v","api-key":{"deep":true}}`))
+	f.Add([]byte(`"\ud800"`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, _, err := Redact(in)
+		if err != nil {
+			return
+		}
+		if len(bytes.TrimSpace(in)) == 0 {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("Redact(%q) = %q: not valid JSON", in, out)
+		}
+		if !json.Valid(in) {
+			t.Fatalf("Redact accepted invalid JSON %q", in)
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(out))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		checkRedacted(t, v)
+		again, changed, err := Redact(out)
+		if err != nil || changed && !bytes.Equal(again, out) || !bytes.Equal(again, out) {
+			t.Fatalf("not idempotent: %q -> %q (%v)", out, again, err)
+		}
+	})
+}
+
+func checkRedacted(t *testing.T, v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, y := range x {
+			if IsSecretKey(k) {
+				if y != Redacted {
+					t.Fatalf("secret key %q kept %v", k, y)
+				}
+				continue
+			}
+			checkRedacted(t, y)
+		}
+	case []any:
+		for _, y := range x {
+			checkRedacted(t, y)
+		}
+	}
+}
+
+// FuzzDiff: Diff never panics; a document never differs from itself; two
+// documents differ exactly when they are not equal; formatting a diff never
+// emits a raw control character.
+func FuzzDiff(f *testing.F) {
+	f.Add([]byte(`{"a":{"b":[1,2,{"c":true}]}}`), []byte(`{"a":{"b":[1,2,{"c":false}],"d":"x"}}`))
+	f.Add([]byte(`[1,2,3]`), []byte(`[1]`))
+	f.Add([]byte(`{"n":1}`), []byte(`{"n":1.0e0}`))
+	f.Add([]byte(`{"\u001b[2J":"\u009b"}`), []byte(`null`))
+	f.Add([]byte(``), []byte(`"x"`))
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		ch, err := Diff(a, b)
+		if err != nil {
+			return
+		}
+		self, err := Diff(a, a)
+		if err != nil || len(self) != 0 {
+			t.Fatalf("Diff(a, a) = %v, %v", self, err)
+		}
+		va, aok, _ := decodeAny(a)
+		vb, bok, _ := decodeAny(b)
+		same := aok == bok && (!aok || equalJSON(va, vb))
+		if same != (len(ch) == 0) {
+			t.Fatalf("equal=%v but %d changes", same, len(ch))
+		}
+		var sb strings.Builder
+		if err := FormatDiff(&sb, ch, DiffFormat{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range sb.String() {
+			if (r < 0x20 && r != '\n') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				t.Fatalf("raw control character %U in %q", r, sb.String())
+			}
+		}
+	})
+}
