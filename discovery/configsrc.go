@@ -111,3 +111,23 @@ func (s *ConfigSource) Discover(ctx context.Context) ([]Found, error) {
 	}
 	return out, errors.Join(errs...)
 }
+
+// StaticSource offers fixed sightings: TARGET arguments given on the command
+// line, for example. Their Source is SrcCommandLine unless set.
+type StaticSource struct {
+	Found []Found
+}
+
+// Name implements Source.
+func (s *StaticSource) Name() string { return SrcCommandLine }
+
+// Discover implements Source.
+func (s *StaticSource) Discover(context.Context) ([]Found, error) {
+	out := append([]Found(nil), s.Found...)
+	for i := range out {
+		if out[i].Source == "" {
+			out[i].Source = SrcCommandLine
+		}
+	}
+	return out, nil
+}

@@ -134,10 +134,14 @@ func (d *Discoverer) Dirs() []string {
 // (for lean daemons), those that exist.
 func (d *Discoverer) WatchPaths() []string {
 	paths := d.Dirs()
-	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" && len(d.opts.SocketDirs) == 0 {
-		paths = append(paths, existing([]string{filepath.Join(rt, "ecoPrimals", "manifests"), rt})...)
+	var more []string
+	for _, dir := range paths {
+		more = append(more, filepath.Join(dir, "manifests"))
 	}
-	return dedupe(paths)
+	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+		more = append(more, filepath.Join(rt, "ecoPrimals", "manifests"), rt)
+	}
+	return dedupe(append(paths, existing(more)...))
 }
 
 // DefaultSources returns the local sources a sweep runs: socket
@@ -158,16 +162,18 @@ func (d *Discoverer) DefaultSources() []Source {
 		&EnvSource{Environ: d.opts.Environ, Matcher: m},
 	}
 	rt := d.opts.Getenv("XDG_RUNTIME_DIR")
-	var regFiles []string
+	var regFiles, manDirs, leanRoots []string
 	if rt != "" {
-		srcs = append(srcs, &ManifestSource{Dir: filepath.Join(rt, "ecoPrimals", "manifests")})
+		manDirs = append(manDirs, filepath.Join(rt, "ecoPrimals", "manifests"))
 		regFiles = append(regFiles, filepath.Join(rt, "biomeos", "socket-registry.json"))
-		srcs = append(srcs, &LeanSource{RuntimeDir: rt})
+		leanRoots = append(leanRoots, rt)
 	}
 	for _, dir := range dirs {
 		regFiles = append(regFiles, filepath.Join(dir, "socket-registry.json"))
+		manDirs = append(manDirs, filepath.Join(dir, "manifests"))
+		leanRoots = append(leanRoots, dir)
 	}
-	srcs = append(srcs, &RegistryFileSource{Paths: regFiles})
+	srcs = append(srcs, &ManifestSource{Dirs: manDirs}, &LeanSource{Roots: leanRoots}, &RegistryFileSource{Paths: regFiles})
 	if !d.opts.NoProc {
 		srcs = append(srcs, &ProcSource{Root: d.opts.ProcRoot})
 	}

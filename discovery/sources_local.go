@@ -202,11 +202,12 @@ func ParseEnvVar(kv string) (Found, bool) {
 	return f, true
 }
 
-// ManifestSource reads primal manifests, $XDG_RUNTIME_DIR/ecoPrimals/manifests/*.json,
-// each holding {"socket_path": ...} and optionally the primal's name,
-// family and capabilities.
+// ManifestSource reads primal manifests, $XDG_RUNTIME_DIR/ecoPrimals/manifests/*.json
+// (and <socket dir>/manifests/*.json, for deployments and the demo that keep
+// everything in one directory), each holding {"socket_path": ...} and
+// optionally the primal's name, family and capabilities.
 type ManifestSource struct {
-	Dir string
+	Dirs []string
 }
 
 // Name implements Source.
@@ -215,16 +216,29 @@ func (s *ManifestSource) Name() string { return SrcManifest }
 // Discover implements Source. A missing directory finds nothing; a bad
 // manifest is reported in the error and skipped.
 func (s *ManifestSource) Discover(ctx context.Context) ([]Found, error) {
-	if s.Dir == "" {
+	var out []Found
+	var errs []error
+	for _, d := range dedupe(s.Dirs) {
+		fs, err := s.discover(ctx, d)
+		out = append(out, fs...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (s *ManifestSource) discover(ctx context.Context, dir string) ([]Found, error) {
+	if dir == "" {
 		return nil, nil
 	}
-	names, err := readDirNames(s.Dir, MaxDirEntries)
-	if errors.Is(err, os.ErrNotExist) {
+	names, err := readDirNames(dir, MaxDirEntries)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil, nil
 	}
 	var errs []error
 	if err != nil {
-		errs = append(errs, fmt.Errorf("read manifests %s: %w", s.Dir, err))
+		errs = append(errs, fmt.Errorf("read manifests %s: %w", dir, err))
 	}
 	var out []Found
 	n := 0
@@ -235,7 +249,7 @@ func (s *ManifestSource) Discover(ctx context.Context) ([]Found, error) {
 		if n++; n > MaxFilesPerDir || ctx.Err() != nil {
 			break
 		}
-		p := filepath.Join(s.Dir, name)
+		p := filepath.Join(dir, name)
 		b, err := readSmallFile(p)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read manifest: %w", err))
@@ -318,11 +332,12 @@ func (s *RegistryFileSource) Discover(ctx context.Context) ([]Found, error) {
 	return out, errors.Join(errs...)
 }
 
-// LeanSource finds lean NDJSON daemons: $XDG_RUNTIME_DIR/<app>/<app>.sock
-// with a pid file beside it (<app>.pid or any *.pid). A pid file naming a
-// process that is gone is noted.
+// LeanSource finds lean NDJSON daemons: <root>/<app>/<app>.sock with a pid
+// file beside it (<app>.pid or any *.pid), where the roots are
+// $XDG_RUNTIME_DIR and the socket directories. A pid file naming a process
+// that is gone is noted.
 type LeanSource struct {
-	RuntimeDir string
+	Roots []string
 	// Skip lists directory names under RuntimeDir that are not apps
 	// (biomeos, membrane, ecoPrimals).
 	Skip []string
@@ -333,15 +348,28 @@ func (s *LeanSource) Name() string { return SrcLean }
 
 // Discover implements Source.
 func (s *LeanSource) Discover(ctx context.Context) ([]Found, error) {
-	if s.RuntimeDir == "" {
+	var out []Found
+	var errs []error
+	for _, root := range dedupe(s.Roots) {
+		fs, err := s.discover(ctx, root)
+		out = append(out, fs...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func (s *LeanSource) discover(ctx context.Context, root string) ([]Found, error) {
+	if root == "" {
 		return nil, nil
 	}
-	apps, err := readDirNames(s.RuntimeDir, MaxDirEntries)
+	apps, err := readDirNames(root, MaxDirEntries)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("read runtime dir %s: %w", s.RuntimeDir, err)
+		return nil, fmt.Errorf("read %s: %w", root, err)
 	}
 	skip := map[string]bool{"biomeos": true, "membrane": true, "ecoPrimals": true}
 	for _, n := range s.Skip {
@@ -352,7 +380,7 @@ func (s *LeanSource) Discover(ctx context.Context) ([]Found, error) {
 		if skip[app] || ctx.Err() != nil {
 			continue
 		}
-		dir := filepath.Join(s.RuntimeDir, app)
+		dir := filepath.Join(root, app)
 		sock := filepath.Join(dir, app+".sock")
 		fi, err := os.Stat(sock)
 		if err != nil || fi.Mode()&os.ModeSocket == 0 {

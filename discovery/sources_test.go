@@ -150,7 +150,7 @@ func TestManifestSource(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "none.json"), []byte(`{"primal":"x"}`), 0o600)
 	os.WriteFile(filepath.Join(dir, "cmd.json"), []byte(`{"primal":"x","endpoint":"stdio:\"sh -c id\""}`), 0o600)
 	os.WriteFile(filepath.Join(dir, "readme.md"), []byte(`x`), 0o600)
-	fs, err := (&ManifestSource{Dir: dir}).Discover(ctxT(t))
+	fs, err := (&ManifestSource{Dirs: []string{dir}}).Discover(ctxT(t))
 	if err == nil || !strings.Contains(err.Error(), "bad.json") || !strings.Contains(err.Error(), "cmd.json") {
 		t.Errorf("bad manifests not reported: %v", err)
 	}
@@ -167,7 +167,7 @@ func TestManifestSource(t *testing.T) {
 	if fs[2].Endpoint.Address != "127.0.0.1:9300" {
 		t.Errorf("%+v", fs[2])
 	}
-	if fs, err := (&ManifestSource{Dir: filepath.Join(dir, "nope")}).Discover(ctxT(t)); fs != nil || err != nil {
+	if fs, err := (&ManifestSource{Dirs: []string{filepath.Join(dir, "nope")}}).Discover(ctxT(t)); fs != nil || err != nil {
 		t.Errorf("missing dir: %v %v", fs, err)
 	}
 }
@@ -215,7 +215,7 @@ func TestLeanSource(t *testing.T) {
 	os.Mkdir(bio, 0o700)
 	serve(t, bio, "biomeos.sock", ipctest.Config{})
 	os.WriteFile(filepath.Join(bio, "biomeos.pid"), []byte("1"), 0o600)
-	fs, err := (&LeanSource{RuntimeDir: rt}).Discover(ctxT(t))
+	fs, err := (&LeanSource{Roots: []string{rt}}).Discover(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
 	}
