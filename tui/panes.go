@@ -144,6 +144,14 @@ func (p *targetsPane) counts() (live, stale, down int) {
 	return
 }
 
+// shortFamily keeps a family id readable in a narrow list.
+func shortFamily(f string) string {
+	if len(f) > 12 {
+		return f[:11] + "…"
+	}
+	return f
+}
+
 func healthDot(st *styles, h Health) string {
 	switch h {
 	case HealthLive:
@@ -197,15 +205,23 @@ func (p *targetsPane) row(st *styles, t *Target, w int, sel, focused bool) strin
 	if t.Level > 0 {
 		right += st.Dim.Render(fmt.Sprintf("L%d ", t.Level))
 	}
-	switch t.Health {
-	case HealthLive:
+	switch {
+	case t.Kind == "tarpc":
+		right += st.Dim.Render("  tarpc")
+	case t.Health == HealthLive:
 		right += st.Dim.Render(fmt.Sprintf("%7s", fmtDur(t.Latency)))
-	case HealthUnknown:
+	case t.Health == HealthUnknown:
 		right += st.Dim.Render("    …  ")
 	default:
 		right += st.Warn.Render(fmt.Sprintf("%7s", t.Health))
 	}
 	name := render.Sanitize(t.Name)
+	if t.Family != "" {
+		name += st.Dim.Render("@" + render.Sanitize(shortFamily(t.Family)))
+	}
+	if t.Pool != "" {
+		name += st.Dim.Render("/" + render.Sanitize(t.Pool))
+	}
 	if len(t.Aliases) > 0 {
 		name += st.Dim.Render(" " + render.Sanitize(strings.Join(t.Aliases, " ")))
 	}
@@ -411,11 +427,25 @@ func (p *capsPane) View(st *styles, t *Target, w, h int, focused bool) []string 
 		return append(out, "", st.Dim.Render("  Select a target (⏎ in Targets)."))
 	}
 	if t.Tree == nil {
-		msg := "  No capabilities known yet."
-		if t.Err != "" {
-			msg = "  " + render.Sanitize(t.Err)
+		out = append(out, "")
+		switch {
+		case t.Kind == "tarpc":
+			out = append(out, st.Dim.Render("  A binary tarpc sidecar: listed, never spoken to."))
+		case t.BTSP:
+			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake before JSON-RPC."),
+				st.Dim.Render("  Set FAMILY_SEED (or --family-seed-file) to reach it."))
+		case t.Health == HealthUnknown:
+			out = append(out, st.Dim.Render("  Probing…"))
+		default:
+			out = append(out, st.Dim.Render("  No capabilities known."))
 		}
-		return append(out, "", st.Dim.Render(msg))
+		if t.Err != "" {
+			out = append(out, "  "+st.Err.Render(render.Sanitize(t.Err)))
+		}
+		if t.Endpoint != "" {
+			out = append(out, "", st.Dim.Render("  endpoint ")+render.Sanitize(t.Endpoint))
+		}
+		return out
 	}
 	// Details of the selected method at the bottom.
 	var detail []string
