@@ -97,3 +97,38 @@ func FuzzParseEndpoint(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScanMatchesStdlib: the fast scanner accepts exactly the objects
+// encoding/json accepts, and extracts the same member values (exact-case
+// keys; encoding/json also matches keys case-insensitively, which JSON-RPC
+// does not).
+func FuzzScanMatchesStdlib(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":1,"result":{"a":[1,2.5e3,"x\u00e9"]}}`))
+	f.Add([]byte(`{"id":"7","method":"m","params":[true,false,null],"id":8}`))
+	f.Add([]byte(` { } `))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var members map[string]json.RawMessage
+		stdErr := json.Unmarshal(b, &members)
+		isObj := stdErr == nil && members != nil
+		got := map[string]json.RawMessage{}
+		err := scanTopObject(b, func(name, value []byte) error {
+			n, uerr := unquote(name)
+			if uerr != nil {
+				return uerr
+			}
+			got[n] = value
+			return nil
+		})
+		if (err == nil) != isObj {
+			t.Fatalf("scanner says %v, encoding/json says %v (object %v) for %q", err, stdErr, isObj, b)
+		}
+		if err != nil {
+			return
+		}
+		for k, v := range members {
+			if !bytes.Equal(bytes.TrimSpace(got[k]), bytes.TrimSpace(v)) {
+				t.Fatalf("member %q: scanner %q, encoding/json %q", k, got[k], v)
+			}
+		}
+	})
+}

@@ -70,20 +70,6 @@ type Message struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// envelope is the union of every top-level field the wires use.
-type envelope struct {
-	JSONRPC   *string         `json:"jsonrpc"`
-	ID        json.RawMessage `json:"id"`
-	Method    *string         `json:"method"`
-	Params    json.RawMessage `json:"params"`
-	Result    json.RawMessage `json:"result"`
-	Error     json.RawMessage `json:"error"`
-	Type      *string         `json:"type"`
-	Data      json.RawMessage `json:"data"`
-	SessionID *string         `json:"sessionId"`
-	Pool      *string         `json:"pool"`
-}
-
 // ErrNotObject is returned by DecodeMessage for a frame that is valid JSON but
 // not an object (arrays, batches, scalars).
 var ErrNotObject = errors.New("message is not a JSON object")
@@ -101,59 +87,101 @@ func DecodeMessage(frame []byte) (*Message, error) {
 		}
 		return m, fmt.Errorf("decode message: %w", syntaxError(trimmed))
 	}
-	var env envelope
-	if err := json.Unmarshal(trimmed, &env); err != nil {
+	var (
+		jsonrpc, method, typ, session, pool, errRaw json.RawMessage
+	)
+	err := scanTopObject(trimmed, func(name, value []byte) error {
+		switch string(name) {
+		case `"jsonrpc"`:
+			jsonrpc = value
+		case `"id"`:
+			m.ID = value
+		case `"method"`:
+			method = value
+		case `"params"`:
+			m.Params = value
+		case `"result"`:
+			m.Result = value
+		case `"error"`:
+			errRaw = value
+		case `"type"`:
+			typ = value
+		case `"data"`:
+			m.Data = value
+		case `"sessionId"`:
+			session = value
+		case `"pool"`:
+			pool = value
+		}
+		return nil
+	})
+	if err != nil {
+		m.ID, m.Params, m.Result, m.Data = nil, nil, nil, nil
 		return m, fmt.Errorf("decode message: %w", err)
 	}
-	if env.JSONRPC != nil {
-		m.JSONRPC = *env.JSONRPC
-		if m.JSONRPC != "2.0" {
-			m.Warning = fmt.Sprintf("jsonrpc is %q, not \"2.0\"", m.JSONRPC)
+	str := func(field string, raw json.RawMessage, dst *string) (bool, error) {
+		if raw == nil || isNull(raw) {
+			return false, nil
 		}
+		v, err := unquote(raw)
+		if err != nil {
+			return false, fmt.Errorf("decode message: %q is not a string", field)
+		}
+		*dst = v
+		return true, nil
 	}
-	m.ID = env.ID
-	m.Params = env.Params
-	m.Result = env.Result
-	m.Data = env.Data
-	if env.SessionID != nil {
-		m.SessionID = *env.SessionID
+	hasJSONRPC, err := str("jsonrpc", jsonrpc, &m.JSONRPC)
+	if err != nil {
+		return m, err
 	}
-	if env.Pool != nil {
-		m.Pool = *env.Pool
+	if hasJSONRPC && m.JSONRPC != "2.0" {
+		m.Warning = fmt.Sprintf("jsonrpc is %q, not \"2.0\"", m.JSONRPC)
 	}
-	if env.Error != nil && !isNull(env.Error) {
+	hasMethod, err := str("method", method, &m.Method)
+	if err != nil {
+		return m, err
+	}
+	hasType, err := str("type", typ, &m.Type)
+	if err != nil {
+		return m, err
+	}
+	if _, err := str("sessionId", session, &m.SessionID); err != nil {
+		return m, err
+	}
+	if _, err := str("pool", pool, &m.Pool); err != nil {
+		return m, err
+	}
+	if errRaw != nil && !isNull(errRaw) {
 		var e RPCError
-		if err := json.Unmarshal(env.Error, &e); err != nil {
+		if err := json.Unmarshal(errRaw, &e); err != nil {
 			// Some peers answer a bare string as the error.
 			var s string
-			if json.Unmarshal(env.Error, &s) == nil {
+			if json.Unmarshal(errRaw, &s) == nil {
 				e = RPCError{Code: -32603, Message: s}
 				m.Warning = "error is a string, not an object"
 			} else {
-				e = RPCError{Code: -32603, Message: "malformed error object", Data: env.Error}
+				e = RPCError{Code: -32603, Message: "malformed error object", Data: errRaw}
 				m.Warning = "malformed error object"
 			}
 		}
 		m.Error = &e
 	}
-	hasID := env.ID != nil && !isNull(env.ID)
+	hasID := m.ID != nil && !isNull(m.ID)
 	switch {
-	case env.Method != nil:
-		m.Method = *env.Method
+	case hasMethod:
 		if hasID {
 			m.Kind = KindRequest
 		} else {
 			m.Kind = KindNotification
 		}
-	case env.Type != nil && env.Result == nil && m.Error == nil:
-		m.Type = *env.Type
+	case hasType && m.Result == nil && m.Error == nil:
 		m.Kind = KindEvent
-	case env.Result != nil || m.Error != nil:
+	case m.Result != nil || m.Error != nil:
 		m.Kind = KindResponse
 		if !hasID {
 			m.Kind = KindUnmatched
 		}
-		if env.Result != nil && m.Error != nil {
+		if m.Result != nil && m.Error != nil {
 			m.Warning = "response has both result and error"
 		}
 	case hasID:
@@ -166,7 +194,6 @@ func DecodeMessage(frame []byte) (*Message, error) {
 	}
 	return m, nil
 }
-
 // NumericID returns the message id as an unsigned integer, accepting a JSON
 // number or a string holding one (some peers stringify ids).
 func (m *Message) NumericID() (uint64, bool) { return parseNumericID(m.ID) }

@@ -1,0 +1,256 @@
+package ipc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// The fast path of DecodeMessage: a validating scanner over the top-level
+// object that records each member's raw value, so the common frame is
+// classified without reflection. Its verdicts match encoding/json's
+// (FuzzDecodeMessageMatchesStdlib checks it).
+
+const maxScanDepth = 10000
+
+var errDepth = errors.New("JSON nested too deeply")
+
+func isWS(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipWS(b []byte, i int) int {
+	for i < len(b) && isWS(b[i]) {
+		i++
+	}
+	return i
+}
+
+func scanErr(i int, what string) error { return fmt.Errorf("invalid JSON at byte %d: %s", i, what) }
+
+// skipString returns the index after the string starting at b[i] == '"',
+// and whether it contains escapes.
+func skipString(b []byte, i int) (int, bool, error) {
+	i++
+	esc := false
+	for i < len(b) {
+		c := b[i]
+		switch {
+		case c == '"':
+			return i + 1, esc, nil
+		case c == '\\':
+			esc = true
+			if i+1 >= len(b) {
+				return 0, false, scanErr(i, "unterminated escape")
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) {
+					return 0, false, scanErr(i, "short \\u escape")
+				}
+				for _, h := range b[i+2 : i+6] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return 0, false, scanErr(i, "bad \\u escape")
+					}
+				}
+				i += 6
+			default:
+				return 0, false, scanErr(i, "bad escape")
+			}
+		case c < 0x20:
+			return 0, false, scanErr(i, "control character in string")
+		default:
+			i++
+		}
+	}
+	return 0, false, scanErr(i, "unterminated string")
+}
+
+func skipNumber(b []byte, i int) (int, error) {
+	start := i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return 0, scanErr(start, "bad number")
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return 0, scanErr(start, "bad fraction")
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return 0, scanErr(start, "bad exponent")
+		}
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	}
+	return i, nil
+}
+
+func skipLiteral(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, scanErr(i, "bad literal")
+	}
+	return i + len(lit), nil
+}
+
+// skipValue returns the index after the value starting at b[i] (no leading
+// whitespace).
+func skipValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return 0, scanErr(i, "unexpected end")
+	}
+	switch c := b[i]; {
+	case c == '"':
+		end, _, err := skipString(b, i)
+		return end, err
+	case c == '{' || c == '[':
+		if depth >= maxScanDepth {
+			return 0, errDepth
+		}
+		return skipContainer(b, i, depth+1)
+	case c == 't':
+		return skipLiteral(b, i, "true")
+	case c == 'f':
+		return skipLiteral(b, i, "false")
+	case c == 'n':
+		return skipLiteral(b, i, "null")
+	case c == '-' || c >= '0' && c <= '9':
+		return skipNumber(b, i)
+	}
+	return 0, scanErr(i, "unexpected character")
+}
+
+func skipContainer(b []byte, i, depth int) (int, error) {
+	obj := b[i] == '{'
+	close := byte(']')
+	if obj {
+		close = '}'
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == close {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if obj {
+			if i >= len(b) || b[i] != '"' {
+				return 0, scanErr(i, "want a member name")
+			}
+			if i, _, err = skipString(b, i); err != nil {
+				return 0, err
+			}
+			i = skipWS(b, i)
+			if i >= len(b) || b[i] != ':' {
+				return 0, scanErr(i, "want ':'")
+			}
+			i = skipWS(b, i+1)
+		}
+		if i, err = skipValue(b, i, depth); err != nil {
+			return 0, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return 0, scanErr(i, "unexpected end")
+		}
+		if b[i] == close {
+			return i + 1, nil
+		}
+		if b[i] != ',' {
+			return 0, scanErr(i, "want ',' or the end")
+		}
+		i = skipWS(b, i+1)
+	}
+}
+
+// scanTopObject calls member for every member of the object b holds
+// (whitespace around it allowed) with its raw name (quotes included) and raw
+// value. It fails if b is not exactly one valid JSON object.
+func scanTopObject(b []byte, member func(name, value []byte) error) error {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return scanErr(i, "not an object")
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return scanErr(i, "want a member name")
+			}
+			nameEnd, _, err := skipString(b, i)
+			if err != nil {
+				return err
+			}
+			name := b[i:nameEnd]
+			i = skipWS(b, nameEnd)
+			if i >= len(b) || b[i] != ':' {
+				return scanErr(i, "want ':'")
+			}
+			i = skipWS(b, i+1)
+			vEnd, err := skipValue(b, i, 1)
+			if err != nil {
+				return err
+			}
+			if err := member(name, b[i:vEnd]); err != nil {
+				return err
+			}
+			i = skipWS(b, vEnd)
+			if i >= len(b) {
+				return scanErr(i, "unexpected end")
+			}
+			if b[i] == '}' {
+				i++
+				break
+			}
+			if b[i] != ',' {
+				return scanErr(i, "want ',' or '}'")
+			}
+			i = skipWS(b, i+1)
+		}
+	}
+	if skipWS(b, i) != len(b) {
+		return scanErr(i, "text after the object")
+	}
+	return nil
+}
+
+// unquote decodes a raw JSON string token (quotes included).
+func unquote(raw []byte) (string, error) {
+	if len(raw) < 2 || raw[0] != '"' {
+		return "", errors.New("not a string")
+	}
+	inner := raw[1 : len(raw)-1]
+	simple := true
+	for _, c := range inner {
+		if c == '\\' || c >= 0x80 {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return string(inner), nil
+	}
+	var s string
+	err := json.Unmarshal(raw, &s)
+	return s, err
+}
