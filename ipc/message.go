@@ -194,6 +194,7 @@ func DecodeMessage(frame []byte) (*Message, error) {
 	}
 	return m, nil
 }
+
 // NumericID returns the message id as an unsigned integer, accepting a JSON
 // number or a string holding one (some peers stringify ids).
 func (m *Message) NumericID() (uint64, bool) { return parseNumericID(m.ID) }
