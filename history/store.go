@@ -83,13 +83,16 @@ type Store struct {
 // DefaultPath returns $XDG_STATE_HOME/primalscope/history.db, or
 // ~/.local/state/primalscope/history.db when XDG_STATE_HOME is unset or not
 // absolute.
-func DefaultPath() (string, error) {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+func DefaultPath() (string, error) { return DefaultPathEnv(os.Getenv) }
+
+// DefaultPathEnv is DefaultPath reading the environment through getenv.
+func DefaultPathEnv(getenv func(string) string) (string, error) {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "primalscope", "history.db"), nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("history path: %w", err)
+	home := getenv("HOME")
+	if home == "" {
+		return "", errors.New("history path: neither $XDG_STATE_HOME nor $HOME is set")
 	}
 	return filepath.Join(home, ".local", "state", "primalscope", "history.db"), nil
 }

@@ -1,0 +1,164 @@
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchEntry is a typical CLI call: small params, a result of about 1 KiB.
+func benchEntry(i int) Entry {
+	e := sample(i)
+	e.Params = json.RawMessage(fmt.Sprintf(`{"message":"hello %d","family_id":"westgate-tower-155f"}`, i))
+	e.Result = json.RawMessage(`{"signature":"` + strings.Repeat("A", 1000) + `"}`)
+	return e
+}
+
+// BenchmarkRecordWait measures what recording adds to a call as the CLI does
+// it: Record the finished call, then Wait until it is committed, before
+// printing the answer. It reports the median and 99th percentile.
+func BenchmarkRecordWait(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "history.db"), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	r := NewRecorder(s, RecorderOptions{})
+	defer r.Close(ctx)
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e := benchEntry(i)
+		t0 := time.Now()
+		if err := r.Record(e).Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		times = append(times, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, times)
+}
+
+// BenchmarkOpenRecordClose measures the whole per-process cost of history in
+// a one-shot `primalscope call`: open the existing store, record one call,
+// wait for it, close.
+func BenchmarkOpenRecordClose(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "history.db")
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		s, err := Open(ctx, path, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := NewRecorder(s, RecorderOptions{})
+		if err := r.Record(benchEntry(i)).Wait(ctx); err != nil {
+			b.Fatal(err)
+		}
+		r.Close(ctx)
+		s.Close()
+		times = append(times, time.Since(t0))
+	}
+	b.StopTimer()
+	reportPercentiles(b, times)
+}
+
+func reportPercentiles(b *testing.B, times []time.Duration) {
+	if len(times) == 0 {
+		return
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(times[(len(times)*99)/100].Microseconds()), "p99-µs")
+}
+
+// BenchmarkSearch100k searches a store holding 100,000 calls (built once,
+// in one transaction). Target: under 50 ms per search.
+func BenchmarkSearch100k(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "history.db"), Options{MaxRows: -1, MaxBytes: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const n = 100_000
+	rng := rand.New(rand.NewPCG(1, 2))
+	targets := []string{"beardog", "songbird", "nestgate", "toadstool", "squirrel", "rhizocrypt", "loamspine", "sweetgrass", "petaltongue", "biomeos"}
+	domains := []string{"crypto", "storage", "discovery", "lifecycle", "ai", "dag", "health", "capability", "topology", "graph"}
+	verbs := []string{"get", "put", "list", "sign", "verify", "status", "create", "delete", "peers", "liveness"}
+	words := []string{"alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"}
+	start := time.Now().Add(-30 * 24 * time.Hour)
+	entries := make([]Entry, n)
+	for i := range entries {
+		e := Entry{
+			Time:     start.Add(time.Duration(i) * 25 * time.Second),
+			Duration: time.Duration(rng.IntN(50_000)) * time.Microsecond,
+			Target:   targets[rng.IntN(len(targets))],
+			Method:   domains[rng.IntN(len(domains))] + "." + verbs[rng.IntN(len(verbs))],
+			Params: json.RawMessage(fmt.Sprintf(`{"name":"%s-%d","note":"%s %s","n":%d}`,
+				words[rng.IntN(len(words))], i, words[rng.IntN(len(words))], words[rng.IntN(len(words))], i)),
+			Result:  json.RawMessage(`{"ok":true,"value":"` + strings.Repeat("v", 200+rng.IntN(400)) + `"}`),
+			Outcome: OutcomeOK,
+			Source:  SourceCLI,
+		}
+		e.Endpoint = "unix:///run/user/1000/biomeos/" + e.Target + ".sock"
+		if rng.IntN(20) == 0 {
+			e.Result, e.Outcome = nil, OutcomeError
+			e.Error = &RPCError{Code: -32601, Message: "Unknown method " + e.Method}
+		}
+		entries[i] = e
+	}
+	t0 := time.Now()
+	if _, err := s.Add(ctx, entries...); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("built %d calls in one transaction in %s", n, time.Since(t0).Round(time.Millisecond))
+	entries = nil
+	queries := []struct {
+		name string
+		q    Query
+	}{
+		{"newest-50", Query{}},
+		{"text-common", Query{Text: "crypto"}},
+		{"text-rare", Query{Text: "77777"}},
+		{"text-two-words", Query{Text: "songbird bravo"}},
+		{"text-prefix", Query{Text: "sto"}},
+		{"text-error", Query{Text: "unknown method"}},
+		{"text-no-match", Query{Text: "zzzzzz"}},
+		{"filter-target-method", Query{Target: "nestgate", Method: "storage.get"}},
+		{"filter-outcome-since", Query{Outcome: OutcomeError, Since: start.Add(20 * 24 * time.Hour)}},
+		{"text-and-filters", Query{Text: "delta", Target: "beardog", Outcome: OutcomeOK}},
+		{"text-with-results", Query{Text: "crypto", WithResults: true}},
+	}
+	for _, qc := range queries {
+		b.Run(qc.name, func(b *testing.B) {
+			times := make([]time.Duration, 0, b.N)
+			for i := 0; i < b.N; i++ {
+				t0 := time.Now()
+				res, err := s.Search(ctx, qc.q)
+				if err != nil {
+					b.Fatal(err)
+				}
+				times = append(times, time.Since(t0))
+				if qc.name != "text-no-match" && len(res) == 0 {
+					b.Fatalf("%s: no results", qc.name)
+				}
+			}
+			reportPercentiles(b, times)
+		})
+	}
+}
