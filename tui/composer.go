@@ -84,11 +84,11 @@ func (c *composer) checkParams() {
 	raw := c.params.String()
 	if errors.As(err, &se) {
 		off := int(se.Offset)
-		if off > 0 {
-			off--
-		}
-		if off > len(raw) {
-			off = len(raw)
+		switch {
+		case strings.HasPrefix(se.Error(), "unexpected end") || off > len(raw):
+			off = len(raw) // ran out of input: the fault is at the end
+		case off > 0:
+			off-- // Offset counts the byte that could not be read
 		}
 		c.paramsErrAt = utf8.RuneCountInString(raw[:off])
 		c.paramsErr = fmt.Sprintf("col %d: %s", c.paramsErrAt+1, se.Error())

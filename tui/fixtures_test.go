@@ -1,9 +1,11 @@
 package tui
 
 import (
+	"testing"
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/themes"
 )
 
 // sampleTargets is a fixed ecosystem for goldens and benchmarks.
@@ -31,4 +33,13 @@ func sampleTargets() []any {
 		mk("rhizocrypt", "0.6.1", "dag", 600*time.Microsecond, HealthLive, 1, false, `{"primal":"rhizocrypt","version":"0.6.1","methods":["dag.session.create","dag.event.append","health.liveness"]}`),
 		mk("lostprimal", "", "", 0, HealthStale, 0, false, ""),
 	}
+}
+
+func mustTheme(t *testing.T, name string) themes.Theme {
+	t.Helper()
+	th, err := themes.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return th
 }

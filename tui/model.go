@@ -1902,6 +1902,9 @@ func (m *model) header() string {
 		left += st.Dim.Render(" · family: ") + render.Sanitize(fam)
 	}
 	rw := ansi.StringWidth(right)
+	if rw > m.w/2 {
+		return fit(left, m.w)
+	}
 	return fit(left, m.w-rw) + right
 }
 

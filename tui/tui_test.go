@@ -1,0 +1,425 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// run executes cmd (and the commands of a batch) with a bound, feeding
+// every message back into m. Commands that wait on the live feed are left
+// to end with the test's context.
+func run(t *testing.T, m *model, cmd tea.Cmd) {
+	t.Helper()
+	if cmd == nil {
+		return
+	}
+	ch := make(chan tea.Msg, 1)
+	go func() { ch <- cmd() }()
+	select {
+	case msg := <-ch:
+		switch x := msg.(type) {
+		case nil:
+		case tea.BatchMsg:
+			for _, c := range x {
+				run(t, m, c)
+			}
+		default:
+			run(t, m, m.update(msg))
+		}
+	case <-time.After(300 * time.Millisecond):
+		// a command waiting for the live feed or a debounce tick
+	}
+}
+
+func keyMsgs(t *testing.T, m *model, keys ...string) {
+	t.Helper()
+	for _, k := range press(keys...) {
+		run(t, m, m.update(k))
+	}
+}
+
+func startPrimal(t *testing.T) (*ipctest.Server, Target) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := &ipctest.Primal{Name: "beardog", Version: "0.9.0", Domain: "crypto", Format: ipctest.FormatStandard,
+		Groups: []ipctest.Group{{Type: "crypto", Methods: []string{"sign_ed25519", "verify_ed25519"}}},
+		Handlers: map[string]ipctest.HandlerFunc{
+			"crypto.sign_ed25519": func(ctx context.Context, params json.RawMessage) (any, error) {
+				return map[string]any{"signature": "3J9xQw==", "echo": json.RawMessage(params)}, nil
+			},
+		}}
+	path := filepath.Join(dir, "beardog.sock")
+	s, err := ipctest.StartPrimal(path, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tg := Target{Key: "unix://" + path, Name: "beardog", Endpoint: "unix://" + path, Wire: "jsonrpc", Health: HealthLive}
+	return s, tg
+}
+
+func testModel(t *testing.T, cfg Config) (*model, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := newModel(ctx, cfg)
+	t.Cleanup(func() {
+		cancel()
+		m.client.close()
+	})
+	m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	return m, cancel
+}
+
+// TestCallRoundTrip composes and sends a call to a fake primal, reads the
+// answer, records it in history and prefills the next call of the method.
+func TestCallRoundTrip(t *testing.T) {
+	_, tg := startPrimal(t)
+	hist := NewMemHistory(0)
+	cfg := goldenConfig("dark")
+	cfg.History = hist
+	m, _ := testModel(t, cfg)
+	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	if m.current != tg.Key {
+		t.Fatalf("current target %q, want %q", m.current, tg.Key)
+	}
+	run(t, m, m.pickMethod("crypto.sign_ed25519"))
+	keyMsgs(t, m, "backspace", "backspace")
+	keyMsgs(t, m, `{"message":"aGk="}`)
+	if m.comp.paramsErr != "" {
+		t.Fatalf("params error %q", m.comp.paramsErr)
+	}
+	run(t, m, m.update(press("enter")[0]))
+	if m.resp.ans == nil || m.resp.ans.outcome != "ok" {
+		t.Fatalf("no ok answer: %+v", m.resp.ans)
+	}
+	screen := ansi.Strip(m.render())
+	for _, want := range []string{`"signature": "3J9xQw=="`, "Response · crypto.sign_ed25519 · ok", `"message": "aGk="`} {
+		if !strings.Contains(screen, want) {
+			t.Errorf("screen lacks %q:\n%s", want, screen)
+		}
+	}
+	es, _ := hist.Search(context.Background(), "sign", 10)
+	if len(es) != 1 || es[0].Outcome != OutcomeOK || string(es[0].Params) != `{"message":"aGk="}` {
+		t.Fatalf("history: %+v", es)
+	}
+	// Picking the method again prefills its last params.
+	run(t, m, m.pickMethod("crypto.sign_ed25519"))
+	if got := m.comp.params.String(); got != `{"message":"aGk="}` {
+		t.Fatalf("prefilled params %q", got)
+	}
+	// The trace saw the frames both ways.
+	run(t, m, m.feed.next(m.ctx))
+	if m.trace.ring.Len() < 2 {
+		t.Fatalf("trace has %d frames, want both ways", m.trace.ring.Len())
+	}
+}
+
+// TestUnknownMethodShowsMeaning shows a peer error with its code's meaning.
+func TestUnknownMethodShowsMeaning(t *testing.T) {
+	_, tg := startPrimal(t)
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	m.setFocus(pComposer)
+	m.comp.field = fMethod
+	keyMsgs(t, m, "crypto.nope")
+	m.comp.field = fParams
+	run(t, m, m.update(press("enter")[0]))
+	screen := ansi.Strip(m.render())
+	if !strings.Contains(screen, "error -32601 (method not found)") {
+		t.Fatalf("no error meaning on screen:\n%s", screen)
+	}
+}
+
+// TestServerRequestAnswered receives a server-initiated request and answers
+// it from the composer.
+func TestServerRequestAnswered(t *testing.T) {
+	s, tg := startPrimal(t)
+	cfg := goldenConfig("dark")
+	cfg.NoListen = false
+	m, _ := testModel(t, cfg)
+	run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
+	// wait for the listening connection
+	deadline := time.Now().Add(5 * time.Second)
+	for len(s.Conns()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(s.Conns()) == 0 {
+		t.Fatal("the TUI did not connect to listen")
+	}
+	answer := make(chan *ipc.Message, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		msg, err := s.Conns()[0].Ask(ctx, "client.confirm", map[string]any{"question": "sign?"})
+		if err != nil {
+			t.Error(err)
+		}
+		answer <- msg
+	}()
+	for m.reqs.pending() == 0 && time.Now().Before(deadline) {
+		run(t, m, m.feed.next(m.ctx))
+	}
+	if m.reqs.pending() != 1 {
+		t.Fatal("the request did not reach the requests pane")
+	}
+	keyMsgs(t, m, "R", "a")
+	if m.focus != pComposer || m.comp.reply == nil {
+		t.Fatal("answering did not open the composer in reply mode")
+	}
+	keyMsgs(t, m, "backspace", "backspace", `{"ok":true}`)
+	run(t, m, m.update(press("enter")[0]))
+	select {
+	case msg := <-answer:
+		if msg == nil || string(msg.Result) != `{"ok":true}` {
+			t.Fatalf("server got %+v", msg)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server got no answer")
+	}
+	if m.reqs.pending() != 0 {
+		t.Fatal("the request is still marked waiting")
+	}
+}
+
+func TestParamsFaultPosition(t *testing.T) {
+	c := newComposer()
+	for _, tc := range []struct {
+		in   string
+		at   int
+		fail bool
+	}{
+		{`{}`, -1, false},
+		{``, -1, false},
+		{`{"a":1,}`, 7, true},
+		{`{"a":`, 5, true},
+		{`{"é":x}`, 5, true},
+		{`"str"`, -1, true},
+	} {
+		c.params.Set(tc.in)
+		c.checkParams()
+		if (c.paramsErr != "") != tc.fail || c.paramsErrAt != tc.at {
+			t.Errorf("%q: err %q at %d, want fail=%v at %d", tc.in, c.paramsErr, c.paramsErrAt, tc.fail, tc.at)
+		}
+	}
+}
+
+func TestResponseFoldAndScroll(t *testing.T) {
+	var r responseView
+	d := prettyDoc([]byte(`{"a":{"b":[1,2,3],"c":{"d":true}},"e":[{"f":null}],"g":"h"}`))
+	r.ans = &answer{}
+	r.pretty = d
+	r.lastH = 5
+	// cursor on "a": { → fold it, next visible line is "e"
+	r.move(1)
+	if !strings.Contains(d.lines[r.cur], `"a"`) {
+		t.Fatalf("cursor on %q", d.lines[r.cur])
+	}
+	r.toggleFold(true)
+	r.move(1)
+	if !strings.Contains(d.lines[r.cur], `"e"`) {
+		t.Fatalf("after folding, next line is %q", d.lines[r.cur])
+	}
+	r.move(-1)
+	if !strings.Contains(d.lines[r.cur], `"a"`) {
+		t.Fatalf("moving back lands on %q, want the folded opener", d.lines[r.cur])
+	}
+	r.end()
+	if d.lines[r.cur] != "}" {
+		t.Fatalf("end is %q", d.lines[r.cur])
+	}
+	r.foldAll() // unfolds "a"
+	r.foldAll() // folds every child of the root
+	st := newStyles(mustTheme(t, "dark"))
+	rows := r.View(st, 60, 10, true)
+	txt := ansi.Strip(strings.Join(rows, "\n"))
+	if !strings.Contains(txt, "… 8 lines") || strings.Contains(txt, `"b"`) {
+		t.Fatalf("fold all:\n%s", txt)
+	}
+}
+
+func TestJQ(t *testing.T) {
+	v, err := parseForJQ([]byte(`{"a":[1,2,3],"big":12345678901234567890}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := jqRun(context.Background(), ".a | map(. * 2)", v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(d.lines, ""); got != "[  2,  4,  6]" {
+		t.Fatalf("jq output %q", got)
+	}
+	if _, err := jqRun(context.Background(), ".a[", v); err == nil {
+		t.Fatal("a bad filter did not fail")
+	}
+	if _, err := jqRun(context.Background(), "def f: f; f", v); err == nil {
+		t.Fatal("an endless filter did not stop")
+	}
+}
+
+func TestKeysRemap(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.toml")
+	os.WriteFile(path, []byte("[discovery]\nfamily=\"x\"\n[keys]\nquit = [\"x\", \"ctrl+q\"]\nhelp = \"f1\"\ntrace = []\n"), 0o600)
+	keys, err := LoadKeys(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	km := DefaultKeyMap()
+	if err := km.Remap(keys); err != nil {
+		t.Fatal(err)
+	}
+	if got := km.Quit.Keys(); len(got) != 2 || got[0] != "x" {
+		t.Fatalf("quit keys %v", got)
+	}
+	if km.Trace.Enabled() {
+		t.Fatal("an empty key list did not disable trace")
+	}
+	if err := km.Remap(map[string][]string{"nope": {"z"}}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("unknown action: %v", err)
+	}
+	if k, err := LoadKeys(filepath.Join(dir, "missing.toml")); err != nil || k != nil {
+		t.Fatalf("missing file: %v %v", k, err)
+	}
+	// The help overlay shows the remapped key.
+	cfg := goldenConfig("dark")
+	cfg.Keys = keys
+	m, _ := testModel(t, cfg)
+	m.showHelp = true
+	if s := ansi.Strip(m.render()); !strings.Contains(s, "x/ctrl+q") {
+		t.Fatalf("help does not show the remapped quit:\n%s", s)
+	}
+}
+
+// TestPeerTextEscaped: control sequences in names and payloads are shown
+// escaped, never sent to the terminal.
+func TestPeerTextEscaped(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	evil := "evil\x1b[2J\x1b]52;c;aGk=\x07"
+	m.update(feedMsg{items: []any{
+		TargetEvent{Kind: TargetAdded, Target: Target{Key: "k", Name: evil, Health: HealthLive, Aliases: []string{"\x9b31m"}}},
+		Event{Time: t0, Source: evil, Kind: EvNotification, Name: evil, Data: []byte("\x1b[31mred")},
+		TraceFrame{Time: t0, Source: evil, Dir: ipc.In, Data: []byte("\x1b]0;title\x07")},
+	}})
+	for _, p := range []pane{pTargets, pEvents, pTrace} {
+		m.setFocus(p)
+		out := m.render()
+		for _, bad := range []string{"\x1b[2J", "\x1b]52", "\x1b]0;", "\x9b", "\x07", "\x1b[31mred"} {
+			if strings.Contains(out, bad) {
+				t.Fatalf("pane %d: raw %q reached the screen", p, bad)
+			}
+		}
+		if !strings.Contains(ansi.Strip(out), `evil\x1b[2J`) {
+			t.Fatalf("pane %d: the escaped name is not shown", p)
+		}
+	}
+}
+
+func TestEventsRingBounded(t *testing.T) {
+	p := newEventsPane(10)
+	for i := 0; i < 25; i++ {
+		p.Append(Event{Time: t0, Source: "s", Kind: EvHeartbeat, Name: "hb"})
+	}
+	if p.ring.Len() != 10 || p.ring.dropped != 15 {
+		t.Fatalf("len %d dropped %d", p.ring.Len(), p.ring.dropped)
+	}
+	st := newStyles(mustTheme(t, "dark"))
+	_, right := p.titles(st)
+	if !strings.Contains(ansi.Strip(right), "dropped 15") {
+		t.Fatalf("title %q lacks the drop counter", ansi.Strip(right))
+	}
+	p.paused, p.pauseMark = true, p.ring.total
+	p.Append(Event{Time: t0, Source: "s", Kind: EvEvent, Name: "late"})
+	if rows := p.View(st, 60, 5); strings.Contains(ansi.Strip(strings.Join(rows, "")), "late") {
+		t.Fatal("a paused tail scrolled")
+	}
+	p.kind = EvEvent
+	p.back, p.paused = 0, false
+	rows := p.View(st, 60, 5)
+	if len(rows) != 1 || !strings.Contains(ansi.Strip(rows[0]), "late") {
+		t.Fatalf("kind filter: %q", rows)
+	}
+}
+
+func TestCallCommand(t *testing.T) {
+	got := callCommand("beardog", "crypto.sign_ed25519", []byte(` { "message" : "it's" } `), "S1", "")
+	want := `primalscope call beardog crypto.sign_ed25519 '{"message":"it'\''s"}' --session S1`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+}
+
+// TestCrashRestores: a panic in Update writes a report and quits cleanly.
+func TestCrashRestores(t *testing.T) {
+	cfg := goldenConfig("dark")
+	cfg.CrashDir = t.TempDir()
+	m, _ := testModel(t, cfg)
+	m.targets.targets = nil // the next target event panics
+	_, cmd := m.Update(feedMsg{items: sampleTargets()})
+	if cmd == nil {
+		t.Fatal("no quit after a panic")
+	}
+	if _, ok := cmd().(tea.QuitMsg); !ok {
+		t.Fatal("the command after a panic is not quit")
+	}
+	b, err := os.ReadFile(m.crashed)
+	if err != nil || !strings.Contains(string(b), "panic:") || !strings.Contains(string(b), "absorb") {
+		t.Fatalf("crash report %q: %v\n%s", m.crashed, err, b)
+	}
+	// A panic inside a command becomes a crash message too.
+	msg := m.safe(func() tea.Msg { panic("boom") })()
+	if cm, ok := msg.(crashMsg); !ok || cm.path == "" {
+		t.Fatalf("command panic gave %#v", msg)
+	}
+}
+
+// TestMouse: a click focuses a pane and selects a row; the wheel scrolls.
+func TestMouse(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.update(feedMsg{items: sampleTargets()})
+	r := m.rects[pTargets]
+	m.update(tea.MouseClickMsg{X: r.x + 3, Y: r.y + 1 + 2, Button: tea.MouseLeft})
+	if m.focus != pTargets || m.targets.rows[m.targets.sel].key != m.current || m.target().Name != "nestgate" {
+		t.Fatalf("click selected %q", m.target().Name)
+	}
+	a := answerOf(0, Target{Name: "x"}, ipc.Request{Method: "m"}, t0, &ipc.Response{Result: genAnswer(20000)}, nil)
+	m.update(answerMsg(a))
+	rr := m.rects[pResponse]
+	m.render()
+	m.update(tea.MouseWheelMsg{X: rr.x + 5, Y: rr.y + 3, Button: tea.MouseWheelDown})
+	if m.resp.off != 3 {
+		t.Fatalf("wheel scrolled to %d, want 3", m.resp.off)
+	}
+}
+
+// TestResize: every pane layout is exactly the terminal's size.
+func TestResize(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("high-contrast"))
+	m.update(feedMsg{items: append(sampleTargets(), sampleEvents()...)})
+	for _, sz := range [][2]int{{80, 24}, {100, 30}, {120, 40}, {200, 60}, {40, 12}, {20, 8}} {
+		m.update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
+		for _, p := range []pane{pTargets, pCaps, pComposer, pResponse, pEvents, pTrace, pHistory, pRequests} {
+			m.setFocus(p)
+			checkScreen(t, m.render(), sz[0], sz[1])
+			m.zoom = true
+			m.layout()
+			checkScreen(t, m.render(), sz[0], sz[1])
+			m.zoom = false
+			m.layout()
+		}
+	}
+}
