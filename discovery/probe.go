@@ -315,8 +315,8 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	}
 
 	resp, cr, lerr := call("health.liveness")
-	res.Latency = cr.Latency
 	if resp != nil {
+		res.Latency = cr.Latency // only an answer has a latency
 		res.Wire = wireOf(resp.Raw)
 	}
 	switch {

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/colorprofile"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/term"
+
+	"github.com/ecoPrimals/primalscope/config"
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/render"
+)
+
+// discoverFlags are the flags ls and check share.
+type discoverFlags struct {
+	stale  time.Duration
+	noProc bool
+}
+
+// loadConfig reads the user's configuration file; a broken one is reported
+// and ignored, so that discovery still works.
+func (a *app) loadConfig() *config.Config {
+	c, err := config.Load(config.DefaultPath(a.getenv))
+	if err != nil {
+		fmt.Fprintln(a.io.err, "primalscope: "+render.Sanitize(err.Error())+" (ignored)")
+		return &config.Config{}
+	}
+	if len(c.Unknown) > 0 && c.Path != "" {
+		// Sections of other versions or concerns: not an error.
+		_ = c.Unknown
+	}
+	return c
+}
+
+// discoverer builds a Discoverer from the global flags, the environment and
+// the config file. extra are TARGET arguments that name addresses.
+func (a *app) discoverer(f discoverFlags, extra []discovery.Found) *discovery.Discoverer {
+	environ := a.environ
+	opts := discovery.Options{
+		Getenv:     a.getenv,
+		Environ:    func() []string { return environ },
+		SocketDirs: a.socketDirs,
+		Family:     a.familyID(),
+		Config:     a.loadConfig(),
+		Probe:      discovery.ProbeOptions{StaleTimeout: f.stale},
+		NoProc:     f.noProc,
+	}
+	if len(extra) > 0 {
+		opts.Extra = []discovery.Source{&discovery.StaticSource{Found: extra}}
+	}
+	return discovery.New(opts)
+}
+
+func addDiscoverFlags(fs interface {
+	DurationVar(*time.Duration, string, time.Duration, string)
+	BoolVar(*bool, string, bool, string)
+}, f *discoverFlags) {
+	fs.DurationVar(&f.stale, "stale", 0, "how long a target has to answer health.liveness before it is stale (default 2s, or stale_timeout in the config file)")
+	fs.BoolVar(&f.noProc, "no-proc", false, "do not look for stdio Bus daemons in the process table")
+}
+
+// addressArgs turns the TARGET arguments that are addresses into sightings
+// (names are looked up among discovered targets instead).
+func addressArgs(args []string) ([]discovery.Found, error) {
+	var out []discovery.Found
+	for _, arg := range args {
+		ep, err := ipc.ParseEndpoint(arg)
+		if errors.Is(err, ipc.ErrNotAddress) {
+			continue
+		}
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		out = append(out, discovery.Found{Endpoint: ep, Name: arg})
+	}
+	return out, nil
+}
+
+// termWidth is the width to fit tables to: the terminal's, else $COLUMNS,
+// else 0 (no limit: output to a pipe is not cut).
+func (a *app) termWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && term.IsTerminal(f.Fd()) {
+		if wd, _, err := term.GetSize(f.Fd()); err == nil && wd > 0 {
+			return wd
+		}
+	}
+	if c, err := strconv.Atoi(a.getenv("COLUMNS")); err == nil && c > 0 {
+		return c
+	}
+	return 0
+}
+
+// styler colours cells when the output takes colour.
+type styler struct{ on bool }
+
+func (a *app) styler(w io.Writer) styler {
+	p, err := a.colorProfile(w)
+	return styler{on: err == nil && p > colorprofile.Ascii}
+}
+
+func (s styler) paint(code, text string) string {
+	if !s.on || text == "" {
+		return text
+	}
+	return "\x1b[" + code + "m" + text + "\x1b[0m"
+}
+
+// stateText is a health state for people, without colour.
+func stateText(st discovery.State) string {
+	switch st {
+	case discovery.StateLive:
+		return "● live"
+	case discovery.StateStale:
+		return "◌ stale"
+	case discovery.StateDead:
+		return "✕ dead"
+	case discovery.StateLocked:
+		return "■ btsp"
+	case discovery.StateError:
+		return "! error"
+	case discovery.StateUnprobed:
+		return "· unprobed"
+	}
+	return "? " + string(st)
+}
+
+// stateColor is the SGR colour of a health state.
+func stateColor(st discovery.State) string {
+	switch st {
+	case discovery.StateLive:
+		return "32"
+	case discovery.StateStale:
+		return "33"
+	case discovery.StateDead, discovery.StateError:
+		return "31"
+	case discovery.StateLocked:
+		return "35"
+	}
+	return "2"
+}
+
+func (s styler) state(st discovery.State) string { return s.paint(stateColor(st), stateText(st)) }
+
+// table lays out rows to fit width (0 = no limit). Columns are cut from the
+// flexible ones first (with an ellipsis), then dropped from the right end of
+// the drop order. Cells must already be sanitized; colour is applied by the
+// paint function after fitting.
+type table struct {
+	head  []string
+	rows  [][]string
+	flex  []bool // may be cut
+	left  []bool // cut from the left (keep the end: socket file names)
+	drop  []int  // columns to drop, in order, when cutting is not enough
+	// (the first half before flexible columns go below 14 cells)
+	paint func(col int, cell string) string
+}
+
+func (t *table) render(w io.Writer, width int) {
+	n := len(t.head)
+	widths := make([]int, n)
+	for i, h := range t.head {
+		widths[i] = ansi.StringWidth(h)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			if cw := ansi.StringWidth(c); cw > widths[i] {
+				widths[i] = cw
+			}
+		}
+	}
+	shown := make([]bool, n)
+	for i := range shown {
+		shown[i] = true
+	}
+	total := func() int {
+		s := 0
+		for i, w := range widths {
+			if shown[i] {
+				s += w + 2
+			}
+		}
+		return s - 2
+	}
+	if width > 0 {
+		// First cut flexible columns to a comfortable width, then drop
+		// columns in the drop order, then cut down to a floor.
+		cut := func(floor int) {
+			for total() > width {
+				best := -1
+				for i := range widths {
+					if shown[i] && t.flex[i] && widths[i] > floor && (best < 0 || widths[i] > widths[best]) {
+						best = i
+					}
+				}
+				if best < 0 {
+					return
+				}
+				widths[best]--
+			}
+		}
+		dropped := 0
+		drop := func(n int) {
+			for ; n > 0 && dropped < len(t.drop) && total() > width; n-- {
+				shown[t.drop[dropped]] = false
+				dropped++
+			}
+		}
+		cut(28)
+		drop(len(t.drop) / 2)
+		cut(14)
+		drop(len(t.drop))
+		cut(6)
+	}
+	line := func(cells []string, header bool) {
+		var b strings.Builder
+		first := true
+		for i, c := range cells {
+			if !shown[i] {
+				continue
+			}
+			if !first {
+				b.WriteString("  ")
+			}
+			first = false
+			if ansi.StringWidth(c) > widths[i] {
+				if t.left != nil && t.left[i] {
+					c = "…" + ansi.TruncateLeft(c, ansi.StringWidth(c)-widths[i]+1, "")
+				} else {
+					c = ansi.Truncate(c, widths[i], "…")
+				}
+			}
+			pad := widths[i] - ansi.StringWidth(c)
+			if !header && t.paint != nil {
+				c = t.paint(i, c)
+			}
+			b.WriteString(c)
+			if i < n-1 {
+				b.WriteString(strings.Repeat(" ", pad))
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
+	}
+	line(t.head, true)
+	for _, r := range t.rows {
+		line(r, false)
+	}
+}
+
+// latency renders a round trip for people.
+func latency(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return ""
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
+	case d < time.Second:
+		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.2f s", d.Seconds())
+}
