@@ -121,6 +121,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 		(*Ecosystem).tarpcSidecar,
 		(*Ecosystem).transient,
 		// Other concerns add their parts here, one line each.
+		(*Ecosystem).discoveryParts,
 	}
 	for _, p := range parts {
 		if err := p(e); err != nil {

@@ -262,7 +262,7 @@ type Registry struct {
 	Endpoint ipc.Endpoint
 	// Timeout bounds each call (default 2 s).
 	Timeout time.Duration
-	// ConnectTimeout bounds connecting (default 50 ms for local sockets).
+	// ConnectTimeout bounds connecting (default 200 ms for local sockets).
 	ConnectTimeout time.Duration
 }
 
@@ -277,7 +277,9 @@ func (r *Registry) timeout() time.Duration {
 func (r *Registry) session(ctx context.Context, fn func(c *ipc.Conn) error) error {
 	ct := r.ConnectTimeout
 	if ct <= 0 {
-		ct = connectTimeoutFor(r.Endpoint, ProbeOptions{})
+		// A registry is worth more patience than a probe: it speaks for
+		// many targets.
+		ct = max(4*connectTimeoutFor(r.Endpoint, ProbeOptions{}), 200*time.Millisecond)
 	}
 	c, err := ipc.Dial(ctx, r.Endpoint, ipc.Options{ConnectTimeout: ct, MaxFrame: 16 << 20, IncomingBuffer: 16})
 	if err != nil {

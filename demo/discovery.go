@@ -1,0 +1,143 @@
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// discoveryParts adds what discovery needs to show every source it can in
+// one directory: a TCP primal known only through a Songbird registration
+// (below level 2, and consuming a capability nobody provides: a composition
+// gap), a TCP primal that registers and leaves over time (so ipc.watch
+// polling has something to report), a manifest, a socket-registry.json and
+// a biomeOS Neural API socket.
+func (e *Ecosystem) discoveryParts() error {
+	for _, f := range []func() error{e.toadstool, e.petaltongue, e.manifests, e.neuralAPI} {
+		if err := f(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serveTCP starts a primal on a loopback TCP port, stopped at Close.
+func (e *Ecosystem) serveTCP(cfg ipctest.Config) (*ipctest.Server, error) {
+	s, err := ipctest.ListenTCP("127.0.0.1:0", cfg)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	e.OnClose(func() { s.Close() })
+	return s, nil
+}
+
+// toadstool is a compute primal reached over TCP and registered with the
+// registry. It is below level 2 on purpose: it answers only the older
+// identity method and advertises a method it does not implement; and it
+// consumes ledger.append, which no primal of the demo provides.
+func (e *Ecosystem) toadstool() error {
+	p := &ipctest.Primal{
+		Name: "toadstool", Version: "0.4.2", Domain: "compute",
+		Groups:       []ipctest.Group{{Type: "compute", Methods: []string{"submit", "status", "cancel"}}},
+		IdentityOnly: true,
+		Omit:         []string{"compute.cancel"},
+		Extra:        map[string]any{"consumed_capabilities": []string{"ledger.append", "crypto.hash"}},
+	}
+	s, err := e.serveTCP(p.Config())
+	if err != nil {
+		return err
+	}
+	ep := "tcp://" + s.Addr
+	e.Registry.Register(Registration{PrimalID: "toadstool", Capabilities: []string{"compute"}, Endpoint: ep})
+	e.AddEntry(Entry{Name: "toadstool", Path: ep, What: "compute primal over TCP, known only through the registry; level 1 (old identity, an advertised method missing); consumes ledger.append, which nobody provides"})
+	return nil
+}
+
+// petaltongue is a TCP primal that registers, stays a while, unregisters
+// and stops, over and over, half a churn period out of step with the
+// socket-file primal that comes and goes.
+func (e *Ecosystem) petaltongue() error {
+	p := &ipctest.Primal{
+		Name: "petaltongue", Version: "1.3.0", Domain: "visualization", License: "AGPL-3.0-or-later",
+		Groups: []ipctest.Group{{Type: "visualization", Methods: []string{"render", "scene.list"}}},
+	}
+	cfg := p.Config()
+	e.AddEntry(Entry{Name: "petaltongue", Path: "tcp://127.0.0.1:<port>", What: fmt.Sprintf("TCP primal that registers and leaves every %s (seen through ipc.watch)", e.opts.Churn)})
+	e.goLoop(func(ctx context.Context) {
+		if !sleep(ctx, e.opts.Churn/2) {
+			return
+		}
+		for {
+			s, err := ipctest.ListenTCP("127.0.0.1:0", cfg)
+			if err == nil {
+				e.Registry.Register(Registration{PrimalID: "petaltongue", Capabilities: []string{"visualization"}, Endpoint: "tcp://" + s.Addr})
+			}
+			ok := sleep(ctx, e.opts.Churn)
+			e.Registry.Unregister("petaltongue")
+			if s != nil {
+				s.Close()
+			}
+			if !ok || !sleep(ctx, e.opts.Churn) {
+				return
+			}
+		}
+	})
+	return nil
+}
+
+// manifests writes a primal manifest (<dir>/manifests/nestgate.json) and a
+// biomeOS socket-registry.json naming the demo's sockets.
+func (e *Ecosystem) manifests() error {
+	dir := e.Path("manifests")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	write := func(path string, v any) error {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, append(b, '\n'), 0o600); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		return nil
+	}
+	if err := write(filepath.Join(dir, "nestgate.json"), map[string]any{
+		"primal": "nestgate", "socket_path": e.Path("nestgate.sock"), "capabilities": []string{"storage"},
+	}); err != nil {
+		return err
+	}
+	if err := write(e.Path("socket-registry.json"), map[string]any{
+		"version": "1.0",
+		"entries": []map[string]any{
+			{"primal": "rhizocrypt", "socket": e.Path("rhizocrypt.sock"), "capabilities": []string{"dag"}},
+			{"primal": "squirrel", "socket": e.Path("ai.sock"), "capabilities": []string{"ai"}},
+		},
+	}); err != nil {
+		return err
+	}
+	e.AddEntry(Entry{Name: "manifests/nestgate.json", Path: filepath.Join(dir, "nestgate.json"), What: "primal manifest {socket_path} for nestgate"})
+	e.AddEntry(Entry{Name: "socket-registry.json", Path: e.Path("socket-registry.json"), What: "biomeOS socket registry naming rhizocrypt and squirrel"})
+	return nil
+}
+
+// neuralAPI serves a biomeOS Neural API (lifecycle.status, lifecycle.get,
+// topology.primals) on neural-api-<family>.sock that reports the primals it
+// runs; one of them only through lifecycle.get.
+func (e *Ecosystem) neuralAPI() error {
+	n := ipctest.NewNeural(
+		ipctest.NeuralEntry{Name: "beardog", State: "running", Socket: e.Path("beardog.sock"), PID: os.Getpid()},
+		ipctest.NeuralEntry{Name: "rhizocrypt", State: "running", Socket: e.Path("rhizocrypt.sock"), PID: os.Getpid()},
+		ipctest.NeuralEntry{Name: "nestgate", State: "running", Socket: e.Path("nestgate.sock"), PID: os.Getpid(), Hidden: true},
+	)
+	file := "neural-api-" + e.Family + ".sock"
+	if _, err := e.Serve(file, n.Config()); err != nil {
+		return err
+	}
+	e.AddEntry(Entry{Name: "neural-api-" + e.Family, Path: e.Path(file), What: "biomeOS Neural API (lifecycle.status, lifecycle.get, topology.primals)"})
+	return nil
+}
