@@ -24,6 +24,9 @@ func Dial(ctx context.Context, ep Endpoint, opts Options) (*Conn, error) {
 	if opts.Endpoint == "" {
 		opts.Endpoint = ep.String()
 	}
+	if (ep.Transport == WS || ep.Transport == WSS) && opts.Wire == WireJSONRPC {
+		opts.Wire = WireHolon // Holon-RPC wants string ids and "params":{}
+	}
 	f, err := DialFramer(ctx, ep, opts)
 	if err != nil {
 		return nil, err
@@ -35,15 +38,11 @@ func Dial(ctx context.Context, ep Endpoint, opts Options) (*Conn, error) {
 func DialFramer(ctx context.Context, ep Endpoint, opts Options) (Framer, error) {
 	switch ep.Transport {
 	case Unix, Abstract, TCP:
-		c, err := DialStream(ctx, ep, opts.ConnectTimeout)
-		if err != nil {
-			return nil, err
-		}
-		return NetFramer(c, opts.MaxFrame), nil
+		return dialSocket(ctx, ep, opts) // riboCipher prefix and BTSP: secure.go
 	case Stdio:
 		return dialStdio(ep, opts)
 	case WS, WSS:
-		return nil, &DialError{Endpoint: ep.String(), Err: errors.New("the WebSocket (Holon-RPC) transport is not built into this version")}
+		return dialHolon(ctx, ep, opts) // ws_dial.go
 	}
 	return nil, &DialError{Endpoint: ep.String(), Err: fmt.Errorf("unknown transport %q", ep.Transport)}
 }
