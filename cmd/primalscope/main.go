@@ -105,6 +105,7 @@ for security (BTSP required and no seed, handshake failed, bad signature).`,
 
 	root.AddCommand(a.callCmd(), a.capsCmd(), a.demoCmd())
 	// Commands of other concerns register here, one line each.
+	root.AddCommand(a.historyCmd(), a.replayCmd())
 	root.AddCommand(a.lsCmd(), a.checkCmd())
 	return root
 }

@@ -1,0 +1,829 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/BurntSushi/toml"
+	"github.com/spf13/cobra"
+
+	"github.com/ecoPrimals/primalscope/config"
+	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/render"
+	"github.com/ecoPrimals/primalscope/tui"
+)
+
+// recordWait bounds how long a command waits for its call to be committed
+// to history before it prints the answer anyway (with a warning).
+const recordWait = 2 * time.Second
+
+// historySettings is the [history] section of the config file:
+//
+//	[history]
+//	path        = "/somewhere/history.db"
+//	max_rows    = 100000
+//	max_bytes   = "512MiB"   # or a number of bytes
+//	entry_limit = "4MiB"
+type historySettings struct {
+	Path       string   `toml:"path"`
+	MaxRows    int64    `toml:"max_rows"`
+	MaxBytes   byteSize `toml:"max_bytes"`
+	EntryLimit byteSize `toml:"entry_limit"`
+}
+
+// byteSize is a size in TOML: a number of bytes or a string like "512MiB".
+type byteSize int64
+
+func (b *byteSize) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		*b = byteSize(x)
+		return nil
+	case string:
+		n, err := parseSize(x)
+		*b = byteSize(n)
+		return err
+	}
+	return fmt.Errorf("size must be a number of bytes or a string like \"512MiB\", not %T", v)
+}
+
+// parseSize reads "4096", "4KiB", "512MiB", "1GiB" (KB/MB/GB are taken as
+// powers of 1024 too).
+func parseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+		if strings.HasSuffix(strings.ToLower(t), u.suffix) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}
+
+// historySettings reads [history] from the config file; a broken section is
+// reported and ignored.
+func (a *app) historySettings() historySettings {
+	var doc struct {
+		History historySettings `toml:"history"`
+	}
+	path := config.DefaultPath(a.getenv)
+	if path == "" {
+		return historySettings{}
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) > config.MaxFileSize {
+		return historySettings{}
+	}
+	if _, err := toml.Decode(string(b), &doc); err != nil {
+		fmt.Fprintln(a.io.err, "primalscope: config [history]: "+render.Sanitize(err.Error())+" (ignored)")
+		return historySettings{}
+	}
+	return doc.History
+}
+
+// historyLocation is where the history lives: --history, else
+// $PRIMALSCOPE_HISTORY, else the config file's [history] path, else the
+// default under $XDG_STATE_HOME.
+func (a *app) historyLocation(hs historySettings) (string, error) {
+	switch {
+	case a.historyPath != "":
+		return a.historyPath, nil
+	case a.getenv("PRIMALSCOPE_HISTORY") != "":
+		return a.getenv("PRIMALSCOPE_HISTORY"), nil
+	case hs.Path != "":
+		return hs.Path, nil
+	}
+	return history.DefaultPathEnv(a.getenv)
+}
+
+// openHistory opens the history store for the history commands.
+func (a *app) openHistory(ctx context.Context) (*history.Store, error) {
+	hs := a.historySettings()
+	path, err := a.historyLocation(hs)
+	if err != nil {
+		return nil, err
+	}
+	return history.Open(ctx, path, history.Options{
+		MaxRows: hs.MaxRows, MaxBytes: int64(hs.MaxBytes), EntryLimit: int(hs.EntryLimit),
+	})
+}
+
+// callRecorder records the calls one command makes. A nil *callRecorder
+// records nothing (history off, or the store failed to open).
+type callRecorder struct {
+	store *history.Store
+	rec   *history.Recorder
+	warn  io.Writer
+}
+
+// startRecording opens the history for recording, unless --no-history. A
+// store that cannot be opened is a warning, never a failed call.
+func (a *app) startRecording(ctx context.Context) *callRecorder {
+	if a.noHistory {
+		return nil
+	}
+	s, err := a.openHistory(ctx)
+	if err != nil {
+		fmt.Fprintln(a.io.err, "primalscope: warning: history: "+render.Sanitize(err.Error())+" (the call is not recorded)")
+		return nil
+	}
+	return &callRecorder{store: s, rec: history.NewRecorder(s, history.RecorderOptions{}), warn: a.io.err}
+}
+
+// record keeps e and waits, at most recordWait, until it is committed, so
+// that an answer printed afterwards is in history even if the process is
+// killed. It returns the new entry's id (0 when it was not recorded).
+func (c *callRecorder) record(ctx context.Context, e history.Entry) int64 {
+	if c == nil {
+		return 0
+	}
+	e.Source = history.SourceCLI
+	p := c.rec.Record(e)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWait)
+	defer cancel()
+	if err := p.Wait(wctx); err != nil {
+		fmt.Fprintln(c.warn, "primalscope: warning: history: "+render.Sanitize(err.Error()))
+		return 0
+	}
+	return p.ID()
+}
+
+// close writes what is queued (bounded) and closes the store.
+func (c *callRecorder) close() {
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), recordWait)
+	defer cancel()
+	if err := c.rec.Close(ctx); err != nil {
+		fmt.Fprintln(c.warn, "primalscope: warning: history: "+render.Sanitize(err.Error()))
+	}
+	c.store.Close()
+}
+
+// callEntry describes a finished call for history. err is what Send
+// returned; resp may be nil.
+func (a *app) callEntry(t target, req ipc.Request, resp *ipc.Response, err error, start time.Time) history.Entry {
+	wire := "jsonrpc"
+	if w, werr := ipc.ParseWire(a.wire); werr == nil {
+		wire = w.String()
+	}
+	e := history.Entry{
+		Time:      start,
+		Duration:  time.Since(start),
+		Target:    t.Arg,
+		Endpoint:  t.Endpoint.String(),
+		Wire:      wire,
+		Transport: string(t.Endpoint.Transport),
+		Method:    req.Method,
+		Params:    req.Params,
+		Session:   req.SessionID,
+		Pool:      req.Pool,
+		Outcome:   outcomeOf(err),
+		Source:    history.SourceCLI,
+	}
+	if resp != nil {
+		e.Duration = resp.Elapsed
+		e.Result = resp.Result
+		e.ResponseSize = int64(len(resp.Raw))
+		if resp.Error != nil {
+			e.Error = &history.RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
+		}
+	}
+	if e.Error == nil && err != nil {
+		e.Error = &history.RPCError{Message: err.Error()}
+	}
+	return e
+}
+
+// outcomeOf names how a call ended, in the terms of the exit codes.
+func outcomeOf(err error) history.Outcome {
+	if err == nil {
+		return history.OutcomeOK
+	}
+	switch exitCode(err) {
+	case exitPeer:
+		return history.OutcomeError
+	case exitTimeout:
+		return history.OutcomeTimeout
+	case exitSecurity:
+		return history.OutcomeRefused
+	case 130:
+		return history.OutcomeCancelled
+	}
+	return history.OutcomeClosed
+}
+
+type historyFlags struct {
+	asJSON  bool
+	target  string
+	method  string
+	outcome string
+	since   string
+	limit   int
+}
+
+func (a *app) historyCmd() *cobra.Command {
+	var f historyFlags
+	cmd := &cobra.Command{
+		Use:   "history [QUERY]",
+		Short: "List and search past calls, newest first",
+		Long: `List the calls primalscope made (from the command line and the TUI), newest
+first. QUERY searches the target, method, params and error text (every word
+must match, each as a word prefix). Filters narrow the list.
+
+Calls are kept in $XDG_STATE_HOME/primalscope/history.db (--history PATH or
+$PRIMALSCOPE_HISTORY to use another file). Secret-looking params (seeds,
+passwords, tokens, keys...) are stored as "[redacted]". The oldest calls are
+trimmed beyond 100,000 calls or 512 MiB ([history] max_rows, max_bytes in
+the config file); named calls are kept.`,
+		Example: `  primalscope history
+  primalscope history storage --target nestgate --since 1h
+  primalscope history --outcome error --json
+  primalscope history save 42 daily-sign
+  primalscope replay daily-sign
+  primalscope history export 42 --as socat`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.listHistory(cmd.Context(), strings.Join(args, " "), f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.asJSON, "json", false, "print a JSON array of the calls, with their results")
+	fl.StringVar(&f.target, "target", "", "only calls to this target (name or endpoint)")
+	fl.StringVar(&f.method, "method", "", "only calls of this method")
+	fl.StringVar(&f.outcome, "outcome", "", "only calls that ended so: ok, error, timeout, closed, refused or cancelled")
+	fl.StringVar(&f.since, "since", "", "only calls since then: a duration back (90s, 2h, 3d) or a date (2026-11-22, RFC 3339)")
+	fl.IntVar(&f.limit, "limit", 50, "most calls to show (0: all)")
+	cmd.AddCommand(a.historySaveCmd(), a.historyExportCmd())
+	return cmd
+}
+
+// parseSince reads --since: a duration back from now (Go syntax, plus "d"
+// for days) or a date or time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if strings.HasSuffix(s, "d") {
+		if n, err := strconv.ParseFloat(strings.TrimSuffix(s, "d"), 64); err == nil && n >= 0 {
+			return now.Add(-time.Duration(n * 24 * float64(time.Hour))), nil
+		}
+	}
+	if d, err := time.ParseDuration(s); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"} {
+		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("--since %q: want a duration (90s, 2h, 3d) or a date (2026-11-22, 2026-11-22T10:00:00Z)", s)
+}
+
+func (a *app) listHistory(ctx context.Context, text string, f historyFlags) error {
+	q := history.Query{Text: text, Target: f.target, Method: f.method, Outcome: history.Outcome(f.outcome),
+		Limit: f.limit, WithResults: f.asJSON}
+	if f.outcome != "" && !q.Outcome.Valid() {
+		return usageErr(fmt.Errorf("--outcome %q: want ok, error, timeout, closed, refused or cancelled", f.outcome))
+	}
+	if f.limit < 0 {
+		return usageErr(fmt.Errorf("--limit must not be negative"))
+	}
+	if f.limit == 0 {
+		q.Limit = -1
+	}
+	since, err := parseSince(f.since, time.Now())
+	if err != nil {
+		return usageErr(err)
+	}
+	q.Since = since
+	s, err := a.openHistory(ctx)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	entries, err := s.Search(ctx, q)
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		if entries == nil {
+			entries = []history.Entry{}
+		}
+		b, err := json.Marshal(entries)
+		if err != nil {
+			return err
+		}
+		_, err = a.io.out.Write(append(b, '\n'))
+		return err
+	}
+	if len(entries) == 0 {
+		fmt.Fprintln(a.io.err, "primalscope: no calls in history match")
+		return nil
+	}
+	names := map[int64][]string{}
+	if saved, err := s.Saved(ctx); err == nil {
+		for _, sc := range saved {
+			names[sc.ID] = append(names[sc.ID], sc.Name)
+		}
+	}
+	a.printHistoryTable(a.io.out, entries, names)
+	return nil
+}
+
+// printHistoryTable prints one call a line, newest first.
+func (a *app) printHistoryTable(w io.Writer, entries []history.Entry, names map[int64][]string) {
+	st := a.styler(w)
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tWHEN\tTARGET\tMETHOD\tOUTCOME\tTIME\tSIZE\tNAME")
+	for _, e := range entries {
+		size := ipc.FormatBytes(e.ResponseSize)
+		if e.Truncated {
+			size += " (cut)"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			e.ID, e.Time.Local().Format("2006-01-02 15:04:05"),
+			cell(e.Target, 28), cell(e.Method, 40), e.Outcome, elapsed(e.Duration), size,
+			cell(strings.Join(names[e.ID], ","), 30))
+	}
+	tw.Flush()
+	// Colour after alignment, so escape codes do not upset the columns.
+	lines := strings.SplitAfter(buf.String(), "\n")
+	for i, l := range lines {
+		if i == 0 || l == "" {
+			io.WriteString(w, l)
+			continue
+		}
+		io.WriteString(w, paintOutcome(st, l))
+	}
+}
+
+// paintOutcome colours the outcome word of a table line.
+func paintOutcome(st styler, line string) string {
+	for _, o := range []struct {
+		word, code string
+	}{{" ok ", "32"}, {" error ", "31"}, {" timeout ", "33"}, {" closed ", "31"}, {" refused ", "35"}, {" cancelled ", "33"}} {
+		// The outcome column follows the method column; find it from the
+		// left so a method named "ok" is not painted instead.
+		if i := strings.Index(line, o.word); i >= 0 && outcomeColumn(line, i) {
+			w := strings.TrimSpace(o.word)
+			return line[:i+1] + st.paint(o.code, w) + line[i+1+len(w):]
+		}
+	}
+	return line
+}
+
+// outcomeColumn reports whether the word at byte i is the fifth column.
+func outcomeColumn(line string, i int) bool {
+	return len(strings.Fields(line[:i])) == 5 // id, date, clock, target, method
+}
+
+// cell makes user or peer text safe for one table cell, at most n runes.
+func cell(s string, n int) string {
+	if s == "" {
+		return "-"
+	}
+	s = render.Sanitize(s)
+	s = strings.Map(func(r rune) rune {
+		if r == ' ' {
+			return '·' // a space would look like a column break
+		}
+		return r
+	}, s)
+	if utf8.RuneCountInString(s) > n {
+		return string([]rune(s)[:n-1]) + "…"
+	}
+	return s
+}
+
+func (a *app) historySaveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "save ID NAME",
+		Short: "Name a past call, to replay it by name",
+		Long: `Give the call ID a NAME, so "primalscope replay NAME" sends it again. A name
+must not start with "@" (that is an abstract socket) nor be a number (that
+is a call id). Saving an existing name moves it. Named calls are never
+trimmed from history.`,
+		Args: argsFor(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := strconv.ParseInt(args[0], 10, 64)
+			if err != nil {
+				return usageErr(fmt.Errorf("ID %q is not a call id (see primalscope history)", args[0]))
+			}
+			s, err := a.openHistory(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.Save(cmd.Context(), id, args[1]); err != nil {
+				if errors.Is(err, history.ErrBadName) || errors.Is(err, history.ErrNotFound) {
+					return usageErr(err)
+				}
+				return err
+			}
+			fmt.Fprintf(a.io.out, "saved call %d as %s\n", id, render.Sanitize(args[1]))
+			return nil
+		},
+	}
+}
+
+// lookupCall finds a call by id or saved name; not found is bad input.
+func lookupCall(ctx context.Context, s *history.Store, ref string) (history.Entry, error) {
+	e, err := s.Resolve(ctx, ref)
+	if errors.Is(err, history.ErrNotFound) {
+		return e, usageErr(fmt.Errorf("%w (see primalscope history)", err))
+	}
+	return e, err
+}
+
+func (a *app) historyExportCmd() *cobra.Command {
+	var as string
+	cmd := &cobra.Command{
+		Use:   "export ID|NAME",
+		Short: "Print a past call as a command line, a socat line or its JSON envelope",
+		Long: `Print a past call in a form to share or script:
+  --as command  the primalscope command line that makes the call (shell-quoted)
+  --as socat    a printf ... | socat line that sends the raw request line
+                (Unix, abstract and TCP sockets only; not through BTSP)
+  --as json     the request envelope, one line, as primalscope sends it`,
+		Args: argsFor(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := a.openHistory(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			e, err := lookupCall(cmd.Context(), s, args[0])
+			if err != nil {
+				return err
+			}
+			var out string
+			switch as {
+			case "command":
+				out, err = history.CommandLine(e)
+			case "socat":
+				out, err = history.SocatLine(e)
+			case "json":
+				var b []byte
+				b, err = history.Envelope(e, 1)
+				out = string(b)
+			default:
+				return usageErr(fmt.Errorf("--as %q: want command, socat or json", as))
+			}
+			if err != nil {
+				return usageErr(fmt.Errorf("export call %d: %w", e.ID, err))
+			}
+			if history.HasRedacted(e.Params) {
+				fmt.Fprintln(a.io.err, `primalscope: warning: secret params were stored as "[redacted]"; put the real values back before use`)
+			}
+			_, err = fmt.Fprintln(a.io.out, render.Sanitize(out))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&as, "as", "command", "command, socat or json")
+	return cmd
+}
+
+type replayFlags struct {
+	target string
+	params string
+	asJSON bool
+}
+
+func (a *app) replayCmd() *cobra.Command {
+	var f replayFlags
+	cmd := &cobra.Command{
+		Use:   "replay ID|NAME",
+		Short: "Send a past call again and show what changed in the answer",
+		Long: `Send the call ID (or the call saved as NAME) again, to the same target or
+to --target, and show how the answer differs from the stored one: one line a
+change, "+" added, "-" removed, "~" changed, with jq-style paths (.a.b[3]).
+The new call is recorded too.
+
+Params stored as "[redacted]" are not sent: give the real ones with --params.
+
+Exit codes as for call: 0 the peer answered (changed or not), 1 it answered
+with an error, 2 unknown call or bad input, 3 cannot connect, 4 timed out,
+5 refused for security.`,
+		Example: `  primalscope replay 42
+  primalscope replay daily-sign --target tcp://10.0.0.5:9200
+  primalscope replay 42 --json`,
+		Args: argsFor(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			wireSet := false
+			if fl := cmd.Flag("wire"); fl != nil {
+				wireSet = fl.Changed
+			}
+			return a.replay(cmd.Context(), args[0], f, wireSet)
+		},
+	}
+	cmd.Flags().StringVar(&f.target, "target", "", "send to this TARGET instead of the original one")
+	cmd.Flags().StringVar(&f.params, "params", "", "send these params instead (JSON, @file or -)")
+	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the changes as JSON")
+	return cmd
+}
+
+// replayDoc is replay's --json output.
+type replayDoc struct {
+	Replayed   int64             `json:"replayed"`
+	ID         int64             `json:"id,omitempty"` // the new call's id, when recorded
+	Target     string            `json:"target"`
+	Method     string            `json:"method"`
+	OldOutcome history.Outcome   `json:"old_outcome"`
+	Outcome    history.Outcome   `json:"outcome"`
+	Comparable bool              `json:"comparable"` // false when the stored answer was cut
+	Changes    []history.Change  `json:"changes"`
+	Error      *history.RPCError `json:"error,omitempty"`
+}
+
+func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet bool) error {
+	s, err := a.openHistory(ctx)
+	if err != nil {
+		return err
+	}
+	old, err := lookupCall(ctx, s, ref)
+	s.Close()
+	if err != nil {
+		return err
+	}
+	if old.ParamsTruncated {
+		return usageErr(fmt.Errorf("call %d: %w, so it cannot be sent again", old.ID, history.ErrParamsCut))
+	}
+	params := old.Params
+	if f.params != "" {
+		if params, err = a.readParams(f.params); err != nil {
+			return err
+		}
+	} else if history.HasRedacted(params) {
+		return usageErr(fmt.Errorf(`call %d had secret params, stored as "[redacted]"; give them with --params`, old.ID))
+	}
+	targetArg := f.target
+	if targetArg == "" {
+		targetArg = old.Target
+	}
+	if targetArg == "" {
+		targetArg = old.Endpoint
+	}
+	if !wireSet && old.Wire != "" {
+		a.wire = old.Wire
+	}
+
+	rec := a.startRecording(ctx)
+	defer rec.close()
+	req := ipc.Request{Method: old.Method, Params: params, SessionID: old.Session, Pool: old.Pool}
+	cctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	start := time.Now()
+	conn, t, err := a.dial(cctx, targetArg, nil)
+	if err != nil {
+		if t.Arg != "" {
+			rec.record(ctx, a.callEntry(t, req, nil, err, start))
+		}
+		return err
+	}
+	defer conn.Close()
+	resp, err := conn.Send(cctx, req)
+	newID := rec.record(ctx, a.callEntry(t, req, resp, err, start))
+	var re *ipc.RPCError
+	answered := err == nil || (errors.As(err, &re) && resp != nil)
+	if !answered {
+		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+
+	doc := replayDoc{Replayed: old.ID, ID: newID, Target: t.Name, Method: old.Method,
+		OldOutcome: old.Outcome, Outcome: outcomeOf(err), Comparable: !old.Truncated}
+	if resp.Error != nil {
+		doc.Error = &history.RPCError{Code: resp.Error.Code, Message: resp.Error.Message, Data: resp.Error.Data}
+	}
+	if doc.Comparable {
+		oldDoc, newDoc := answers(old.Result, old.Error, old.Outcome, resp.Result, doc.Error)
+		changes, derr := history.Diff(oldDoc, newDoc)
+		if derr != nil {
+			doc.Comparable = false
+			fmt.Fprintln(a.io.err, "primalscope: warning: cannot compare the answers: "+render.Sanitize(derr.Error()))
+		}
+		doc.Changes = changes
+	}
+	if doc.Changes == nil {
+		doc.Changes = []history.Change{}
+	}
+
+	if f.asJSON {
+		b, err := json.Marshal(doc)
+		if err != nil {
+			return err
+		}
+		if _, err := a.io.out.Write(append(b, '\n')); err != nil {
+			return err
+		}
+	} else {
+		idNote := ""
+		if newID != 0 {
+			idNote = fmt.Sprintf(" (call %d)", newID)
+		}
+		fmt.Fprintf(a.io.err, "primalscope: replayed call %d, %s %s from %s: %s → %s in %s%s\n",
+			old.ID, render.Sanitize(t.Name), render.Sanitize(old.Method), old.Time.Local().Format("2006-01-02 15:04:05"),
+			old.Outcome, doc.Outcome, elapsed(resp.Elapsed), idNote)
+		if !doc.Comparable {
+			fmt.Fprintf(a.io.err, "primalscope: the stored answer was cut (%s of it kept): no diff; the new answer follows\n",
+				ipc.FormatBytes(old.ResponseSize))
+			if err := a.printJSON(a.io.out, resp.Result, false); err != nil {
+				return err
+			}
+		} else {
+			st := a.styler(a.io.out)
+			if err := history.FormatDiff(a.io.out, doc.Changes, history.DiffFormat{Color: st.on}); err != nil {
+				return err
+			}
+		}
+	}
+	if re != nil {
+		return &quietError{code: exitPeer, err: err}
+	}
+	return nil
+}
+
+// answers builds the two documents replay compares. When both calls
+// succeeded they are the results themselves (paths like .a.b); otherwise
+// each is {"result": ...} or {"error": ...} so a switch between result and
+// error shows. A call that got no answer is absent. The new answer is
+// redacted as the stored one was.
+func answers(oldRes json.RawMessage, oldErr *history.RPCError, oldOutcome history.Outcome,
+	newRes json.RawMessage, newErr *history.RPCError) (json.RawMessage, json.RawMessage) {
+	redact := func(b json.RawMessage) json.RawMessage {
+		if len(b) == 0 {
+			return b
+		}
+		r, _, err := history.Redact(b)
+		if err != nil {
+			return b
+		}
+		return r
+	}
+	newRes = redact(newRes)
+	if newErr != nil {
+		ne := *newErr
+		ne.Data = redact(ne.Data)
+		newErr = &ne
+	}
+	if oldOutcome == history.OutcomeOK && newErr == nil {
+		if len(oldRes) == 0 {
+			oldRes = json.RawMessage("null")
+		}
+		if len(newRes) == 0 {
+			newRes = json.RawMessage("null")
+		}
+		return oldRes, newRes
+	}
+	wrap := func(res json.RawMessage, e *history.RPCError, answered bool) json.RawMessage {
+		if !answered {
+			return nil
+		}
+		var m map[string]any
+		if e != nil {
+			m = map[string]any{"error": e}
+		} else {
+			if len(res) == 0 {
+				res = json.RawMessage("null")
+			}
+			m = map[string]any{"result": res}
+		}
+		b, _ := json.Marshal(m)
+		return b
+	}
+	oldAnswered := oldOutcome == history.OutcomeOK || (oldOutcome == history.OutcomeError && oldErr != nil)
+	return wrap(oldRes, oldErr, oldAnswered), wrap(newRes, newErr, true)
+}
+
+// storeHistory is the persistent history behind the TUI (tui.History).
+type storeHistory struct {
+	store *history.Store
+	rec   *history.Recorder
+}
+
+// tuiHistory opens the persistent history for the TUI; when it cannot be
+// opened it warns and falls back to a history of this session only. The
+// returned func closes it.
+func (a *app) tuiHistory(ctx context.Context) (tui.History, func()) {
+	s, err := a.openHistory(ctx)
+	if err != nil {
+		fmt.Fprintln(a.io.err, "primalscope: warning: history: "+render.Sanitize(err.Error())+" (keeping this session's calls in memory only)")
+		return tui.NewMemHistory(0), func() {}
+	}
+	h := &storeHistory{store: s, rec: history.NewRecorder(s, history.RecorderOptions{})}
+	return h, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), recordWait)
+		defer cancel()
+		h.rec.Close(cctx)
+		s.Close()
+	}
+}
+
+func toEntry(c tui.CallRecord) history.Entry {
+	e := history.Entry{
+		ID: c.ID, Time: c.Time, Duration: c.Duration, Target: c.Target, Endpoint: c.Endpoint,
+		Wire: c.Wire, Transport: c.Transport, Method: c.Method, Params: c.Params, Result: c.Result,
+		Session: c.Session, Pool: c.Pool, Outcome: history.Outcome(c.Outcome),
+		ResponseSize: c.ResponseSize, Truncated: c.Truncated, ParamsTruncated: c.ParamsTruncated,
+		Source: history.SourceTUI,
+	}
+	if !e.Outcome.Valid() {
+		e.Outcome = ""
+	}
+	if c.Err != nil {
+		e.Error = &history.RPCError{Code: c.Err.Code, Message: c.Err.Message, Data: c.Err.Data}
+	}
+	return e
+}
+
+func fromEntry(e history.Entry) tui.CallRecord {
+	c := tui.CallRecord{
+		ID: e.ID, Time: e.Time, Duration: e.Duration, Target: e.Target, Endpoint: e.Endpoint,
+		Wire: e.Wire, Transport: e.Transport, Method: e.Method, Params: e.Params, Result: e.Result,
+		Outcome: string(e.Outcome), Session: e.Session, Pool: e.Pool, ResponseSize: e.ResponseSize,
+		Truncated: e.Truncated, ParamsTruncated: e.ParamsTruncated,
+	}
+	if e.Error != nil {
+		c.Err = &ipc.RPCError{Code: e.Error.Code, Message: e.Error.Message, Data: e.Error.Data}
+	}
+	return c
+}
+
+func tuiErr(err error) error {
+	if errors.Is(err, history.ErrNotFound) {
+		return fmt.Errorf("%w: %w", tui.ErrNotFound, err)
+	}
+	return err
+}
+
+// Record queues the call; it never blocks (a full queue drops it).
+func (h *storeHistory) Record(c tui.CallRecord) { h.rec.Record(toEntry(c)) }
+
+func (h *storeHistory) Search(ctx context.Context, text string, limit int) ([]tui.CallRecord, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	es, err := h.store.Search(ctx, history.Query{Text: text, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]tui.CallRecord, len(es))
+	for i, e := range es {
+		out[i] = fromEntry(e)
+	}
+	return out, nil
+}
+
+func (h *storeHistory) Get(ctx context.Context, id int64) (tui.CallRecord, error) {
+	e, err := h.store.Get(ctx, id)
+	if err != nil {
+		return tui.CallRecord{}, tuiErr(err)
+	}
+	return fromEntry(e), nil
+}
+
+func (h *storeHistory) LastParams(ctx context.Context, target, method string) (json.RawMessage, bool, error) {
+	es, err := h.store.Search(ctx, history.Query{Target: target, Method: method, Limit: 1})
+	if err != nil || len(es) == 0 || es[0].ParamsTruncated {
+		return nil, false, err
+	}
+	return es[0].Params, true, nil
+}
+
+func (h *storeHistory) Save(ctx context.Context, id int64, name string) error {
+	return tuiErr(h.store.Save(ctx, id, name))
+}
+
+func (h *storeHistory) Diff(old, new []byte) ([]string, error) {
+	changes, err := history.Diff(old, new)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	if err := history.FormatDiff(&b, changes, history.DiffFormat{}); err != nil {
+		return nil, err
+	}
+	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"), nil
+}
