@@ -117,6 +117,9 @@ type Options struct {
 	Endpoint string
 	// ConnectTimeout bounds establishing the transport (default 2 s).
 	ConnectTimeout time.Duration
+	// Security says how socket transports handle the riboCipher prefix and
+	// BTSP (see security.go); the zero value is the plain wire.
+	Security Security
 }
 
 // Request is one call or notification with full control over the envelope.

@@ -38,11 +38,7 @@ func Dial(ctx context.Context, ep Endpoint, opts Options) (*Conn, error) {
 func DialFramer(ctx context.Context, ep Endpoint, opts Options) (Framer, error) {
 	switch ep.Transport {
 	case Unix, Abstract, TCP:
-		c, err := DialStream(ctx, ep, opts.ConnectTimeout)
-		if err != nil {
-			return nil, err
-		}
-		return NetFramer(c, opts.MaxFrame), nil
+		return dialSocket(ctx, ep, opts) // riboCipher prefix and BTSP: secure.go
 	case Stdio:
 		return dialStdio(ep, opts)
 	case WS, WSS:

@@ -1,0 +1,495 @@
+package ipc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
+)
+
+// riboNDJSON is the riboCipher signal for NDJSON JSON-RPC.
+var riboNDJSON = []byte{0xEC, 0x01}
+
+// defaultHandshakeTimeout bounds one BTSP handshake unless ConnectTimeout
+// says otherwise.
+const defaultHandshakeTimeout = 5 * time.Second
+
+// Limits on what an unsettled connection keeps for resending.
+const (
+	maxResendFrames = 256
+	maxResendBytes  = 4 << 20
+	maxReconnects   = 4
+)
+
+// secureDialer opens socket connections with the riboCipher prefix and the
+// BTSP handshake as Security and the endpoint memory say.
+type secureDialer struct {
+	ep    Endpoint
+	opts  Options
+	sec   Security
+	name  string // the endpoint as errors name it
+	seeds [][]byte
+}
+
+// plan is how one connection is opened.
+type plan struct {
+	prefix bool // cleartext: EC 01 first; BTSP: EC 03 / EC 02 before the hello
+	btsp   bool
+}
+
+func dialSocket(ctx context.Context, ep Endpoint, opts Options) (Framer, error) {
+	if !opts.Security.active() {
+		c, err := DialStream(ctx, ep, opts.ConnectTimeout)
+		if err != nil {
+			return nil, err
+		}
+		return NetFramer(c, opts.MaxFrame), nil
+	}
+	d := &secureDialer{ep: ep, opts: opts, sec: opts.Security, name: opts.Endpoint, seeds: opts.Security.Seed.candidates()}
+	if d.name == "" {
+		d.name = ep.String()
+	}
+	if d.sec.Cipher == "" {
+		d.sec.Cipher = btsp.CipherChaCha20Poly1305
+	}
+	if d.sec.Negotiate {
+		d.sec.Cipher = btsp.CipherNull
+	}
+	return d.open(ctx)
+}
+
+func (d *secureDialer) note(s string) {
+	if d.opts.Trace != nil {
+		d.opts.Trace(TraceEvent{Time: time.Now(), Dir: Note, Warning: s})
+	}
+}
+
+// cleartextPrefix decides whether a cleartext connection starts with EC 01.
+func (d *secureDialer) cleartextPrefix(f EndpointFacts) bool {
+	switch d.sec.Prefix {
+	case PrefixOn:
+		return true
+	case PrefixAuto:
+		return f.Prefix == nil || *f.Prefix
+	}
+	return false
+}
+
+func (d *secureDialer) open(ctx context.Context) (Framer, error) {
+	facts, _ := d.sec.Memory.Get(d.ep)
+	known := facts.BTSPRequired || d.sec.RequireBTSP
+	guessed := !known && !facts.NotBTSP && FamilyScoped(d.ep, d.sec.Family)
+	if known && len(d.seeds) == 0 {
+		// Never send cleartext to an endpoint known to require BTSP.
+		d.note("the endpoint requires BTSP and no family seed is set: not connecting")
+		return nil, &BTSPRequiredError{Endpoint: d.name}
+	}
+	if (known || guessed) && len(d.seeds) > 0 {
+		f, err := d.handshake(ctx)
+		if err == nil {
+			return f, nil
+		}
+		if !guessed || !notBTSPPeer(err) {
+			return nil, err
+		}
+		d.note("the peer does not speak BTSP (" + err.Error() + "): trying cleartext")
+		d.sec.Memory.Update(d.ep, func(f *EndpointFacts) { f.NotBTSP = true })
+	}
+	p := plan{prefix: d.cleartextPrefix(facts)}
+	nc, err := d.dialCleartext(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	sf := &secureFramer{d: d, cur: NetFramer(nc, d.opts.MaxFrame), plan: p, desc: d.describeCleartext(p)}
+	sf.tried = map[plan]bool{p: true}
+	sf.closeCtx, sf.closeCancel = context.WithCancel(context.Background())
+	return sf, nil
+}
+
+func (d *secureDialer) dialCleartext(ctx context.Context, p plan) (net.Conn, error) {
+	nc, err := DialStream(ctx, d.ep, d.opts.ConnectTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if p.prefix {
+		if dl, ok := ctx.Deadline(); ok {
+			_ = nc.SetWriteDeadline(dl)
+		}
+		_, err := nc.Write(riboNDJSON)
+		_ = nc.SetWriteDeadline(time.Time{})
+		if err != nil {
+			nc.Close()
+			return nil, &DialError{Endpoint: d.name, Err: fmt.Errorf("send riboCipher prefix: %w", err)}
+		}
+		d.note("sent the riboCipher prefix EC 01 (NDJSON JSON-RPC)")
+	}
+	return nc, nil
+}
+
+func (d *secureDialer) describeCleartext(p plan) string {
+	s := string(d.ep.Transport)
+	if p.prefix {
+		s += "+ribocipher"
+	}
+	return s
+}
+
+func describeSession(t Transport, s *btsp.Session) string {
+	c := string(s.Cipher())
+	if s.Negotiated() {
+		c = btsp.NegotiatedCipher + " negotiated"
+	}
+	if s.Framing() == btsp.LengthPrefixed {
+		c += ", length-prefixed"
+	}
+	return string(t) + "+btsp(" + c + ")"
+}
+
+// notBTSPPeer reports whether a handshake failure says the peer does not
+// speak BTSP at all (as opposed to a wrong seed, a refusal or a timeout).
+func notBTSPPeer(err error) bool {
+	var he *btsp.HandshakeError
+	if !errors.As(err, &he) {
+		return false
+	}
+	return !he.FromPeer && (he.Reason == btsp.ReasonMalformed || he.Reason == btsp.ReasonClosedWithoutWord)
+}
+
+// handshake opens a BTSP session: JSON-line framing first (what primalSpring
+// and biomeOS use), then, where the peer closed without a word,
+// length-prefixed; in auto prefix mode with nothing known, with the
+// riboCipher prefix first, then without; each seed candidate in turn after a
+// family_verification failure, each on a new connection.
+func (d *secureDialer) handshake(ctx context.Context) (*secureFramer, error) {
+	facts, _ := d.sec.Memory.Get(d.ep)
+	framings := []btsp.Framing{btsp.JSONLine, btsp.LengthPrefixed}
+	if facts.Framing == btsp.LengthPrefixed.String() {
+		framings = []btsp.Framing{btsp.LengthPrefixed, btsp.JSONLine}
+	}
+	if d.sec.Negotiate {
+		framings = []btsp.Framing{btsp.JSONLine} // the upgrade exists on the NDJSON path only
+	}
+	var prefixes []bool
+	switch {
+	case d.sec.Prefix == PrefixOn:
+		prefixes = []bool{true}
+	case d.sec.Prefix == PrefixOff:
+		prefixes = []bool{false}
+	case facts.Prefix != nil:
+		prefixes = []bool{*facts.Prefix, !*facts.Prefix}
+	default:
+		prefixes = []bool{true, false}
+	}
+	hsTimeout := d.opts.ConnectTimeout
+	if hsTimeout <= 0 || hsTimeout < defaultHandshakeTimeout {
+		hsTimeout = defaultHandshakeTimeout
+	}
+	var last error
+	for _, fr := range framings {
+		for _, pre := range prefixes {
+			for i, seed := range d.seeds {
+				nc, err := DialStream(ctx, d.ep, d.opts.ConnectTimeout)
+				if err != nil {
+					return nil, err
+				}
+				if len(d.seeds) > 1 {
+					d.note(fmt.Sprintf("BTSP handshake (%s framing, seed reading %d of %d)", fr, i+1, len(d.seeds)))
+				} else {
+					d.note(fmt.Sprintf("BTSP handshake (%s framing)", fr))
+				}
+				hctx, cancel := context.WithTimeout(ctx, hsTimeout)
+				s, err := btsp.Client(hctx, nc, btsp.ClientConfig{
+					Seed: seed, Framing: fr, Cipher: d.sec.Cipher, Negotiate: d.sec.Negotiate,
+					Prefix: pre, MaxFrame: d.opts.MaxFrame, Trace: d.note,
+				})
+				cancel()
+				if err == nil {
+					d.sec.Memory.Update(d.ep, func(f *EndpointFacts) {
+						f.BTSPRequired, f.NotBTSP, f.Framing = true, false, fr.String()
+						if d.sec.Prefix == PrefixAuto && pre {
+							t := true
+							f.Prefix = &t
+						}
+					})
+					desc := describeSession(d.ep.Transport, s)
+					d.note("BTSP session established: " + s.Describe())
+					sf := &secureFramer{d: d, cur: s, plan: plan{prefix: pre, btsp: true}, desc: desc}
+					sf.settled.Store(true)
+					sf.closeCtx, sf.closeCancel = context.WithCancel(context.Background())
+					return sf, nil
+				}
+				last = err
+				var he *btsp.HandshakeError
+				if !errors.As(err, &he) {
+					return nil, &DialError{Endpoint: d.name, Err: err}
+				}
+				if he.WrongSeed() && i+1 < len(d.seeds) {
+					d.note("family_verification failed: trying the next reading of the seed")
+					continue
+				}
+				if !notBTSPPeer(err) || he.Reason == btsp.ReasonMalformed && !pre {
+					// A refusal, a timeout, or an answer in lines that is no
+					// BTSP message (another framing would not be read at all).
+					return nil, &DialError{Endpoint: d.name, Err: fmt.Errorf("BTSP handshake: %w", err)}
+				}
+				break // this framing/prefix is not understood: try the next
+			}
+		}
+	}
+	return nil, &DialError{Endpoint: d.name, Err: fmt.Errorf("BTSP handshake: %w", last)}
+}
+
+// secureFramer carries one socket connection that may still be replaced:
+// until the peer has answered something that settles how to speak to it, it
+// keeps what was written, and when the first answer says "BTSP handshake
+// required" (with a seed at hand), refuses the riboCipher prefix, or wants
+// it, it reconnects accordingly and resends what the peer refused unread.
+// Once settled it is a thin pass-through.
+type secureFramer struct {
+	d *secureDialer
+
+	settled atomic.Bool // no more reconnects; cur no longer changes
+	closed  atomic.Bool
+
+	mu      sync.Mutex // guards everything below until settled
+	cur     Framer
+	plan    plan
+	desc    string
+	tried   map[plan]bool
+	written [][]byte
+	wbytes  int
+	noSend  bool // too much written to resend: no reconnects
+	redials int
+
+	closeCtx    context.Context
+	closeCancel context.CancelFunc
+}
+
+// TransportDescription says what the connection puts on the wire.
+func (f *secureFramer) TransportDescription() string {
+	if f.settled.Load() {
+		return f.desc
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.desc
+}
+
+// WriteFrame writes one message; before the connection is settled it is
+// kept for resending, and a failed write is left for the reading side to
+// discover (the peer may have refused the connection and closed it).
+func (f *secureFramer) WriteFrame(p []byte) error {
+	if f.settled.Load() {
+		return f.cur.WriteFrame(p)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.settled.Load() {
+		return f.cur.WriteFrame(p)
+	}
+	if !f.noSend {
+		if len(f.written) >= maxResendFrames || f.wbytes+len(p) > maxResendBytes {
+			f.noSend, f.written = true, nil
+		} else {
+			f.written = append(f.written, append([]byte(nil), p...))
+			f.wbytes += len(p)
+		}
+	}
+	err := f.cur.WriteFrame(p)
+	if err != nil && !f.noSend && isPeerGone(err) {
+		return nil // the reader sees why and resends it on the next connection
+	}
+	return err
+}
+
+func isPeerGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// SetWriteDeadline bounds writes on the current connection.
+func (f *secureFramer) SetWriteDeadline(t time.Time) error {
+	var cur Framer
+	if f.settled.Load() {
+		cur = f.cur
+	} else {
+		f.mu.Lock()
+		cur = f.cur
+		f.mu.Unlock()
+	}
+	if wd, ok := cur.(WriteDeadliner); ok {
+		return wd.SetWriteDeadline(t)
+	}
+	return nil
+}
+
+// Close closes the connection and stops a reconnect in progress.
+func (f *secureFramer) Close() error {
+	f.closed.Store(true)
+	f.closeCancel()
+	if f.settled.Load() {
+		return f.cur.Close()
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cur.Close()
+}
+
+// action is what the first answer on an unsettled connection calls for.
+type action uint8
+
+const (
+	actAccept action = iota
+	actBTSP
+	actNoPrefix
+	actPrefix
+)
+
+// ReadFrame returns the next message; on an unsettled connection the first
+// answer may make it reconnect (see secureFramer) instead.
+func (f *secureFramer) ReadFrame() ([]byte, error) {
+	if f.settled.Load() {
+		return f.cur.ReadFrame()
+	}
+	for {
+		f.mu.Lock()
+		cur := f.cur
+		f.mu.Unlock()
+		frame, err := cur.ReadFrame()
+		if f.closed.Load() {
+			return frame, err
+		}
+		f.mu.Lock()
+		act, why := f.classify(frame, err)
+		if act == actAccept {
+			f.written, f.wbytes = nil, 0
+			f.settled.Store(true)
+			f.mu.Unlock()
+			return frame, err
+		}
+		if rerr := f.reconnect(act, why, frame, err); rerr != nil {
+			f.settled.Store(true)
+			f.mu.Unlock()
+			return nil, rerr
+		}
+		if f.plan.btsp {
+			// A BTSP session is not reopened again.
+			f.written, f.wbytes = nil, 0
+			f.settled.Store(true)
+		}
+		f.mu.Unlock()
+	}
+}
+
+// classify decides, from the first thing the peer sent (or its closing the
+// connection), whether the connection is settled or must be reopened.
+// Called with mu held.
+func (f *secureFramer) classify(frame []byte, rerr error) (action, string) {
+	d, p := f.d, f.plan
+	if f.noSend || f.redials >= maxReconnects {
+		return actAccept, ""
+	}
+	auto := d.sec.Prefix == PrefixAuto
+	if rerr != nil {
+		if !errors.Is(rerr, io.EOF) && !errors.Is(rerr, syscall.ECONNRESET) && !errors.Is(rerr, io.ErrUnexpectedEOF) {
+			return actAccept, ""
+		}
+		switch {
+		case auto && p.prefix && !f.tried[plan{}]:
+			return actNoPrefix, "the peer closed the connection after the riboCipher prefix"
+		case auto && !p.prefix && !f.tried[plan{prefix: true}]:
+			return actPrefix, "the peer closed the connection without a word (it may want the riboCipher prefix)"
+		}
+		return actAccept, ""
+	}
+	m, derr := DecodeMessage(frame)
+	if derr == nil && m.Error != nil && m.Error.IsBTSPRequired() {
+		d.sec.Memory.Update(d.ep, func(ef *EndpointFacts) { ef.BTSPRequired, ef.NotBTSP = true, false })
+		if len(d.seeds) > 0 {
+			return actBTSP, "the peer demands a BTSP handshake"
+		}
+		return actAccept, ""
+	}
+	var code int64
+	if derr == nil && m.Error != nil {
+		code = m.Error.Code
+	}
+	switch {
+	case auto && p.prefix && (code == -32700 || code == -32002) && !f.tried[plan{}]:
+		return actNoPrefix, fmt.Sprintf("the peer answered the riboCipher prefix with error %d", code)
+	case auto && !p.prefix && code == -32002 && !f.tried[plan{prefix: true}]:
+		return actPrefix, "the peer wants the riboCipher prefix (error -32002)"
+	}
+	if auto && derr == nil {
+		pre := p.prefix
+		d.sec.Memory.Update(d.ep, func(ef *EndpointFacts) { ef.Prefix = &pre })
+	}
+	return actAccept, ""
+}
+
+// reconnect replaces the connection as act says and resends what was
+// written. Called with mu held; the writer waits meanwhile.
+func (f *secureFramer) reconnect(act action, why string, frame []byte, rerr error) error {
+	d := f.d
+	f.redials++
+	if rerr == nil {
+		// The refusal itself never reaches the Conn: trace it here.
+		if d.opts.Trace != nil {
+			d.opts.Trace(TraceEvent{Time: time.Now(), Dir: In, Data: frame, Size: len(frame), Warning: "refused: " + why})
+		}
+	}
+	n := len(f.written)
+	what := fmt.Sprintf("reconnecting %s and resending %d message(s) refused unread", map[action]string{
+		actBTSP: "with a BTSP handshake", actNoPrefix: "without the riboCipher prefix", actPrefix: "with the riboCipher prefix",
+	}[act], n)
+	d.note(why + ": " + what)
+	timeout := d.opts.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
+	ctx, cancel := context.WithTimeout(f.closeCtx, timeout+2*defaultHandshakeTimeout)
+	defer cancel()
+	var next Framer
+	var np plan
+	var desc string
+	switch act {
+	case actBTSP:
+		sf, err := d.handshake(ctx)
+		if err != nil {
+			return fmt.Errorf("reconnecting with BTSP after the peer demanded it: %w", err)
+		}
+		next, np, desc = sf.cur, sf.plan, sf.desc
+		sf.closeCancel()
+	case actNoPrefix, actPrefix:
+		np = plan{prefix: act == actPrefix}
+		f.tried[np] = true
+		nc, err := d.dialCleartext(ctx, np)
+		if err != nil {
+			return fmt.Errorf("reconnecting %s: %w", map[bool]string{true: "with the riboCipher prefix", false: "without the riboCipher prefix"}[np.prefix], err)
+		}
+		next, desc = NetFramer(nc, d.opts.MaxFrame), d.describeCleartext(np)
+		if act == actNoPrefix {
+			d.sec.Memory.Update(d.ep, func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
+		}
+	}
+	old := f.cur
+	f.cur, f.plan, f.desc = next, np, desc
+	_ = old.Close()
+	for _, w := range f.written {
+		if err := next.WriteFrame(w); err != nil && !isPeerGone(err) {
+			return fmt.Errorf("resending after reconnecting: %w", err)
+		}
+	}
+	if f.closed.Load() {
+		_ = next.Close()
+		return os.ErrClosed
+	}
+	return nil
+}

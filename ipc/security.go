@@ -1,0 +1,149 @@
+package ipc
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
+)
+
+// PrefixMode says whether a socket connection starts with the riboCipher
+// first-byte signal EC 01 (NDJSON JSON-RPC follows).
+type PrefixMode uint8
+
+const (
+	// PrefixOff never sends the prefix (the zero value: the wire as it was).
+	PrefixOff PrefixMode = iota
+	// PrefixAuto sends EC 01 unless the endpoint is known to refuse it; where
+	// the peer closes, answers a parse error or -32002, it reconnects
+	// without it (and the other way round for a peer that wants it), and
+	// remembers per endpoint what worked.
+	PrefixAuto
+	// PrefixOn always sends the prefix.
+	PrefixOn
+)
+
+func (m PrefixMode) String() string {
+	switch m {
+	case PrefixAuto:
+		return "auto"
+	case PrefixOn:
+		return "on"
+	}
+	return "off"
+}
+
+// ParsePrefixMode reads a --prefix value: auto, on or off.
+func ParsePrefixMode(s string) (PrefixMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "auto", "":
+		return PrefixAuto, nil
+	case "on", "yes", "true":
+		return PrefixOn, nil
+	case "off", "no", "false":
+		return PrefixOff, nil
+	}
+	return 0, fmt.Errorf("unknown riboCipher prefix mode %q (want auto, on or off)", s)
+}
+
+// Seed holds a family seed (the FAMILY_SEED value). It never prints itself:
+// every fmt verb, %#v and JSON encoding show a placeholder.
+type Seed struct{ v string }
+
+// NewSeed wraps a FAMILY_SEED value (surrounding whitespace is trimmed).
+func NewSeed(s string) Seed { return Seed{v: strings.TrimSpace(s)} }
+
+// IsZero reports whether no seed is set.
+func (s Seed) IsZero() bool { return s.v == "" }
+
+const redacted = "[family seed redacted]"
+
+func (s Seed) String() string   { return redacted }
+func (s Seed) GoString() string { return "ipc.Seed{" + redacted + "}" }
+
+// Format prints the placeholder whatever the verb.
+func (s Seed) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(redacted)) }
+
+// MarshalJSON encodes the placeholder, never the seed.
+func (s Seed) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// candidates lists the byte strings the seed may stand for (see btsp.SeedCandidates).
+func (s Seed) candidates() [][]byte { return btsp.SeedCandidates(s.v) }
+
+// Security configures how socket transports (unix, abstract, tcp) deal with
+// family-scoped peers: the BTSP handshake and the riboCipher prefix. The zero
+// value is the plain wire: no prefix, no handshake, nothing remembered.
+type Security struct {
+	// Seed is the family seed; without one, an endpoint that requires BTSP
+	// fails with *BTSPRequiredError.
+	Seed Seed
+	// Cipher is the cipher to prefer in the handshake; "" means
+	// btsp.CipherChaCha20Poly1305 (encrypted). The server decides.
+	Cipher btsp.Cipher
+	// Negotiate asks for a null-cipher JSON-line handshake followed by the
+	// btsp.negotiate upgrade to chacha20-poly1305 (what primalSpring and
+	// biomeOS do) instead of a handshake-chosen cipher.
+	Negotiate bool
+	// RequireBTSP says the endpoint announced that it requires BTSP
+	// (transport_security.btsp_required): never send it cleartext.
+	RequireBTSP bool
+	// Family is the family id; a socket named <primal>-<family>.sock is
+	// family-scoped and gets the handshake first when a seed is set.
+	Family string
+	// Prefix is the riboCipher prefix mode.
+	Prefix PrefixMode
+	// Memory remembers per endpoint what worked (prefix, BTSP, framing);
+	// may be nil. It holds facts only, never secrets.
+	Memory *EndpointMemory
+}
+
+func (s *Security) active() bool {
+	return !s.Seed.IsZero() || s.RequireBTSP || s.Prefix != PrefixOff || s.Memory != nil
+}
+
+// ParseBTSPCipher reads a --btsp-cipher value: chacha20_poly1305 (also
+// chacha20, chacha20-poly1305), null, hmac_plain, or negotiate (a null
+// handshake upgraded by btsp.negotiate). Unlike the handshake's own rule,
+// an unknown name is an error here.
+func ParseBTSPCipher(s string) (c btsp.Cipher, negotiate bool, err error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "chacha20_poly1305", "chacha20", "chacha20-poly1305":
+		return btsp.CipherChaCha20Poly1305, false, nil
+	case "null", "none":
+		return btsp.CipherNull, false, nil
+	case "hmac_plain":
+		return btsp.CipherHMACPlain, false, nil
+	case "negotiate":
+		return btsp.CipherNull, true, nil
+	}
+	return "", false, fmt.Errorf("unknown BTSP cipher %q (want chacha20_poly1305, null, hmac_plain or negotiate)", s)
+}
+
+// FamilyScoped reports whether a socket endpoint's file name is
+// <primal>-<family>.sock for the given family id (ids may contain dashes,
+// so the family is matched as a suffix, not split at the first dash).
+func FamilyScoped(ep Endpoint, family string) bool {
+	if family == "" || family == "default" || ep.Transport != Unix {
+		return false
+	}
+	base := filepath.Base(ep.Path)
+	suffix := "-" + family + ".sock"
+	return strings.HasSuffix(base, suffix) && len(base) > len(suffix)
+}
+
+// transportDescriber is implemented by framers that can say what they put
+// on the wire ("unix+btsp(chacha20_poly1305)").
+type transportDescriber interface {
+	TransportDescription() string
+}
+
+// Transport says how the connection reaches its peer, for display and
+// history: "unix", "unix+ribocipher", "unix+btsp(chacha20_poly1305)", ...
+// It is "" when the framer does not say.
+func (c *Conn) Transport() string {
+	if d, ok := c.f.(transportDescriber); ok {
+		return d.TransportDescription()
+	}
+	return ""
+}
