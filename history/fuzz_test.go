@@ -98,3 +98,51 @@ func FuzzDiff(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSafeJSON: for valid JSON, SafeJSON keeps it valid and meaning the same
+// and leaves no character a terminal acts on.
+func FuzzSafeJSON(f *testing.F) {
+	f.Add([]byte("[\"a\u009bb\u202e\x7f\xff\"]"))
+	f.Add([]byte(`{"k\u2028":"\u0085"}`))
+	f.Add([]byte(`{"plain":"é ok"}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out := SafeJSON(in)
+		if !json.Valid(in) {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("SafeJSON(%q) = %q: not valid JSON", in, out)
+		}
+		var a, b any
+		if json.Unmarshal(in, &a) != nil || json.Unmarshal(out, &b) != nil {
+			t.Fatal("decode failed")
+		}
+		if !equalJSON(toNumbers(a), toNumbers(b)) {
+			t.Fatalf("meaning changed: %q -> %q", in, out)
+		}
+		for _, r := range string(out) {
+			if r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x2028 || r == 0x2029 ||
+				(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) || r == 0x200e || r == 0x200f {
+				t.Fatalf("control character %U left in %q", r, out)
+			}
+		}
+	})
+}
+
+// toNumbers turns float64s into json.Numbers so equalJSON can compare.
+func toNumbers(v any) any {
+	switch x := v.(type) {
+	case float64:
+		b, _ := json.Marshal(x)
+		return json.Number(b)
+	case map[string]any:
+		for k, y := range x {
+			x[k] = toNumbers(y)
+		}
+	case []any:
+		for i, y := range x {
+			x[i] = toNumbers(y)
+		}
+	}
+	return v
+}

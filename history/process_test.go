@@ -55,7 +55,7 @@ func childMain(spec string) int {
 			for i := w; count == 0 || i < count; i += workers {
 				e := sample(i)
 				e.Target = fmt.Sprintf("child-%d", os.Getpid())
-				e.Result = json.RawMessage(`{"pad":"` + strings.Repeat("r", 2000) + `"}`)
+				e.Result = json.RawMessage(`{"pad":"` + strings.Repeat("r", 500) + `"}`)
 				p := r.Record(e)
 				if err := p.Wait(ctx); err != nil {
 					out.Lock()
