@@ -1,0 +1,148 @@
+package sse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// HTTPPrefix is the riboCipher first-byte signal for HTTP: the biomeOS API
+// socket drops connections that do not start with it.
+var HTTPPrefix = []byte{0xEC, 0x04}
+
+// DefaultPath is the biomeOS API's event stream.
+const DefaultPath = "/api/v1/events/stream"
+
+// Options configure OpenUnix.
+type Options struct {
+	// Path is the stream's path (default DefaultPath).
+	Path string
+	// NoPrefix leaves out the riboCipher prefix (for servers without it).
+	NoPrefix bool
+	// MaxLine and MaxEvent bound one line and one event (defaults).
+	MaxLine, MaxEvent int
+	// ConnectTimeout bounds connecting and the response headers (default 5 s).
+	ConnectTimeout time.Duration
+	// LastEventID is sent as Last-Event-ID when resuming.
+	LastEventID string
+}
+
+// Stream is an open event stream.
+type Stream struct {
+	*Reader
+	body io.ReadCloser
+	// Status and ContentType are what the server answered.
+	Status      int
+	ContentType string
+}
+
+// Close ends the stream.
+func (s *Stream) Close() error { return s.body.Close() }
+
+// StatusError reports an answer that is not an event stream.
+type StatusError struct {
+	Status      int
+	ContentType string
+	Body        string
+}
+
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("the server answered HTTP %d", e.Status)
+	if e.ContentType != "" {
+		s += " (" + e.ContentType + ")"
+	}
+	if e.Status == http.StatusOK {
+		s += ", not text/event-stream"
+	}
+	if e.Body != "" {
+		s += ": " + e.Body
+	}
+	return s
+}
+
+// ErrNoAnswer is wrapped when the server closed the connection without an
+// HTTP answer: the biomeOS API socket does that to clients that did not send
+// the riboCipher prefix.
+var ErrNoAnswer = errors.New("the server closed the connection without answering")
+
+// OpenUnix opens the event stream of an HTTP server on a Unix socket, after
+// the riboCipher prefix unless opts.NoPrefix. The stream lives until ctx
+// ends or Close.
+func OpenUnix(ctx context.Context, socketPath string, opts Options) (*Stream, error) {
+	if opts.Path == "" {
+		opts.Path = DefaultPath
+	}
+	if opts.ConnectTimeout <= 0 {
+		opts.ConnectTimeout = 5 * time.Second
+	}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			d := net.Dialer{Timeout: opts.ConnectTimeout}
+			c, err := d.DialContext(ctx, "unix", socketPath)
+			if err != nil {
+				return nil, err
+			}
+			if !opts.NoPrefix {
+				_ = c.SetWriteDeadline(time.Now().Add(opts.ConnectTimeout))
+				if _, err := c.Write(HTTPPrefix); err != nil {
+					c.Close()
+					return nil, fmt.Errorf("write the riboCipher prefix: %w", err)
+				}
+				_ = c.SetWriteDeadline(time.Time{})
+			}
+			return c, nil
+		},
+		DisableKeepAlives:      true,
+		ResponseHeaderTimeout:  opts.ConnectTimeout,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://biomeos-api"+opts.Path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("event stream %s: %w", socketPath, err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cache-Control", "no-cache")
+	if opts.LastEventID != "" {
+		req.Header.Set("Last-Event-ID", opts.LastEventID)
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		var ue interface{ Unwrap() error }
+		if errors.As(err, &ue) {
+			err = ue.Unwrap()
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+			hint := " (is it an HTTP server?)"
+			if opts.NoPrefix {
+				hint = " (does it want the riboCipher prefix EC 04?)"
+			}
+			return nil, fmt.Errorf("event stream %s: %w%s", socketPath, ErrNoAnswer, hint)
+		}
+		return nil, fmt.Errorf("event stream %s: %w", socketPath, err)
+	}
+	ct := resp.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+		resp.Body.Close()
+		return nil, fmt.Errorf("event stream %s: %w", socketPath, &StatusError{Status: resp.StatusCode, ContentType: ct, Body: clean(string(b))})
+	}
+	return &Stream{Reader: NewReader(resp.Body, opts.MaxLine, opts.MaxEvent), body: resp.Body, Status: resp.StatusCode, ContentType: ct}, nil
+}
+
+func clean(s string) string {
+	s = strings.TrimSpace(strings.ToValidUTF8(s, "?"))
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return ' '
+		}
+		return r
+	}, s)
+}
