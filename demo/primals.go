@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -224,6 +225,7 @@ func (e *Ecosystem) nestgate() error {
 		Costs:    map[string]map[string]any{"storage.artifact.store": {"cpu": "low", "latency_ms": 4}},
 		OpDeps:   map[string][]string{"storage.artifact.get": {"storage.artifact.store"}},
 		Handlers: map[string]ipctest.HandlerFunc{
+			"storage.artifact.get": e.bigArtifact(),
 			"storage.dataset.stats": func(context.Context, json.RawMessage) (any, error) {
 				return map[string]any{"artifacts": 1284, "bytes": 73400320, "pools": []string{"hot", "cold"}}, nil
 			},
@@ -366,4 +368,55 @@ func (e *Ecosystem) pulse(ctx context.Context) {
 		}
 		lastRev = rev
 	}
+}
+
+// bigArtifact answers storage.artifact.get {"id", "size_bytes"} with a JSON
+// document of about size_bytes (at most 64 MiB; default 4 KiB), so large
+// answers can be tried and measured. Documents are cached by size.
+func (e *Ecosystem) bigArtifact() ipctest.HandlerFunc {
+	var mu sync.Mutex
+	cache := map[int]json.RawMessage{}
+	return func(_ context.Context, p json.RawMessage) (any, error) {
+		var a struct {
+			ID   string `json:"id"`
+			Size int    `json:"size_bytes"`
+		}
+		if err := json.Unmarshal(orEmpty(p), &a); err != nil {
+			return nil, &ipc.RPCError{Code: -32602, Message: "Invalid params: " + err.Error()}
+		}
+		if a.Size <= 0 {
+			a.Size = 4 << 10
+		}
+		if a.Size > 64<<20 {
+			return nil, &ipc.RPCError{Code: -32602, Message: "Invalid params: size_bytes is at most 67108864"}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if doc, ok := cache[a.Size]; ok {
+			return doc, nil
+		}
+		doc := artifactDoc(a.ID, a.Size)
+		if len(cache) > 4 {
+			clear(cache)
+		}
+		cache[a.Size] = doc
+		return doc, nil
+	}
+}
+
+// artifactDoc builds a realistic nested document of about size bytes.
+func artifactDoc(id string, size int) json.RawMessage {
+	var b strings.Builder
+	b.Grow(size + 512)
+	fmt.Fprintf(&b, `{"id":%q,"content_type":"application/x-ndjson","records":[`, id)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"seq":%d,"event_id":"evt-%08x","primal":%q,"ok":%t,"latency_ms":%.3f,"tags":["dag","session-%d"],"payload":{"hash":"%016x%016x","note":null,"parents":[%d,%d]}}`,
+			i, r.Uint32(), []string{"beardog", "rhizocrypt", "nestgate", "squirrel"}[i%4], i%7 != 0, r.Float64()*20, i%13, r.Uint64(), r.Uint64(), i-1, i-2)
+	}
+	fmt.Fprintf(&b, `],"bytes":%d}`, b.Len())
+	return json.RawMessage(b.String())
 }

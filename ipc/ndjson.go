@@ -1,7 +1,6 @@
 package ipc
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -17,8 +16,11 @@ const DefaultMaxFrame = 64 << 20
 // LineFramer frames newline-delimited JSON (JSON-RPC NDJSON and the lean wire)
 // over any byte stream. Blank lines are skipped and a trailing "\r" is dropped.
 type LineFramer struct {
-	r     *bufio.Reader
-	w     io.Writer
+	rd    io.Reader
+	buf   []byte // unread data is buf[r:w]
+	r, w  int
+	rerr  error // a read error, returned once the buffered lines are used up
+	wr    io.Writer
 	c     io.Closer
 	max   int64
 	wbuf  []byte
@@ -28,18 +30,21 @@ type LineFramer struct {
 	extra func() error // additional close work (stdio: reap the process)
 }
 
+const lineBufSize = 64 << 10
+
 // NewLineFramer frames rw. max bounds one message (<= 0 means DefaultMaxFrame).
 // closer is called by Close; it may be nil.
 func NewLineFramer(r io.Reader, w io.Writer, closer io.Closer, max int64) *LineFramer {
 	if max <= 0 {
 		max = DefaultMaxFrame
 	}
-	return &LineFramer{r: bufio.NewReaderSize(r, 64<<10), w: w, c: closer, max: max}
+	return &LineFramer{rd: r, wr: w, c: closer, max: max}
 }
 
 // ReadFrame returns the next non-empty line without its terminator. A line
-// longer than the limit yields *FrameTooLargeError without buffering it whole;
-// a stream that ends mid-line yields io.ErrUnexpectedEOF.
+// longer than the limit yields *FrameTooLargeError without buffering more than
+// the limit; a stream that ends mid-line yields an error wrapping
+// io.ErrUnexpectedEOF.
 func (f *LineFramer) ReadFrame() ([]byte, error) {
 	for {
 		line, err := f.readLine()
@@ -55,37 +60,58 @@ func (f *LineFramer) ReadFrame() ([]byte, error) {
 }
 
 func (f *LineFramer) readLine() ([]byte, error) {
-	chunk, err := f.r.ReadSlice('\n')
-	if err == nil {
-		out := make([]byte, len(chunk)-1)
-		copy(out, chunk)
-		if int64(len(out)) > f.max {
-			return nil, &FrameTooLargeError{Limit: f.max}
-		}
-		return out, nil
-	}
-	var buf []byte
+	scan := f.r
 	for {
-		if int64(len(buf)+len(chunk)) > f.max+1 {
-			return nil, &FrameTooLargeError{Limit: f.max}
-		}
-		buf = append(buf, chunk...)
-		switch {
-		case err == nil:
-			buf = buf[:len(buf)-1]
-			if int64(len(buf)) > f.max {
+		if i := bytes.IndexByte(f.buf[scan:f.w], '\n'); i >= 0 {
+			end := scan + i
+			if int64(end-f.r) > f.max {
 				return nil, &FrameTooLargeError{Limit: f.max}
 			}
-			return buf, nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			chunk, err = f.r.ReadSlice('\n')
-		case errors.Is(err, io.EOF):
-			if len(bytes.TrimSpace(buf)) == 0 {
-				return nil, err // may carry why the stream ended (a stdio peer's exit)
+			var line []byte
+			if f.r == 0 && end > 1<<20 {
+				// A big line: hand over the buffer instead of copying it.
+				line = f.buf[:end:end]
+				rest := make([]byte, max(lineBufSize, f.w-end-1))
+				f.w = copy(rest, f.buf[end+1:f.w])
+				f.buf, f.r = rest, 0
+			} else {
+				line = append([]byte(nil), f.buf[f.r:end]...)
+				f.r = end + 1
 			}
-			return nil, fmt.Errorf("peer closed in the middle of a message (%d bytes without a newline): %w", len(buf), io.ErrUnexpectedEOF)
-		default:
-			return nil, err
+			return line, nil
+		}
+		scan = f.w
+		if int64(f.w-f.r) > f.max {
+			return nil, &FrameTooLargeError{Limit: f.max}
+		}
+		if f.rerr != nil {
+			err := f.rerr
+			if f.w > f.r && errors.Is(err, io.EOF) {
+				n := f.w - f.r
+				f.r = f.w
+				return nil, fmt.Errorf("peer closed in the middle of a message (%d bytes without a newline): %w", n, io.ErrUnexpectedEOF)
+			}
+			return nil, err // may carry why the stream ended (a stdio peer's exit)
+		}
+		// Make room: move unread data to the front, grow for a long line.
+		if f.r > 0 {
+			n := copy(f.buf, f.buf[f.r:f.w])
+			scan -= f.r
+			f.r, f.w = 0, n
+		}
+		if f.w == len(f.buf) {
+			size := max(lineBufSize, 2*len(f.buf))
+			if lim := f.max + 2; int64(size) > lim && lim > int64(len(f.buf)) {
+				size = int(lim)
+			}
+			nb := make([]byte, size)
+			copy(nb, f.buf[:f.w])
+			f.buf = nb
+		}
+		n, err := f.rd.Read(f.buf[f.w:])
+		f.w += n
+		if err != nil {
+			f.rerr = err
 		}
 	}
 }
@@ -96,7 +122,7 @@ func (f *LineFramer) WriteFrame(p []byte) error {
 	f.wmu.Lock()
 	defer f.wmu.Unlock()
 	f.wbuf = append(append(f.wbuf[:0], p...), '\n')
-	_, err := f.w.Write(f.wbuf)
+	_, err := f.wr.Write(f.wbuf)
 	if cap(f.wbuf) > 1<<20 {
 		f.wbuf = nil // do not pin a huge buffer after one big message
 	}
@@ -105,7 +131,7 @@ func (f *LineFramer) WriteFrame(p []byte) error {
 
 // SetWriteDeadline bounds writes when the underlying writer is a net.Conn.
 func (f *LineFramer) SetWriteDeadline(t time.Time) error {
-	if c, ok := f.w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+	if c, ok := f.wr.(interface{ SetWriteDeadline(time.Time) error }); ok {
 		return c.SetWriteDeadline(t)
 	}
 	return nil
