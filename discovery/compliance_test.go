@@ -15,7 +15,7 @@ func probed(t *testing.T, dir, name string, p *ipctest.Primal) *Target {
 	t.Helper()
 	serve(t, dir, name+".sock", p.Config())
 	ep := unixEP(filepath.Join(dir, name+".sock"))
-	r := NewProber(ProbeOptions{}).Probe(ctxT(t), ProbeSpec{Endpoint: ep, Full: true})
+	r := NewProber(ProbeOptions{ConnectTimeout: time.Second}).Probe(ctxT(t), ProbeSpec{Endpoint: ep, Full: true})
 	tg := &Target{ID: name, Name: name, Endpoint: ep, Address: ep.String(), Probe: &r}
 	tg.Level = Audit(tg, AuditOptions{}).Level
 	return tg

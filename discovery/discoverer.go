@@ -197,9 +197,12 @@ func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Targ
 	defer d.sweepMu.Unlock()
 	start := time.Now()
 	stale := d.prober.opts.StaleTimeout
-	// The whole sweep fits in the stale timeout plus a margin: registries
-	// answer within it, and targets they add are probed in what is left.
-	sctx, cancel := context.WithDeadline(ctx, start.Add(stale+stale/8+d.prober.opts.ConnectTimeout))
+	// The whole sweep fits in the stale timeout plus a tenth: a probe that
+	// could not even be dialled at once (a loaded machine) waits less than
+	// the full stale timeout rather than stretching the sweep; registries
+	// answer within the budget, and targets they add are probed in what is
+	// left.
+	sctx, cancel := context.WithDeadline(ctx, start.Add(stale+stale/10))
 	defer cancel()
 
 	snap := &Snapshot{Started: start, Dirs: d.Dirs()}

@@ -23,7 +23,7 @@ func TestProbeLiveFull(t *testing.T) {
 	p := primal("rhizocrypt", true)
 	p.Sign, p.NodeID = true, "n1"
 	serve(t, dir, "rhizocrypt.sock", p.Config())
-	pr := NewProber(ProbeOptions{StaleTimeout: 2 * time.Second})
+	pr := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 2 * time.Second})
 	r := pr.Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, "rhizocrypt.sock")), Full: true})
 	if r.State != StateLive || r.Err != "" {
 		t.Fatalf("%+v", r)
@@ -60,7 +60,7 @@ func TestProbeFallbacks(t *testing.T) {
 	cfg.Methods["capability.list"] = cfg.Methods["capabilities.list"]
 	delete(cfg.Methods, "capabilities.list")
 	serve(t, dir, "old.sock", cfg)
-	r := NewProber(ProbeOptions{}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, "old.sock")), Full: true})
+	r := NewProber(ProbeOptions{ConnectTimeout: time.Second}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, "old.sock")), Full: true})
 	if r.State != StateLive {
 		t.Fatalf("%+v", r)
 	}
@@ -94,7 +94,7 @@ func TestProbeStaleDeadGarbage(t *testing.T) {
 	serve(t, dir, "closer.sock", ipctest.Config{Behavior: ipctest.Behavior{CloseMidLine: true}})
 	staleFile(t, filepath.Join(dir, "dead.sock"))
 	os.WriteFile(filepath.Join(dir, "file.sock"), nil, 0o600)
-	pr := NewProber(ProbeOptions{StaleTimeout: 300 * time.Millisecond})
+	pr := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: time.Second})
 	ctx := ctxT(t)
 	cases := map[string]State{
 		"silent.sock": StateStale, "garbage.sock": StateError, "closer.sock": StateError,
@@ -122,7 +122,7 @@ func TestProbeBTSP(t *testing.T) {
 	serve(t, dir, "b2.sock", ipctest.Config{Methods: map[string]ipctest.HandlerFunc{
 		"health.liveness": ipctest.Error(-32600, "BTSP handshake required"),
 	}})
-	pr := NewProber(ProbeOptions{StaleTimeout: time.Second})
+	pr := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: time.Second})
 	for _, n := range []string{"beardog-f.sock", "b2.sock"} {
 		r := pr.Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, n)), Full: true})
 		if r.State != StateLocked || !r.BTSPRequired || r.BTSPRejection == nil {
@@ -144,7 +144,7 @@ func TestProbeBTSP(t *testing.T) {
 func TestProbeLeanAndPool(t *testing.T) {
 	dir := tempDir(t)
 	serve(t, dir, "lean.sock", ipctest.LeanDaemon())
-	r := NewProber(ProbeOptions{}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, "lean.sock")), Wire: "lean", Full: true})
+	r := NewProber(ProbeOptions{ConnectTimeout: time.Second}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, "lean.sock")), Wire: "lean", Full: true})
 	if r.State != StateLive || r.Wire != "lean" {
 		t.Errorf("lean: %+v", r)
 	}
@@ -171,7 +171,7 @@ func TestProbeLeanAndPool(t *testing.T) {
 			c.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"status":"alive"}}` + "\n"))
 		}
 	}})
-	r = NewProber(ProbeOptions{}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, "bus.sock")), Pool: "echo"})
+	r = NewProber(ProbeOptions{ConnectTimeout: time.Second}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, "bus.sock")), Pool: "echo"})
 	if r.State != StateLive {
 		t.Errorf("pool: %+v", r)
 	}
@@ -197,7 +197,7 @@ func TestProbeVanishesMidProbe(t *testing.T) {
 		<-started
 		srv.Close() // removes the socket file and drops the connection
 	}()
-	r := NewProber(ProbeOptions{StaleTimeout: 5 * time.Second}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(path), Full: true})
+	r := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 5 * time.Second}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(path), Full: true})
 	if r.State != StateDead || !strings.Contains(r.Err, "vanished") {
 		t.Errorf("%+v", r)
 	}
@@ -207,7 +207,7 @@ func TestProbeDeadCache(t *testing.T) {
 	dir := tempDir(t)
 	path := filepath.Join(dir, "p.sock")
 	staleFile(t, path)
-	pr := NewProber(ProbeOptions{DeadTTL: time.Hour})
+	pr := NewProber(ProbeOptions{ConnectTimeout: time.Second, DeadTTL: time.Hour})
 	ctx := ctxT(t)
 	if r := pr.Probe(ctx, ProbeSpec{Endpoint: unixEP(path)}); r.State != StateDead || r.Cached {
 		t.Fatalf("%+v", r)
@@ -231,7 +231,7 @@ func TestProbeHungNeverDelaysOthers(t *testing.T) {
 	serve(t, dir, "live.sock", primal("live", false).Config())
 	// One dial slot and six hung peers: the live one still gets its answer
 	// before the hung ones time out, because waiting holds no dial slot.
-	pr := NewProber(ProbeOptions{StaleTimeout: time.Second, DialConcurrency: 1})
+	pr := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: time.Second, DialConcurrency: 1})
 	ctx := ctxT(t)
 	done := make(chan Probe, 7)
 	for i := 0; i < 6; i++ {

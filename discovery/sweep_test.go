@@ -51,12 +51,12 @@ func newEcosystem(t *testing.T) *ecosystem {
 func (e *ecosystem) discoverer(stale time.Duration) *Discoverer {
 	getenv, environ := envOf(e.env)
 	return New(Options{Getenv: getenv, Environ: environ, SocketDirs: []string{e.dir}, NoProc: true,
-		Probe: ProbeOptions{StaleTimeout: stale}})
+		Probe: ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: stale}})
 }
 
 func TestSweepOneTargetPerThing(t *testing.T) {
 	e := newEcosystem(t)
-	d := e.discoverer(500 * time.Millisecond)
+	d := e.discoverer(3 * time.Second)
 	var mu = make(chan struct{}, 1)
 	mu <- struct{}{}
 	probed := 0
@@ -136,7 +136,7 @@ func TestSweepWithinStaleTimeout(t *testing.T) {
 	}
 	serve(t, dir, "live.sock", primal("live", false).Config())
 	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
-		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{StaleTimeout: 200 * time.Millisecond, DialConcurrency: 2}})
+		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: time.Second, DialConcurrency: 2}})
 	snap, err := d.Sweep(ctxT(t), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestWatch(t *testing.T) {
 	sb := ipctest.NewSongbird()
 	serve(t, dir, "songbird.sock", sb.Config())
 	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
-		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{StaleTimeout: 500 * time.Millisecond}})
+		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 3 * time.Second}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ch := d.Watch(ctx, WatchOptions{Interval: time.Minute, PollInterval: 50 * time.Millisecond, Debounce: 20 * time.Millisecond})
