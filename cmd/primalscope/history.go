@@ -718,6 +718,8 @@ func answers(oldRes json.RawMessage, oldErr *history.RPCError, oldOutcome histor
 }
 
 // storeHistory is the persistent history behind the TUI (tui.History).
+var _ tui.History = (*storeHistory)(nil)
+
 type storeHistory struct {
 	store *history.Store
 	rec   *history.Recorder

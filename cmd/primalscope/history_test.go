@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/tui"
 )
 
 // seedHistory writes entries straight into the store at path.
@@ -243,5 +246,78 @@ func writeHistoryFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestStoreHistoryForTUI(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	errs := &strings.Builder{}
+	a := &app{io: &stdio{err: errs}, historyPath: path, getenv: func(string) string { return "" }}
+	ctx := context.Background()
+	h, closeH := a.tuiHistory(ctx)
+	sh, ok := h.(*storeHistory)
+	if !ok {
+		t.Fatalf("got %T (%s)", h, errs)
+	}
+	sh.Record(tui.CallRecord{Target: "beardog", Method: "crypto.sign", Params: json.RawMessage(`{"seed":"S","m":1}`),
+		Outcome: tui.OutcomeOK, Result: json.RawMessage(`{"a":1}`)})
+	sh.Record(tui.CallRecord{Target: "beardog", Method: "crypto.sign", Params: json.RawMessage(`{"m":2}`), Outcome: tui.OutcomeError,
+		Err: &ipc.RPCError{Code: -1, Message: "boom"}})
+	closeH() // flushes
+	h, closeH = a.tuiHistory(ctx)
+	defer closeH()
+	got, err := h.Search(ctx, "crypto", 0)
+	if err != nil || len(got) != 2 || got[0].Err == nil || got[0].Outcome != "error" {
+		t.Fatalf("Search: %+v %v", got, err)
+	}
+	p, ok, err := h.LastParams(ctx, "beardog", "crypto.sign")
+	if err != nil || !ok || string(p) != `{"m":2}` {
+		t.Errorf("LastParams = %s %v %v", p, ok, err)
+	}
+	one, err := h.Get(ctx, got[1].ID)
+	if err != nil || string(one.Result) != `{"a":1}` || !strings.Contains(string(one.Params), "[redacted]") {
+		t.Errorf("Get = %+v %v", one, err)
+	}
+	if _, err := h.Get(ctx, 999); !errors.Is(err, tui.ErrNotFound) {
+		t.Errorf("Get(999) = %v, want tui.ErrNotFound", err)
+	}
+	if err := h.Save(ctx, got[1].ID, "x"); err != nil {
+		t.Error(err)
+	}
+	lines, err := h.Diff([]byte(`{"a":1}`), []byte(`{"a":2}`))
+	if err != nil || len(lines) != 1 || lines[0] != "~ .a: 1 → 2" {
+		t.Errorf("Diff = %q %v", lines, err)
+	}
+}
+
+func TestRecordingHelpers(t *testing.T) {
+	errs := &strings.Builder{}
+	a := &app{io: &stdio{err: errs}, noHistory: true, getenv: func(string) string { return "" }, wire: "lean"}
+	if rec := a.startRecording(context.Background()); rec != nil {
+		t.Error("--no-history recorded")
+	}
+	a.noHistory = false
+	a.historyPath = filepath.Join(t.TempDir(), "file")
+	os.WriteFile(a.historyPath, []byte(strings.Repeat("not a database ", 500)), 0o600)
+	rec := a.startRecording(context.Background())
+	if rec != nil || !strings.Contains(errs.String(), "warning: history") {
+		t.Errorf("a broken store: rec=%v, stderr %q", rec, errs)
+	}
+	rec.record(context.Background(), history.Entry{}) // nil-safe
+	rec.close()
+
+	tg := target{Arg: "beardog", Name: "beardog", Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: "/run/b.sock"}}
+	req := ipc.Request{Method: "m", Params: json.RawMessage(`{}`), Pool: "p"}
+	e := a.callEntry(tg, req, nil, &ipc.TimeoutError{Method: "m", After: time.Second}, time.Now())
+	if e.Outcome != history.OutcomeTimeout || e.Wire != "lean" || e.Transport != "unix" || e.Pool != "p" || e.Error == nil {
+		t.Errorf("timeout entry: %+v", e)
+	}
+	resp := &ipc.Response{Error: &ipc.RPCError{Code: -32601, Message: "nope"}, Raw: json.RawMessage(`{"x":1}`)}
+	e = a.callEntry(tg, req, resp, resp.Error, time.Now())
+	if e.Outcome != history.OutcomeError || e.Error.Code != -32601 || e.ResponseSize != 7 {
+		t.Errorf("peer error entry: %+v", e)
+	}
+	if o := outcomeOf(context.Canceled); o != history.OutcomeCancelled {
+		t.Errorf("cancelled: %s", o)
 	}
 }
