@@ -1,6 +1,7 @@
 package tui
 
 import (
+	tea "charm.land/bubbletea/v2"
 	"testing"
 	"time"
 
@@ -43,3 +44,5 @@ func mustTheme(t *testing.T, name string) themes.Theme {
 	}
 	return th
 }
+
+func winSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
