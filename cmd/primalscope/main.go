@@ -47,6 +47,12 @@ type app struct {
 	maxFrame    int64
 	historyPath string
 	noHistory   bool
+
+	// BTSP and the riboCipher prefix (transport.go).
+	seedFile   string
+	prefix     string
+	btspCipher string
+	sec        *securityState
 }
 
 // run executes one command line and returns the process exit code.
@@ -101,6 +107,7 @@ for security (BTSP required and no seed, handshake failed, bad signature).`,
 	pf.Int64Var(&a.maxFrame, "max-frame", ipc.DefaultMaxFrame, "largest message accepted from a peer, in bytes")
 	pf.StringVar(&a.historyPath, "history", "", "history database (default $PRIMALSCOPE_HISTORY or $XDG_STATE_HOME/primalscope/history.db)")
 	pf.BoolVar(&a.noHistory, "no-history", false, "do not record calls")
+	a.securityFlags(pf)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 
 	root.AddCommand(a.callCmd(), a.capsCmd(), a.demoCmd())

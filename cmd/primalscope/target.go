@@ -62,7 +62,11 @@ func (a *app) options(t target) (ipc.Options, error) {
 	if a.maxFrame <= 0 {
 		return ipc.Options{}, usageErr(fmt.Errorf("--max-frame must be positive"))
 	}
-	return ipc.Options{Wire: w, MaxFrame: a.maxFrame, Endpoint: t.Name}, nil
+	sec, err := a.security()
+	if err != nil {
+		return ipc.Options{}, err
+	}
+	return ipc.Options{Wire: w, MaxFrame: a.maxFrame, Endpoint: t.Name, Security: sec}, nil
 }
 
 // dial resolves and connects a TARGET.

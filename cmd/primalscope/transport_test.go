@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// TestCallFamilySocket: the demo's family-scoped BearDog answers with the
+// seed (FAMILY_SEED or --family-seed-file), exits 5 with a message that
+// says what to set without one, and exits 5 cleanly with a wrong seed.
+func TestCallFamilySocket(t *testing.T) {
+	eco := ecosystem(t)
+	state := t.TempDir()
+	sd := "--socket-dir=" + eco.Dir
+	target := "beardog-" + eco.Family
+	base := map[string]string{"HOME": t.TempDir(), "XDG_STATE_HOME": state}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range base {
+			m[a] = b
+		}
+		m[k] = v
+		return m
+	}
+
+	r := runCLI(t, base, "", "call", sd, "--no-history", target, "health.liveness")
+	if r.code != 5 || !strings.Contains(r.stderr, "BTSP handshake required") || !strings.Contains(r.stderr, "FAMILY_SEED") || !strings.Contains(r.stderr, "--family-seed-file") {
+		t.Fatalf("no seed: %+v", r)
+	}
+	// The endpoint is now known to require BTSP: still exit 5, still clear.
+	r = runCLI(t, base, "", "call", sd, "--no-history", target, "health.liveness")
+	if r.code != 5 || !strings.Contains(r.stderr, "FAMILY_SEED") {
+		t.Fatalf("no seed, known endpoint: %+v", r)
+	}
+
+	r = runCLI(t, with("FAMILY_SEED", eco.Seed()), "", "call", sd, "--no-history", target, "health.liveness")
+	if r.code != 0 || !strings.Contains(r.stdout, "alive") {
+		t.Fatalf("FAMILY_SEED: %+v", r)
+	}
+	r = runCLI(t, base, "", "call", sd, "--no-history", "--family-seed-file", eco.SeedFile, target, "crypto.sign_ed25519", `{"message":"aGk="}`)
+	if r.code != 0 || !strings.Contains(r.stdout, "signature") {
+		t.Fatalf("--family-seed-file: %+v", r)
+	}
+	for _, cipher := range []string{"null", "hmac_plain", "negotiate", "chacha20_poly1305"} {
+		r = runCLI(t, with("FAMILY_SEED", eco.Seed()), "", "call", sd, "--no-history", "--btsp-cipher", cipher, target, "health.liveness")
+		if r.code != 0 {
+			t.Fatalf("--btsp-cipher %s: %+v", cipher, r)
+		}
+	}
+	// --family (or FAMILY_ID) makes the family-scoped name known up front.
+	r = runCLI(t, with("FAMILY_SEED", eco.Seed()), "", "call", sd, "--no-history", "--family", eco.Family, "--prefix", "off", target, "health.liveness")
+	if r.code != 0 {
+		t.Fatalf("--family: %+v", r)
+	}
+
+	const wrong = "WRONG-sentinel-seed-5a5a5a-never-shown"
+	r = runCLI(t, with("FAMILY_SEED", wrong), "", "call", sd, "--no-history", target, "health.liveness")
+	if r.code != 5 || !strings.Contains(r.stderr, "family_verification") {
+		t.Fatalf("wrong seed: %+v", r)
+	}
+	for _, out := range []string{r.stdout, r.stderr} {
+		if strings.Contains(out, wrong) || strings.Contains(out, "5a5a5a") || strings.Contains(out, eco.Seed()) {
+			t.Fatalf("a seed reached the screen: %+v", r)
+		}
+	}
+
+	// The memory file holds facts only, mode 0600.
+	path := filepath.Join(state, "primalscope", "endpoints.json")
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("endpoint memory: %v %v", st, err)
+	}
+	b, _ := os.ReadFile(path)
+	if strings.Contains(string(b), eco.Seed()) || strings.Contains(string(b), wrong) {
+		t.Fatal("the endpoint memory holds a seed")
+	}
+	var doc struct {
+		Endpoints map[string]struct {
+			BTSPRequired bool   `json:"btsp_required"`
+			Framing      string `json:"btsp_framing"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	f, ok := doc.Endpoints["unix://"+eco.Path(target+".sock")]
+	if !ok || !f.BTSPRequired || f.Framing != "json-line" {
+		t.Fatalf("endpoint memory:\n%s", b)
+	}
+}
+
+func TestSecurityFlagErrors(t *testing.T) {
+	eco := ecosystem(t)
+	sd := "--socket-dir=" + eco.Dir
+	env := map[string]string{"HOME": t.TempDir()}
+	r := runCLI(t, env, "", "call", sd, "--no-history", "--prefix", "maybe", "beardog", "health.liveness")
+	if r.code != 2 || !strings.Contains(r.stderr, "--prefix") {
+		t.Fatalf("bad --prefix: %+v", r)
+	}
+	r = runCLI(t, env, "", "call", sd, "--no-history", "--btsp-cipher", "rot13", "beardog", "health.liveness")
+	if r.code != 2 || !strings.Contains(r.stderr, "--btsp-cipher") {
+		t.Fatalf("bad --btsp-cipher: %+v", r)
+	}
+	r = runCLI(t, env, "", "call", sd, "--no-history", "--family-seed-file", filepath.Join(t.TempDir(), "none"), "beardog", "health.liveness")
+	if r.code != 2 || !strings.Contains(r.stderr, "--family-seed-file") {
+		t.Fatalf("missing seed file: %+v", r)
+	}
+	open := filepath.Join(t.TempDir(), "seed")
+	if err := os.WriteFile(open, []byte(eco.Seed()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, env, "", "call", sd, "--no-history", "--family-seed-file", open, "beardog-"+eco.Family, "health.liveness")
+	if r.code != 5 || strings.Contains(r.stderr, eco.Seed()) {
+		t.Fatalf("seed file readable by others: %+v", r)
+	}
+}
+
+// TestCallPrefixModes: --prefix against primals that require the
+// riboCipher prefix, reject it, or drop a connection without it.
+func TestCallPrefixModes(t *testing.T) {
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	serve := func(name string, policy ipctest.PrefixPolicy) string {
+		p := &ipctest.Primal{Name: name, Version: "1.0.0"}
+		cfg := p.Config()
+		cfg.Accept = ipctest.RiboCipher(policy, name, nil)
+		s, err := ipctest.Listen(filepath.Join(dir, name+".sock"), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s.Path
+	}
+	required := serve("sweetgrass", ipctest.PrefixRequired)
+	rejected := serve("petaltongue", ipctest.PrefixRejected)
+	dropped := serve("biomeos-api", ipctest.PrefixDropWithout)
+	env := map[string]string{"HOME": t.TempDir()}
+	for _, tc := range []struct {
+		path, mode string
+		code       int
+		stderr     string
+	}{
+		{required, "auto", 0, ""},
+		{required, "on", 0, ""},
+		{required, "off", 1, "riboCipher prefix required"},
+		{rejected, "auto", 0, ""},
+		{rejected, "off", 0, ""},
+		{rejected, "on", -1, "-32700"}, // the error answers the call (1) or the close wins the race (3)
+		{dropped, "auto", 0, ""},
+		{dropped, "off", 3, "closed"},
+	} {
+		r := runCLI(t, env, "", "call", "--no-history", "--prefix", tc.mode, tc.path, "health.liveness")
+		if (r.code != tc.code && !(tc.code == -1 && (r.code == 1 || r.code == 3))) || !strings.Contains(r.stderr, tc.stderr) {
+			t.Fatalf("%s --prefix %s: %+v", filepath.Base(tc.path), tc.mode, r)
+		}
+	}
+}
