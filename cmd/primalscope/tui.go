@@ -57,9 +57,9 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 	}
 	cfg.Keys = keys
 	if !a.noHistory {
-		// The call history of this session; the persistent store replaces it
-		// once the history package is part of the build.
-		cfg.History = tui.NewMemHistory(0)
+		h, closeHistory := a.tuiHistory(ctx)
+		defer closeHistory()
+		cfg.History = h
 	}
 	err = tui.Run(ctx, cfg)
 	var ce *tui.CrashError
