@@ -12,11 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"sort"
 
 	"charm.land/lipgloss/v2"
 	"github.com/alecthomas/chroma/v2"
-	"github.com/alecthomas/chroma/v2/styles"
 )
 
 // TokenStyle is how one kind of JSON token is drawn.
@@ -84,7 +82,7 @@ type Theme struct {
 
 // Chroma returns the theme's chroma style (chroma's fallback style if the
 // name is unknown). The returned style is shared and must not be modified.
-func (t Theme) Chroma() *chroma.Style { return styles.Get(t.ChromaStyle) }
+func (t Theme) Chroma() *chroma.Style { return chromaStyle(t.ChromaStyle) }
 
 // Names of the built-in themes.
 const (
@@ -197,7 +195,7 @@ func HighContrast() Theme {
 // KeywordConstant; punctuation from Punctuation; errors from Error.
 func JSONFromChroma(s *chroma.Style) JSONColors {
 	if s == nil {
-		s = styles.Fallback
+		s = chromaStyle(chromaFallback)
 	}
 	key := s.Get(chroma.Text)
 	for _, tt := range []chroma.TokenType{chroma.NameTag, chroma.NameAttribute, chroma.Name, chroma.Keyword} {
@@ -248,12 +246,5 @@ func chromaColour(c chroma.Colour) color.Color {
 
 // ChromaStyles lists the chroma style names a user theme may name.
 func ChromaStyles() []string {
-	n := styles.Names()
-	sort.Strings(n)
-	return n
-}
-
-func chromaStyleExists(name string) bool {
-	_, ok := styles.Registry[name]
-	return ok
+	return chromaNames()
 }

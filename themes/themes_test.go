@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/alecthomas/chroma/v2/styles"
 )
 
 func rgb(c color.Color) [3]uint32 {
@@ -26,7 +25,7 @@ func TestBuiltinsComplete(t *testing.T) {
 		if th.Name != name {
 			t.Errorf("Lookup(%q).Name = %q", name, th.Name)
 		}
-		if _, ok := styles.Registry[th.ChromaStyle]; !ok {
+		if !chromaStyleExists(th.ChromaStyle) {
 			t.Errorf("%s: chroma style %q does not exist", name, th.ChromaStyle)
 		}
 		v := reflect.ValueOf(th.UI)
@@ -64,7 +63,7 @@ func TestBuiltinsFresh(t *testing.T) {
 }
 
 func TestJSONFromChroma(t *testing.T) {
-	j := JSONFromChroma(styles.Get("monokai"))
+	j := JSONFromChroma(chromaStyle("monokai"))
 	want := map[string][3]uint32{
 		"key":    {0xf9, 0x26, 0x72}, // NameTag
 		"string": {0xe6, 0xdb, 0x74}, // LiteralString
