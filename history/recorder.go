@@ -70,7 +70,8 @@ func failed(err error) *Pending {
 
 // Wait blocks until the entry is committed (nil), or failed (the error), or
 // ctx ends. After Wait returns nil the entry is durable: it survives the
-// process being killed right after.
+// process being killed right after. When ctx ends first the entry stays
+// queued and may still be written.
 func (p *Pending) Wait(ctx context.Context) error {
 	select {
 	case <-p.done:

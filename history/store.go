@@ -262,8 +262,9 @@ var migrations = []string{
 	);`,
 }
 
-// SchemaVersion is the user_version this package writes.
-var SchemaVersion = len(migrations)
+// SchemaVersion is the user_version this package writes: the number of
+// migrations.
+const SchemaVersion = 1
 
 func (s *Store) migrate(ctx context.Context) error {
 	conn, err := s.db.Conn(ctx)

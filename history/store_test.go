@@ -62,6 +62,9 @@ func TestFTS5CompiledIn(t *testing.T) {
 }
 
 func TestPragmas(t *testing.T) {
+	if len(migrations) != SchemaVersion {
+		t.Fatalf("%d migrations but SchemaVersion %d", len(migrations), SchemaVersion)
+	}
 	s := openTemp(t, Options{})
 	for pragma, want := range map[string]string{
 		"journal_mode": "wal", "synchronous": "1", "busy_timeout": "5000",
