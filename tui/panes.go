@@ -78,10 +78,28 @@ func (p *targetsPane) rebuild() {
 		}
 		return ""
 	}
+	score := func(t *Target) int { // best matches first: prefix, substring, subsequence
+		if pat == "" {
+			return 0
+		}
+		p, n := strings.ToLower(pat), strings.ToLower(t.Name)
+		switch {
+		case strings.HasPrefix(n, p):
+			return 0
+		case strings.Contains(n, p):
+			return 1
+		case strings.Contains(strings.ToLower(strings.Join(t.Aliases, " ")+" "+t.Family), p):
+			return 2
+		}
+		return 3
+	}
 	sort.Slice(ts, func(i, j int) bool {
 		gi, gj := group(ts[i]), group(ts[j])
 		if gi != gj {
 			return gi < gj
+		}
+		if si, sj := score(ts[i]), score(ts[j]); si != sj {
+			return si < sj
 		}
 		if ts[i].Name != ts[j].Name {
 			return ts[i].Name < ts[j].Name

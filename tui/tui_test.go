@@ -423,3 +423,26 @@ func TestResize(t *testing.T) {
 		}
 	}
 }
+
+func TestTargetsFuzzyRanking(t *testing.T) {
+	p := newTargetsPane()
+	for _, n := range []string{"neural-api", "nestgate", "beardog", "songbird"} {
+		p.targets[n] = &Target{Key: n, Name: n}
+	}
+	p.filter.Set("nest")
+	p.rebuild()
+	if len(p.rows) != 1 || p.rows[0].key != "nestgate" || p.selectedKey() != "nestgate" {
+		t.Fatalf("rows %+v, selected %q", p.rows, p.selectedKey())
+	}
+	p.filter.Set("bd")
+	p.rebuild()
+	if len(p.rows) != 1 || p.rows[0].key != "beardog" {
+		t.Fatalf("subsequence match: %+v", p.rows)
+	}
+	p.filter.Set("")
+	p.groupBy = 2
+	p.rebuild()
+	if p.rows[0].header != "no family" || len(p.rows) != 5 {
+		t.Fatalf("grouping: %+v", p.rows)
+	}
+}
