@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
 )
 
 func rgb(c color.Color) [3]uint32 {
