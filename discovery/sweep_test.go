@@ -166,3 +166,20 @@ func (panicSource) Name() string { return "panic" }
 func (panicSource) Discover(context.Context) ([]Found, error) {
 	panic("boom")
 }
+
+func TestLookup(t *testing.T) {
+	e := newEcosystem(t)
+	d := e.discoverer(time.Second)
+	tg, err := d.Lookup(ctxT(t), "towerd")
+	if err != nil || tg.Endpoint.Address != e.tcp.Addr {
+		t.Fatalf("towerd: %+v %v", tg, err)
+	}
+	if tg, err := d.Lookup(ctxT(t), "ai"); err != nil || tg.Name != "squirrel" {
+		t.Fatalf("ai: %+v %v", tg, err)
+	}
+	if _, err := d.Lookup(ctxT(t), "nobody"); err == nil {
+		t.Fatal("found nobody")
+	} else if _, ok := err.(*NotFoundError); !ok {
+		t.Fatalf("%T %v", err, err)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -154,11 +155,11 @@ func (s styler) state(st discovery.State) string { return s.paint(stateColor(st)
 // the drop order. Cells must already be sanitized; colour is applied by the
 // paint function after fitting.
 type table struct {
-	head  []string
-	rows  [][]string
-	flex  []bool // may be cut
-	left  []bool // cut from the left (keep the end: socket file names)
-	drop  []int  // columns to drop, in order, when cutting is not enough
+	head []string
+	rows [][]string
+	flex []bool // may be cut
+	left []bool // cut from the left (keep the end: socket file names)
+	drop []int  // columns to drop, in order, when cutting is not enough
 	// (the first half before flexible columns go below 14 cells)
 	paint func(col int, cell string) string
 }
@@ -265,4 +266,17 @@ func latency(d time.Duration) string {
 		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 	}
 	return fmt.Sprintf("%.2f s", d.Seconds())
+}
+
+// lookupWide finds a name that no socket file carries in every other
+// source (Songbird registrations, env variables, manifests, the config
+// file), for commands that take a TARGET.
+func (a *app) lookupWide(arg string) (target, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	t, err := a.discoverer(discoverFlags{noProc: true}, nil).Lookup(ctx, arg)
+	if err != nil {
+		return target{}, false
+	}
+	return target{Arg: arg, Name: arg, Endpoint: t.Endpoint}, true
 }

@@ -45,6 +45,11 @@ func (a *app) resolve(arg string) (target, error) {
 	path, err := discovery.ResolveName(dirs, arg, a.familyID())
 	if err != nil {
 		var nf *discovery.NotFoundError
+		if errors.As(err, &nf) {
+			if t, ok := a.lookupWide(arg); ok { // Songbird, env, manifests, config
+				return t, nil
+			}
+		}
 		if errors.As(err, &nf) && len(nf.Dirs) == 0 {
 			nf.Dirs = nil
 		}

@@ -1,0 +1,67 @@
+package discovery
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Lookup finds a target by name, alias or address in every source, without
+// probing it: for names no socket file carries, such as a TCP primal known
+// only to Songbird, an env variable, a manifest or a config-file target.
+// Registries found are asked (bounded by the stale timeout). When several
+// targets carry the name, the one of the preferred family wins; otherwise
+// the name is ambiguous. A name found nowhere is a *NotFoundError.
+func (d *Discoverer) Lookup(ctx context.Context, name string) (*Target, error) {
+	stale := d.prober.opts.StaleTimeout
+	ctx, cancel := context.WithTimeout(ctx, stale)
+	defer cancel()
+	ignore := func(string, error) {}
+	found := runSources(ctx, d.DefaultSources(), ignore)
+	targets := merge(found)
+	if !d.opts.NoRegistries {
+		var regs []Source
+		for _, t := range targets {
+			if t.NoProbe || t.Endpoint.Transport == "" {
+				continue
+			}
+			switch t.Kind {
+			case KindRegistry:
+				regs = append(regs, &SongbirdSource{Registry: Registry{Endpoint: t.Endpoint, Timeout: stale}, Label: t.Address})
+			case KindNeural:
+				regs = append(regs, &NeuralSource{Endpoint: t.Endpoint, Timeout: stale, Label: t.Address})
+			}
+		}
+		if len(regs) > 0 {
+			targets = merge(append(found, runSources(ctx, regs, ignore)...))
+		}
+	}
+	var hits []*Target
+	for _, t := range targets {
+		if t.HasName(name) && t.Endpoint.Transport != "" && t.Kind != KindTarpc {
+			hits = append(hits, t)
+		}
+	}
+	switch {
+	case len(hits) == 1:
+		return hits[0], nil
+	case len(hits) > 1:
+		var fam []*Target
+		for _, t := range hits {
+			if d.opts.Family != "" && t.Family == d.opts.Family {
+				fam = append(fam, t)
+			}
+		}
+		if len(fam) == 1 {
+			return fam[0], nil
+		}
+		var addrs []string
+		for _, t := range hits {
+			addrs = append(addrs, t.Address)
+		}
+		sort.Strings(addrs)
+		return nil, fmt.Errorf("%q is ambiguous: %s (choose one with --family or give the address)", name, strings.Join(addrs, ", "))
+	}
+	return nil, &NotFoundError{Name: name, Dirs: d.Dirs()}
+}
