@@ -434,7 +434,7 @@ func TestTargetsFuzzyRanking(t *testing.T) {
 	if len(p.rows) != 1 || p.rows[0].key != "nestgate" || p.selectedKey() != "nestgate" {
 		t.Fatalf("rows %+v, selected %q", p.rows, p.selectedKey())
 	}
-	p.filter.Set("bd")
+	p.filter.Set("bdg")
 	p.rebuild()
 	if len(p.rows) != 1 || p.rows[0].key != "beardog" {
 		t.Fatalf("subsequence match: %+v", p.rows)
