@@ -73,7 +73,7 @@ func TestSentinelSecretNeverOnDisk(t *testing.T) {
 	const tok = "SENTINEL-TOKEN-55aa"
 	path := filepath.Join(t.TempDir(), "history.db")
 	ctx := testCtx(t)
-	s, err := Open(ctx, path, Options{})
+	s, err := Open(ctx, path, Options{Secrets: []string{seed, "short"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +84,13 @@ func TestSentinelSecretNeverOnDisk(t *testing.T) {
 	bad := sample(2)
 	bad.Params = json.RawMessage(`{"seed":"` + seed + `"`) // not JSON: must not be stored raw
 	bad.Error = &RPCError{Code: -32602, Message: "bad", Data: json.RawMessage(`{"auth":"` + tok + `"}`)}
-	p1, p2 := r.Record(e), r.Record(bad)
-	for _, p := range []*Pending{p1, p2} {
+	// A known seed is scrubbed wherever it turns up, not only under a key.
+	echo := sample(3)
+	echo.Params = json.RawMessage(`["` + seed + `"]`)
+	echo.Error = &RPCError{Code: -32000, Message: "bad family seed " + seed}
+	echo.Target = "short"
+	p1, p2, p3 := r.Record(e), r.Record(bad), r.Record(echo)
+	for _, p := range []*Pending{p1, p2, p3} {
 		if err := p.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -118,6 +123,10 @@ func TestSentinelSecretNeverOnDisk(t *testing.T) {
 	got, _ = s.Get(ctx, p2.ID())
 	if string(got.Params) != unparsedParams {
 		t.Errorf("invalid params stored as %s", got.Params)
+	}
+	got, _ = s.Get(ctx, p3.ID())
+	if string(got.Params) != `["[redacted]"]` || got.Error.Message != "bad family seed [redacted]" || got.Target != "short" {
+		t.Errorf("scrubbed entry: %s %q %q", got.Params, got.Error.Message, got.Target)
 	}
 	if err := r.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -55,7 +56,15 @@ type Options struct {
 	MaxBytes    int64         // retention: most call data kept (DefaultMaxBytes)
 	EntryLimit  int           // per-entry size before cutting (DefaultEntryLimit)
 	BusyTimeout time.Duration // wait for another writer (DefaultBusyTimeout)
+	// Secrets are literal values (a family seed, say) replaced by
+	// "[redacted]" wherever they occur in an entry, whatever the key or
+	// field. Values shorter than MinSecretLen are ignored.
+	Secrets []string
 }
+
+// MinSecretLen is the shortest Options.Secrets value the store scrubs;
+// shorter ones would blank out ordinary text.
+const MinSecretLen = 8
 
 func (o Options) withDefaults() Options {
 	if o.MaxRows == 0 {
@@ -375,6 +384,7 @@ func (s *Store) prepare(e Entry) row {
 			e.ResponseSize += int64(len(e.Error.Data))
 		}
 	}
+	s.scrub(&e)
 	var cutAny bool
 	if len(e.Params) > 0 {
 		p, _, err := Redact(e.Params)
@@ -420,6 +430,38 @@ func (s *Store) prepare(e Entry) row {
 }
 
 func first(b []byte, _ bool) []byte { return b }
+
+// scrub replaces every Options.Secrets value in e's text by Redacted.
+func (s *Store) scrub(e *Entry) {
+	for _, sec := range s.opts.Secrets {
+		if len(sec) < MinSecretLen {
+			continue
+		}
+		str := func(v *string) {
+			if strings.Contains(*v, sec) {
+				*v = strings.ReplaceAll(*v, sec, Redacted)
+			}
+		}
+		raw := func(v *json.RawMessage) {
+			if bytes.Contains(*v, []byte(sec)) {
+				*v = bytes.ReplaceAll(*v, []byte(sec), []byte(Redacted))
+			}
+		}
+		str(&e.Target)
+		str(&e.Endpoint)
+		str(&e.Method)
+		str(&e.Session)
+		str(&e.Pool)
+		raw(&e.Params)
+		raw(&e.Result)
+		if e.Error != nil {
+			er := *e.Error
+			str(&er.Message)
+			raw(&er.Data)
+			e.Error = &er
+		}
+	}
+}
 
 // Totals are the store's counters, as kept for retention.
 type Totals struct {

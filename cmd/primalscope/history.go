@@ -20,6 +20,7 @@ import (
 	"github.com/ecoPrimals/primalscope/config"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
 	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/tui"
 )
@@ -124,7 +125,24 @@ func (a *app) openHistory(ctx context.Context) (*history.Store, error) {
 	}
 	return history.Open(ctx, path, history.Options{
 		MaxRows: hs.MaxRows, MaxBytes: int64(hs.MaxBytes), EntryLimit: int(hs.EntryLimit),
+		Secrets: a.knownSecrets(),
 	})
+}
+
+// knownSecrets are the family seeds this run knows of ($FAMILY_SEED,
+// --family-seed-file): history scrubs them wherever they turn up (a peer's
+// error message echoing one, positional params), not only under secret keys.
+func (a *app) knownSecrets() []string {
+	var out []string
+	if s := strings.TrimSpace(a.getenv("FAMILY_SEED")); s != "" {
+		out = append(out, s)
+	}
+	if a.seedFile != "" {
+		if s, err := btsp.ReadSeedFile(a.seedFile); err == nil && strings.TrimSpace(s) != "" {
+			out = append(out, strings.TrimSpace(s))
+		}
+	}
+	return out
 }
 
 // callRecorder records the calls one command makes. A nil *callRecorder
@@ -180,9 +198,9 @@ func (c *callRecorder) close() {
 	c.store.Close()
 }
 
-// callEntry describes a finished call for history. err is what Send
-// returned; resp may be nil.
-func (a *app) callEntry(t target, req ipc.Request, resp *ipc.Response, err error, start time.Time) history.Entry {
+// callEntry describes a finished call for history. err is what Send (or
+// the dial) returned; conn and resp may be nil.
+func (a *app) callEntry(t target, conn *ipc.Conn, req ipc.Request, resp *ipc.Response, err error, start time.Time) history.Entry {
 	wire := "jsonrpc"
 	if w, werr := ipc.ParseWire(a.wire); werr == nil {
 		wire = w.String()
@@ -201,6 +219,12 @@ func (a *app) callEntry(t target, req ipc.Request, resp *ipc.Response, err error
 		Outcome:   outcomeOf(err),
 		Source:    history.SourceCLI,
 	}
+	if conn != nil {
+		if d := conn.Transport(); d != "" {
+			e.Transport = d // "unix+ribocipher", "unix+btsp(chacha20_poly1305)"...
+		}
+	}
+	e.Prefix = strings.Contains(e.Transport, "ribocipher")
 	if resp != nil {
 		e.Duration = resp.Elapsed
 		e.Result = resp.Result
@@ -599,13 +623,13 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 	conn, t, err := a.dial(cctx, targetArg, nil)
 	if err != nil {
 		if t.Arg != "" {
-			rec.record(ctx, a.callEntry(t, req, nil, err, start))
+			rec.record(ctx, a.callEntry(t, nil, req, nil, err, start))
 		}
 		return err
 	}
 	defer conn.Close()
 	resp, err := conn.Send(cctx, req)
-	newID := rec.record(ctx, a.callEntry(t, req, resp, err, start))
+	newID := rec.record(ctx, a.callEntry(t, conn, req, resp, err, start))
 	var re *ipc.RPCError
 	answered := err == nil || (errors.As(err, &re) && resp != nil)
 	if !answered {

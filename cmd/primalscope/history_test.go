@@ -308,16 +308,39 @@ func TestRecordingHelpers(t *testing.T) {
 
 	tg := target{Arg: "beardog", Name: "beardog", Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: "/run/b.sock"}}
 	req := ipc.Request{Method: "m", Params: json.RawMessage(`{}`), Pool: "p"}
-	e := a.callEntry(tg, req, nil, &ipc.TimeoutError{Method: "m", After: time.Second}, time.Now())
+	e := a.callEntry(tg, nil, req, nil, &ipc.TimeoutError{Method: "m", After: time.Second}, time.Now())
 	if e.Outcome != history.OutcomeTimeout || e.Wire != "lean" || e.Transport != "unix" || e.Pool != "p" || e.Error == nil {
 		t.Errorf("timeout entry: %+v", e)
 	}
 	resp := &ipc.Response{Error: &ipc.RPCError{Code: -32601, Message: "nope"}, Raw: json.RawMessage(`{"x":1}`)}
-	e = a.callEntry(tg, req, resp, resp.Error, time.Now())
+	e = a.callEntry(tg, nil, req, resp, resp.Error, time.Now())
 	if e.Outcome != history.OutcomeError || e.Error.Code != -32601 || e.ResponseSize != 7 {
 		t.Errorf("peer error entry: %+v", e)
 	}
 	if o := outcomeOf(context.Canceled); o != history.OutcomeCancelled {
 		t.Errorf("cancelled: %s", o)
+	}
+}
+
+func TestKnownSeedIsScrubbed(t *testing.T) {
+	const seed = "SENTINEL-SEED-0123456789"
+	path := filepath.Join(t.TempDir(), "history.db")
+	a := &app{io: &stdio{err: &strings.Builder{}}, historyPath: path,
+		getenv: func(k string) string { return map[string]string{"FAMILY_SEED": seed}[k] }}
+	rec := a.startRecording(context.Background())
+	if rec == nil {
+		t.Fatal("no recorder")
+	}
+	id := rec.record(context.Background(), history.Entry{Target: "beardog", Method: "btsp.x",
+		Params: json.RawMessage(`["` + seed + `"]`), Error: &history.RPCError{Message: "seed " + seed + " refused"}})
+	rec.close()
+	if id == 0 {
+		t.Fatal("not recorded")
+	}
+	for _, f := range []string{path, path + "-wal"} {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), seed) {
+			t.Errorf("the family seed is in %s", filepath.Base(f))
+		}
 	}
 }
