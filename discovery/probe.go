@@ -31,7 +31,9 @@ const (
 
 // ProbeOptions tune a Prober. Zero values mean the defaults.
 type ProbeOptions struct {
-	// ConnectTimeout bounds connect() to a local socket (50 ms).
+	// ConnectTimeout bounds connect() to a local TCP port (50 ms); on a
+	// Unix socket, whose connect never waits, it is at least 500 ms so that
+	// scheduling delays are not mistaken for a hung socket.
 	ConnectTimeout time.Duration
 	// RemoteConnectTimeout bounds connecting to a non-loopback TCP peer (500 ms).
 	RemoteConnectTimeout time.Duration
@@ -213,8 +215,18 @@ func (p *Prober) Forget(key string) {
 	delete(p.dead, key)
 }
 
+// localConnectFloor is the least time given to connect() on a Unix socket.
+// The kernel never makes such a connect wait (it succeeds, or fails at
+// once: refused, no such file, backlog full), so a timeout there only
+// measures this process's own scheduling; on a busy machine a 50 ms timer
+// would pass live and dead sockets off as stale.
+const localConnectFloor = 500 * time.Millisecond
+
 func connectTimeoutFor(ep ipc.Endpoint, opts ProbeOptions) time.Duration {
 	opts = opts.withDefaults()
+	if ep.Transport == ipc.Unix || ep.Transport == ipc.Abstract {
+		return max(opts.ConnectTimeout, localConnectFloor)
+	}
 	if ep.Transport == ipc.TCP {
 		host, _, err := net.SplitHostPort(ep.Address)
 		if err == nil {

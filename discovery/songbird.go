@@ -279,7 +279,7 @@ func (r *Registry) session(ctx context.Context, fn func(c *ipc.Conn) error) erro
 	if ct <= 0 {
 		// A registry is worth more patience than a probe: it speaks for
 		// many targets.
-		ct = max(4*connectTimeoutFor(r.Endpoint, ProbeOptions{}), 200*time.Millisecond)
+		ct = max(connectTimeoutFor(r.Endpoint, ProbeOptions{}), 200*time.Millisecond)
 	}
 	c, err := ipc.Dial(ctx, r.Endpoint, ipc.Options{ConnectTimeout: ct, MaxFrame: 16 << 20, IncomingBuffer: 16})
 	if err != nil {
