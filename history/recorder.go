@@ -219,6 +219,13 @@ func (r *Recorder) write(batch []*Pending) {
 	if r.store.over(tot) {
 		r.trim()
 	}
+	// Checkpoint now that the callers have been answered, unless more
+	// entries wait (then after them, unless the WAL keeps growing).
+	if r.store.checkpointDue(1) && len(r.queue) == 0 || r.store.checkpointDue(4) {
+		if err := r.store.Checkpoint(r.ctx); err != nil {
+			r.warn(err)
+		}
+	}
 }
 
 func (r *Recorder) safeAdd(entries []Entry) (ids []int64, tot Totals, err error) {

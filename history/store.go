@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -87,7 +88,14 @@ type Store struct {
 	db   *sql.DB
 	path string
 	opts Options
+	// sinceCheckpoint estimates the bytes written to the WAL since the last
+	// checkpoint this Store ran.
+	sinceCheckpoint atomic.Int64
 }
+
+// checkpointEvery is how much WAL (estimated) is written between two
+// checkpoints: about SQLite's default of 1000 pages.
+const checkpointEvery = 4 << 20
 
 // DefaultPath returns $XDG_STATE_HOME/primalscope/history.db, or
 // ~/.local/state/primalscope/history.db when XDG_STATE_HOME is unset or not
@@ -170,6 +178,9 @@ func dsn(path string, busy time.Duration) string {
 		"_auto_vacuum=INCREMENTAL",
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(NORMAL)",
+		// No checkpoint inside a commit: the Recorder checkpoints after it
+		// has told the caller the entry is committed (see Store.checkpointDue).
+		"_pragma=wal_autocheckpoint(0)",
 		"_pragma=foreign_keys(ON)",
 		"_txlock=immediate",
 	}
@@ -475,7 +486,27 @@ type Totals struct {
 // Trim.
 func (s *Store) Add(ctx context.Context, entries ...Entry) ([]int64, error) {
 	ids, _, err := s.add(ctx, entries)
+	if err == nil && s.checkpointDue(1) {
+		_ = s.Checkpoint(ctx) // a failed checkpoint is retried after the next write
+	}
 	return ids, err
+}
+
+// checkpointDue reports whether the WAL has grown by factor times
+// checkpointEvery since the last checkpoint.
+func (s *Store) checkpointDue(factor int64) bool {
+	return s.sinceCheckpoint.Load() >= factor*checkpointEvery
+}
+
+// Checkpoint copies the WAL back into the database file (PRAGMA
+// wal_checkpoint(PASSIVE): it never waits for readers or writers). Commits
+// do not checkpoint by themselves; the Recorder calls this between writes.
+func (s *Store) Checkpoint(ctx context.Context) error {
+	s.sinceCheckpoint.Store(0)
+	if _, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
+		return fmt.Errorf("checkpoint history: %w", err)
+	}
+	return nil
 }
 
 func (s *Store) add(ctx context.Context, entries []Entry) ([]int64, Totals, error) {
@@ -514,6 +545,11 @@ func (s *Store) add(ctx context.Context, entries []Entry) ([]int64, Totals, erro
 	if err != nil {
 		return nil, Totals{}, fmt.Errorf("add to history: %w", err)
 	}
+	var written int64
+	for _, r := range rows {
+		written += 2*r.bytes + 1024 // the row, its index entries, the pages around them
+	}
+	s.sinceCheckpoint.Add(written)
 	return ids, tot, nil
 }
 
