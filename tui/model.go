@@ -18,6 +18,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/themes"
@@ -99,7 +100,12 @@ type (
 		text string
 		err  bool
 	}
-	crashMsg        struct{ path string }
+	crashMsg     struct{ path string }
+	describedMsg struct {
+		key  string
+		desc *discovery.Description
+		err  error
+	}
 	listenFailedMsg struct {
 		key, name string
 		err       error
@@ -139,6 +145,8 @@ type model struct {
 	current string // key of the target the caps tree and composer use
 	// listening marks targets whose pushes the events tail receives.
 	listening map[string]bool
+	// described marks BTSP targets the TUI asked to describe itself.
+	described map[string]bool
 	cancel    context.CancelFunc
 
 	status    string
@@ -158,6 +166,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 		cfg:       cfg,
 		feed:      newFeed(65536, time.Second/60),
 		listening: map[string]bool{},
+		described: map[string]bool{},
 		hist:      cfg.History,
 		keys:      DefaultKeyMap(),
 		help:      help.New(),
@@ -173,7 +182,8 @@ func newModel(ctx context.Context, cfg Config) *model {
 	if m.now == nil {
 		m.now = time.Now
 	}
-	m.client = newClient(ctx, cfg.Dial, m.feed, cfg.MaxFrame)
+	m.caps.canBTSP = cfg.CanBTSP
+	m.client = newClient(ctx, cfg.Dial, m.feed, cfg.MaxFrame, cfg.Security)
 	if cfg.Keys != nil {
 		if err := m.keys.Remap(cfg.Keys); err != nil {
 			m.setErr(err.Error())
@@ -279,8 +289,8 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	case feedMsg:
-		m.absorb(msg.items)
-		return tea.Batch(append(m.listen(), m.safe(m.feed.next(m.ctx)))...)
+		cmd := m.absorb(msg.items)
+		return tea.Batch(append(m.listen(), cmd, m.safe(m.feed.next(m.ctx)))...)
 	case callDoneMsg:
 		return m.onCallDone(msg)
 	case fullDocMsg:
@@ -407,6 +417,28 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 	case statusMsg:
 		m.status, m.statusErr = msg.text, msg.err
 		return nil
+	case describedMsg:
+		t := m.targets.targets[msg.key]
+		if t == nil {
+			return nil
+		}
+		nt := *t
+		if msg.err != nil {
+			nt.Err = msg.err.Error()
+		}
+		if d := msg.desc; d != nil {
+			if d.Identity != nil {
+				nt.Identity = d.Identity
+			}
+			if d.Capabilities != nil {
+				nt.Caps, nt.Tree = d.Capabilities, d.Tree
+				nt.Err = ""
+			}
+		}
+		m.targets.targets[msg.key] = &nt
+		m.rebuildCaps()
+		m.comp.complete(m.target())
+		return nil
 	case listenFailedMsg:
 		m.events.Append(Event{Time: m.now(), Source: msg.name, TargetKey: msg.key, Kind: EvNote, Name: "cannot listen", Data: []byte(msg.err.Error())})
 		return nil
@@ -426,7 +458,7 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 }
 
 // absorb applies a frame's worth of live items.
-func (m *model) absorb(items []any) {
+func (m *model) absorb(items []any) tea.Cmd {
 	changed := false
 	for _, it := range items {
 		switch x := it.(type) {
@@ -463,11 +495,12 @@ func (m *model) absorb(items []any) {
 		m.targets.rebuild()
 		if m.current == "" || m.targets.targets[m.current] == nil {
 			if k := m.targets.selectedKey(); k != "" {
-				m.current = k
+				return m.selectTarget(k)
 			}
 		}
 		m.rebuildCaps()
 	}
+	return nil
 }
 
 func (m *model) countRate() {
@@ -503,7 +536,7 @@ func (m *model) listen() []tea.Cmd {
 	}
 	var cmds []tea.Cmd
 	for k, t := range m.targets.targets {
-		if m.listening[k] || t.Health != HealthLive || t.BTSP || t.Kind == "tarpc" || t.Endpoint == "" {
+		if m.listening[k] || t.Health != HealthLive || (t.BTSP && !m.cfg.CanBTSP) || t.Kind == "tarpc" || t.Endpoint == "" {
 			continue
 		}
 		m.listening[k] = true
@@ -548,16 +581,37 @@ func (m *model) rebuildCaps() {
 }
 
 // selectTarget makes key the current target.
-func (m *model) selectTarget(key string) {
+func (m *model) selectTarget(key string) tea.Cmd {
 	if key == "" || key == m.current {
-		return
+		return nil
 	}
 	m.current = key
 	m.rebuildCaps()
-	if t := m.target(); t != nil && t.Bus && m.comp.pool.Empty() {
+	defer m.comp.complete(m.target())
+	if t := m.target(); t != nil && t.Bus && t.Pool != "" {
 		m.comp.pool.Set(t.Pool)
 	}
-	m.comp.complete(m.target())
+	if t := m.target(); t != nil && t.BTSP && t.Tree == nil && m.cfg.CanBTSP && !m.described[key] {
+		m.described[key] = true
+		return m.describe(*t)
+	}
+	return nil
+}
+
+// describe asks a target for its identity and capabilities through the
+// TUI's own connection (which can do the BTSP handshake discovery cannot).
+func (m *model) describe(t Target) tea.Cmd {
+	cl := m.client
+	return m.safe(func() tea.Msg {
+		ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)
+		defer cancel()
+		c, err := cl.conn(ctx, t)
+		if err != nil {
+			return describedMsg{key: t.Key, err: err}
+		}
+		d, err := discovery.Describe(ctx, c)
+		return describedMsg{key: t.Key, desc: d, err: err}
+	})
 }
 
 // ---- keys ----
@@ -842,9 +896,9 @@ func (m *model) keyTargets(kp tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(kp, k.Bottom):
 		p.move(len(p.rows))
 	case key.Matches(kp, k.Select), key.Matches(kp, k.Unfold):
-		m.selectTarget(p.selectedKey())
+		cmd := m.selectTarget(p.selectedKey())
 		m.setFocus(pCaps)
-		return nil
+		return cmd
 	case key.Matches(kp, k.Filter):
 		p.filtering = true
 		return nil
@@ -860,8 +914,7 @@ func (m *model) keyTargets(kp tea.KeyPressMsg) tea.Cmd {
 	default:
 		return nil
 	}
-	m.selectTarget(p.selectedKey())
-	return nil
+	return m.selectTarget(p.selectedKey())
 }
 
 func (m *model) keyCaps(kp tea.KeyPressMsg) tea.Cmd {
@@ -1508,8 +1561,9 @@ func (m *model) keyHistory(kp tea.KeyPressMsg) tea.Cmd {
 		if e == nil {
 			return nil
 		}
+		var cmd tea.Cmd
 		if t := m.targetFor(e.Target, e.Endpoint); t != nil {
-			m.selectTarget(t.Key)
+			cmd = m.selectTarget(t.Key)
 		}
 		m.comp.reply = nil
 		m.comp.method.Set(e.Method)
@@ -1519,6 +1573,7 @@ func (m *model) keyHistory(kp tea.KeyPressMsg) tea.Cmd {
 		m.comp.checkParams()
 		m.comp.field = fParams
 		m.setFocus(pComposer)
+		return cmd
 	case key.Matches(kp, k.Replay):
 		e := h.selected()
 		if e == nil || m.hist == nil {
@@ -1613,7 +1668,7 @@ func (m *model) onClick(ms tea.Mouse) tea.Cmd {
 		i := m.targets.off + row
 		if i >= 0 && i < len(m.targets.rows) && m.targets.rows[i].key != "" {
 			m.targets.sel = i
-			m.selectTarget(m.targets.rows[i].key)
+			return m.selectTarget(m.targets.rows[i].key)
 		}
 	case pCaps:
 		if m.caps.filtering || !m.caps.filter.Empty() {
@@ -1658,7 +1713,7 @@ func (m *model) onWheel(ms tea.Mouse) tea.Cmd {
 	switch p {
 	case pTargets:
 		m.targets.move(d)
-		m.selectTarget(m.targets.selectedKey())
+		return m.selectTarget(m.targets.selectedKey())
 	case pCaps:
 		m.caps.move(d)
 	case pResponse:

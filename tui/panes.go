@@ -286,6 +286,7 @@ type capsPane struct {
 	filter    lineEdit
 	filtering bool
 	consumed  bool // consumed section unfolded
+	canBTSP   bool // a family seed is available
 }
 
 func newCapsPane() capsPane { return capsPane{open: map[string]bool{}} }
@@ -449,6 +450,10 @@ func (p *capsPane) View(st *styles, t *Target, w, h int, focused bool) []string 
 		switch {
 		case t.Kind == "tarpc":
 			out = append(out, st.Dim.Render("  A binary tarpc sidecar: listed, never spoken to."))
+		case t.BTSP && p.canBTSP && t.Err == "":
+			out = append(out, st.Info.Render("  This socket demands a BTSP handshake: asking it with the family seed…"))
+		case t.BTSP && p.canBTSP:
+			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake, which failed."))
 		case t.BTSP:
 			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake before JSON-RPC."),
 				st.Dim.Render("  Set FAMILY_SEED (or --family-seed-file) to reach it."))

@@ -46,6 +46,12 @@ type Config struct {
 	Discoverer Discoverer
 	// Dial opens connections; nil parses the endpoint and uses ipc.Dial.
 	Dial Dialer
+	// Security is how calls deal with the riboCipher prefix and BTSP
+	// (family seed, cipher); the zero value is the plain wire.
+	Security ipc.Security
+	// CanBTSP says a family seed is available, so targets that demand
+	// BTSP can be described, called and listened to.
+	CanBTSP bool
 	// Title is a badge in the header (for example "demo").
 	Title string
 	// CrashDir is where crash reports go (the temp dir when empty).

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -82,17 +83,18 @@ type client struct {
 	dial Dialer
 	feed *feed
 	max  int64
+	sec  ipc.Security
 
 	mu    sync.Mutex
 	conns map[string]*ipc.Conn
 	wg    sync.WaitGroup
 }
 
-func newClient(ctx context.Context, dial Dialer, f *feed, maxFrame int64) *client {
+func newClient(ctx context.Context, dial Dialer, f *feed, maxFrame int64, sec ipc.Security) *client {
 	if dial == nil {
 		dial = defaultDialer
 	}
-	return &client{ctx: ctx, dial: dial, feed: f, max: maxFrame, conns: map[string]*ipc.Conn{}}
+	return &client{ctx: ctx, dial: dial, feed: f, max: maxFrame, sec: sec, conns: map[string]*ipc.Conn{}}
 }
 
 // conn returns the open connection to t, dialling it when needed.
@@ -109,9 +111,12 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 	}
 	c.mu.Unlock()
 	src := t.Name
+	sec := c.sec
+	sec.RequireBTSP = sec.RequireBTSP || t.BTSP
 	opts := ipc.Options{
 		Endpoint: t.Endpoint,
 		MaxFrame: c.max,
+		Security: sec,
 		Trace: func(ev ipc.TraceEvent) {
 			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
 		},
@@ -119,6 +124,20 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 	cn, err := c.dial(ctx, t, opts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Security.Prefix == ipc.PrefixAuto {
+		// Settle the riboCipher prefix now, before the peer pushes anything
+		// (ipc's fallback only works on the first exchange): a parse error
+		// means the peer did not take the prefix; dial again without it.
+		_, perr := cn.Call(ctx, "health.liveness", nil)
+		var re *ipc.RPCError
+		if errors.As(perr, &re) && re.Code == -32700 {
+			cn.Close()
+			opts.Security.Prefix = ipc.PrefixOff
+			if cn, err = c.dial(ctx, t, opts); err != nil {
+				return nil, err
+			}
+		}
 	}
 	c.mu.Lock()
 	if old, ok := c.conns[t.Key]; ok {

@@ -60,5 +60,8 @@ func (a *app) runDemoUI(ctx context.Context, eco *demo.Ecosystem) error {
 	if a.family == "" {
 		a.family = eco.Family
 	}
+	if a.seedFile == "" && a.getenv("FAMILY_SEED") == "" {
+		a.seedFile = eco.SeedFile // the demo's own family seed: its BTSP socket is reachable
+	}
 	return a.runTUI(ctx, true)
 }

@@ -50,6 +50,11 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		}
 		cfg.Theme, cfg.Catalog = a.theme, cat
 	}
+	sec, err := a.security()
+	if err != nil {
+		return err
+	}
+	cfg.Security, cfg.CanBTSP = sec, a.seedFile != "" || a.getenv("FAMILY_SEED") != ""
 	cfg.ConfigPath = tui.ConfigPath(a.getenv)
 	keys, err := tui.LoadKeys(cfg.ConfigPath)
 	if err != nil {
