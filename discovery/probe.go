@@ -16,6 +16,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
 
 // Prober defaults.
@@ -50,6 +51,11 @@ type ProbeOptions struct {
 	// DeadTTL is how long a dead endpoint stays cached (30 s): within it, a
 	// socket file that has not changed is not dialled again.
 	DeadTTL time.Duration
+	// Security is how connections handle the riboCipher prefix and BTSP:
+	// with a family seed, family-scoped sockets are probed through the
+	// handshake. The zero value is the plain wire (BTSP sockets are then
+	// reported locked). The seed never leaves ipc.
+	Security ipc.Security
 }
 
 func (o ProbeOptions) withDefaults() ProbeOptions {
@@ -129,6 +135,8 @@ type Probe struct {
 	BTSPRequired bool `json:"btsp_required,omitempty"`
 	// BTSPRejection is the peer's own rejection error, when it sent one.
 	BTSPRejection *ipc.RPCError `json:"btsp_rejection,omitempty"`
+	// Secured is true when the probe went through a BTSP handshake.
+	Secured bool `json:"secured,omitempty"`
 	// Cached is true when the result came from the dead-endpoint cache.
 	Cached bool `json:"cached,omitempty"`
 	// Full is true when identity and capabilities were asked too.
@@ -295,19 +303,33 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		res.Err = ctx.Err().Error()
 		return res
 	}
-	start := time.Now()
-	nc, err := ipc.DialStream(ctx, ep, connectTimeoutFor(ep, p.opts))
-	res.Connect = time.Since(start)
-	<-p.dial
-	if err != nil {
-		res.State, res.Err = classifyDialErr(err), err.Error()
-		return res
-	}
 	wire := ipc.WireJSONRPC
 	if spec.Wire == "lean" {
 		wire = ipc.WireLean
 	}
-	conn := ipc.NewConn(ipc.NetFramer(nc, 4<<20), ipc.Options{Wire: wire, IncomingBuffer: 8, Endpoint: ep.String()})
+	opts := ipc.Options{Wire: wire, IncomingBuffer: 8, Endpoint: ep.String(), MaxFrame: 4 << 20,
+		ConnectTimeout: connectTimeoutFor(ep, p.opts), Security: p.opts.Security}
+	secured := !opts.Security.Seed.IsZero() && ipc.FamilyScoped(ep, opts.Security.Family)
+	start := time.Now()
+	fr, err := ipc.DialFramer(ctx, ep, opts)
+	res.Connect = time.Since(start)
+	<-p.dial
+	if err != nil {
+		var be *ipc.BTSPRequiredError
+		if errors.As(err, &be) {
+			res.State, res.BTSPRequired, res.BTSPRejection, res.Err = StateLocked, true, be.Peer, err.Error()
+			return res
+		}
+		res.State, res.Err = classifyDialErr(err), err.Error()
+		var he *btsp.HandshakeError
+		if errors.As(err, &he) {
+			// It answered, but the handshake failed (wrong seed, refusal).
+			res.State, res.BTSPRequired = StateLocked, true
+		}
+		return res
+	}
+	res.Secured = secured
+	conn := ipc.NewConn(fr, opts)
 	defer conn.Close()
 
 	deadline := start.Add(res.Connect + p.opts.StaleTimeout)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -246,5 +247,30 @@ func TestProbeHungNeverDelaysOthers(t *testing.T) {
 	}
 	for i := 0; i < 6; i++ {
 		<-done
+	}
+}
+
+func TestProbeThroughBTSP(t *testing.T) {
+	dir := tempDir(t)
+	const seed = "0123456789abcdef-family-seed"
+	cfg := primal("beardog", false).Config()
+	cfg.Accept = ipctest.BTSPGate(btsp.ServerConfig{Seed: []byte(seed)}, false)
+	serve(t, dir, "beardog-west-1.sock", cfg)
+	ep := unixEP(filepath.Join(dir, "beardog-west-1.sock"))
+	ctx := ctxT(t)
+
+	r := NewProber(ProbeOptions{ConnectTimeout: time.Second}).Probe(ctx, ProbeSpec{Endpoint: ep, Full: true})
+	if r.State != StateLocked || !r.BTSPRequired {
+		t.Errorf("no seed: %+v", r)
+	}
+	sec := ipc.Security{Seed: ipc.NewSeed(seed), Family: "west-1"}
+	r = NewProber(ProbeOptions{ConnectTimeout: time.Second, Security: sec}).Probe(ctx, ProbeSpec{Endpoint: ep, Full: true})
+	if r.State != StateLive || !r.Secured || r.Capabilities == nil {
+		t.Errorf("with the seed: %+v", r)
+	}
+	sec.Seed = ipc.NewSeed("another-seed-entirely-wrong")
+	r = NewProber(ProbeOptions{ConnectTimeout: time.Second, Security: sec}).Probe(ctx, ProbeSpec{Endpoint: ep, Full: true})
+	if r.State != StateLocked || r.Err == "" || strings.Contains(r.Err, "another-seed") {
+		t.Errorf("wrong seed: %+v", r)
 	}
 }

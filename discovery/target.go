@@ -191,7 +191,7 @@ func (t *Target) BTSP() bool {
 	if t.Probe == nil {
 		return false
 	}
-	return t.Probe.BTSPRequired
+	return t.Probe.BTSPRequired || t.Probe.Secured
 }
 
 // Latency is the liveness round trip of the last probe (0 when none).

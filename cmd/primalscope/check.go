@@ -79,7 +79,10 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	if err != nil {
 		return err
 	}
-	d := a.discoverer(df, extra)
+	d, err := a.discoverer(df, extra)
+	if err != nil {
+		return err
+	}
 	snap, err := d.Sweep(ctx, nil)
 	if err != nil {
 		return err

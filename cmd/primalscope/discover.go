@@ -41,9 +41,15 @@ func (a *app) loadConfig() *config.Config {
 	return c
 }
 
-// discoverer builds a Discoverer from the global flags, the environment and
-// the config file. extra are TARGET arguments that name addresses.
-func (a *app) discoverer(f discoverFlags, extra []discovery.Found) *discovery.Discoverer {
+// discoverer builds a Discoverer from the global flags (the BTSP and
+// prefix ones included: with a family seed, family-scoped sockets are
+// probed through the handshake), the environment and the config file.
+// extra are TARGET arguments that name addresses.
+func (a *app) discoverer(f discoverFlags, extra []discovery.Found) (*discovery.Discoverer, error) {
+	sec, err := a.security()
+	if err != nil {
+		return nil, err
+	}
 	environ := a.environ
 	opts := discovery.Options{
 		Getenv:     a.getenv,
@@ -51,13 +57,13 @@ func (a *app) discoverer(f discoverFlags, extra []discovery.Found) *discovery.Di
 		SocketDirs: a.socketDirs,
 		Family:     a.familyID(),
 		Config:     a.loadConfig(),
-		Probe:      discovery.ProbeOptions{StaleTimeout: f.stale},
+		Probe:      discovery.ProbeOptions{StaleTimeout: f.stale, Security: sec},
 		NoProc:     f.noProc,
 	}
 	if len(extra) > 0 {
 		opts.Extra = []discovery.Source{&discovery.StaticSource{Found: extra}}
 	}
-	return discovery.New(opts)
+	return discovery.New(opts), nil
 }
 
 func addDiscoverFlags(fs interface {
@@ -274,7 +280,11 @@ func latency(d time.Duration) string {
 func (a *app) lookupWide(arg string) (target, bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	t, err := a.discoverer(discoverFlags{noProc: true}, nil).Lookup(ctx, arg)
+	d, err := a.discoverer(discoverFlags{noProc: true}, nil)
+	if err != nil {
+		return target{}, false
+	}
+	t, err := d.Lookup(ctx, arg)
 	if err != nil {
 		return target{}, false
 	}

@@ -73,7 +73,10 @@ type lsDoc struct {
 }
 
 func (a *app) ls(ctx context.Context, df discoverFlags, asJSON bool) error {
-	d := a.discoverer(df, nil)
+	d, err := a.discoverer(df, nil)
+	if err != nil {
+		return err
+	}
 	snap, err := d.Sweep(ctx, nil)
 	if err != nil {
 		return err
@@ -187,7 +190,10 @@ type lsEvent struct {
 }
 
 func (a *app) lsWatch(ctx context.Context, df discoverFlags, asJSON bool, every time.Duration) error {
-	d := a.discoverer(df, nil)
+	d, err := a.discoverer(df, nil)
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := d.Watch(ctx, discovery.WatchOptions{Interval: every})
