@@ -2001,47 +2001,62 @@ func (m *model) contextHelp() []key.Binding {
 	return m.keys.ShortHelp()
 }
 
-// helpView is the ? overlay, generated from the keymap.
+// helpView is the ? overlay, generated from the keymap: the groups flow
+// down and across as many columns as fit; on small screens the spacing and
+// footer shrink first.
 func (m *model) helpView(w, h int) []string {
 	st := m.st
-	groups := m.keys.FullHelp()
-	colW := 30
-	ncol := max((w-4)/colW, 1)
-	var body []string
-	for g0 := 0; g0 < len(groups); g0 += ncol {
-		var cols [][]string
-		for g := g0; g < min(g0+ncol, len(groups)); g++ {
-			col := []string{st.TitleFocus.Render(helpGroupTitles[g])}
-			for _, b := range groups[g] {
-				if !b.Enabled() {
-					continue
-				}
-				col = append(col, fit(st.HelpKey.Render(fmt.Sprintf("%-9s", b.Help().Key))+" "+st.HelpDesc.Render(b.Help().Desc), colW))
+	build := func(sep bool) []string {
+		var items []string
+		for g, group := range m.keys.FullHelp() {
+			if g > 0 && sep {
+				items = append(items, "")
 			}
-			cols = append(cols, col)
-		}
-		n := 0
-		for _, c := range cols {
-			n = max(n, len(c))
-		}
-		for i := 0; i < n; i++ {
-			var sb strings.Builder
-			for _, c := range cols {
-				l := ""
-				if i < len(c) {
-					l = c[i]
+			items = append(items, st.TitleFocus.Render(helpGroupTitles[g]))
+			for _, b := range group {
+				if b.Enabled() {
+					items = append(items, st.HelpKey.Render(fmt.Sprintf("%-8s", b.Help().Key))+" "+st.HelpDesc.Render(b.Help().Desc))
 				}
-				sb.WriteString(fit(l, colW))
 			}
-			body = append(body, sb.String())
 		}
-		body = append(body, "")
+		return items
 	}
 	cp := m.cfg.ConfigPath
 	if cp == "" {
 		cp = "~/.config/primalscope/config.toml"
 	}
-	body = append(body, st.Dim.Render("Keys are remappable in "+render.Sanitize(cp)+" under [keys], e.g. quit = [\"q\"]."),
-		st.Dim.Render("Mouse: click to focus and select, wheel to scroll. Any key closes this help."))
+	footer := []string{"", st.Dim.Render("Keys are remappable in " + render.Sanitize(cp) + " under [keys], e.g. quit = [\"q\"]."),
+		st.Dim.Render("Mouse: click to focus and select, wheel to scroll. Any key closes this help.")}
+	const colW = 26
+	maxCol := max((w-2)/colW, 1)
+	avail := h - 2
+	items := build(true)
+	ceil := func(n, d int) int { return (n + d - 1) / d }
+	for _, try := range []struct {
+		sep    bool
+		footer int
+	}{{true, 3}, {false, 3}, {false, 2}} {
+		items = build(try.sep)
+		if ceil(len(items), maxCol)+try.footer <= avail {
+			footer = footer[:try.footer]
+			break
+		}
+	}
+	ncol := maxCol
+	for ncol > 1 && ceil(len(items), ncol-1)+len(footer) <= avail {
+		ncol--
+	}
+	rows := ceil(len(items), ncol)
+	var body []string
+	for r := 0; r < rows; r++ {
+		var sb strings.Builder
+		for c := 0; c < ncol; c++ {
+			if i := c*rows + r; i < len(items) {
+				sb.WriteString(fit(items[i], colW))
+			}
+		}
+		body = append(body, sb.String())
+	}
+	body = append(body, footer...)
 	return st.box(w, h, "Help · keys", "", true, body)
 }
