@@ -285,13 +285,8 @@ func (p *Prober) Probe(ctx context.Context, spec ProbeSpec) Probe {
 func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	res = Probe{State: StateUnknown, At: time.Now(), Full: spec.Full}
 	ep := spec.Endpoint
-	switch ep.Transport {
-	case ipc.Unix, ipc.Abstract, ipc.TCP:
-	case "":
+	if ep.Transport == "" {
 		res.State, res.Err = StateUnprobed, "no address"
-		return res
-	default:
-		res.State, res.Err = StateUnprobed, fmt.Sprintf("%s endpoints are not probed during discovery", ep.Transport)
 		return res
 	}
 	if !acquire(ctx, p.open) {

@@ -274,3 +274,21 @@ func TestProbeThroughBTSP(t *testing.T) {
 		t.Errorf("wrong seed: %+v", r)
 	}
 }
+
+func TestProbeTCPAndStdio(t *testing.T) {
+	srv, err := ipctest.ListenTCP("127.0.0.1:0", primal("towerd", false).Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	r := NewProber(ProbeOptions{ConnectTimeout: time.Second}).Probe(ctxT(t), ProbeSpec{Endpoint: srv.Endpoint(), Full: true})
+	if r.State != StateLive || r.Identity == nil {
+		t.Errorf("tcp: %+v", r)
+	}
+	// A stdio command that answers nothing and exits: an error, not a hang.
+	ep, _ := ipc.ParseEndpoint(`stdio:"true"`)
+	r = NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: time.Second}).Probe(ctxT(t), ProbeSpec{Endpoint: ep})
+	if r.State == StateLive {
+		t.Errorf("stdio true: %+v", r)
+	}
+}
