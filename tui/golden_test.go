@@ -138,6 +138,15 @@ var scenarios = []scenario{
 		a.result, _ = json.Marshal(a.rpcErr)
 		return withTargets(append(press("enter"), callDoneMsg{ans: a, doc: prettyDoc(a.result)})...)
 	}},
+	{"response-raw", func() []tea.Msg {
+		a := sampleAnswer(0)
+		msgs := withTargets(append(press("enter"), callDoneMsg{ans: a, doc: prettyDoc(a.result)})...)
+		msgs = append(msgs, press("4", "r")...)
+		return append(msgs, envDoneMsg{ans: a, doc: prettyDoc(envelopeOf(a))})
+	}},
+	{"events-heartbeats", func() []tea.Msg {
+		return withTargets(feedMsg{items: sampleEvents()}, press("e")[0], press("K")[0], press("p")[0])
+	}},
 	{"events", func() []tea.Msg {
 		return withTargets(feedMsg{items: sampleEvents()}, press("e")[0])
 	}},

@@ -397,8 +397,16 @@ func capsTitle(st *styles, t *Target) (string, string) {
 			parts = append(parts, "signature "+render.Sanitize(string(t.Caps.Signature.State))+" ✗")
 		}
 	}
-	if t.BTSP {
+	switch ts := (*capability.TransportSecurity)(nil); {
+	case t.BTSP:
 		parts = append(parts, "BTSP")
+	case t.Caps != nil && t.Caps.TransportSecurity != nil:
+		ts = t.Caps.TransportSecurity
+		if ts.BTSPServerAvailable != nil && *ts.BTSPServerAvailable {
+			parts = append(parts, "BTSP optional")
+		} else {
+			parts = append(parts, "cleartext")
+		}
 	}
 	right := ""
 	if t.Caps != nil {
