@@ -43,6 +43,10 @@ type composer struct {
 	reply *Event // answering this server request when set
 }
 
+// maxLiveCheck is the largest params checked as they are typed; larger
+// ones (pasted or from $EDITOR) are checked in the command that sends them.
+const maxLiveCheck = 64 << 10
+
 func newComposer() composer {
 	c := composer{paramsErrAt: -1}
 	c.params.Set("{}")
@@ -68,9 +72,8 @@ func (c *composer) checkParams() {
 	if s == "" {
 		return
 	}
-	if len(s) > 1<<20 {
-		c.paramsErr = "too large to check here (use $EDITOR)"
-		return
+	if len(s) > maxLiveCheck {
+		return // checked when sent, off the UI's path
 	}
 	var v json.RawMessage
 	err := json.Unmarshal([]byte(c.params.String()), &v)

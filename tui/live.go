@@ -52,9 +52,28 @@ func (p *eventsPane) match(e *Event) bool {
 		return false
 	}
 	if f := p.filter.String(); f != "" {
-		return strings.Contains(strings.ToLower(e.Source+" "+e.Kind.String()+" "+e.Name+" "+string(e.Data)), strings.ToLower(f))
+		d := e.Data
+		if len(d) > 512 {
+			d = d[:512]
+		}
+		return containsFold(e.Source, f) || containsFold(e.Kind.String(), f) || containsFold(e.Name, f) || containsFold(string(d), f)
 	}
 	return true
+}
+
+// containsFold reports whether sub is in s, ignoring ASCII case, without
+// allocating (the tail filter runs over the ring on every frame).
+func containsFold(s, sub string) bool {
+	n := len(sub)
+	if n == 0 {
+		return true
+	}
+	for i := 0; i+n <= len(s); i++ {
+		if strings.EqualFold(s[i:i+n], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *eventsPane) cycleKind() {
@@ -212,12 +231,12 @@ func (p *tracePane) View(st *styles, w, h int) []string {
 	if avail <= 0 {
 		return head
 	}
-	f := strings.ToLower(p.filter.String())
+	f := p.filter.String()
 	rows := make([]string, 0, avail)
 	skip := p.back
 	for i := p.ring.Len() - 1; i >= 0 && len(rows) < avail; i-- {
 		fr := p.ring.At(i)
-		if f != "" && !strings.Contains(strings.ToLower(fr.Source+" "+string(fr.Data)+" "+fr.Warning), f) {
+		if f != "" && !containsFold(fr.Source, f) && !containsFold(fr.Warning, f) && !containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f) {
 			continue
 		}
 		if skip > 0 {

@@ -1190,6 +1190,9 @@ func (m *model) send() tea.Cmd {
 	return m.safe(func() tea.Msg {
 		defer cancel()
 		start := time.Now()
+		if len(req.Params) > maxLiveCheck && !json.Valid(req.Params) {
+			return callDoneMsg{ans: &answer{seq: seq, target: tgt, req: req, outcome: "not sent", errText: "params are not valid JSON", noResult: true}, doc: textDoc(nil)}
+		}
 		resp, err := cl.send(ctx, tgt, req)
 		if hs != nil {
 			hs.Record(recordFor(tgt, req, start, resp, err))
