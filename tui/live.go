@@ -243,7 +243,11 @@ func (p *tracePane) View(st *styles, w, h int) []string {
 			skip--
 			continue
 		}
-		rows = append(rows, p.row(st, fr))
+		var prev *TraceFrame
+		if i > 0 {
+			prev = p.ring.At(i - 1)
+		}
+		rows = append(rows, p.row(st, fr, prev))
 	}
 	if len(rows) == 0 && p.ring.Len() == 0 {
 		rows = append(rows, st.Dim.Render(" no frames yet: every frame sent and received shows here"))
@@ -254,8 +258,15 @@ func (p *tracePane) View(st *styles, w, h int) []string {
 	return append(head, rows...)
 }
 
-func (p *tracePane) row(st *styles, f *TraceFrame) string {
+func (p *tracePane) row(st *styles, f *TraceFrame, prev *TraceFrame) string {
 	ts := st.Dim.Render(f.Time.Format("15:04:05.000"))
+	delta := ""
+	if prev != nil && !prev.Time.IsZero() {
+		if d := f.Time.Sub(prev.Time); d >= 0 && d < time.Hour {
+			delta = "+" + fmtDur(d)
+		}
+	}
+	ts += st.Dim.Render(fmt.Sprintf(" %9s", delta))
 	var arrow string
 	switch f.Dir {
 	case ipc.Out:

@@ -669,6 +669,9 @@ func (m *model) onKey(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	}
+	if isKey && !m.statusErr {
+		m.status = "" // an info message lasts until the next key; errors stay
+	}
 	if m.inputActive() {
 		return m.onInput(msg)
 	}
