@@ -446,3 +446,71 @@ func TestTargetsFuzzyRanking(t *testing.T) {
 		t.Fatalf("grouping: %+v", p.rows)
 	}
 }
+
+// TestCancelInFlight: ^x cancels a call waiting for a slow peer.
+func TestCancelInFlight(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "slow.sock")
+	release := make(chan struct{})
+	defer close(release)
+	s, err := ipctest.Listen(path, ipctest.Config{Concurrent: true, Methods: map[string]ipctest.HandlerFunc{
+		"slow.wait": func(ctx context.Context, _ json.RawMessage) (any, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return "late", nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, _ := testModel(t, goldenConfig("dark"))
+	tg := Target{Key: "unix://" + path, Name: "slow", Endpoint: "unix://" + path, Health: HealthLive}
+	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	m.setFocus(pComposer)
+	m.comp.method.Set("slow.wait")
+	cmd := m.update(press("enter")[0])
+	if !m.comp.inflight || cmd == nil {
+		t.Fatal("the call is not in flight")
+	}
+	done := make(chan tea.Msg, 1)
+	go func() { done <- cmd() }()
+	m.update(press("ctrl+x")[0])
+	select {
+	case msg := <-done:
+		m.update(msg)
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancel did not end the call")
+	}
+	if m.comp.inflight || m.resp.ans == nil || m.resp.ans.outcome != "cancelled" {
+		t.Fatalf("after cancel: inflight %v answer %+v", m.comp.inflight, m.resp.ans)
+	}
+}
+
+// TestHistoryReplayDiff loads a past call, replays it and shows the diff.
+func TestHistoryReplayDiff(t *testing.T) {
+	_, tg := startPrimal(t)
+	hist := NewMemHistory(0)
+	hist.Record(CallRecord{Time: t0, Target: "beardog", Endpoint: tg.Endpoint, Method: "crypto.sign_ed25519",
+		Params: json.RawMessage(`{"message":"x"}`), Outcome: OutcomeOK, Result: json.RawMessage(`{"signature":"OLD","echo":{"message":"x"}}`)})
+	cfg := goldenConfig("dark")
+	cfg.History = hist
+	m, _ := testModel(t, cfg)
+	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	keyMsgs(t, m, "H")
+	if len(m.histp.entries) != 1 {
+		t.Fatalf("history pane has %d entries", len(m.histp.entries))
+	}
+	keyMsgs(t, m, "r")
+	screen := ansi.Strip(m.render())
+	if !strings.Contains(screen, "replay of 1") || !strings.Contains(screen, `"OLD"`) || !strings.Contains(screen, `"3J9xQw=="`) {
+		t.Fatalf("no replay diff on screen:\n%s", screen)
+	}
+	// Loading the call puts it in the composer.
+	keyMsgs(t, m, "H", "enter")
+	if m.focus != pComposer || m.comp.method.String() != "crypto.sign_ed25519" || m.comp.params.String() != `{"message":"x"}` {
+		t.Fatalf("load: focus %d method %q params %q", m.focus, m.comp.method.String(), m.comp.params.String())
+	}
+}
