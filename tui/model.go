@@ -157,6 +157,8 @@ type model struct {
 
 	crashed string
 	quit    func()
+	// manualFeed: no command reads the feed; the caller does (tests).
+	manualFeed bool
 }
 
 func newModel(ctx context.Context, cfg Config) *model {
@@ -227,11 +229,20 @@ func (m *model) target() *Target { return m.targets.targets[m.current] }
 
 // Init starts reading the live feed and asks for the terminal background.
 func (m *model) Init() tea.Cmd {
-	cmds := []tea.Cmd{m.safe(m.feed.next(m.ctx)), m.loadHistory("")}
+	cmds := []tea.Cmd{m.nextFeed(), m.loadHistory("")}
 	if !m.fixed {
 		cmds = append(cmds, tea.RequestBackgroundColor)
 	}
 	return tea.Batch(cmds...)
+}
+
+// nextFeed is the one outstanding command reading the live feed (tests
+// that drive the model by hand read the feed themselves).
+func (m *model) nextFeed() tea.Cmd {
+	if m.manualFeed {
+		return nil
+	}
+	return m.safe(m.feed.next(m.ctx))
 }
 
 // safe turns a panic in a command into a crash report.
@@ -290,7 +301,7 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case feedMsg:
 		cmd := m.absorb(msg.items)
-		return tea.Batch(append(m.listen(), cmd, m.safe(m.feed.next(m.ctx)))...)
+		return tea.Batch(append(m.listen(), cmd, m.nextFeed())...)
 	case callDoneMsg:
 		return m.onCallDone(msg)
 	case fullDocMsg:

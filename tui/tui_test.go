@@ -42,6 +42,29 @@ func run(t *testing.T, m *model, cmd tea.Cmd) {
 	}
 }
 
+// drainFeed applies what the live feed holds, waiting up to d for the
+// first item.
+func drainFeed(t *testing.T, m *model, d time.Duration) {
+	t.Helper()
+	var items []any
+	select {
+	case x := <-m.feed.ch:
+		items = append(items, x)
+	case <-time.After(d):
+		return
+	}
+	for {
+		select {
+		case x := <-m.feed.ch:
+			items = append(items, x)
+			continue
+		default:
+		}
+		break
+	}
+	run(t, m, m.update(feedMsg{items: items}))
+}
+
 func keyMsgs(t *testing.T, m *model, keys ...string) {
 	t.Helper()
 	for _, k := range press(keys...) {
@@ -76,6 +99,7 @@ func startPrimal(t *testing.T) (*ipctest.Server, Target) {
 func testModel(t *testing.T, cfg Config) (*model, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := newModel(ctx, cfg)
+	m.manualFeed = true
 	t.Cleanup(func() {
 		cancel()
 		m.client.close()
@@ -122,7 +146,7 @@ func TestCallRoundTrip(t *testing.T) {
 		t.Fatalf("prefilled params %q", got)
 	}
 	// The trace saw the frames both ways.
-	run(t, m, m.feed.next(m.ctx))
+	drainFeed(t, m, 100*time.Millisecond)
 	if m.trace.ring.Len() < 2 {
 		t.Fatalf("trace has %d frames, want both ways", m.trace.ring.Len())
 	}
@@ -170,8 +194,9 @@ func TestServerRequestAnswered(t *testing.T) {
 		}
 		answer <- msg
 	}()
+	deadline = time.Now().Add(10 * time.Second)
 	for m.reqs.pending() == 0 && time.Now().Before(deadline) {
-		run(t, m, m.feed.next(m.ctx))
+		drainFeed(t, m, 100*time.Millisecond)
 	}
 	if m.reqs.pending() != 1 {
 		t.Fatal("the request did not reach the requests pane")
