@@ -143,8 +143,12 @@ func (p *eventsPane) View(st *styles, w, h int) []string {
 		}
 		rows = append(rows, p.row(st, e, w))
 	}
-	if len(rows) == 0 && p.ring.Len() == 0 {
+	switch {
+	case len(rows) > 0:
+	case p.ring.Len() == 0:
 		rows = append(rows, st.Dim.Render(" waiting for events…"))
+	case p.back == 0:
+		rows = append(rows, st.Dim.Render(" nothing matches the filter (K kind, S source, / text)"))
 	}
 	// newest at the bottom
 	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
@@ -249,8 +253,12 @@ func (p *tracePane) View(st *styles, w, h int) []string {
 		}
 		rows = append(rows, p.row(st, fr, prev))
 	}
-	if len(rows) == 0 && p.ring.Len() == 0 {
+	switch {
+	case len(rows) > 0:
+	case p.ring.Len() == 0:
 		rows = append(rows, st.Dim.Render(" no frames yet: every frame sent and received shows here"))
+	case p.back == 0:
+		rows = append(rows, st.Dim.Render(" nothing matches the filter"))
 	}
 	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
 		rows[i], rows[j] = rows[j], rows[i]
