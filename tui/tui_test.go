@@ -3,6 +3,8 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -533,9 +535,49 @@ func TestHistoryReplayDiff(t *testing.T) {
 	if !strings.Contains(screen, "replay of 1") || !strings.Contains(screen, `"OLD"`) || !strings.Contains(screen, `"3J9xQw=="`) {
 		t.Fatalf("no replay diff on screen:\n%s", screen)
 	}
+	// Saving names it.
+	keyMsgs(t, m, "H", "s", "daily-sign", "enter")
+	if !strings.Contains(m.status, "saved call 2 as daily-sign") || hist.names["daily-sign"] != 2 {
+		t.Fatalf("save: status %q, names %v", m.status, hist.names)
+	}
 	// Loading the call puts it in the composer.
 	keyMsgs(t, m, "H", "enter")
 	if m.focus != pComposer || m.comp.method.String() != "crypto.sign_ed25519" || m.comp.params.String() != `{"message":"x"}` {
 		t.Fatalf("load: focus %d method %q params %q", m.focus, m.comp.method.String(), m.comp.params.String())
+	}
+}
+
+type oneTarget struct{ t Target }
+
+func (o oneTarget) Watch(ctx context.Context, out chan<- TargetEvent) error {
+	select {
+	case out <- TargetEvent{Kind: TargetAdded, Target: o.t}:
+	case <-ctx.Done():
+	}
+	<-ctx.Done()
+	return nil
+}
+func (oneTarget) Dirs() []string { return nil }
+
+// TestRunCrashReport: a panic in a command ends Run with a CrashError that
+// names the report, after the program has shut down normally.
+func TestRunCrashReport(t *testing.T) {
+	cfg := goldenConfig("dark")
+	cfg.NoListen = false
+	cfg.CrashDir = t.TempDir()
+	cfg.Input = strings.NewReader("")
+	cfg.Output = io.Discard
+	cfg.Discoverer = oneTarget{Target{Key: "k", Name: "boom", Endpoint: "unix:///nonexistent", Health: HealthLive}}
+	cfg.Dial = func(context.Context, Target, ipc.Options) (*ipc.Conn, error) { panic("dialer bug") }
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := Run(ctx, cfg)
+	var ce *CrashError
+	if !errors.As(err, &ce) {
+		t.Fatalf("Run returned %v, want a CrashError", err)
+	}
+	b, rerr := os.ReadFile(ce.Report)
+	if rerr != nil || !strings.Contains(string(b), "dialer bug") {
+		t.Fatalf("report %s: %v\n%s", ce.Report, rerr, b)
 	}
 }
