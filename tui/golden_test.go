@@ -132,6 +132,13 @@ var scenarios = []scenario{
 		d, _ := jqRun(context.Background(), ".meta.tags", v)
 		return append(msgs, jqDoneMsg{seq: len(".meta.tags"), doc: d})
 	}},
+	{"response-search", func() []tea.Msg {
+		a := sampleAnswer(0)
+		d := prettyDoc(a.result)
+		msgs := withTargets(append(press("enter"), callDoneMsg{ans: a, doc: d})...)
+		msgs = append(msgs, press("4", "/", "ed25519", "enter")...)
+		return append(msgs, searchDoneMsg{d: d, q: "ed25519", matches: searchDoc(context.Background(), d, "ed25519")})
+	}},
 	{"response-error", func() []tea.Msg {
 		a := sampleAnswer(0)
 		a.outcome, a.rpcErr = "error", &ipc.RPCError{Code: -32601, Message: "Method not found: crypto.nope"}

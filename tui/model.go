@@ -70,6 +70,7 @@ type (
 	}
 	searchDoneMsg struct {
 		d       *doc
+		q       string
 		matches []int
 	}
 	prefillMsg struct {
@@ -338,7 +339,7 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		m.resp.resetView()
 		return nil
 	case searchDoneMsg:
-		m.resp.matchDoc, m.resp.matches, m.resp.mi = msg.d, msg.matches, 0
+		m.resp.matchDoc, m.resp.matches, m.resp.mi, m.resp.matchQ = msg.d, msg.matches, 0, msg.q
 		if len(msg.matches) == 0 {
 			m.setErr("no match")
 			return nil
@@ -1339,7 +1340,7 @@ func (m *model) runSearch() tea.Cmd {
 		m.resp.matches, m.resp.matchDoc = nil, nil
 		return nil
 	}
-	return m.safe(func() tea.Msg { return searchDoneMsg{d: d, matches: searchDoc(m.ctx, d, q)} })
+	return m.safe(func() tea.Msg { return searchDoneMsg{d: d, q: q, matches: searchDoc(m.ctx, d, q)} })
 }
 
 func (m *model) keyResponse(kp tea.KeyPressMsg) tea.Cmd {

@@ -54,6 +54,7 @@ type responseView struct {
 	searching bool
 	matches   []int
 	matchDoc  *doc
+	matchQ    string // the query the matches are of
 	mi        int
 
 	hl    map[*doc]map[int]string
@@ -356,6 +357,9 @@ func (r *responseView) View(st *styles, w, h int, focused bool) []string {
 			}
 		}
 		l := r.line(st, d, i)
+		if isMatch[i] && r.matchQ != "" {
+			l = markMatches(st, d.lines[i], r.matchQ)
+		}
 		if f != nil && f[i] && d.close[i] >= 0 {
 			n := int(d.close[i]) - i - 1
 			cl := strings.TrimLeft(d.lines[d.close[i]], " ")
@@ -364,6 +368,29 @@ func (r *responseView) View(st *styles, w, h int, focused bool) []string {
 		rows = append(rows, g+l)
 	}
 	return rows
+}
+
+// markMatches draws a line with every case-insensitive occurrence of q
+// emphasised (the line's JSON colours give way to the matches).
+func markMatches(st *styles, line, q string) string {
+	if len(line) > 4096 {
+		line = line[:4096]
+	}
+	var sb strings.Builder
+	n := len(q)
+	last := 0
+	for i := 0; i+n <= len(line); {
+		if strings.EqualFold(line[i:i+n], q) {
+			sb.WriteString(render.Sanitize(line[last:i]))
+			sb.WriteString(st.Match.Render(render.Sanitize(line[i : i+n])))
+			i += n
+			last = i
+			continue
+		}
+		i++
+	}
+	sb.WriteString(render.Sanitize(line[last:]))
+	return sb.String()
 }
 
 func (r *responseView) errorLines(st *styles) []string {
