@@ -76,6 +76,19 @@ func containsFold(s, sub string) bool {
 	return false
 }
 
+// at returns the back-th newest event that matches the filters.
+func (p *eventsPane) at(back int) *Event {
+	for i := p.ring.Len() - 1; i >= 0; i-- {
+		if e := p.ring.At(i); p.match(e) {
+			if back == 0 {
+				return e
+			}
+			back--
+		}
+	}
+	return nil
+}
+
 func (p *eventsPane) cycleKind() {
 	p.kind++
 	if p.kind > EvInvalid {
@@ -212,6 +225,22 @@ func (p *tracePane) Append(f TraceFrame) {
 	if p.paused || p.back > 0 {
 		p.back++
 	}
+}
+
+// at returns the back-th newest frame that matches the filter.
+func (p *tracePane) at(back int) *TraceFrame {
+	f := p.filter.String()
+	for i := p.ring.Len() - 1; i >= 0; i-- {
+		fr := p.ring.At(i)
+		if f != "" && !containsFold(fr.Source, f) && !containsFold(fr.Warning, f) && !containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f) {
+			continue
+		}
+		if back == 0 {
+			return fr
+		}
+		back--
+	}
+	return nil
 }
 
 func (p *tracePane) titles(st *styles) (string, string) {

@@ -1415,6 +1415,10 @@ func (m *model) keyResponse(kp tea.KeyPressMsg) tea.Cmd {
 		if r.ans == nil {
 			return nil
 		}
+		if r.ans.req.Method == "" {
+			m.setErr("this answer is not a call: nothing to copy as a command")
+			return nil
+		}
 		a := r.ans
 		return m.copyText("command", callCommand(a.target.Name, a.req.Method, a.req.Params, a.req.SessionID, a.req.Pool))
 	}
@@ -1475,12 +1479,42 @@ func (m *model) keyTail(kp tea.KeyPressMsg, t *tail, isEvents bool) tea.Cmd {
 			m.trace.ring.Clear()
 		}
 		t.back = 0
+	case key.Matches(kp, k.Select):
+		return m.inspect(isEvents)
 	case isEvents && key.Matches(kp, k.KindCycle):
 		m.events.cycleKind()
 	case isEvents && key.Matches(kp, k.SrcCycle):
 		m.events.cycleSource()
 	}
 	return nil
+}
+
+// inspect opens the bottom row of the events or trace tail (the newest, or
+// the one scrolled to) in the response viewer.
+func (m *model) inspect(isEvents bool) tea.Cmd {
+	var a *answer
+	if isEvents {
+		e := m.events.at(m.events.back)
+		if e == nil {
+			return nil
+		}
+		a = &answer{title: fmt.Sprintf("%s %s · %s · %s", e.Kind, e.Name, e.Source, e.Time.Format("15:04:05.000")), result: e.Data, outcome: "ok", size: len(e.Data)}
+	} else {
+		f := m.trace.at(m.trace.back)
+		if f == nil {
+			return nil
+		}
+		a = &answer{title: fmt.Sprintf("frame %s %s · %s · %s", f.Dir, f.Source, ipc.FormatBytes(int64(f.Size)), f.Time.Format("15:04:05.000")), result: f.Data, outcome: "ok", size: f.Size}
+		if f.Size > len(f.Data) {
+			a.title += fmt.Sprintf(" (first %s)", ipc.FormatBytes(int64(len(f.Data))))
+		}
+	}
+	m.comp.seq++
+	a.seq = m.comp.seq
+	if m.narrow() {
+		m.setFocus(pResponse)
+	}
+	return m.safe(func() tea.Msg { return answerMsg(a) })
 }
 
 func (m *model) keyRequests(kp tea.KeyPressMsg) tea.Cmd {
@@ -2008,15 +2042,22 @@ func (m *model) contextHelp() []key.Binding {
 	case pResponse:
 		return []key.Binding{k.Help, k.Jq, k.Search, k.RawToggle, k.Fold, k.Copy, k.CopyCmd, k.Quit}
 	case pEvents:
-		return []key.Binding{k.Help, k.Pause, k.KindCycle, k.SrcCycle, k.Filter, k.Trace, k.Quit}
+		return []key.Binding{k.Help, k.Pause, k.KindCycle, k.SrcCycle, k.Filter, inspectKey(k), k.Trace, k.Quit}
 	case pTrace:
-		return []key.Binding{k.Help, k.Pause, k.Filter, k.Clear, k.Events, k.Quit}
+		return []key.Binding{k.Help, k.Pause, k.Filter, inspectKey(k), k.Clear, k.Events, k.Quit}
 	case pHistory:
 		return []key.Binding{k.Help, k.Select, k.Replay, k.Save, k.Export, k.Filter, k.Quit}
 	case pRequests:
 		return []key.Binding{k.Help, k.Reply, k.Events, k.Quit}
 	}
 	return m.keys.ShortHelp()
+}
+
+// inspectKey is Select as the tails describe it.
+func inspectKey(k KeyMap) key.Binding {
+	b := k.Select
+	b.SetHelp(b.Help().Key, "inspect")
+	return b
 }
 
 // helpView is the ? overlay, generated from the keymap: the groups flow

@@ -581,3 +581,15 @@ func TestRunCrashReport(t *testing.T) {
 		t.Fatalf("report %s: %v\n%s", ce.Report, rerr, b)
 	}
 }
+
+// TestInspectEvent opens the newest event's payload in the response viewer.
+func TestInspectEvent(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.update(feedMsg{items: append(sampleTargets(), sampleEvents()...)})
+	keyMsgs(t, m, "e", "K", "enter") // heartbeats only, the newest
+	screen := ansi.Strip(m.render())
+	if !strings.Contains(screen, "Response · heartbeat health.heartbeat · songbird") || !strings.Contains(screen, `"seq": 28`) {
+		t.Fatalf("inspected event not shown:\n%s", screen)
+	}
+	keyMsgs(t, m, "t", "enter") // no frames: nothing happens
+}
