@@ -82,6 +82,12 @@ func NewReader(r io.Reader, maxLine, maxEvent int) *Reader {
 	return &Reader{src: r, buf: make([]byte, 16<<10), maxLine: maxLine, maxEvent: maxEvent}
 }
 
+// Retry is the reconnection time the server last asked for (0: none).
+func (p *Reader) Retry() time.Duration { return p.retry }
+
+// LastID is the last event id seen, to resume with Last-Event-ID.
+func (p *Reader) LastID() string { return p.lastID }
+
 // KeepAlives counts comment lines seen so far.
 func (p *Reader) KeepAlives() int { return p.keepalives }
 

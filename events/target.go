@@ -1,0 +1,352 @@
+package events
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// DialFunc opens a connection to a target with trace as its trace hook.
+type DialFunc func(ctx context.Context, trace func(ipc.TraceEvent)) (*ipc.Conn, error)
+
+// Answerer answers a request the peer sent. It returns the result or an
+// error object; both nil means "do not answer".
+type Answerer func(m *ipc.Message) (json.RawMessage, *ipc.RPCError)
+
+// Defaults of a TargetSource.
+const (
+	DefaultInterval   = 5 * time.Second
+	DefaultStaleAfter = 2 * time.Second
+	DefaultBackoffMin = 500 * time.Millisecond
+	DefaultBackoffMax = 30 * time.Second
+)
+
+// TargetSource holds a connection open to one target and reports what it
+// pushes, polls its liveness, and (for a registry) polls ipc.watch. When the
+// connection ends it is re-established with backoff.
+type TargetSource struct {
+	// Source names the target in events.
+	Source string
+	// Dial opens the connection.
+	Dial DialFunc
+	// LivenessMethod is polled every Interval ("health.liveness" when empty;
+	// "rpc.heartbeat" suits holons; "-" polls nothing). Any answer, even an
+	// error, proves the target alive.
+	LivenessMethod string
+	// Interval is how often liveness is polled (default 5 s).
+	Interval time.Duration
+	// StaleAfter is how long a liveness answer may take before the target
+	// counts as stale (default 2 s).
+	StaleAfter time.Duration
+	// Watch polls ipc.watch {since_revision} (Songbird) every WatchInterval
+	// (default Interval).
+	Watch         bool
+	WatchInterval time.Duration
+	// Answer answers the peer's requests (nil: DefaultAnswer).
+	Answer Answerer
+	// BackoffMin and BackoffMax bound reconnection waits (defaults 500 ms, 30 s).
+	BackoffMin, BackoffMax time.Duration
+}
+
+// Name is the source's name.
+func (t *TargetSource) Name() string { return t.Source }
+
+// DefaultAnswer answers client.v1.Client/Hello (holons that speak first
+// expect it) with who is listening, and anything else with "method not
+// found": tail watches, it does not serve.
+func DefaultAnswer(m *ipc.Message) (json.RawMessage, *ipc.RPCError) {
+	if m.Method == "client.v1.Client/Hello" {
+		return json.RawMessage(`{"name":"primalscope","role":"observer"}`), nil
+	}
+	return nil, &ipc.RPCError{Code: -32601, Message: "method not found: primalscope tail only watches"}
+}
+
+// Run watches the target until ctx ends.
+func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
+	if t.Dial == nil {
+		return errors.New("no dialer")
+	}
+	interval := orDur(t.Interval, DefaultInterval)
+	bmin := orDur(t.BackoffMin, DefaultBackoffMin)
+	bmax := orDur(t.BackoffMax, DefaultBackoffMax)
+	backoff := bmin
+	st := &liveState{}
+	var rev int64 = -1
+	for ctx.Err() == nil {
+		c, err := t.Dial(ctx, t.traceTo(emit))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			st.report(t, emit, StateGone, 0, err.Error())
+			if !sleep(ctx, jitter(backoff)) {
+				return nil
+			}
+			backoff = min(backoff*2, bmax)
+			continue
+		}
+		backoff = bmin
+		ended := t.serve(ctx, c, emit, st, interval, &rev)
+		if ctx.Err() != nil {
+			return nil
+		}
+		st.report(t, emit, StateGone, 0, "connection ended: "+errText(ended))
+		if !sleep(ctx, jitter(backoff)) {
+			return nil
+		}
+		backoff = min(backoff*2, bmax)
+	}
+	return nil
+}
+
+// serve runs one connection until it ends or ctx does.
+func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *liveState, interval time.Duration, rev *int64) error {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer func() {
+		c.Close() // ends Incoming, so the reader below returns
+		wg.Wait()
+	}()
+	answer := t.Answer
+	if answer == nil {
+		answer = DefaultAnswer
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for m := range c.Incoming() {
+			t.deliver(sctx, c, m, emit, answer)
+		}
+	}()
+	method := t.LivenessMethod
+	if method == "" {
+		method = "health.liveness"
+	}
+	poll := func() {
+		if method == "-" {
+			return
+		}
+		stale := orDur(t.StaleAfter, DefaultStaleAfter)
+		cctx, ccancel := context.WithTimeout(sctx, stale)
+		start := time.Now()
+		_, err := c.Call(cctx, method, json.RawMessage(`{}`))
+		ccancel()
+		lat := time.Since(start)
+		var re *ipc.RPCError
+		var te *ipc.TimeoutError
+		switch {
+		case err == nil || errors.As(err, &re):
+			st.report(t, emit, StateAlive, lat, "")
+		case errors.As(err, &te):
+			st.report(t, emit, StateStale, lat, fmt.Sprintf("no answer to %s within %s", method, stale))
+		}
+	}
+	watchEvery := orDur(t.WatchInterval, interval)
+	watchOn := t.Watch
+	watch := func() {
+		if !watchOn {
+			return
+		}
+		if err := t.pollWatch(sctx, c, emit, rev); err != nil {
+			watchOn = false
+			emit(Note(t.Source, err.Error()))
+		}
+	}
+	poll()
+	watch()
+	pt := time.NewTicker(interval)
+	defer pt.Stop()
+	wt := time.NewTicker(watchEvery)
+	defer wt.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.Done():
+			return c.Err()
+		case <-pt.C:
+			poll()
+		case <-wt.C:
+			watch()
+		}
+	}
+}
+
+// pollWatch asks ipc.watch for changes since the last revision. The first
+// poll only learns the current revision: tail shows what happens from now.
+func (t *TargetSource) pollWatch(ctx context.Context, c *ipc.Conn, emit Emit, rev *int64) error {
+	since := *rev
+	if since < 0 {
+		since = 0
+	}
+	cctx, cancel := context.WithTimeout(ctx, orDur(t.StaleAfter, DefaultStaleAfter))
+	defer cancel()
+	resp, err := c.Call(cctx, "ipc.watch", map[string]int64{"since_revision": since})
+	var re *ipc.RPCError
+	switch {
+	case errors.As(err, &re) && (re.Code == -32601 || strings.Contains(strings.ToLower(re.Message), "unknown method")):
+		return fmt.Errorf("the registry does not offer ipc.watch (%s)", re.Message)
+	case err != nil:
+		return nil // a slow or failed poll: try again next tick
+	}
+	var w struct {
+		Revision int64             `json:"revision"`
+		Events   []json.RawMessage `json:"events"`
+	}
+	if err := json.Unmarshal(resp.Result, &w); err != nil {
+		return fmt.Errorf("ipc.watch answered something unreadable: %v", err)
+	}
+	first := *rev < 0
+	if w.Revision > *rev || first {
+		*rev = w.Revision
+	}
+	if first {
+		return nil
+	}
+	for _, ev := range w.Events {
+		var head struct {
+			Kind     string `json:"kind"`
+			Revision int64  `json:"revision"`
+		}
+		_ = json.Unmarshal(ev, &head)
+		if head.Revision != 0 && head.Revision <= since {
+			continue // a registry that ignores since_revision
+		}
+		emit(Event{Source: t.Source, Kind: KindRegistry, Name: head.Kind, Payload: rawOrString(ev)})
+	}
+	return nil
+}
+
+// deliver turns one pushed message into an event, answering requests.
+func (t *TargetSource) deliver(ctx context.Context, c *ipc.Conn, m *ipc.Message, emit Emit, answer Answerer) {
+	ev := Event{Source: t.Source, Time: m.Time}
+	switch m.Kind {
+	case ipc.KindNotification:
+		ev.Kind, ev.Name, ev.Payload = KindNotification, m.Method, rawOrString(m.Params)
+	case ipc.KindEvent:
+		ev.Kind, ev.Name, ev.Payload = KindEvent, m.Type, rawOrString(m.Data)
+	case ipc.KindRequest:
+		res, rerr := answer(m)
+		p := map[string]json.RawMessage{"id": rawOrString(m.ID), "params": rawOrString(m.Params)}
+		switch {
+		case rerr != nil:
+			b, _ := json.Marshal(rerr)
+			p["answered_error"] = b
+		case res != nil:
+			p["answered"] = rawOrString(res)
+		}
+		if rerr != nil || res != nil {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := c.Reply(rctx, m.ID, res, rerr); err != nil {
+				p["answer_failed"] = jsonString(err.Error())
+			}
+			cancel()
+		}
+		b, _ := json.Marshal(p)
+		ev.Kind, ev.Name, ev.Payload = KindRequest, m.Method, b
+	default:
+		w := m.Warning
+		if w == "" {
+			w = m.Kind.String() + " message"
+		}
+		b, _ := json.Marshal(map[string]json.RawMessage{"warning": jsonString(w), "frame": rawOrString(cutBytes(m.Raw, 2048))})
+		ev.Kind, ev.Name, ev.Payload = KindNote, m.Kind.String(), b
+	}
+	emit(ev)
+}
+
+// traceTo reports connection notes and the peer's heartbeats (answered
+// below the Conn) as events.
+func (t *TargetSource) traceTo(emit Emit) func(ipc.TraceEvent) {
+	return func(ev ipc.TraceEvent) {
+		switch {
+		case ev.Dir == ipc.Note && ev.Warning != "":
+			e := Note(t.Source, ev.Warning)
+			e.Time = ev.Time
+			emit(e)
+		case ev.Dir == ipc.In && bytes.Contains(ev.Data, []byte(`"rpc.heartbeat"`)):
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+				Params json.RawMessage `json:"params"`
+			}
+			if json.Unmarshal(ev.Data, &m) == nil && m.Method == "rpc.heartbeat" && len(m.ID) > 0 {
+				b, _ := json.Marshal(map[string]json.RawMessage{"id": m.ID, "params": rawOrString(m.Params), "answered": json.RawMessage(`{}`)})
+				emit(Event{Source: t.Source, Time: ev.Time, Kind: KindRequest, Name: "rpc.heartbeat", Payload: b})
+			}
+		}
+	}
+}
+
+// liveState tracks one target's liveness to report changes.
+type liveState struct {
+	mu    sync.Mutex
+	state string
+}
+
+func (l *liveState) report(t *TargetSource, emit Emit, state string, lat time.Duration, why string) {
+	l.mu.Lock()
+	was := l.state
+	l.state = state
+	l.mu.Unlock()
+	if state == StateGone && was == StateGone {
+		return // still gone: say it once
+	}
+	p := map[string]any{"state": state}
+	if state != StateGone {
+		p["latency_ms"] = float64(lat.Microseconds()) / 1000
+	}
+	if was != "" && was != state {
+		p["was"] = was
+	}
+	if why != "" {
+		p["reason"] = why
+	}
+	b, _ := json.Marshal(p)
+	emit(Event{Source: t.Source, Kind: KindLiveness, Name: state, Payload: b})
+}
+
+func orDur(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "closed"
+	}
+	return err.Error()
+}
+
+func cutBytes(b []byte, n int) []byte {
+	if len(b) <= n {
+		return b
+	}
+	return b[:n]
+}
