@@ -66,14 +66,36 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	// Open the history while the call is made; the entry is committed
+	// before the answer is printed, so a printed answer is never lost.
+	recCh := make(chan *callRecorder, 1)
+	go func() { recCh <- a.startRecording(ctx) }()
+	rec := (*callRecorder)(nil)
+	defer func() { rec.close() }()
+	join := func() {
+		if recCh != nil {
+			rec, recCh = <-recCh, nil
+		}
+	}
+	defer join()
+
+	callCtx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	conn, t, err := a.dial(ctx, targetArg, nil)
+	req := ipc.Request{Method: method, Params: params, SessionID: f.session, Pool: f.pool}
+	start := time.Now()
+	conn, t, err := a.dial(callCtx, targetArg, nil)
 	if err != nil {
+		var u *usageError
+		if t.Arg != "" && !errors.As(err, &u) {
+			join()
+			rec.record(ctx, a.callEntry(t, nil, req, nil, err, start))
+		}
 		return err
 	}
 	defer conn.Close()
-	resp, err := conn.Send(ctx, ipc.Request{Method: method, Params: params, SessionID: f.session, Pool: f.pool})
+	resp, err := conn.Send(callCtx, req)
+	join()
+	rec.record(ctx, a.callEntry(t, conn, req, resp, err, start))
 	var re *ipc.RPCError
 	switch {
 	case err == nil:

@@ -307,3 +307,32 @@ func TestDemoServe(t *testing.T) {
 		t.Fatalf("the overview on stderr names nothing: %s", stderr.String())
 	}
 }
+
+// TestCallIsRecordedBeforeItPrints: every call lands in history with its
+// outcome, and --no-history records nothing.
+func TestCallIsRecordedBeforeItPrints(t *testing.T) {
+	eco := ecosystem(t)
+	db := filepath.Join(t.TempDir(), "h.db")
+	env := map[string]string{"HOME": t.TempDir()}
+	sd := "--socket-dir=" + eco.Dir
+	for _, args := range [][]string{
+		{"beardog", "health.liveness"},
+		{"beardog", "no.such"},
+		{"--timeout=200ms", "lostprimal", "health.liveness"},
+	} {
+		runCLI(t, env, "", append([]string{"call", sd, "--history", db}, args...)...)
+	}
+	runCLI(t, env, "", "call", sd, "--no-history", "--history", db, "beardog", "health.check")
+	r := runCLI(t, env, "", "history", "--history", db, "--json")
+	if r.code != 0 {
+		t.Fatalf("history: %+v", r)
+	}
+	for _, want := range []string{`"outcome":"ok"`, `"outcome":"error"`, `"outcome":"timeout"`} {
+		if !strings.Contains(strings.ReplaceAll(r.stdout, " ", ""), want) {
+			t.Fatalf("history lacks %s: %s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "health.check") {
+		t.Fatalf("--no-history recorded a call: %s", r.stdout)
+	}
+}
