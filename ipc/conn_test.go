@@ -464,3 +464,43 @@ func TestIdlessErrorGoesToTheOnlyCall(t *testing.T) {
 		t.Fatalf("want the id-less -32002 error, got %v", err)
 	}
 }
+
+func TestAbstractAndTCPDial(t *testing.T) {
+	checkNoLeak(t)
+	name := fmt.Sprintf("@primalscope-test-%d", time.Now().UnixNano())
+	s, err := ipctest.Listen(name, beardog().Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ep, err := ipc.ParseEndpoint(name)
+	if err != nil || ep.Transport != ipc.Abstract {
+		t.Fatalf("parse %s: %+v %v", name, ep, err)
+	}
+	c, err := ipc.Dial(ctxT(t, 2*time.Second), ep, ipc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(ctxT(t, 2*time.Second), "health.liveness", nil); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	ts, err := ipctest.ListenTCP("", beardog().Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ts.Close()
+	ep, err = ipc.ParseEndpoint(ts.Addr)
+	if err != nil || ep.Transport != ipc.TCP {
+		t.Fatalf("parse %s: %+v %v", ts.Addr, ep, err)
+	}
+	c, err = ipc.Dial(ctxT(t, 2*time.Second), ep, ipc.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Call(ctxT(t, 2*time.Second), "health.liveness", nil); err != nil {
+		t.Fatal(err)
+	}
+}
