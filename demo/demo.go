@@ -120,6 +120,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 		(*Ecosystem).stale,
 		(*Ecosystem).tarpcSidecar,
 		(*Ecosystem).transient,
+		(*Ecosystem).holonServer, (*Ecosystem).biomeOSAPI, // transports_events.go
 		// Other concerns add their parts here, one line each.
 		(*Ecosystem).discoveryParts,
 	}

@@ -87,6 +87,10 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 				return nil
 			}
 			st.report(t, emit, StateGone, 0, err.Error())
+			var be *ipc.BTSPRequiredError
+			if errors.As(err, &be) {
+				return err // retrying cannot help without a seed
+			}
 			if !sleep(ctx, jitter(backoff)) {
 				return nil
 			}

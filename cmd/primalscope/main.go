@@ -114,6 +114,8 @@ for security (BTSP required and no seed, handshake failed, bad signature).`,
 	// Commands of other concerns register here, one line each.
 	root.AddCommand(a.historyCmd(), a.replayCmd())
 	root.AddCommand(a.lsCmd(), a.checkCmd())
+	root.AddCommand(a.tailCmd())
+	a.holonFlags(root) // --insecure for wss://
 	return root
 }
 

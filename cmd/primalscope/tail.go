@@ -1,0 +1,343 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/colorprofile"
+	"github.com/spf13/cobra"
+
+	"github.com/ecoPrimals/primalscope/events"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/holon"
+	"github.com/ecoPrimals/primalscope/render"
+	"github.com/ecoPrimals/primalscope/themes"
+)
+
+// maxTailPayload bounds the payload shown on one text line.
+const maxTailPayload = 2000
+
+type tailFlags struct {
+	json     bool
+	interval time.Duration
+	buffer   int
+	noProc   bool
+}
+
+func (a *app) tailCmd() *cobra.Command {
+	var f tailFlags
+	cmd := &cobra.Command{
+		Use:   "tail [TARGET...]",
+		Short: "Show what targets push, live: events, notifications, requests and heartbeats",
+		Long: `Hold a connection open to every TARGET (every discovered target when none is
+given) and show, one line each as they happen: JSON-RPC notifications, lean
+{type,data} events, requests the peer sends (holon heartbeats are answered
+automatically), Songbird registry changes (ipc.watch), the biomeOS API's
+server-sent events, and a liveness heartbeat polled per target with its
+latency and state changes (alive, stale, gone). Lost connections are
+re-established with backoff. Ctrl-C ends it.
+
+--json prints one object a line: {"source","time","kind","name","payload"}.
+When the output cannot keep up, the oldest events are dropped and a
+"dropped" line says how many.`,
+		Example: `  primalscope tail
+  primalscope tail rhizocrypt songbird --json
+  primalscope tail ws://127.0.0.1:8080/rpc
+  primalscope tail /run/user/1000/biomeos/biomeos-api-myfamily.sock`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.tail(cmd.Context(), args, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.json, "json", false, "one JSON object a line")
+	fl.DurationVar(&f.interval, "interval", events.DefaultInterval, "how often liveness (and ipc.watch) is polled")
+	fl.IntVar(&f.buffer, "buffer", 1024, "events held for a slow output before the oldest are dropped")
+	fl.BoolVar(&f.noProc, "no-proc", false, "do not look for stdio Bus daemons in the process table")
+	return cmd
+}
+
+// holonFlags adds --insecure; when set, the command's context carries it to
+// the WebSocket dialer, and a warning is printed once.
+func (a *app) holonFlags(root *cobra.Command) {
+	insecure := new(bool)
+	root.PersistentFlags().BoolVar(insecure, "insecure", false, "do not verify TLS certificates of wss:// peers (dangerous)")
+	prev := root.PersistentPreRunE
+	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if *insecure {
+			fmt.Fprintln(a.io.err, "primalscope: WARNING: --insecure: TLS certificates of wss:// peers are NOT verified; anyone on the path can read and change this traffic")
+			cmd.SetContext(holon.WithInsecure(cmd.Context()))
+		}
+		if prev != nil {
+			return prev(cmd, args)
+		}
+		return nil
+	}
+}
+
+func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
+	if f.interval <= 0 {
+		return usageErr(errors.New("--interval must be positive"))
+	}
+	if f.buffer <= 0 {
+		return usageErr(errors.New("--buffer must be positive"))
+	}
+	if a.maxFrame <= 0 {
+		return usageErr(errors.New("--max-frame must be positive"))
+	}
+	specs, err := a.tailSpecs(ctx, args, f)
+	if err != nil {
+		return err
+	}
+	cfg := events.Config{
+		Interval: f.interval,
+		Insecure: holon.InsecureFrom(ctx),
+		MaxFrame: a.maxFrame,
+		Dial: func(ctx context.Context, s events.Spec, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+			opts, err := a.options(target{Arg: s.Name, Name: s.Name, Endpoint: s.Endpoint})
+			if err != nil {
+				return nil, err
+			}
+			if s.Wire != "" && (a.wire == "" || a.wire == "auto") {
+				if w, err := ipc.ParseWire(s.Wire); err == nil {
+					opts.Wire = w
+				}
+			}
+			opts.Trace = trace
+			opts.IncomingBuffer = 256
+			return ipc.Dial(ctx, s.Endpoint, opts)
+		},
+	}
+	sources := make([]events.Source, 0, len(specs))
+	for _, s := range specs {
+		sources = append(sources, cfg.Source(s))
+	}
+	p, err := a.tailPrinter(f.json)
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	stream := events.Merge(sctx, sources, events.Options{Buffer: f.buffer})
+	if !f.json {
+		names := make([]string, len(specs))
+		for i, s := range specs {
+			names[i] = render.Sanitize(s.Name)
+		}
+		fmt.Fprintf(a.io.err, "primalscope: tailing %d target(s): %s (Ctrl-C ends)\n", len(specs), strings.Join(names, ", "))
+	}
+	for {
+		ev, err := stream.Next(ctx)
+		if err != nil {
+			break
+		}
+		if werr := p.print(ev); werr != nil {
+			stop()
+			stream.Wait()
+			return fmt.Errorf("write: %w", werr)
+		}
+	}
+	stop()
+	stream.Wait() // every connection is closed when this returns
+	return nil
+}
+
+// tailSpecs resolves the TARGET arguments, or discovers every target.
+func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]events.Spec, error) {
+	var specs []events.Spec
+	seen := map[string]bool{}
+	add := func(s events.Spec) {
+		k := s.Endpoint.String()
+		if !seen[k] {
+			seen[k] = true
+			specs = append(specs, s)
+		}
+	}
+	if len(args) > 0 {
+		for _, arg := range args {
+			t, err := a.resolve(arg)
+			if err != nil {
+				return nil, err
+			}
+			add(events.SpecForEndpoint(t.Name, t.Endpoint))
+		}
+		return specs, nil
+	}
+	d, err := a.discoverer(discoverFlags{noProc: f.noProc}, nil)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := d.Sweep(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("discover targets: %w", err)
+	}
+	names := map[string]int{}
+	for _, t := range snap.Targets {
+		names[t.Name]++
+	}
+	for _, t := range snap.Targets {
+		if s, ok := events.SpecFor(t); ok {
+			if names[t.Name] > 1 && t.Family != "" {
+				s.Name = t.Name + "-" + t.Family // beardog and beardog-<family>
+			}
+			add(s)
+		}
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("no targets found to tail (looked in %s); name one, or pass --socket-dir", strings.Join(snap.Dirs, ", "))
+	}
+	return specs, nil
+}
+
+// tailPrinter writes events: text lines or JSON objects.
+type tailPrinter struct {
+	w      *bufio.Writer
+	json   bool
+	colors *themes.JSONColors
+	prof   colorprofile.Profile
+	hl     *render.Highlighter
+	buf    bytes.Buffer
+}
+
+func (a *app) tailPrinter(asJSON bool) (*tailPrinter, error) {
+	p := &tailPrinter{w: bufio.NewWriterSize(a.io.out, 64<<10), json: asJSON}
+	if asJSON {
+		return p, nil
+	}
+	prof, err := a.colorProfile(a.io.out)
+	if err != nil {
+		return nil, err
+	}
+	p.prof = prof
+	if prof > colorprofile.Ascii {
+		th, err := a.themeFor()
+		if err != nil {
+			return nil, err
+		}
+		p.colors = &th.JSON
+		p.hl = render.NewHighlighter(p.colors, prof)
+	}
+	return p, nil
+}
+
+func (p *tailPrinter) print(ev events.Event) error {
+	if p.json {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		p.w.Write(b)
+		p.w.WriteByte('\n')
+		return p.w.Flush()
+	}
+	p.w.WriteString(p.paint("2", ev.Time.Local().Format("15:04:05.000")))
+	p.w.WriteByte(' ')
+	p.w.WriteString(p.paint("1;36", render.Sanitize(ev.Source)))
+	p.w.WriteByte(' ')
+	p.w.WriteString(p.paint(kindColor(ev), kindLabel(ev)))
+	if ev.Name != "" {
+		p.w.WriteByte(' ')
+		p.w.WriteString(p.paint("1", render.Sanitize(ev.Name)))
+	}
+	if detail := p.detail(ev); detail != "" {
+		p.w.WriteByte(' ')
+		p.w.WriteString(detail)
+	}
+	p.w.WriteByte('\n')
+	return p.w.Flush()
+}
+
+// detail is the line's payload: liveness and notes in words, the rest as
+// compact, highlighted JSON.
+func (p *tailPrinter) detail(ev events.Event) string {
+	switch ev.Kind {
+	case events.KindLiveness:
+		var l struct {
+			Latency *float64 `json:"latency_ms"`
+			Was     string   `json:"was"`
+			Reason  string   `json:"reason"`
+		}
+		_ = json.Unmarshal(ev.Payload, &l)
+		var parts []string
+		if l.Latency != nil {
+			parts = append(parts, fmt.Sprintf("%.2f ms", *l.Latency))
+		}
+		if l.Was != "" {
+			parts = append(parts, "(was "+render.Sanitize(l.Was)+")")
+		}
+		if l.Reason != "" {
+			parts = append(parts, render.Sanitize(l.Reason))
+		}
+		return strings.Join(parts, " ")
+	case events.KindNote:
+		var n struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(ev.Payload, &n) == nil && n.Message != "" {
+			return p.paint("2", render.Sanitize(n.Message))
+		}
+	case events.KindDropped:
+		var d struct{ Dropped, Total uint64 }
+		_ = json.Unmarshal(ev.Payload, &d)
+		return p.paint("1;31", fmt.Sprintf("%d event(s) dropped: the output was too slow (%d in all)", d.Dropped, d.Total))
+	}
+	p.buf.Reset()
+	if err := json.Compact(&p.buf, ev.Payload); err != nil {
+		return render.Sanitize(string(ev.Payload))
+	}
+	s := render.Sanitize(p.buf.String())
+	if len(s) > maxTailPayload {
+		cut := maxTailPayload
+		for cut > 0 && s[cut]&0xc0 == 0x80 {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	if p.hl != nil {
+		return p.hl.Line(s)
+	}
+	return s
+}
+
+func (p *tailPrinter) paint(code, s string) string {
+	if p.prof <= colorprofile.Ascii || s == "" {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func kindLabel(ev events.Event) string {
+	if ev.Kind == events.KindLiveness {
+		return "♥"
+	}
+	return ev.Kind
+}
+
+func kindColor(ev events.Event) string {
+	switch ev.Kind {
+	case events.KindLiveness:
+		switch ev.Name {
+		case events.StateAlive:
+			return "32"
+		case events.StateStale:
+			return "33"
+		}
+		return "31"
+	case events.KindRequest:
+		return "35"
+	case events.KindRegistry:
+		return "34"
+	case events.KindSSE:
+		return "36"
+	case events.KindNote:
+		return "2"
+	case events.KindDropped:
+		return "1;31"
+	}
+	return "32"
+}
