@@ -98,12 +98,12 @@ func BenchmarkLargeAnswerScroll(b *testing.B) {
 }
 
 // BenchmarkEventStreamFrame measures one frame while 10,000 events/s stream
-// in: each iteration applies one frame's worth (10,000/60 ≈ 167 events) and
-// draws the screen with the events pane visible.
+// in: each iteration applies one frame's worth (10,000/DefaultFPS ≈ 333
+// events) and draws the screen with the events pane visible.
 func BenchmarkEventStreamFrame(b *testing.B) {
 	m := benchModel(b, 160, 48)
 	m.setFocus(pEvents)
-	const perFrame = 10000 / 60
+	const perFrame = 10000 / DefaultFPS
 	items := make([]any, perFrame)
 	for i := range items {
 		items[i] = Event{Time: fixedNow(), Source: fmt.Sprintf("primal%d", i%7), Kind: EventKind(1 + i%3), Name: "dag.event", Data: []byte(`{"seq":12345,"node":"abc"}`)}

@@ -167,7 +167,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 	m := &model{
 		ctx:       ctx,
 		cfg:       cfg,
-		feed:      newFeed(65536, time.Second/60),
+		feed:      newFeed(65536, time.Second/time.Duration(cfg.FPS)),
 		listening: map[string]bool{},
 		described: map[string]bool{},
 		hist:      cfg.History,

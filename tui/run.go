@@ -63,6 +63,9 @@ type Config struct {
 	Now func() time.Time
 	// Getenv reads the environment (os.Getenv when nil).
 	Getenv func(string) string
+	// FPS caps how often the screen is redrawn (DefaultFPS when zero). The
+	// renderer wakes this often even when idle, so it is kept modest.
+	FPS int
 	// NoListen keeps the TUI from connecting to live targets to receive
 	// what they push (tests).
 	NoListen bool
@@ -87,6 +90,12 @@ func (c *Config) fill() {
 	if c.MaxFrame <= 0 {
 		c.MaxFrame = ipc.DefaultMaxFrame
 	}
+	if c.FPS <= 0 {
+		c.FPS = DefaultFPS
+	}
+	if c.FPS > 120 {
+		c.FPS = 120
+	}
 	if c.Getenv("NO_COLOR") != "" {
 		c.NoColor = true
 	}
@@ -104,6 +113,10 @@ func (c *Config) fill() {
 	}
 }
 
+// DefaultFPS is the redraw cap: smooth enough for scrolling and typing, and
+// half the idle wake-ups of bubbletea's default 60.
+const DefaultFPS = 30
+
 // CrashError is returned by Run when the TUI crashed; the terminal has been
 // restored and Report names the crash report.
 type CrashError struct{ Report string }
@@ -120,7 +133,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancel()
 	m := newModel(ctx, cfg)
 
-	opts := []tea.ProgramOption{tea.WithContext(ctx)}
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithFPS(cfg.FPS)}
 	if cfg.Input != nil {
 		opts = append(opts, tea.WithInput(cfg.Input))
 	}
