@@ -46,7 +46,7 @@ type Event struct {
 
 // SweepInfo summarises one sweep.
 type SweepInfo struct {
-	// Reason is what started it: "start", "fs", "timer", "registry".
+	// Reason is what started it: "start", "fs", "timer", "registry", "refresh".
 	Reason  string        `json:"reason"`
 	Targets int           `json:"targets"`
 	Live    int           `json:"live"`
@@ -77,6 +77,10 @@ type WatchOptions struct {
 	// Buffer is the event channel's capacity (256). A consumer that falls
 	// behind slows the watcher down; nothing is lost.
 	Buffer int
+	// Refresh, when not nil, asks for a sweep now each time a value is
+	// received (a user pressing a refresh key). Like every refresh, it is
+	// dropped while a sweep runs. Watch never closes it.
+	Refresh <-chan struct{}
 }
 
 func (o WatchOptions) withDefaults() WatchOptions {
@@ -118,6 +122,23 @@ func (d *Discoverer) Watch(ctx context.Context, opts WatchOptions) <-chan Event 
 	go func() { defer wg.Done(); w.sweeper(ctx) }()
 	go func() { defer wg.Done(); w.fsLoop(ctx) }()
 	go func() { defer wg.Done(); w.pollLoop(ctx) }()
+	if opts.Refresh != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case _, ok := <-opts.Refresh:
+					if !ok {
+						return
+					}
+					w.trigger("refresh")
+				}
+			}
+		}()
+	}
 	go func() {
 		wg.Wait()
 		close(out)
@@ -134,6 +155,8 @@ type watcher struct {
 	running atomic.Bool
 	dropped atomic.Uint64
 	missed  atomic.Bool
+	missMu     sync.Mutex
+	missedR string // the reason of the last refresh dropped while a sweep ran
 
 	known map[string]*Target // owned by sweeper
 
@@ -147,6 +170,9 @@ type watcher struct {
 func (w *watcher) trigger(reason string) {
 	if w.running.Load() {
 		w.dropped.Add(1)
+		w.missMu.Lock()
+		w.missedR = reason
+		w.missMu.Unlock()
 		w.missed.Store(true)
 		return
 	}
@@ -162,6 +188,7 @@ func (w *watcher) sweeper(ctx context.Context) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	reason := "start"
+	catchUp := "" // set when the next timed sweep catches up a dropped refresh
 	first := true
 	for {
 		if !first {
@@ -171,7 +198,11 @@ func (w *watcher) sweeper(ctx context.Context) {
 			case reason = <-w.trig:
 			case <-timer.C:
 				reason = "timer"
+				if catchUp != "" {
+					reason = catchUp
+				}
 			}
+			catchUp = ""
 		} else {
 			<-timer.C
 		}
@@ -195,6 +226,9 @@ func (w *watcher) sweeper(ctx context.Context) {
 			// signalled may have happened after the directories were
 			// read, so one catch-up sweep follows soon (at most one).
 			wait = w.opts.Debounce
+			w.missMu.Lock()
+			catchUp = w.missedR
+			w.missMu.Unlock()
 		}
 		next := time.Now().Add(wait)
 		live := 0

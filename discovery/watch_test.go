@@ -37,7 +37,8 @@ func TestWatch(t *testing.T) {
 		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 3 * time.Second}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ch := d.Watch(ctx, WatchOptions{Interval: time.Minute, PollInterval: 50 * time.Millisecond, Debounce: 20 * time.Millisecond})
+	refresh := make(chan struct{})
+	ch := d.Watch(ctx, WatchOptions{Interval: time.Minute, PollInterval: 50 * time.Millisecond, Debounce: 20 * time.Millisecond, Refresh: refresh})
 
 	seen := map[string]EventKind{}
 	for len(seen) < 2 {
@@ -87,6 +88,18 @@ func TestWatch(t *testing.T) {
 	e = next(t, ch)
 	if e.Kind != Removed || e.Target.Name != "gamma" {
 		t.Fatalf("gamma gone: %s %s", e.Kind, e.Target.Name)
+	}
+
+	// A refresh asked for by the consumer runs a sweep.
+	refresh <- struct{}{}
+	for {
+		e, ok := <-ch
+		if !ok {
+			t.Fatal("closed")
+		}
+		if e.Kind == Synced && e.Sweep.Reason == "refresh" {
+			break
+		}
 	}
 
 	cancel()
