@@ -155,7 +155,7 @@ type watcher struct {
 	running atomic.Bool
 	dropped atomic.Uint64
 	missed  atomic.Bool
-	missMu     sync.Mutex
+	missMu  sync.Mutex
 	missedR string // the reason of the last refresh dropped while a sweep ran
 
 	known map[string]*Target // owned by sweeper
