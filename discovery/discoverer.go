@@ -139,7 +139,7 @@ func (d *Discoverer) WatchPaths() []string {
 		more = append(more, filepath.Join(dir, "manifests"))
 	}
 	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" {
-		more = append(more, filepath.Join(rt, "ecoPrimals", "manifests"), rt)
+		more = append(more, filepath.Join(rt, "ecoPrimals"), filepath.Join(rt, "ecoPrimals", "manifests"), rt)
 	}
 	return dedupe(append(paths, existing(more)...))
 }
@@ -157,8 +157,13 @@ func (d *Discoverer) DefaultSources() []Source {
 	}
 	dirs := d.Dirs()
 	m := NewFamilyMatcher(known, d.opts.Family)
+	sockDirs := dirs
+	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+		// Songbird's other home: $XDG_RUNTIME_DIR/ecoPrimals/discovery(-<family>).sock.
+		sockDirs = dedupe(append(append([]string(nil), dirs...), existing([]string{filepath.Join(rt, "ecoPrimals")})...))
+	}
 	srcs := []Source{
-		&SocketDirSource{Dirs: dirs, Matcher: m},
+		&SocketDirSource{Dirs: sockDirs, Matcher: m},
 		&EnvSource{Environ: d.opts.Environ, Matcher: m},
 	}
 	rt := d.opts.Getenv("XDG_RUNTIME_DIR")

@@ -39,6 +39,8 @@ func newEcosystem(t *testing.T) *ecosystem {
 	e.sb.Register(ipctest.Service{PrimalID: "squirrel", Capabilities: []string{"ai"}, Endpoint: "unix://" + filepath.Join(e.dir, "squirrel.sock")})
 	man := filepath.Join(e.rt, "ecoPrimals", "manifests")
 	os.MkdirAll(man, 0o700)
+	// A second registry where Songbird also lives, knowing nothing.
+	serve(t, filepath.Join(e.rt, "ecoPrimals"), "discovery-west-1.sock", ipctest.NewSongbird().Config())
 	os.WriteFile(filepath.Join(man, "squirrel.json"), []byte(`{"socket_path":"`+filepath.Join(e.dir, "ai.sock")+`"}`), 0o600)
 	e.env = map[string]string{
 		"XDG_RUNTIME_DIR": e.rt,
@@ -68,7 +70,7 @@ func TestSweepOneTargetPerThing(t *testing.T) {
 		t.Errorf("errors: %+v", snap.Errors)
 	}
 	got := names(snap.Targets)
-	want := []string{"beardog", "lostprimal", "songbird", "squirrel", "towerd"}
+	want := []string{"beardog", "discovery", "lostprimal", "songbird", "squirrel", "towerd"}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("targets %q, want %q", got, want)
 	}
@@ -104,8 +106,11 @@ func TestSweepOneTargetPerThing(t *testing.T) {
 	if sb := byName(snap.Targets, "songbird"); sb.Kind != KindRegistry {
 		t.Errorf("songbird kind %s", sb.Kind)
 	}
-	if probed != 5 {
+	if probed != 6 {
 		t.Errorf("onProbe called %d times", probed)
+	}
+	if ts := snap.Resolve("discovery"); len(ts) != 1 || ts[0].Kind != KindRegistry || ts[0].Family != "west-1" {
+		t.Errorf("ecoPrimals/discovery-west-1.sock: %v", ts)
 	}
 	if ts := snap.Resolve("ai"); len(ts) != 1 || ts[0] != sq {
 		t.Errorf("resolve ai: %v", ts)
