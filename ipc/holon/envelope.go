@@ -32,30 +32,41 @@ var allowedFields = map[string]bool{"jsonrpc": true, "id": true, "method": true,
 // Inspect checks one incoming frame against the Holon-RPC envelope rules
 // without rejecting it: the tolerant reader reports, the Conn decides.
 // It never panics, whatever the input.
-func Inspect(frame []byte) Envelope {
+func Inspect(frame []byte) Envelope { return inspect(frame, true) }
+
+func inspect(frame []byte, fast bool) Envelope {
 	var e Envelope
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(frame, &fields); err != nil || fields == nil {
-		e.Invalid = true
-		e.Warnings = append(e.Warnings, "frame is not a JSON object")
-		return e
+	var f envelopeFields
+	ok := false
+	if fast {
+		f, ok = knownFields(frame)
 	}
-	var unknown []string
-	for k := range fields {
-		if !allowedFields[k] {
-			unknown = append(unknown, k)
+	if !ok {
+		var all map[string]json.RawMessage
+		if err := json.Unmarshal(frame, &all); err != nil || all == nil {
+			e.Invalid = true
+			e.Warnings = append(e.Warnings, "frame is not a JSON object")
+			return e
 		}
+		var unknown []string
+		for k := range all {
+			if !allowedFields[k] {
+				unknown = append(unknown, k)
+			}
+		}
+		if len(unknown) > 0 {
+			sort.Strings(unknown)
+			e.Warnings = append(e.Warnings, "unknown top-level field(s): "+clip(strings.Join(unknown, ", "), 120))
+		}
+		f = envelopeFields{JSONRPC: all["jsonrpc"], ID: all["id"], Method: all["method"], Params: all["params"], Result: all["result"], Error: all["error"]}
 	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		e.Warnings = append(e.Warnings, "unknown top-level field(s): "+clip(strings.Join(unknown, ", "), 120))
-	}
-	if v, ok := fields["jsonrpc"]; !ok {
+	fields := f
+	if v := fields.JSONRPC; v == nil {
 		e.Warnings = append(e.Warnings, `"jsonrpc" is missing`)
 	} else if string(bytes.TrimSpace(v)) != `"2.0"` {
 		e.Warnings = append(e.Warnings, `"jsonrpc" is not "2.0"`)
 	}
-	id, hasID := fields["id"]
+	id, hasID := fields.ID, fields.ID != nil
 	if hasID {
 		e.ID = id
 	}
@@ -72,9 +83,9 @@ func Inspect(frame []byte) Envelope {
 	default:
 		e.Warnings = append(e.Warnings, "id is neither a string nor a number")
 	}
-	method, hasMethod := fields["method"]
-	_, hasResult := fields["result"]
-	errField, hasError := fields["error"]
+	method, hasMethod := fields.Method, fields.Method != nil
+	hasResult := fields.Result != nil
+	errField, hasError := fields.Error, fields.Error != nil
 	if hasError && jsonKind(errField) == '0' {
 		hasError = false
 	}
@@ -90,7 +101,7 @@ func Inspect(frame []byte) Envelope {
 		} else {
 			e.Warnings = append(e.Warnings, "request without an id (Holon-RPC has no notifications)")
 		}
-		if p, ok := fields["params"]; ok && jsonKind(p) != 'o' {
+		if p := fields.Params; p != nil && jsonKind(p) != 'o' {
 			e.Warnings = append(e.Warnings, "params is not an object")
 		}
 		if hasResult || hasError {
@@ -107,7 +118,7 @@ func Inspect(frame []byte) Envelope {
 		if hasResult && hasError {
 			e.Warnings = append(e.Warnings, "response has both result and error")
 		}
-		if _, ok := fields["params"]; ok {
+		if fields.Params != nil {
 			e.Warnings = append(e.Warnings, "response carries params")
 		}
 		if hasError {
@@ -117,6 +128,42 @@ func Inspect(frame []byte) Envelope {
 		e.Warnings = append(e.Warnings, "neither a request nor a response")
 	}
 	return e
+}
+
+// envelopeFields are the fields Holon-RPC allows.
+type envelopeFields struct {
+	JSONRPC json.RawMessage `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  json.RawMessage `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// knownFields is the fast path for well-formed frames: one decode into a
+// struct that refuses unknown fields. ok=false sends the caller to the slow
+// path, which names what was wrong. Field names match exactly (the JSON
+// decoder would otherwise accept "ID" for "id").
+func knownFields(frame []byte) (envelopeFields, bool) {
+	var f envelopeFields
+	t := bytes.TrimSpace(frame)
+	if len(t) == 0 || t[0] != '{' {
+		return f, false
+	}
+	dec := json.NewDecoder(bytes.NewReader(t))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil || dec.InputOffset() != int64(len(t)) {
+		return f, false
+	}
+	for _, k := range [...]struct {
+		v    json.RawMessage
+		name string
+	}{{f.JSONRPC, `"jsonrpc"`}, {f.ID, `"id"`}, {f.Method, `"method"`}, {f.Params, `"params"`}, {f.Result, `"result"`}, {f.Error, `"error"`}} {
+		if k.v != nil && !bytes.Contains(t, []byte(k.name)) {
+			return f, false // a key in other letter case: let the slow path name it
+		}
+	}
+	return f, true
 }
 
 func checkError(raw json.RawMessage) []string {
