@@ -406,6 +406,10 @@ type Need struct {
 	Capability string   `json:"capability"`
 	Consumers  []string `json:"consumers"`
 	Providers  []string `json:"providers,omitempty"`
+	// Registered names primals a registry says provide it (ipc.discover)
+	// though no reachable target advertises it; filled by callers that
+	// ask (see AskProviders).
+	Registered []string `json:"registered,omitempty"`
 }
 
 // Composition is the composition check across targets: every consumed

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Lookup finds a target by name, alias or address in every source, without
@@ -43,6 +44,16 @@ func (d *Discoverer) Lookup(ctx context.Context, name string) (*Target, error) {
 			hits = append(hits, t)
 		}
 	}
+	if len(hits) == 0 {
+		// A capability: ask the registries who provides it (ipc.discover).
+		for _, r := range AskProviders(ctx, targets, name, stale) {
+			if r.Endpoint.Transport != "" {
+				t := merge([]Found{{Endpoint: r.Endpoint, Name: r.PrimalID, Source: SrcSongbird, Capabilities: r.Capabilities}})[0]
+				t.Aliases = append(t.Aliases, name)
+				return t, nil
+			}
+		}
+	}
 	switch {
 	case len(hits) == 1:
 		return hits[0], nil
@@ -64,4 +75,29 @@ func (d *Discoverer) Lookup(ctx context.Context, name string) (*Target, error) {
 		return nil, fmt.Errorf("%q is ambiguous: %s (choose one with --family or give the address)", name, strings.Join(addrs, ", "))
 	}
 	return nil, &NotFoundError{Name: name, Dirs: d.Dirs()}
+}
+
+// AskProviders asks every Songbird registry among targets which primals
+// provide capability (ipc.discover), each within timeout, and returns what
+// they say (a registry that cannot answer is skipped).
+func AskProviders(ctx context.Context, targets []*Target, capability string, timeout time.Duration) []Registration {
+	var out []Registration
+	seen := map[string]bool{}
+	for _, t := range targets {
+		if t.Kind != KindRegistry || t.NoProbe || t.Endpoint.Transport == "" {
+			continue
+		}
+		if st := t.State(); st != StateLive && st != StateUnknown {
+			continue
+		}
+		r := Registry{Endpoint: t.Endpoint, Timeout: timeout}
+		regs, _ := r.Discover(ctx, capability)
+		for _, g := range regs {
+			if k := g.PrimalID + "|" + g.Endpoint.String(); !seen[k] {
+				seen[k] = true
+				out = append(out, g)
+			}
+		}
+	}
+	return out
 }

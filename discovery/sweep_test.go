@@ -182,6 +182,10 @@ func TestLookup(t *testing.T) {
 	if tg, err := d.Lookup(ctxT(t), "ai"); err != nil || tg.Name != "squirrel" {
 		t.Fatalf("ai: %+v %v", tg, err)
 	}
+	// A capability only the registry knows: ipc.discover.
+	if tg, err := d.Lookup(ctxT(t), "compute"); err != nil || tg.Name != "towerd" || tg.Endpoint.Address != e.tcp.Addr {
+		t.Fatalf("compute: %+v %v", tg, err)
+	}
 	if _, err := d.Lookup(ctxT(t), "nobody"); err == nil {
 		t.Fatal("found nobody")
 	} else if _, ok := err.(*NotFoundError); !ok {

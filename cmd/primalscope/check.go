@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -132,6 +133,27 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 		}
 	}
 	doc.Composition = discovery.Compose(snap.Targets)
+	// For each gap, ask the registries whether someone unreachable from
+	// here provides it (ipc.discover), by name and by domain.
+	for i := range doc.Composition.Gaps {
+		g := &doc.Composition.Gaps[i]
+		caps := []string{g.Capability}
+		if dom, _, ok := strings.Cut(g.Capability, "."); ok {
+			caps = append(caps, dom)
+		}
+		for _, c := range caps {
+			for _, r := range discovery.AskProviders(ctx, snap.Targets, c, stale) {
+				if !slices.Contains(g.Registered, r.PrimalID) {
+					g.Registered = append(g.Registered, r.PrimalID)
+				}
+			}
+		}
+		for j := range doc.Composition.Needs {
+			if doc.Composition.Needs[j].Capability == g.Capability {
+				doc.Composition.Needs[j].Registered = g.Registered
+			}
+		}
+	}
 	doc.OK = len(doc.Below) == 0 && (level < 3 || doc.Composition.Complete)
 
 	if asJSON {
@@ -247,8 +269,12 @@ func (a *app) printCheck(w io.Writer, doc checkDoc, total int) {
 			fmt.Fprintf(w, "  %s %s  consumed by %s · provided by %s\n", mark[discovery.Pass], s(n.Capability),
 				s(strings.Join(n.Consumers, ", ")), s(strings.Join(n.Providers, ", ")))
 		} else {
+			gap := "provided by nobody (composition gap)"
+			if len(n.Registered) > 0 {
+				gap = "provided by nobody reachable (composition gap; registered: " + s(strings.Join(n.Registered, ", ")) + ")"
+			}
 			fmt.Fprintf(w, "  %s %s  consumed by %s · %s\n", mark[discovery.Fail], s(n.Capability),
-				s(strings.Join(n.Consumers, ", ")), st.paint("31", "provided by nobody (composition gap)"))
+				s(strings.Join(n.Consumers, ", ")), st.paint("31", gap))
 		}
 	}
 	fmt.Fprintf(w, "  surface: %d methods (all methods minus consumed ones)\n", len(c.Surface))
