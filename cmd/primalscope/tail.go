@@ -94,15 +94,19 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 	if err != nil {
 		return err
 	}
+	// Resolve the connection options once, here: the sources dial from
+	// their own goroutines.
+	base, err := a.options(target{})
+	if err != nil {
+		return err
+	}
 	cfg := events.Config{
 		Interval: f.interval,
 		Insecure: holon.InsecureFrom(ctx),
 		MaxFrame: a.maxFrame,
 		Dial: func(ctx context.Context, s events.Spec, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
-			opts, err := a.options(target{Arg: s.Name, Name: s.Name, Endpoint: s.Endpoint})
-			if err != nil {
-				return nil, err
-			}
+			opts := base
+			opts.Endpoint = s.Name
 			if s.Wire != "" && (a.wire == "" || a.wire == "auto") {
 				if w, err := ipc.ParseWire(s.Wire); err == nil {
 					opts.Wire = w
