@@ -165,10 +165,10 @@ func TestLsWatchDemo(t *testing.T) {
 	}
 	defer eco.Close()
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	env := map[string]string{}
-	code := run(ctx, []string{"ls", "--watch", "--json", "--socket-dir", eco.Dir, "--stale", "1s", "--no-proc"},
+	code := run(ctx, []string{"ls", "--watch", "--json", "--every", "500ms", "--socket-dir", eco.Dir, "--stale", "1s", "--no-proc"},
 		&stdio{in: strings.NewReader(""), out: &out, err: &errb}, func(k string) string { return env[k] }, nil)
 	if code != 0 && code != 130 {
 		t.Fatalf("exit %d: %s", code, errb.String())
