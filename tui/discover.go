@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/events"
 )
 
 // DiscoveryWatcher adapts discovery's live watcher to the TUI: added,
@@ -98,5 +99,6 @@ func fromDiscovery(d *discovery.Target) Target {
 	if t.Endpoint == "" {
 		t.Endpoint = d.Endpoint.String()
 	}
+	t.stream, t.hasStream = events.SpecFor(d)
 	return t
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/themes"
@@ -146,6 +147,10 @@ type model struct {
 	current string // key of the target the caps tree and composer use
 	// listening marks targets whose pushes the events tail receives.
 	listening map[string]bool
+	// relistenAt and backoff pace listening again to a target whose
+	// connection closed.
+	relistenAt map[string]time.Time
+	backoff    map[string]time.Duration
 	// described marks BTSP targets the TUI asked to describe itself.
 	described map[string]bool
 	cancel    context.CancelFunc
@@ -165,22 +170,24 @@ type model struct {
 func newModel(ctx context.Context, cfg Config) *model {
 	cfg.fill()
 	m := &model{
-		ctx:       ctx,
-		cfg:       cfg,
-		feed:      newFeed(65536, time.Second/time.Duration(cfg.FPS)),
-		listening: map[string]bool{},
-		described: map[string]bool{},
-		hist:      cfg.History,
-		keys:      DefaultKeyMap(),
-		help:      help.New(),
-		now:       cfg.Now,
-		focus:     pTargets,
-		side:      pEvents,
-		targets:   newTargetsPane(),
-		caps:      newCapsPane(),
-		comp:      newComposer(),
-		events:    newEventsPane(cfg.EventBuffer),
-		trace:     newTracePane(cfg.TraceBuffer),
+		ctx:        ctx,
+		cfg:        cfg,
+		feed:       newFeed(65536, time.Second/time.Duration(cfg.FPS)),
+		listening:  map[string]bool{},
+		described:  map[string]bool{},
+		relistenAt: map[string]time.Time{},
+		backoff:    map[string]time.Duration{},
+		hist:       cfg.History,
+		keys:       DefaultKeyMap(),
+		help:       help.New(),
+		now:        cfg.Now,
+		focus:      pTargets,
+		side:       pEvents,
+		targets:    newTargetsPane(),
+		caps:       newCapsPane(),
+		comp:       newComposer(),
+		events:     newEventsPane(cfg.EventBuffer),
+		trace:      newTracePane(cfg.TraceBuffer),
 	}
 	if m.now == nil {
 		m.now = time.Now
@@ -491,7 +498,12 @@ func (m *model) absorb(items []any) tea.Cmd {
 			}
 		case Event:
 			if x.Kind == EvNote && x.Name == "connection closed" {
+				// listen again later, backing off while it keeps closing
 				delete(m.listening, x.TargetKey)
+				b := m.backoff[x.TargetKey]
+				b = min(max(2*b, time.Second), 30*time.Second)
+				m.backoff[x.TargetKey] = b
+				m.relistenAt[x.TargetKey] = m.now().Add(b)
 			}
 			m.countRate()
 			m.events.Append(x)
@@ -548,7 +560,21 @@ func (m *model) listen() []tea.Cmd {
 	}
 	var cmds []tea.Cmd
 	for k, t := range m.targets.targets {
-		if m.listening[k] || t.Health != HealthLive || (t.BTSP && !m.cfg.CanBTSP) || t.Kind == "tarpc" || t.Endpoint == "" {
+		if m.listening[k] || t.Kind == "tarpc" || t.Endpoint == "" || (t.BTSP && !m.cfg.CanBTSP) {
+			continue
+		}
+		if at, ok := m.relistenAt[k]; ok && m.now().Before(at) {
+			continue
+		}
+		if t.hasStream && t.stream.BiomeOSAPI {
+			// The biomeOS API speaks HTTP: read its event stream (the
+			// client owns the goroutine; it ends with the program).
+			m.listening[k] = true
+			m.client.watchStream(m.ctx, *t, events.Config{}.Source(t.stream))
+			continue
+		}
+		holon := strings.HasPrefix(t.Endpoint, "ws://") || strings.HasPrefix(t.Endpoint, "wss://")
+		if t.Health != HealthLive && !holon {
 			continue
 		}
 		m.listening[k] = true
@@ -1164,6 +1190,9 @@ func (m *model) send() tea.Cmd {
 			}
 		}
 		c.reply = nil
+		c.params.Set("{}")
+		c.checkParams()
+		m.setFocus(pRequests)
 		cl := m.client
 		return m.safe(func() tea.Msg {
 			ctx, cancel := context.WithTimeout(m.ctx, 5*time.Second)

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -121,11 +123,17 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
 		},
 	}
-	cn, err := c.dial(ctx, t, opts)
+	dctx := ctx
+	if strings.HasPrefix(t.Endpoint, "ws://") || strings.HasPrefix(t.Endpoint, "wss://") {
+		// A holon session lives as long as the context it was opened with
+		// (it reconnects inside), so it gets the client's, not the call's.
+		dctx = c.ctx
+	}
+	cn, err := c.dial(dctx, t, opts)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Security.Prefix == ipc.PrefixAuto {
+	if opts.Security.Prefix == ipc.PrefixAuto && dctx == ctx {
 		// Settle the riboCipher prefix now, before the peer pushes anything
 		// (ipc's fallback only works on the first exchange): a parse error
 		// means the peer did not take the prefix; dial again without it.
@@ -165,6 +173,23 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		c.mu.Unlock()
 	}()
 	return cn, nil
+}
+
+// watchStream reads an events source (the biomeOS API's server-sent
+// events) into the feed until ctx ends or the source gives up.
+func (c *client) watchStream(ctx context.Context, t Target, src events.Source) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		err := src.Run(ctx, func(e events.Event) { c.feed.push(eventFromStream(t.Key, e)) })
+		note := Event{Time: time.Now(), Source: t.Name, TargetKey: t.Key, Kind: EvNote, Name: "connection closed"}
+		if err != nil {
+			note.Data = []byte(err.Error())
+		}
+		if ctx.Err() == nil {
+			c.feed.push(note)
+		}
+	}()
 }
 
 // send makes one call on t.

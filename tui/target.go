@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/events"
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/holon"
 )
 
 // Health is what the TUI knows of a target's liveness.
@@ -55,6 +57,11 @@ type Target struct {
 	Caps     *capability.Capabilities
 	Tree     []capability.Domain
 	Err      string
+
+	// stream says how the events package would watch this target (set for
+	// discovered targets): the biomeOS API is read as server-sent events.
+	stream    events.Spec
+	hasStream bool
 }
 
 // Version is the best version string known for t.
@@ -100,6 +107,14 @@ func defaultDialer(ctx context.Context, t Target, opts ipc.Options) (*ipc.Conn, 
 	ep, err := ipc.ParseEndpoint(t.Endpoint)
 	if err != nil {
 		return nil, err
+	}
+	if ep.Transport == ipc.WS || ep.Transport == ipc.WSS {
+		// A holon session: heartbeats, reconnects, Holon-RPC envelopes.
+		var ho holon.SessionOptions
+		if opts.MaxFrame > 0 && opts.MaxFrame != ipc.DefaultMaxFrame {
+			ho.MaxMessage = opts.MaxFrame
+		}
+		return events.HolonDial(ep.URL, ho)(ctx, opts.Trace)
 	}
 	if opts.Endpoint == "" {
 		opts.Endpoint = t.Endpoint
@@ -169,6 +184,34 @@ func boundedCopy(p []byte) []byte {
 		p = p[:maxEventData]
 	}
 	return append([]byte(nil), p...)
+}
+
+// eventFromStream turns an events-package event (server-sent events of the
+// biomeOS API, liveness, registry changes) into a tail line.
+func eventFromStream(key string, e events.Event) Event {
+	ev := Event{Time: e.Time, Source: e.Source, TargetKey: key, Name: e.Name, Data: boundedCopy(e.Payload)}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now()
+	}
+	switch e.Kind {
+	case events.KindNotification:
+		ev.Kind = EvNotification
+	case events.KindRequest:
+		ev.Kind = EvRequest
+	case events.KindLiveness:
+		ev.Kind = EvHeartbeat
+	case events.KindNote, events.KindDropped:
+		ev.Kind = EvNote
+	default: // event, sse, registry
+		ev.Kind = EvEvent
+	}
+	if isHeartbeatName(e.Name) {
+		ev.Kind = EvHeartbeat
+	}
+	if ev.Name == "" {
+		ev.Name = e.Kind
+	}
+	return ev
 }
 
 // eventFromMessage turns a pushed message into a tail line.
