@@ -121,6 +121,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 		(*Ecosystem).tarpcSidecar,
 		(*Ecosystem).transient,
 		(*Ecosystem).holonServer, (*Ecosystem).biomeOSAPI, // transports_events.go
+		(*Ecosystem).stdioBus, // transports_bus.go
 		// Other concerns add their parts here, one line each.
 		(*Ecosystem).discoveryParts,
 	}

@@ -15,10 +15,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 	"github.com/ecoPrimals/primalscope/render"
 )
 
 func main() {
+	ipctest.WorkerMain() // as a stdio Bus worker or daemon (the demo's bus), serve and exit
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], &stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv, os.Environ())
 	stop()

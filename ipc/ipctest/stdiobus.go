@@ -228,6 +228,13 @@ func (b *StdioBus) Dropped() int64 {
 	return b.dropped
 }
 
+// Clients reports how many client connections are open.
+func (b *StdioBus) Clients() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.clients)
+}
+
 // WorkerPIDs returns the process ids of a pool's live workers, by instance.
 func (b *StdioBus) WorkerPIDs(pool string) []int {
 	b.mu.Lock()
@@ -403,6 +410,25 @@ func (c *busClient) gone2() {
 			delete(b.sessions, id)
 		}
 	}
+	// Its unanswered requests must not take answers meant for another
+	// client that reuses the same id.
+	for _, id := range b.order {
+		for _, w := range b.pools[id].workers {
+			for k, q := range w.pending {
+				kept := q[:0]
+				for _, x := range q {
+					if x != c {
+						kept = append(kept, x)
+					}
+				}
+				if len(kept) == 0 {
+					delete(w.pending, k)
+				} else {
+					w.pending[k] = kept
+				}
+			}
+		}
+	}
 	b.mu.Unlock()
 	_ = c.closer()
 }
@@ -565,13 +591,17 @@ func (w *busWorker) readLoop(stdout io.Reader) {
 		var to *busClient
 		if len(r.Method) == 0 && len(r.ID) > 0 {
 			k := idKey(r.ID)
-			if q := w.pending[k]; len(q) > 0 {
-				to = q[0]
-				if len(q) == 1 {
-					delete(w.pending, k)
-				} else {
-					w.pending[k] = q[1:]
+			q := w.pending[k]
+			for len(q) > 0 && to == nil {
+				if !q[0].gone {
+					to = q[0]
 				}
+				q = q[1:]
+			}
+			if len(q) == 0 {
+				delete(w.pending, k)
+			} else {
+				w.pending[k] = q
 			}
 		} else if s := b.sessions[sid]; sid != "" && s != nil {
 			to = s.owner

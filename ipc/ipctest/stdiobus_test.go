@@ -389,3 +389,28 @@ func TestBusConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestBusGoneClientTakesNoAnswers: a client that left with a request still
+// unanswered must not take the answer to another client's request with
+// the same id on the same worker.
+func TestBusGoneClientTakesNoAnswers(t *testing.T) {
+	b := startBus(t, ipctest.BusConfig{Pools: []ipctest.BusPool{pool(t, "solo", 1)}})
+	gone := dialBus(t, b)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	_, err := gone.Send(ctx, ipc.Request{Method: "bus.silent"}) // id 1, never answered
+	cancel()
+	if err == nil {
+		t.Fatal("bus.silent was answered")
+	}
+	gone.Close()
+	for deadline := time.Now().Add(5 * time.Second); b.Clients() > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the bus did not notice the client leave")
+		}
+	}
+	for i := 0; i < 3; i++ {
+		c := dialBus(t, b)
+		send(t, c, ipc.Request{Method: "health.liveness"}) // id 1 as well
+		c.Close()
+	}
+}
