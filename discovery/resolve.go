@@ -1,5 +1,3 @@
-// Package discovery finds the primals, registries and buses of an ecosystem,
-// probes them, and keeps the picture live.
 package discovery
 
 import (
