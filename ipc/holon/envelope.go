@@ -74,7 +74,10 @@ func inspect(frame []byte, fast bool) Envelope {
 	switch {
 	case !hasID:
 	case idKind == 's':
-		if err := json.Unmarshal(id, &e.IDString); err != nil || e.IDString == "" {
+		if e.IDString = plainString(id); e.IDString == "" {
+			_ = json.Unmarshal(id, &e.IDString)
+		}
+		if e.IDString == "" {
 			e.Warnings = append(e.Warnings, "id is an empty string")
 		}
 	case idKind == 'n':
@@ -91,7 +94,10 @@ func inspect(frame []byte, fast bool) Envelope {
 	}
 	switch {
 	case hasMethod:
-		if err := json.Unmarshal(method, &e.Method); err != nil || e.Method == "" {
+		if e.Method = plainString(method); e.Method == "" {
+			_ = json.Unmarshal(method, &e.Method)
+		}
+		if e.Method == "" {
 			e.Warnings = append(e.Warnings, "method is not a non-empty string")
 		}
 		if hasID && idKind != '0' {
@@ -145,25 +151,165 @@ type envelopeFields struct {
 // path, which names what was wrong. Field names match exactly (the JSON
 // decoder would otherwise accept "ID" for "id").
 func knownFields(frame []byte) (envelopeFields, bool) {
+	t := bytes.Trim(frame, " \t\r\n") // JSON whitespace only
+	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return envelopeFields{}, false
+	}
+	return scanFields(t)
+}
+
+// scanFields walks the top level of the valid JSON object t and slices out
+// the values of the allowed Holon-RPC fields, without copying. It answers
+// false for any key that is not one of them spelled exactly, a repeated
+// key, or an escaped key: the slow path names those.
+func scanFields(t []byte) (envelopeFields, bool) {
 	var f envelopeFields
-	t := bytes.TrimSpace(frame)
-	if len(t) == 0 || t[0] != '{' {
-		return f, false
-	}
-	dec := json.NewDecoder(bytes.NewReader(t))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil || dec.InputOffset() != int64(len(t)) {
-		return f, false
-	}
-	for _, k := range [...]struct {
-		v    json.RawMessage
-		name string
-	}{{f.JSONRPC, `"jsonrpc"`}, {f.ID, `"id"`}, {f.Method, `"method"`}, {f.Params, `"params"`}, {f.Result, `"result"`}, {f.Error, `"error"`}} {
-		if k.v != nil && !bytes.Contains(t, []byte(k.name)) {
-			return f, false // a key in other letter case: let the slow path name it
+	var seen [6]bool
+	i := 1
+	for {
+		i = skipWS(t, i)
+		if i >= len(t) {
+			return f, false
+		}
+		if t[i] == '}' {
+			return f, true
+		}
+		if t[i] != '"' {
+			return f, false
+		}
+		j := i + 1
+		for j < len(t) && t[j] != '"' {
+			if t[j] == '\\' {
+				return f, false
+			}
+			j++
+		}
+		if j >= len(t) {
+			return f, false
+		}
+		k := -1
+		switch string(t[i+1 : j]) {
+		case "jsonrpc":
+			k = 0
+		case "id":
+			k = 1
+		case "method":
+			k = 2
+		case "params":
+			k = 3
+		case "result":
+			k = 4
+		case "error":
+			k = 5
+		}
+		if k < 0 || seen[k] {
+			return f, false
+		}
+		seen[k] = true
+		i = skipWS(t, j+1)
+		if i >= len(t) || t[i] != ':' {
+			return f, false
+		}
+		start := skipWS(t, i+1)
+		end := skipValue(t, start)
+		if end < 0 {
+			return f, false
+		}
+		v := json.RawMessage(bytes.TrimRight(t[start:end], " \t\r\n"))
+		switch k {
+		case 0:
+			f.JSONRPC = v
+		case 1:
+			f.ID = v
+		case 2:
+			f.Method = v
+		case 3:
+			f.Params = v
+		case 4:
+			f.Result = v
+		case 5:
+			f.Error = v
+		}
+		i = skipWS(t, end)
+		if i >= len(t) {
+			return f, false
+		}
+		switch t[i] {
+		case ',':
+			i++
+		case '}':
+			return f, skipWS(t, i+1) == len(t)
+		default:
+			return f, false
 		}
 	}
-	return f, true
+}
+
+// plainString returns the text of a JSON string without escapes, or "" when
+// raw is not such a string (the caller then decodes it properly).
+func plainString(raw json.RawMessage) string {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return ""
+	}
+	in := raw[1 : len(raw)-1]
+	for _, c := range in {
+		if c == '\\' || c == '"' || c < 0x20 || c >= 0x80 {
+			return ""
+		}
+	}
+	return string(in)
+}
+
+func skipWS(t []byte, i int) int {
+	for i < len(t) && (t[i] == ' ' || t[i] == '\t' || t[i] == '\n' || t[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the index after the JSON value starting at i, or -1.
+// It only balances brackets and strings: json.Unmarshal validates the rest.
+func skipValue(t []byte, i int) int {
+	depth := 0
+	for i < len(t) {
+		switch c := t[i]; c {
+		case '"':
+			i++
+			for i < len(t) && t[i] != '"' {
+				if t[i] == '\\' {
+					i++
+				}
+				i++
+			}
+			if i >= len(t) {
+				return -1
+			}
+			i++
+		case '{', '[':
+			depth++
+			i++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+			i++
+		case ',':
+			if depth == 0 {
+				return i
+			}
+			i++
+		default:
+			i++
+		}
+		if depth == 0 && i < len(t) && (t[i] == ',' || t[i] == '}') {
+			return i
+		}
+	}
+	if depth == 0 {
+		return i
+	}
+	return -1
 }
 
 func checkError(raw json.RawMessage) []string {

@@ -399,6 +399,10 @@ func (f *Framer) readErr(err error) error {
 // WriteFrame sends p as one text message, within the write deadline if set.
 func (f *Framer) WriteFrame(p []byte) error {
 	f.dlMu.Lock()
+	if !f.deadline.IsZero() && !f.deadline.After(time.Now()) {
+		f.dlMu.Unlock()
+		return fmt.Errorf("write WebSocket: %w", os.ErrDeadlineExceeded)
+	}
 	ctx, cancel := context.WithCancel(f.ctx)
 	if !f.deadline.IsZero() {
 		var c2 context.CancelFunc

@@ -319,7 +319,7 @@ func (s *Session) WriteFrame(p []byte) error {
 		}
 	}
 	if f != nil && key != "" {
-		s.pending[key] = env.ID
+		s.pending[key] = append(json.RawMessage(nil), env.ID...)
 	}
 	s.mu.Unlock()
 	if f == nil {
