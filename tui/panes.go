@@ -58,7 +58,7 @@ func (p *targetsPane) rebuild() {
 	var ts []*Target
 	pat := strings.TrimSpace(p.filter.String())
 	for _, t := range p.targets {
-		hay := t.Name + " " + strings.Join(t.Aliases, " ") + " " + t.Family
+		hay := t.Name + " " + strings.Join(t.Aliases, " ") + " " + t.Family + " " + t.Pool + " " + t.Kind
 		if pat == "" || fuzzy(hay, pat) {
 			ts = append(ts, t)
 		}
