@@ -2,11 +2,13 @@ package discovery
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecoPrimals/primalscope/config"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -329,5 +331,39 @@ pools = ["p"]
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// TestProcSourceRealProcess finds a running "stdio_bus" in the real /proc.
+func TestProcSourceRealProcess(t *testing.T) {
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("no /proc")
+	}
+	dir := tempDir(t)
+	cfg := filepath.Join(dir, "bus.json")
+	os.WriteFile(cfg, []byte(`{"pools":[{"id":"echo","command":"cat"}]}`), 0o600)
+	sock := filepath.Join(dir, "agents.sock")
+	// A shell whose argv[0] says stdio_bus: the process table is all
+	// ProcSource reads.
+	cmd := exec.Command("/bin/sh", "-c", "sleep 30; true", "x", "--unix", sock, "--config", cfg)
+	cmd.Args[0] = "stdio_bus"
+	if err := cmd.Start(); err != nil {
+		t.Skip(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	var got []Found
+	for i := 0; i < 50 && len(got) == 0; i++ {
+		fs, _ := (&ProcSource{}).Discover(ctxT(t))
+		for _, f := range fs {
+			if f.Endpoint.Path == sock {
+				got = append(got, f)
+			}
+		}
+		if len(got) == 0 {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if len(got) != 1 || got[0].Pool != "echo" || got[0].Name != "agents/echo" || got[0].Kind != KindBus {
+		t.Fatalf("%+v", got)
 	}
 }

@@ -6,9 +6,11 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/config"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -190,5 +192,24 @@ func TestLookup(t *testing.T) {
 		t.Fatal("found nobody")
 	} else if _, ok := err.(*NotFoundError); !ok {
 		t.Fatalf("%T %v", err, err)
+	}
+}
+
+func TestSweepConfigTargetMerges(t *testing.T) {
+	e := newEcosystem(t)
+	getenv, environ := envOf(e.env)
+	cfg, err := config.Parse([]byte("[[target]]\nname = \"tower\"\nendpoint = \"tcp://localhost:" + e.tcp.Addr[strings.LastIndex(e.tcp.Addr, ":")+1:] + "\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := New(Options{Getenv: getenv, Environ: environ, SocketDirs: []string{e.dir}, NoProc: true, Config: cfg,
+		Probe: ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 3 * time.Second}})
+	snap, err := d.Sweep(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw := byName(snap.Targets, "tower")
+	if tw == nil || !reflect.DeepEqual(tw.Aliases, []string{"towerd"}) || tw.State() != StateLive || len(tw.Sources) != 2 {
+		t.Fatalf("config and Songbird did not merge: %+v (targets %q)", tw, names(snap.Targets))
 	}
 }

@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ func TestWatch(t *testing.T) {
 	serve(t, dir, "songbird.sock", sb.Config())
 	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
 		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 3 * time.Second}})
+	base := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	refresh := make(chan struct{})
@@ -108,6 +110,14 @@ func TestWatch(t *testing.T) {
 		select {
 		case _, ok := <-ch:
 			if !ok {
+				// Every goroutine the watcher started has ended (a few may
+				// still be on their way out of the runtime).
+				for i := 0; i < 100 && runtime.NumGoroutine() > base+2; i++ {
+					time.Sleep(20 * time.Millisecond)
+				}
+				if n := runtime.NumGoroutine(); n > base+2 {
+					t.Errorf("%d goroutines left, %d before", n, base)
+				}
 				return
 			}
 		case <-deadline:
