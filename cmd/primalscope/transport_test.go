@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -161,5 +162,65 @@ func TestCallPrefixModes(t *testing.T) {
 		if (r.code != tc.code && !(tc.code == -1 && (r.code == 1 || r.code == 3))) || !strings.Contains(r.stderr, tc.stderr) {
 			t.Fatalf("%s --prefix %s: %+v", filepath.Base(tc.path), tc.mode, r)
 		}
+	}
+}
+
+// busPool is a stdio Bus pool of this test binary acting as primalscope,
+// which serves as a worker when asked (main calls ipctest.WorkerMain).
+func busPool(t *testing.T, id string, instances int) ipctest.BusPool {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ipctest.BusPool{ID: id, Command: exe, Instances: instances, Env: map[string]string{
+		"PRIMALSCOPE_TEST_AS_MAIN": "1", ipctest.WorkerEnv: id, "GORACE": "atexit_sleep_ms=0"}}
+}
+
+// TestCallStdioBus: --pool and --session route a call through a stdio Bus
+// (a real daemon fake with worker processes), and a call the bus drops or a
+// worker never answers times out (exit 4) naming the pool and session.
+func TestCallStdioBus(t *testing.T) {
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := ipctest.BusConfig{Pools: []ipctest.BusPool{busPool(t, "echo", 2), busPool(t, "agent", 1)}}
+	bus, err := ipctest.StartStdioBus(filepath.Join(dir, "bus.sock"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Close() })
+	env := map[string]string{"HOME": t.TempDir()}
+
+	r := runCLI(t, env, "", "call", "--no-history", "--pool", "agent", "--session", "S1", bus.Path, "session.count")
+	if r.code != 0 || !strings.Contains(r.stdout, `"count": 1`) || !strings.Contains(r.stdout, `"pool": "agent"`) {
+		t.Fatalf("--pool agent --session S1: %+v", r)
+	}
+	r = runCLI(t, env, "", "call", "--no-history", "--raw", "--pool", "echo", "--session", "S1", bus.Path, "x.y", `{"a":1}`)
+	if r.code != 0 || !strings.Contains(r.stdout, `"sessionId":"S1"`) || !strings.Contains(r.stdout, `"params":{"a":1}`) {
+		t.Fatalf("--raw: %+v", r)
+	}
+	r = runCLI(t, env, "", "call", "--no-history", "--timeout", "300ms", "--pool", "echo", "--session", "S2", bus.Path, "bus.silent")
+	if r.code != 4 || !strings.Contains(r.stderr, "pool echo, session S2") {
+		t.Fatalf("unanswered: %+v", r)
+	}
+	r = runCLI(t, env, "", "call", "--no-history", "--timeout", "300ms", bus.Path, "health.liveness")
+	if r.code != 4 || !strings.Contains(r.stderr, "no answer") {
+		t.Fatalf("no pool on a two-pool bus: %+v", r)
+	}
+
+	// The same daemon in --stdio mode, reached as a stdio: target.
+	cfgFile := filepath.Join(dir, "bus.json")
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	exe, _ := os.Executable()
+	target := fmt.Sprintf(`stdio:"env PRIMALSCOPE_TEST_AS_MAIN=1 %s=1 GORACE=atexit_sleep_ms=0 %s --stdio --config %s"`, ipctest.DaemonEnv, exe, cfgFile)
+	r = runCLI(t, env, "", "call", "--no-history", "--pool", "echo", target, "health.liveness")
+	if r.code != 0 || !strings.Contains(r.stdout, `"pool": "echo"`) {
+		t.Fatalf("stdio mode: %+v", r)
 	}
 }
