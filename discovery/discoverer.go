@@ -81,6 +81,66 @@ type Discoverer struct {
 	mu    sync.Mutex
 	prev  map[string]*Target
 	retry map[string]retryState
+
+	// regCache keeps each registry's last answer (by source and label), so
+	// that one slow or failed answer does not make its targets flap away.
+	// Owned by sweep (under sweepMu).
+	regCache map[string]regAnswer
+}
+
+type regAnswer struct {
+	found []Found
+	fails int
+}
+
+// maxRegistryMisses is how many sweeps in a row a registry may fail before
+// the targets only it knew are dropped.
+const maxRegistryMisses = 3
+
+// runRegistries asks the registries; one that fails to answer at all
+// stands on its last answer for up to maxRegistryMisses sweeps.
+func (d *Discoverer) runRegistries(ctx context.Context, srcs []Source, addErr func(string, error)) []Found {
+	type res struct {
+		key   string
+		found []Found
+		err   error
+	}
+	out := make([]res, len(srcs))
+	var wg sync.WaitGroup
+	for i, s := range srcs {
+		wg.Add(1)
+		go func(i int, s Source) {
+			defer wg.Done()
+			key := s.Name()
+			switch r := s.(type) {
+			case *SongbirdSource:
+				key += " " + r.Endpoint.String()
+			case *NeuralSource:
+				key += " " + r.Endpoint.String()
+			}
+			fs, err := safeDiscover(ctx, s)
+			out[i] = res{key, fs, err}
+		}(i, s)
+	}
+	wg.Wait()
+	if d.regCache == nil {
+		d.regCache = map[string]regAnswer{}
+	}
+	var all []Found
+	for _, r := range out {
+		prev, had := d.regCache[r.key]
+		if r.err != nil && len(r.found) == 0 && had && prev.fails < maxRegistryMisses {
+			prev.fails++
+			d.regCache[r.key] = prev
+			addErr(r.key, fmt.Errorf("%w (keeping its last answer)", r.err))
+			all = append(all, prev.found...)
+			continue
+		}
+		addErr(r.key, r.err)
+		d.regCache[r.key] = regAnswer{found: r.found}
+		all = append(all, r.found...)
+	}
+	return all
 }
 
 type retryState struct {
@@ -240,7 +300,7 @@ func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Targ
 			}
 		}
 		if len(regSrcs) > 0 {
-			more := runSources(sctx, regSrcs, addErr)
+			more := d.runRegistries(sctx, regSrcs, addErr)
 			if len(more) > 0 {
 				found = append(found, more...)
 				targets = merge(found)

@@ -213,3 +213,25 @@ func TestSweepConfigTargetMerges(t *testing.T) {
 		t.Fatalf("config and Songbird did not merge: %+v (targets %q)", tw, names(snap.Targets))
 	}
 }
+
+func TestSweepRegistryFailureKeepsTargets(t *testing.T) {
+	e := newEcosystem(t)
+	d := e.discoverer(time.Second)
+	snap, err := d.Sweep(ctxT(t), nil)
+	if err != nil || byName(snap.Targets, "towerd") == nil {
+		t.Fatalf("%v %q", err, names(snap.Targets))
+	}
+	// The registry answers garbage for a while: its targets stay, for a
+	// few sweeps, then go.
+	e.sb.SetGarbage(true)
+	for i := 0; i < maxRegistryMisses; i++ {
+		snap, _ = d.Sweep(ctxT(t), nil)
+		if byName(snap.Targets, "towerd") == nil {
+			t.Fatalf("sweep %d: towerd dropped at the first failed answer", i)
+		}
+	}
+	snap, _ = d.Sweep(ctxT(t), nil)
+	if byName(snap.Targets, "towerd") != nil {
+		t.Fatal("towerd kept forever")
+	}
+}

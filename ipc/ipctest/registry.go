@@ -75,6 +75,13 @@ func (s *Songbird) Unregister(primalID string) {
 	s.events = append(s.events, map[string]any{"revision": s.rev, "kind": "unregistered", "primal": primalID})
 }
 
+// SetGarbage switches answering garbage on or off while the registry serves.
+func (s *Songbird) SetGarbage(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Garbage = on
+}
+
 // SetPeers sets the nodes discovery.peers reports.
 func (s *Songbird) SetPeers(p ...SongbirdPeer) {
 	s.mu.Lock()
