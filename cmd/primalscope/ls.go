@@ -250,8 +250,12 @@ func (a *app) printEvent(ev discovery.Event) {
 	st := a.styler(a.io.out)
 	t := ev.Target
 	mark := map[discovery.EventKind]string{discovery.Added: st.paint("32", "+"), discovery.Changed: st.paint("33", "~"), discovery.Removed: st.paint("31", "-")}[ev.Kind]
-	line := fmt.Sprintf("%s %s %-14s %s  %s", ev.Time.Format("15:04:05"), mark, s(t.Name), st.state(t.State()), s(t.Address))
-	if t.State() == discovery.StateLive {
+	state := st.state(t.State())
+	if ev.Kind == discovery.Removed {
+		state = st.paint("2", "gone")
+	}
+	line := fmt.Sprintf("%s %s %-14s %s  %s", ev.Time.Format("15:04:05"), mark, s(t.Name), state, s(t.Address))
+	if t.State() == discovery.StateLive && ev.Kind != discovery.Removed {
 		line += fmt.Sprintf("  %s  %s", latency(t.Latency()), levelCell(t))
 	}
 	if ev.Kind == discovery.Changed {
