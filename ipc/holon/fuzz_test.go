@@ -22,6 +22,11 @@ func FuzzInspect(f *testing.F) {
 				t.Fatalf("Check accepted %q", frame)
 			}
 		}
+		if out, ok := strictRequest(frame); ok {
+			if err := Check(out); err != nil {
+				t.Fatalf("rewrote %q into %q: %v", frame, out, err)
+			}
+		}
 		for _, w := range fast.Warnings {
 			for _, r := range w {
 				if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {

@@ -15,8 +15,10 @@
 package holon
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -397,7 +399,14 @@ func (f *Framer) readErr(err error) error {
 }
 
 // WriteFrame sends p as one text message, within the write deadline if set.
+// A request written with a numeric id or without params (by a caller that
+// speaks plain JSON-RPC) is sent as Holon-RPC wants it: the id as a string,
+// "params":{}; a note in the trace says so. Answers keep their id exactly.
 func (f *Framer) WriteFrame(p []byte) error {
+	if q, ok := strictRequest(p); ok {
+		f.note("request rewritten for Holon-RPC (string id, params object): " + clip(string(q), 160))
+		p = q
+	}
 	f.dlMu.Lock()
 	if !f.deadline.IsZero() && !f.deadline.After(time.Now()) {
 		f.dlMu.Unlock()
@@ -462,4 +471,54 @@ func (f *Framer) CloseWith(code int, reason string) error {
 		}
 	})
 	return err
+}
+
+// strictRequest rewrites a request with a numeric id or without params into
+// a strict Holon-RPC request. ok=false leaves p as it is.
+func strictRequest(p []byte) ([]byte, bool) {
+	t := bytes.Trim(p, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' || !json.Valid(t) {
+		return nil, false
+	}
+	f, ok := scanFields(t)
+	if !ok || f.Method == nil || f.ID == nil || f.Result != nil || f.Error != nil {
+		return nil, false
+	}
+	var method string
+	if jsonKind(f.Method) != 's' || json.Unmarshal(f.Method, &method) != nil || method == "" {
+		return nil, false
+	}
+	if f.Params != nil && jsonKind(f.Params) != 'o' && jsonKind(f.Params) != '0' {
+		return nil, false
+	}
+	if f.JSONRPC != nil && string(f.JSONRPC) != `"2.0"` {
+		return nil, false
+	}
+	numeric := jsonKind(f.ID) == 'n'
+	if !numeric && f.Params != nil && f.JSONRPC != nil {
+		return nil, false
+	}
+	if !numeric && (jsonKind(f.ID) != 's' || string(f.ID) == `""`) {
+		return nil, false
+	}
+	id := f.ID
+	if numeric {
+		n := json.Number(bytes.TrimSpace(id))
+		if _, err := n.Int64(); err != nil {
+			return nil, false
+		}
+		id = append(append([]byte{'"'}, n...), '"')
+	}
+	params := f.Params
+	if params == nil || jsonKind(params) == '0' {
+		params = json.RawMessage(`{}`)
+	}
+	out := make([]byte, 0, len(t)+16)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	out = append(out, `,"method":`...)
+	out = append(out, f.Method...)
+	out = append(out, `,"params":`...)
+	out = append(out, params...)
+	return append(out, '}'), true
 }

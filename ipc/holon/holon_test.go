@@ -382,3 +382,27 @@ func TestInsecureContext(t *testing.T) {
 		t.Fatal("WithInsecure lost")
 	}
 }
+
+func TestPlainJSONRPCCallerIsMadeStrict(t *testing.T) {
+	s := startHolon(t, holon.Options{}, ipctest.HolonConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rec := &recorder{}
+	opts := ipc.Options{Wire: ipc.WireJSONRPC, Trace: rec.trace}
+	f, err := ipc.DialFramer(ctx, s.Endpoint(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ipc.NewConn(f, opts) // numeric ids, no params: what a generic prober sends
+	defer c.Close()
+	resp, err := c.Call(ctx, "echo", nil)
+	if err != nil {
+		t.Fatalf("the strict server refused: %v", err)
+	}
+	if string(resp.Result) != `{}` || s.ProtocolFaults() != 0 {
+		t.Fatalf("result %s, faults %d", resp.Result, s.ProtocolFaults())
+	}
+	if !strings.Contains(rec.warnings(), "request rewritten for Holon-RPC") {
+		t.Errorf("warnings: %s", rec.warnings())
+	}
+}
