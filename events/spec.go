@@ -18,6 +18,8 @@ type Spec struct {
 	Endpoint ipc.Endpoint
 	// Wire is the wire to speak ("" detects; "lean", "holon", "jsonrpc").
 	Wire string
+	// Pool is the stdio Bus pool liveness polls are routed to ("" for none).
+	Pool string
 	// Registry polls ipc.watch (a Songbird registry).
 	Registry bool
 	// BiomeOSAPI reads the biomeOS API's server-sent events instead of
@@ -33,6 +35,7 @@ func SpecFor(t *discovery.Target) (Spec, bool) {
 	}
 	s := SpecForEndpoint(t.Name, t.Endpoint)
 	s.Wire = t.Wire()
+	s.Pool = t.Pool
 	if t.Kind == discovery.KindRegistry {
 		s.Registry = true
 	}
@@ -89,7 +92,7 @@ func (c Config) Source(s Spec) Source {
 		return &SSESource{Source: s.Name, Path: s.Endpoint.Path, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax}
 	}
 	ts := &TargetSource{Source: s.Name, Interval: c.Interval, StaleAfter: c.StaleAfter, Watch: s.Registry,
-		Answer: c.Answer, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax}
+		Answer: c.Answer, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax, Pool: s.Pool}
 	switch {
 	case s.Endpoint.Transport == ipc.WS || s.Endpoint.Transport == ipc.WSS:
 		ho := c.Holon

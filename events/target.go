@@ -54,6 +54,9 @@ type TargetSource struct {
 	Answer Answerer
 	// BackoffMin and BackoffMax bound reconnection waits (defaults 500 ms, 30 s).
 	BackoffMin, BackoffMax time.Duration
+	// Pool routes liveness polls on a stdio Bus with several pools (which
+	// drops messages without one).
+	Pool string
 }
 
 // Name is the source's name.
@@ -142,7 +145,7 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 		stale := orDur(t.StaleAfter, DefaultStaleAfter)
 		cctx, ccancel := context.WithTimeout(sctx, stale)
 		start := time.Now()
-		_, err := c.Call(cctx, method, json.RawMessage(`{}`))
+		_, err := c.Send(cctx, ipc.Request{Method: method, Params: json.RawMessage(`{}`), Pool: t.Pool})
 		ccancel()
 		lat := time.Since(start)
 		var re *ipc.RPCError

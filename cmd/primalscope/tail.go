@@ -156,7 +156,7 @@ func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]even
 	var specs []events.Spec
 	seen := map[string]bool{}
 	add := func(s events.Spec) {
-		k := s.Endpoint.String()
+		k := s.Endpoint.String() + "#" + s.Pool
 		if !seen[k] {
 			seen[k] = true
 			specs = append(specs, s)
@@ -186,8 +186,11 @@ func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]even
 	}
 	for _, t := range snap.Targets {
 		if s, ok := events.SpecFor(t); ok {
-			if names[t.Name] > 1 && t.Family != "" {
+			switch {
+			case names[t.Name] > 1 && t.Family != "":
 				s.Name = t.Name + "-" + t.Family // beardog and beardog-<family>
+			case names[t.Name] > 1 && t.Pool != "" && !strings.Contains(t.Name, t.Pool):
+				s.Name = t.Name + "/" + t.Pool
 			}
 			add(s)
 		}
