@@ -235,3 +235,25 @@ func TestSweepRegistryFailureKeepsTargets(t *testing.T) {
 		t.Fatal("towerd kept forever")
 	}
 }
+
+func TestMergeLooseSightings(t *testing.T) {
+	ep := unixEP("/run/x/beardog.sock")
+	ts := merge([]Found{
+		{Name: "faraway", Source: SrcSongbird, NoProbe: true, Note: "relay"},
+		{Name: "faraway", Source: SrcNeural, NoProbe: true},
+		{Name: "beardog", Source: SrcNeural, NoProbe: true, Note: "neural api says failed"},
+		{Endpoint: ep, Name: "beardog", Source: SrcSocketDir},
+		{Endpoint: ep, Name: "crypto", Alias: true, Source: SrcEnv, Detail: "CRYPTO_SOCKET"},
+	})
+	if len(ts) != 2 {
+		t.Fatalf("%d targets: %q", len(ts), names(ts))
+	}
+	bd := byName(ts, "beardog")
+	if bd == nil || bd.NoProbe || len(bd.Sources) != 3 || !reflect.DeepEqual(bd.Aliases, []string{"crypto"}) || len(bd.Notes) != 0 {
+		t.Errorf("beardog: %+v", bd)
+	}
+	fa := byName(ts, "faraway")
+	if fa == nil || !fa.NoProbe || len(fa.Sources) != 2 || fa.State() != StateUnprobed {
+		t.Errorf("faraway: %+v", fa)
+	}
+}

@@ -90,6 +90,9 @@ type SourceRef struct {
 	Source string `json:"source"`
 	Name   string `json:"name,omitempty"`
 	Detail string `json:"detail,omitempty"`
+	// Alias is true when Name is another name for the target (a
+	// capability-domain symlink or variable), not its own.
+	Alias bool `json:"alias,omitempty"`
 }
 
 // State is a target's health as the last probe saw it.
@@ -295,9 +298,10 @@ func merge(found []Found) []*Target {
 	for _, f := range loose {
 		var into *Target
 		for _, t := range order {
-			if f.Name != "" && t.HasName(f.Name) || f.Name != "" && nameOf(t) == f.Name {
-				into = t
-				break
+			if f.Name != "" && hasSourceName(t, f.Name) {
+				if into == nil || into.Endpoint.Transport == "" && t.Endpoint.Transport != "" {
+					into = t // a target with an endpoint wins
+				}
 			}
 		}
 		if into == nil {
@@ -322,23 +326,21 @@ func merge(found []Found) []*Target {
 	return order
 }
 
-// nameOf is the name a target has gathered so far (before finish).
-func nameOf(t *Target) string {
-	if t.Name != "" {
-		return t.Name
-	}
+// hasSourceName reports whether a source calls t by name n (its own
+// name, not an alias).
+func hasSourceName(t *Target, n string) bool {
 	for _, s := range t.Sources {
-		if s.Name != "" {
-			return s.Name
+		if s.Name == n && !s.Alias {
+			return true
 		}
 	}
-	return ""
+	return false
 }
 
 var kindRank = map[Kind]int{KindPrimal: 0, KindLean: 1, KindBus: 2, KindRemote: 3, KindRegistry: 4, KindNeural: 5, KindTarpc: 6}
 
 func addFound(t *Target, f Found) {
-	ref := SourceRef{Source: f.Source, Name: f.Name, Detail: f.Detail}
+	ref := SourceRef{Source: f.Source, Name: f.Name, Detail: f.Detail, Alias: f.Alias}
 	dup := false
 	for _, s := range t.Sources {
 		if s == ref {
@@ -404,7 +406,7 @@ func finish(t *Target) {
 		if s.Name == "" {
 			continue
 		}
-		alias := s.Source == SrcSymlink
+		alias := s.Alias || s.Source == SrcSymlink
 		r, ok := sourceRank[s.Source]
 		if !ok {
 			r = 20
