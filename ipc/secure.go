@@ -350,6 +350,7 @@ const (
 	actBTSP
 	actNoPrefix
 	actPrefix
+	actPass // a frame the peer pushed on its own: deliver it, stay unsettled
 )
 
 // ReadFrame returns the next message; on an unsettled connection the first
@@ -368,6 +369,10 @@ func (f *secureFramer) ReadFrame() ([]byte, error) {
 		}
 		f.mu.Lock()
 		act, why := f.classify(frame, err)
+		if act == actPass {
+			f.mu.Unlock()
+			return frame, nil
+		}
 		if act == actAccept {
 			f.written, f.wbytes = nil, 0
 			f.settled.Store(true)
@@ -426,6 +431,11 @@ func (f *secureFramer) classify(frame []byte, rerr error) (action, string) {
 		return actNoPrefix, fmt.Sprintf("the peer answered the riboCipher prefix with error %d", code)
 	case auto && !p.prefix && code == -32002 && !f.tried[plan{prefix: true}]:
 		return actPrefix, "the peer wants the riboCipher prefix (error -32002)"
+	}
+	if derr == nil && m.Error == nil && (m.Kind == KindNotification || m.Kind == KindEvent || m.Kind == KindRequest) {
+		// Pushed by the peer on its own (a heartbeat, a server that speaks
+		// first): it proves nothing about what the peer made of our bytes.
+		return actPass, ""
 	}
 	if auto && derr == nil {
 		pre := p.prefix

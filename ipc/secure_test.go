@@ -608,3 +608,35 @@ func (l *traceLog) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// TestPushBeforeRefusal: a peer that pushes a notification before it
+// answers the prefix with a parse error is still reached without the
+// prefix, and the notification is delivered.
+func TestPushBeforeRefusal(t *testing.T) {
+	cfg := beardog().Config()
+	cfg.Accept = func(c net.Conn, r *bufio.Reader) (ipc.Framer, bool) {
+		b, err := r.Peek(1)
+		if err == nil && b[0] == 0xEC {
+			_, _ = c.Write([]byte(`{"jsonrpc":"2.0","method":"health.heartbeat","params":{"n":1}}` + "\n"))
+			_, _ = r.ReadString('\n')
+			_, _ = c.Write([]byte(ipctest.ParseErrorLine + "\n"))
+			return nil, false
+		}
+		return nil, true
+	}
+	s := startAt(t, "p.sock", cfg)
+	mem := ipc.NewEndpointMemory()
+	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Prefix: ipc.PrefixAuto, Memory: mem}})
+	mustLive(t, c)
+	if f, _ := mem.Get(s.Endpoint()); f.Prefix == nil || *f.Prefix {
+		t.Fatalf("memory %+v", f)
+	}
+	select {
+	case m := <-c.Incoming():
+		if m.Method != "health.heartbeat" {
+			t.Fatalf("pushed: %s", m.Raw)
+		}
+	default:
+		t.Fatal("the pushed notification was not delivered")
+	}
+}
