@@ -301,6 +301,10 @@ func auditBTSP(t *Target, add func(int, string, string, Result, string)) {
 			why += fmt.Sprintf(", cleartext_available=%v", *ts.CleartextAvailable)
 		}
 		add(0, "transport_security", text, Pass, why)
+		if ts.RequiresBTSP() && p.State == StateLive && !p.Secured {
+			add(0, "transport_security_honoured", "A socket that says BTSP is required refuses cleartext", Warn,
+				"btsp_required is true, yet it answered JSON-RPC without a handshake")
+		}
 	case t.Family != "" || (p != nil && p.BTSPRequired):
 		add(0, "transport_security", text, Warn, "family-scoped or BTSP socket without transport_security (SHOULD)")
 	}

@@ -135,3 +135,17 @@ func TestFindCyclesSelfAndNone(t *testing.T) {
 		t.Errorf("%v", c)
 	}
 }
+
+func TestAuditTransportSecurityHonoured(t *testing.T) {
+	dir := tempDir(t)
+	p := primal("loose", false)
+	p.Extra = map[string]any{"transport_security": map[string]any{"btsp_required": true, "btsp_version": "2.0", "cleartext_available": false}}
+	tg := probed(t, dir, "loose", p)
+	rep := Audit(tg, AuditOptions{})
+	if pt := point(rep, "transport_security"); pt.Result != Pass || !strings.Contains(pt.Why, "btsp_required=true") {
+		t.Errorf("%+v", pt)
+	}
+	if pt := point(rep, "transport_security_honoured"); pt.Result != Warn {
+		t.Errorf("cleartext answer on a BTSP-required socket not flagged: %+v", rep.Points)
+	}
+}
