@@ -3,6 +3,7 @@ package holon_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -124,7 +125,31 @@ func TestSessionAnswersUnavailableWhileDown(t *testing.T) {
 	if !errors.As(err, &re) || re.Code != 14 {
 		t.Fatalf("want error 14, got %v", err)
 	}
-	eventually(t, "a failed reconnect note", func() bool { return n.has("attempt 2") })
+	eventually(t, "several failed reconnects", func() bool { return n.has("attempt 6") })
+	// The waits double from BackoffMin (5 ms) to BackoffMax (40 ms), ±10 %.
+	n.mu.Lock()
+	var waits []time.Duration
+	for _, s := range n.s {
+		var d string
+		var a int
+		if i := strings.Index(s, "reconnecting in "); i >= 0 {
+			if _, err := fmt.Sscanf(s[i:], "reconnecting in %s (attempt %d)", &d, &a); err == nil {
+				if w, err := time.ParseDuration(d); err == nil {
+					waits = append(waits, w)
+				}
+			}
+		}
+	}
+	n.mu.Unlock()
+	if len(waits) < 6 {
+		t.Fatalf("waits %v", waits)
+	}
+	for i, w := range waits[:6] {
+		want := min(5*time.Millisecond<<i, 40*time.Millisecond)
+		if w < want*9/10-time.Millisecond || w > want*11/10+time.Millisecond {
+			t.Errorf("wait %d is %s, want %s ±10%%", i+1, w, want)
+		}
+	}
 	if err := c.Err(); err != nil {
 		t.Fatalf("the Conn ended: %v", err)
 	}
