@@ -108,7 +108,8 @@ func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 	if err != nil {
 		return nil, err
 	}
-	sf := &secureFramer{d: d, cur: NetFramer(nc, d.opts.MaxFrame), plan: p, desc: d.describeCleartext(p)}
+	sf := &secureFramer{d: d, plan: p, desc: d.describeCleartext(p)}
+	sf.setCur(NetFramer(nc, d.opts.MaxFrame))
 	sf.tried = map[plan]bool{p: true}
 	sf.closeCtx, sf.closeCancel = context.WithCancel(context.Background())
 	return sf, nil
@@ -221,7 +222,8 @@ func (d *secureDialer) handshake(ctx context.Context) (*secureFramer, error) {
 					})
 					desc := describeSession(d.ep.Transport, s)
 					d.note("BTSP session established: " + s.Describe())
-					sf := &secureFramer{d: d, cur: s, plan: plan{prefix: pre, btsp: true}, desc: desc}
+					sf := &secureFramer{d: d, plan: plan{prefix: pre, btsp: true}, desc: desc}
+					sf.setCur(s)
 					sf.settled.Store(true)
 					sf.closeCtx, sf.closeCancel = context.WithCancel(context.Background())
 					return sf, nil
@@ -259,8 +261,11 @@ type secureFramer struct {
 	settled atomic.Bool // no more reconnects; cur no longer changes
 	closed  atomic.Bool
 
+	// cur is the connection in use; it changes only before settling, with
+	// mu held, and is read without mu (Close, write deadlines).
+	cur atomic.Pointer[framerBox]
+
 	mu      sync.Mutex // guards everything below until settled
-	cur     Framer
 	plan    plan
 	desc    string
 	tried   map[plan]bool
@@ -272,6 +277,11 @@ type secureFramer struct {
 	closeCtx    context.Context
 	closeCancel context.CancelFunc
 }
+
+type framerBox struct{ f Framer }
+
+func (f *secureFramer) setCur(fr Framer) { f.cur.Store(&framerBox{fr}) }
+func (f *secureFramer) load() Framer     { return f.cur.Load().f }
 
 // TransportDescription says what the connection puts on the wire.
 func (f *secureFramer) TransportDescription() string {
@@ -288,12 +298,12 @@ func (f *secureFramer) TransportDescription() string {
 // discover (the peer may have refused the connection and closed it).
 func (f *secureFramer) WriteFrame(p []byte) error {
 	if f.settled.Load() {
-		return f.cur.WriteFrame(p)
+		return f.load().WriteFrame(p)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.settled.Load() {
-		return f.cur.WriteFrame(p)
+		return f.load().WriteFrame(p)
 	}
 	if !f.noSend {
 		if len(f.written) >= maxResendFrames || f.wbytes+len(p) > maxResendBytes {
@@ -303,7 +313,7 @@ func (f *secureFramer) WriteFrame(p []byte) error {
 			f.wbytes += len(p)
 		}
 	}
-	err := f.cur.WriteFrame(p)
+	err := f.load().WriteFrame(p)
 	if err != nil && !f.noSend && isPeerGone(err) {
 		return nil // the reader sees why and resends it on the next connection
 	}
@@ -314,32 +324,21 @@ func isPeerGone(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
-// SetWriteDeadline bounds writes on the current connection.
+// SetWriteDeadline bounds writes on the current connection. It takes no
+// lock, so it can cut short a write in progress.
 func (f *secureFramer) SetWriteDeadline(t time.Time) error {
-	var cur Framer
-	if f.settled.Load() {
-		cur = f.cur
-	} else {
-		f.mu.Lock()
-		cur = f.cur
-		f.mu.Unlock()
-	}
-	if wd, ok := cur.(WriteDeadliner); ok {
+	if wd, ok := f.load().(WriteDeadliner); ok {
 		return wd.SetWriteDeadline(t)
 	}
 	return nil
 }
 
-// Close closes the connection and stops a reconnect in progress.
+// Close closes the connection and stops a reconnect in progress (which
+// then closes the connection it opened).
 func (f *secureFramer) Close() error {
 	f.closed.Store(true)
 	f.closeCancel()
-	if f.settled.Load() {
-		return f.cur.Close()
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.cur.Close()
+	return f.load().Close()
 }
 
 // action is what the first answer on an unsettled connection calls for.
@@ -357,13 +356,10 @@ const (
 // answer may make it reconnect (see secureFramer) instead.
 func (f *secureFramer) ReadFrame() ([]byte, error) {
 	if f.settled.Load() {
-		return f.cur.ReadFrame()
+		return f.load().ReadFrame()
 	}
 	for {
-		f.mu.Lock()
-		cur := f.cur
-		f.mu.Unlock()
-		frame, err := cur.ReadFrame()
+		frame, err := f.load().ReadFrame()
 		if f.closed.Load() {
 			return frame, err
 		}
@@ -475,7 +471,7 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte, rerr erro
 		if err != nil {
 			return fmt.Errorf("reconnecting with BTSP after the peer demanded it: %w", err)
 		}
-		next, np, desc = sf.cur, sf.plan, sf.desc
+		next, np, desc = sf.load(), sf.plan, sf.desc
 		sf.closeCancel()
 	case actNoPrefix, actPrefix:
 		np = plan{prefix: act == actPrefix}
@@ -489,8 +485,9 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte, rerr erro
 			d.sec.Memory.Update(d.ep, func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
 		}
 	}
-	old := f.cur
-	f.cur, f.plan, f.desc = next, np, desc
+	old := f.load()
+	f.setCur(next)
+	f.plan, f.desc = np, desc
 	_ = old.Close()
 	for _, w := range f.written {
 		if err := next.WriteFrame(w); err != nil && !isPeerGone(err) {

@@ -640,3 +640,28 @@ func TestPushBeforeRefusal(t *testing.T) {
 		t.Fatal("the pushed notification was not delivered")
 	}
 }
+
+// TestCancelUnblocksWriteBeforeSettling: a peer that never reads cannot hang
+// a call whose context is cancelled while the connection is unsettled.
+func TestCancelUnblocksWriteBeforeSettling(t *testing.T) {
+	checkNoLeak(t)
+	s := startAt(t, "p.sock", ipctest.Config{Behavior: ipctest.Behavior{NeverRead: true}})
+	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Send(ctx, ipc.Request{Method: "x", Params: json.RawMessage(`"` + strings.Repeat("a", 3<<20) + `"`)})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let the write block
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the call succeeded")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancelling did not unblock the write")
+	}
+	c.Close()
+}
