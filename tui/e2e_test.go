@@ -6,7 +6,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -47,6 +49,22 @@ func (s *tmuxSession) screen(escapes bool) string {
 	}
 	out, _ := s.tmux(args...)
 	return out
+}
+
+// quitChildren sends SIGQUIT to the processes the pane's shell started
+// (by their ids), so a hung Go program prints its goroutines.
+func (s *tmuxSession) quitChildren() {
+	out, err := s.tmux("display-message", "-p", "-t", s.name, "#{pane_pid}")
+	if err != nil {
+		return
+	}
+	pid := strings.TrimSpace(out)
+	kids, _ := os.ReadFile(filepath.Join("/proc", pid, "task", pid, "children"))
+	for _, k := range strings.Fields(string(kids)) {
+		if n, err := strconv.Atoi(k); err == nil {
+			syscall.Kill(n, syscall.SIGQUIT)
+		}
+	}
 }
 
 // waitFor polls the screen until cond holds, failing after limit.
@@ -112,7 +130,8 @@ func TestEndToEndDemo(t *testing.T) {
 	env := fmt.Sprintf("env -i PATH=%s HOME=%s XDG_CONFIG_HOME=%s/config XDG_STATE_HOME=%s/state XDG_RUNTIME_DIR=%s TERM=xterm-256color COLORTERM=truecolor",
 		os.Getenv("PATH"), home, home, home, dir)
 	// The shell line prints the exit status so the test can see a clean quit.
-	cmdline := fmt.Sprintf("%s %s demo --theme dark --tick 500ms; echo PRIMALSCOPE-EXIT=$?; sleep 30", env, bin)
+	stderr := filepath.Join(dir, "stderr")
+	cmdline := fmt.Sprintf("%s %s demo --theme dark --tick 500ms 2>%s; echo PRIMALSCOPE-EXIT=$?; sleep 30", env, bin, stderr)
 	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "150", "-y", "45", cmdline); err != nil {
 		t.Fatalf("tmux new-session: %v\n%s", err, out)
 	}
@@ -228,5 +247,15 @@ func TestEndToEndDemo(t *testing.T) {
 
 	// 10. Quit: the terminal is restored and the exit status is 0.
 	s.send("q")
-	s.waitText("PRIMALSCOPE-EXIT=0", 10*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(s.screen(false), "PRIMALSCOPE-EXIT=0") {
+		if time.Now().After(deadline) {
+			// Still running: ask Go for its goroutines to say why.
+			s.quitChildren()
+			time.Sleep(time.Second)
+			dump, _ := os.ReadFile(stderr)
+			t.Fatalf("no clean exit 10 s after q. Screen:\n%s\nstderr:\n%s", s.screen(false), dump)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

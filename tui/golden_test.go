@@ -121,6 +121,14 @@ var scenarios = []scenario{
 		msgs := withTargets(press("enter", "j", "j", "enter", "j", "j", "enter")...)
 		return append(msgs, press("backspace", `"message":"aGVsbG8=",}`)...)
 	}},
+	{"composer-bus", func() []tea.Msg {
+		bus := TargetEvent{Kind: TargetAdded, Target: Target{Key: "unix:///run/stdiobus/agents.sock#agents", Name: "agents", Pool: "agents", Bus: true,
+			Kind: "bus", Endpoint: "unix:///run/stdiobus/agents.sock", Health: HealthLive, Latency: 2 * time.Millisecond, Level: 1}}
+		msgs := []tea.Msg{feedMsg{items: []any{bus}}}
+		msgs = append(msgs, press("3")...)
+		msgs = append(msgs, press("agent.ask", "down", "backspace", "backspace", `{"q":"hi"}`, "down")...)
+		return append(msgs, press("S1")...)
+	}},
 	{"response", func() []tea.Msg {
 		return withTargets(append(press("enter"), callDoneMsg{ans: sampleAnswer(0), doc: prettyDoc(sampleAnswer(0).result)})...)
 	}},

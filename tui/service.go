@@ -87,9 +87,10 @@ type client struct {
 	max  int64
 	sec  ipc.Security
 
-	mu    sync.Mutex
-	conns map[string]*ipc.Conn
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[string]*ipc.Conn
+	closed bool // after close, no connection is kept (commands may still dial)
+	wg     sync.WaitGroup
 }
 
 func newClient(ctx context.Context, dial Dialer, f *feed, maxFrame int64, sec ipc.Security) *client {
@@ -148,14 +149,19 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		}
 	}
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		cn.Close()
+		return nil, &ipc.ClosedError{Cause: errors.New("primalscope is quitting")}
+	}
 	if old, ok := c.conns[t.Key]; ok {
 		c.mu.Unlock()
 		cn.Close()
 		return old, nil
 	}
 	c.conns[t.Key] = cn
+	c.wg.Add(1) // under the lock, so close never waits on a group that grows after it
 	c.mu.Unlock()
-	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		for m := range cn.Incoming() {
@@ -178,7 +184,13 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 // watchStream reads an events source (the biomeOS API's server-sent
 // events) into the feed until ctx ends or the source gives up.
 func (c *client) watchStream(ctx context.Context, t Target, src events.Source) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
 	c.wg.Add(1)
+	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
 		err := src.Run(ctx, func(e events.Event) { c.feed.push(eventFromStream(t.Key, e)) })
@@ -217,6 +229,7 @@ func (c *client) close() {
 	c.mu.Lock()
 	conns := c.conns
 	c.conns = map[string]*ipc.Conn{}
+	c.closed = true
 	c.mu.Unlock()
 	for _, cn := range conns {
 		cn.Close()

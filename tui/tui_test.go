@@ -593,3 +593,23 @@ func TestInspectEvent(t *testing.T) {
 	}
 	keyMsgs(t, m, "t", "enter") // no frames: nothing happens
 }
+
+// TestClientCloseWithDialInFlight: a connection that finishes dialling after
+// close is closed at once, and close does not wait for it.
+func TestClientCloseWithDialInFlight(t *testing.T) {
+	_, tg := startPrimal(t)
+	release := make(chan struct{})
+	dial := func(ctx context.Context, t Target, o ipc.Options) (*ipc.Conn, error) {
+		<-release
+		return defaultDialer(ctx, t, o)
+	}
+	c := newClient(context.Background(), dial, newFeed(16, time.Millisecond), 0, ipc.Security{})
+	errc := make(chan error, 1)
+	go func() { _, err := c.conn(context.Background(), tg); errc <- err }()
+	c.close()
+	close(release)
+	if err := <-errc; err == nil {
+		t.Fatal("a connection was kept after close")
+	}
+	c.close() // no pump goroutine is left to wait for
+}
