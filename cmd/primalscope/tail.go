@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -193,6 +194,21 @@ func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]even
 				s.Name = t.Name + "/" + t.Pool
 			}
 			add(s)
+		}
+	}
+	// Names still shared (the same primal in two socket directories, say)
+	// get their directory, so lines can be told apart.
+	count := map[string]int{}
+	for _, s := range specs {
+		count[s.Name]++
+	}
+	for i, s := range specs {
+		if count[s.Name] > 1 {
+			if s.Endpoint.Transport == ipc.Unix {
+				specs[i].Name = s.Name + "@" + filepath.Base(filepath.Dir(s.Endpoint.Path))
+			} else {
+				specs[i].Name = s.Name + "@" + s.Endpoint.String()
+			}
 		}
 	}
 	if len(specs) == 0 {
