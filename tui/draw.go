@@ -119,25 +119,6 @@ func (s *styles) box(w, h int, title, right string, focused bool, body []string)
 	return out
 }
 
-// hjoin puts columns of lines side by side; each column has the same height.
-func hjoin(cols ...[]string) []string {
-	if len(cols) == 0 {
-		return nil
-	}
-	h := len(cols[0])
-	out := make([]string, h)
-	for i := 0; i < h; i++ {
-		var sb strings.Builder
-		for _, c := range cols {
-			if i < len(c) {
-				sb.WriteString(c[i])
-			}
-		}
-		out[i] = sb.String()
-	}
-	return out
-}
-
 // scrollInto returns an offset that keeps sel visible in h rows.
 func scrollInto(off, sel, h, n int) int {
 	if h <= 0 {

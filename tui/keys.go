@@ -170,7 +170,7 @@ func (k *KeyMap) Remap(m map[string][]string) error {
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
-		return fmt.Errorf("unknown key actions: %s", strings.Join(unknown, ", "))
+		return fmt.Errorf("unknown key actions in [keys]: %s (there are: %s)", strings.Join(unknown, ", "), strings.Join(ActionNames(), ", "))
 	}
 	return nil
 }

@@ -1896,8 +1896,6 @@ func (m *model) render() string {
 		copy(lines[1:], body)
 		return strings.Join(lines, "\n")
 	}
-	canvas := make([][]string, m.h)
-	_ = canvas
 	// Draw each pane into its rectangle; panes never overlap.
 	type drawn struct {
 		r     rect

@@ -319,6 +319,14 @@ func TestKeysRemap(t *testing.T) {
 	if err := km.Remap(map[string][]string{"nope": {"z"}}); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("unknown action: %v", err)
 	}
+	all := map[string][]string{}
+	for _, a := range ActionNames() {
+		all[a] = []string{"f12"}
+	}
+	km2 := DefaultKeyMap()
+	if err := km2.Remap(all); err != nil || len(all) < 40 {
+		t.Fatalf("every action name: %v (%d names)", err, len(all))
+	}
 	if k, err := LoadKeys(filepath.Join(dir, "missing.toml")); err != nil || k != nil {
 		t.Fatalf("missing file: %v %v", k, err)
 	}
