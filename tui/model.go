@@ -1730,6 +1730,14 @@ func (m *model) onClick(ms tea.Mouse) tea.Cmd {
 		m.showHelp = false
 		return nil
 	}
+	if ms.Y == 0 && m.narrow() && !m.zoom {
+		for _, tb := range m.tabs() {
+			if ms.X >= tb.x0 && ms.X < tb.x1 {
+				m.setFocus(tb.p)
+			}
+		}
+		return nil
+	}
 	p, r, ok := m.paneAt(ms.X, ms.Y)
 	if !ok {
 		return nil
@@ -1986,6 +1994,33 @@ func (m *model) drawPane(p pane, r rect) []string {
 	return st.box(r.w, r.h, title, right, focused, body)
 }
 
+type tab struct {
+	p      pane
+	label  string
+	x0, x1 int // columns on the header line
+}
+
+// tabs are the pane tabs the header shows on narrow screens, with where
+// they are drawn (for mouse clicks).
+func (m *model) tabs() []tab {
+	x := 1 + len("primalscope")
+	if m.cfg.Title != "" {
+		x += 1 + ansi.StringWidth(m.st.InfoBadge.Render(render.Sanitize(m.cfg.Title)))
+	}
+	x++ // the space before the first tab
+	var out []tab
+	for i, p := range []pane{pTargets, pCaps, pComposer, pResponse, m.side} {
+		n := fmt.Sprint(i + 1)
+		if p >= pEvents {
+			n = []string{"e", "t", "H", "R"}[p-pEvents]
+		}
+		label := n + " " + tabNames[p]
+		out = append(out, tab{p: p, label: label, x0: x, x1: x + len(label)})
+		x += len(label) + 1
+	}
+	return out
+}
+
 func (m *model) header() string {
 	st := m.st
 	live, stale, down := m.targets.counts()
@@ -2010,12 +2045,8 @@ func (m *model) header() string {
 	}
 	if m.narrow() && !m.zoom {
 		var tabs []string
-		for i, p := range []pane{pTargets, pCaps, pComposer, pResponse, m.side} {
-			n := fmt.Sprint(i + 1)
-			if p >= pEvents {
-				n = []string{"e", "t", "H", "R"}[p-pEvents]
-			}
-			label := n + " " + tabNames[p]
+		for _, tb := range m.tabs() {
+			p, label := tb.p, tb.label
 			if p == m.focus || (p == pResponse && m.focus == pComposer) {
 				tabs = append(tabs, st.Selected.Render(label))
 			} else {

@@ -441,6 +441,22 @@ func TestMouse(t *testing.T) {
 	}
 }
 
+// TestTabClick: on a narrow screen the header's tabs switch panes.
+func TestTabClick(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.update(winSize(80, 24))
+	header := ansi.Strip(m.render())
+	for _, tb := range m.tabs() {
+		if got := strings.Split(header, "\n")[0]; !strings.Contains(got[tb.x0:], tb.label) || strings.Index(got, tb.label) != tb.x0 {
+			t.Fatalf("tab %q is not at column %d of %q", tb.label, tb.x0, got)
+		}
+		m.update(tea.MouseClickMsg{X: tb.x0 + 1, Y: 0, Button: tea.MouseLeft})
+		if m.focus != tb.p {
+			t.Fatalf("clicking %q focused pane %d", tb.label, m.focus)
+		}
+	}
+}
+
 // TestResize: every pane layout is exactly the terminal's size.
 func TestResize(t *testing.T) {
 	m, _ := testModel(t, goldenConfig("high-contrast"))
