@@ -27,6 +27,10 @@ type EndpointFacts struct {
 	// Framing is the BTSP handshake framing that worked: "json-line" or
 	// "length-prefixed".
 	Framing string `json:"btsp_framing,omitempty"`
+	// Socket identifies the socket file these facts are about (inode and
+	// change time of a Unix socket); facts about another file at the same
+	// path are not used.
+	Socket string `json:"socket_id,omitempty"`
 	// Updated is when these facts last changed.
 	Updated time.Time `json:"updated"`
 }
@@ -83,7 +87,7 @@ func OpenEndpointMemory(path string) (*EndpointMemory, error) {
 		return m, fmt.Errorf("endpoint memory %s: not valid, ignored: %w", path, err)
 	}
 	for k, v := range doc.Endpoints {
-		if len(k) > 4096 || len(v.Framing) > 32 {
+		if len(k) > 4096 || len(v.Framing) > 32 || len(v.Socket) > 64 {
 			continue
 		}
 		m.m[k] = v
@@ -180,7 +184,7 @@ func factsEqual(a, b EndpointFacts) bool {
 	if (pa == nil) != (pb == nil) || pa != nil && *pa != *pb {
 		return false
 	}
-	return a.BTSPRequired == b.BTSPRequired && a.NotBTSP == b.NotBTSP && a.Framing == b.Framing
+	return a.BTSPRequired == b.BTSPRequired && a.NotBTSP == b.NotBTSP && a.Framing == b.Framing && a.Socket == b.Socket
 }
 
 func (m *EndpointMemory) trimLocked() {

@@ -37,6 +37,7 @@ type secureDialer struct {
 	sec   Security
 	name  string // the endpoint as errors name it
 	seeds [][]byte
+	stamp string // socketStamp at dial time
 }
 
 // plan is how one connection is opened.
@@ -57,6 +58,9 @@ func dialSocket(ctx context.Context, ep Endpoint, opts Options) (Framer, error) 
 	if d.name == "" {
 		d.name = ep.String()
 	}
+	if d.sec.Memory != nil {
+		d.stamp = socketStamp(ep)
+	}
 	if d.sec.Cipher == "" {
 		d.sec.Cipher = btsp.CipherChaCha20Poly1305
 	}
@@ -72,6 +76,50 @@ func (d *secureDialer) note(s string) {
 	}
 }
 
+// socketStamp identifies the socket file now at a Unix endpoint's path
+// (inode and change time), so that facts about an earlier server at the
+// same path are not applied to a new one. "" for other transports.
+func socketStamp(ep Endpoint) string {
+	if ep.Transport != Unix {
+		return ""
+	}
+	st, err := os.Stat(ep.Path)
+	if err != nil {
+		return ""
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d.%d", sys.Ino, sys.Ctim.Sec, sys.Ctim.Nsec)
+}
+
+// facts returns what the memory knows about the endpoint, unless it was
+// learned from another socket file at the same path (a restarted server).
+func (d *secureDialer) facts() EndpointFacts {
+	f, ok := d.sec.Memory.Get(d.ep)
+	if !ok {
+		return EndpointFacts{}
+	}
+	if f.Socket != "" && d.stamp != "" && f.Socket != d.stamp {
+		d.note("the socket file changed since primalscope last reached it: what was learned about it is forgotten")
+		d.sec.Memory.Forget(d.ep)
+		return EndpointFacts{}
+	}
+	return f
+}
+
+// remember records facts about the endpoint (and which socket file they
+// are about).
+func (d *secureDialer) remember(change func(f *EndpointFacts)) {
+	d.sec.Memory.Update(d.ep, func(f *EndpointFacts) {
+		change(f)
+		if d.stamp != "" {
+			f.Socket = d.stamp
+		}
+	})
+}
+
 // cleartextPrefix decides whether a cleartext connection starts with EC 01.
 func (d *secureDialer) cleartextPrefix(f EndpointFacts) bool {
 	switch d.sec.Prefix {
@@ -84,7 +132,7 @@ func (d *secureDialer) cleartextPrefix(f EndpointFacts) bool {
 }
 
 func (d *secureDialer) open(ctx context.Context) (Framer, error) {
-	facts, _ := d.sec.Memory.Get(d.ep)
+	facts := d.facts()
 	known := facts.BTSPRequired || d.sec.RequireBTSP
 	guessed := !known && !facts.NotBTSP && FamilyScoped(d.ep, d.sec.Family)
 	if known && len(d.seeds) == 0 {
@@ -101,7 +149,7 @@ func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 			return nil, err
 		}
 		d.note("the peer does not speak BTSP (" + err.Error() + "): trying cleartext")
-		d.sec.Memory.Update(d.ep, func(f *EndpointFacts) { f.NotBTSP = true })
+		d.remember(func(f *EndpointFacts) { f.NotBTSP = true })
 	}
 	p := plan{prefix: d.cleartextPrefix(facts)}
 	nc, err := d.dialCleartext(ctx, p)
@@ -170,7 +218,7 @@ func notBTSPPeer(err error) bool {
 // riboCipher prefix first, then without; each seed candidate in turn after a
 // family_verification failure, each on a new connection.
 func (d *secureDialer) handshake(ctx context.Context) (*secureFramer, error) {
-	facts, _ := d.sec.Memory.Get(d.ep)
+	facts := d.facts()
 	framings := []btsp.Framing{btsp.JSONLine, btsp.LengthPrefixed}
 	if facts.Framing == btsp.LengthPrefixed.String() {
 		framings = []btsp.Framing{btsp.LengthPrefixed, btsp.JSONLine}
@@ -213,7 +261,7 @@ func (d *secureDialer) handshake(ctx context.Context) (*secureFramer, error) {
 				})
 				cancel()
 				if err == nil {
-					d.sec.Memory.Update(d.ep, func(f *EndpointFacts) {
+					d.remember(func(f *EndpointFacts) {
 						f.BTSPRequired, f.NotBTSP, f.Framing = true, false, fr.String()
 						if d.sec.Prefix == PrefixAuto && pre {
 							t := true
@@ -412,7 +460,7 @@ func (f *secureFramer) classify(frame []byte, rerr error) (action, string) {
 	}
 	m, derr := DecodeMessage(frame)
 	if derr == nil && m.Error != nil && m.Error.IsBTSPRequired() {
-		d.sec.Memory.Update(d.ep, func(ef *EndpointFacts) { ef.BTSPRequired, ef.NotBTSP = true, false })
+		d.remember(func(ef *EndpointFacts) { ef.BTSPRequired, ef.NotBTSP = true, false })
 		if len(d.seeds) > 0 {
 			return actBTSP, "the peer demands a BTSP handshake"
 		}
@@ -435,7 +483,7 @@ func (f *secureFramer) classify(frame []byte, rerr error) (action, string) {
 	}
 	if auto && derr == nil {
 		pre := p.prefix
-		d.sec.Memory.Update(d.ep, func(ef *EndpointFacts) { ef.Prefix = &pre })
+		d.remember(func(ef *EndpointFacts) { ef.Prefix = &pre })
 	}
 	return actAccept, ""
 }
@@ -482,7 +530,7 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte, rerr erro
 		}
 		next, desc = NetFramer(nc, d.opts.MaxFrame), d.describeCleartext(np)
 		if act == actNoPrefix {
-			d.sec.Memory.Update(d.ep, func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
+			d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
 		}
 	}
 	old := f.load()

@@ -665,3 +665,31 @@ func TestCancelUnblocksWriteBeforeSettling(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestFactsForgottenWhenTheSocketChanges: what was learned about a socket
+// does not stick to a new server at the same path.
+func TestFactsForgottenWhenTheSocketChanges(t *testing.T) {
+	path := filepath.Join(tempDir(t), "beardog-fam.sock")
+	s, err := ipctest.Listen(path, btspPrimal([]byte(testFamilySeed), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := ipc.NewEndpointMemory()
+	ep := s.Endpoint()
+	c := mustDial(t, ep, ipc.Options{Security: ipc.Security{Memory: mem}})
+	var be *ipc.BTSPRequiredError
+	if _, err := c.Call(ctxT(t, 5*time.Second), "health.liveness", nil); !errors.As(err, &be) {
+		t.Fatalf("want BTSP required, got %v", err)
+	}
+	c.Close()
+	if _, err := dialErr(t, ep, ipc.Options{Security: ipc.Security{Memory: mem}}); !errors.As(err, &be) {
+		t.Fatalf("known: %v", err)
+	}
+	s.Close()
+	s2, err := ipctest.Listen(path, beardog().Config()) // a plain primal now
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	mustLive(t, mustDial(t, ep, ipc.Options{Security: ipc.Security{Memory: mem}}))
+}
