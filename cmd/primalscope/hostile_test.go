@@ -1,0 +1,309 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// syncBuffer is a bytes.Buffer safe for the writes of a command and the
+// reads of a test at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runCLICtx runs one command line in-process under ctx (runCLI with the
+// caller's context, for commands that run until cancelled, like tail) and
+// reports how long it took.
+func runCLICtx(ctx context.Context, env map[string]string, stdin string, args ...string) (result, time.Duration) {
+	var out, errb syncBuffer
+	getenv := func(k string) string { return env[k] }
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	start := time.Now()
+	code := run(ctx, args, &stdio{in: strings.NewReader(stdin), out: &out, err: &errb}, getenv, environ)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}, time.Since(start)
+}
+
+// countFDs counts this process's open file descriptors.
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skipf("cannot count file descriptors: %v", err)
+	}
+	return len(ents)
+}
+
+// settles polls until f() <= want or the grace period ends, and returns the
+// last value seen.
+func settles(f func() int, want int, grace time.Duration) int {
+	deadline := time.Now().Add(grace)
+	for {
+		n := f()
+		if n <= want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// noControlSequences fails when peer text put a terminal control sequence
+// (ESC, BEL, C1 CSI, other C0 controls) in out; primalscope's own SGR
+// colour codes are allowed.
+func noControlSequences(t *testing.T, what, out string) {
+	t.Helper()
+	clean := stripSGR(out)
+	for i, r := range clean {
+		if r == 0x1b || r == 0x07 || r == 0x9b || (r < 0x20 && r != '\n' && r != '\t' && r != '\r') || (r >= 0x80 && r < 0xa0) {
+			t.Errorf("%s: a control sequence reached the terminal at byte %d: %q", what, i, out)
+			return
+		}
+	}
+}
+
+// want is what one command must do against one hostile peer: its exit code
+// and a text that names what went wrong (looked for in stdout and stderr,
+// colour removed).
+type want struct {
+	code int
+	text string
+}
+
+// hostilePeer is one misbehaving peer and what every command must do
+// against it. ls and check list what they find and exit 0; tail runs until
+// cancelled and exits 0.
+type hostilePeer struct {
+	name    string
+	cfg     func() ipctest.Config
+	method  string // the method call sends (default test.echo)
+	params  string // call's params (default {"n":1})
+	timeout string // --timeout (default 250ms)
+	call    want
+	caps    want
+	ls      string
+	check   string
+	tail    string
+}
+
+const evil = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\x1b]0;owned\x07\x9b31m"
+
+func healthy() ipctest.Config {
+	p := &ipctest.Primal{Name: "hostile", Version: "1.0", Domain: "test", Groups: []ipctest.Group{{Type: "test", Methods: []string{"echo"}}}}
+	return p.Config()
+}
+
+func with(b ipctest.Behavior) func() ipctest.Config {
+	return func() ipctest.Config {
+		c := healthy()
+		c.Behavior = b
+		return c
+	}
+}
+
+// floodBytes is n JSON-RPC notifications, one a line.
+func floodBytes(n int, method string) []byte {
+	var b bytes.Buffer
+	m, _ := json.Marshal(method)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":%s,"params":{"seq":%d}}`+"\n", m, i)
+	}
+	return b.Bytes()
+}
+
+func hostilePeers() []hostilePeer {
+	noAnswer := want{exitTimeout, "no answer within"}
+	return []hostilePeer{
+		{name: "slow", cfg: with(ipctest.Behavior{Delay: 3 * time.Second}),
+			call: noAnswer, caps: noAnswer, ls: "stale", check: "not judged: stale"},
+		{name: "silent", cfg: with(ipctest.Behavior{Silent: true}),
+			call: noAnswer, caps: noAnswer, ls: "stale", check: "not judged: stale"},
+		{name: "garbage", cfg: with(ipctest.Behavior{Garbage: true}),
+			call: want{exitTimeout, "not JSON-RPC"}, caps: want{exitTimeout, "not JSON-RPC"},
+			ls: "error", check: "not JSON-RPC", tail: "invalid"},
+		{name: "oversize", cfg: with(ipctest.Behavior{Oversize: 64 << 10}),
+			call: want{exitConnect, "larger than the 4 KiB limit"}, caps: want{exitConnect, "larger than the 4 KiB limit"},
+			ls: "hostile", check: "hostile", tail: "larger than the 4 KiB limit"},
+		{name: "closemidline", cfg: with(ipctest.Behavior{CloseMidLine: true}),
+			call: want{exitConnect, "closed in the middle of a message"}, caps: want{exitConnect, "closed in the middle of a message"},
+			ls: "error", check: "hostile", tail: "closed in the middle of a message"},
+		{name: "duplicate", cfg: with(ipctest.Behavior{Duplicate: true}),
+			call: want{exitOK, `"test.echo"`}, caps: want{exitOK, "echo"},
+			ls: "live", check: "level 2", tail: "duplicate_response_id"},
+		{name: "wrongid", cfg: with(ipctest.Behavior{WrongID: true}),
+			call: noAnswer, caps: noAnswer, ls: "stale", check: "not judged: stale", tail: "unknown_response_id"},
+		{name: "control", cfg: ipctest.ControlSequences, method: "evil.do",
+			call: want{exitOK, "plain"}, caps: want{exitOK, "evil"},
+			ls: "live", check: "evil", tail: "alive"},
+		{name: "controlerror", cfg: func() ipctest.Config {
+			c := healthy()
+			c.Methods["test.echo"] = ipctest.Error(-32000, "boom"+evil)
+			c.Methods["capabilities.list"] = ipctest.Error(-32001, "caps"+evil)
+			c.Methods["identity.get"] = func(context.Context, json.RawMessage) (any, error) {
+				return map[string]any{"primal": "hostile" + evil, "version": "1.0" + evil, "family_id": evil}, nil
+			}
+			return c
+		}, method: "test.echo" + evil,
+			call: want{exitPeer, "-32601"}, caps: want{exitPeer, "caps"},
+			ls: "live", check: "hostile", tail: "alive"},
+		{name: "controlerrorcall", cfg: func() ipctest.Config {
+			c := healthy()
+			c.Methods["test.echo"] = ipctest.Error(-32000, "boom"+evil)
+			return c
+		}, call: want{exitPeer, "boom"}, caps: want{exitOK, "echo"}, ls: "live", check: "level", tail: "alive"},
+		{name: "flood", cfg: func() ipctest.Config {
+			c := healthy()
+			c.Behavior.OnConnect = floodBytes(5000, "flood.event"+evil)
+			return c
+		}, timeout: "3s",
+			call: want{exitOK, `"test.echo"`}, caps: want{exitOK, "echo"},
+			ls: "live", check: "level 2", tail: "flood.event"},
+		{name: "neverread", cfg: with(ipctest.Behavior{NeverRead: true}),
+			params: `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`,
+			call:   noAnswer, caps: noAnswer, ls: "stale", check: "not judged: stale"},
+	}
+}
+
+// TestHostilePeersEveryCommand points every command at every misbehaving
+// peer: the right exit code, a message that names the fault, no hang past
+// the timeout, no control sequence from the peer on the terminal, and no
+// goroutine or file descriptor left behind.
+func TestHostilePeersEveryCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hostile peers: not in -short")
+	}
+	// Warm up what starts once per process (timers, the poller, lazily
+	// initialised packages), so the leak counts compare like with like.
+	warm(t)
+	for _, hp := range hostilePeers() {
+		t.Run(hp.name, func(t *testing.T) { hostileRun(t, hp) })
+	}
+}
+
+func warm(t *testing.T) {
+	t.Helper()
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := ipctest.Listen(filepath.Join(dir, "warm.sock"), healthy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	env := map[string]string{"HOME": dir, "XDG_CONFIG_HOME": dir, "XDG_STATE_HOME": dir, "TERM": "xterm-256color"}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	runCLICtx(ctx, env, "", "call", "--no-history", "--color=always", s.Path, "test.echo")
+	runCLICtx(ctx, env, "", "ls", "--socket-dir", dir, "--no-proc", "--color=always")
+	tctx, tcancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	runCLICtx(tctx, env, "", "tail", "--interval", "50ms", s.Path)
+	tcancel()
+}
+
+func hostileRun(t *testing.T, hp hostilePeer) {
+	g0, fd0 := runtime.NumGoroutine(), countFDs(t)
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := ipctest.Listen(filepath.Join(dir, "hostile.sock"), hp.cfg())
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := false
+	defer func() {
+		if !closed {
+			s.Close()
+		}
+	}()
+	method, params, timeout := hp.method, hp.params, hp.timeout
+	if method == "" {
+		method = "test.echo"
+	}
+	if params == "" {
+		params = `{"n":1}`
+	}
+	if timeout == "" {
+		timeout = "250ms"
+	}
+	env := map[string]string{"HOME": dir, "XDG_CONFIG_HOME": dir, "XDG_STATE_HOME": dir, "TERM": "xterm-256color"}
+	common := []string{"--timeout", timeout, "--max-frame", "4096", "--color=always"}
+	disc := []string{"--socket-dir", dir, "--stale", timeout, "--no-proc"}
+	cmds := []struct {
+		name string
+		args []string
+		want want
+		tail bool
+	}{
+		{"call", append(append([]string{"call", "--no-history"}, common...), s.Path, method, params), hp.call, false},
+		{"caps", append(append([]string{"caps"}, common...), s.Path), hp.caps, false},
+		{"ls", append(append([]string{"ls"}, common...), disc...), want{exitOK, hp.ls}, false},
+		{"check", append(append([]string{"check"}, common...), disc...), want{exitOK, hp.check}, false},
+		{"tail", append(append([]string{"tail", "--interval", "100ms"}, common...), s.Path), want{exitOK, hp.tail}, true},
+	}
+	for _, c := range cmds {
+		// A hard deadline well past --timeout: a command still running at
+		// its end has hung.
+		hard, limit := 6*time.Second, 5*time.Second
+		if c.tail {
+			hard, limit = 600*time.Millisecond, 3*time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), hard)
+		r, took := runCLICtx(ctx, env, "", c.args...)
+		cancel()
+		if took > limit {
+			t.Errorf("%s: still running %v after it started (the hard deadline was %v): a hang", c.name, took.Round(time.Millisecond), hard)
+		}
+		if r.code != c.want.code {
+			t.Errorf("%s: exit %d, want %d\nstdout=%.600q\nstderr=%.600q", c.name, r.code, c.want.code, r.stdout, r.stderr)
+		}
+		both := stripSGR(r.stdout) + stripSGR(r.stderr)
+		if c.want.text != "" && !strings.Contains(both, c.want.text) {
+			t.Errorf("%s: the output does not say %q\nstdout=%.600q\nstderr=%.600q", c.name, c.want.text, r.stdout, r.stderr)
+		}
+		if c.want.code != exitOK && strings.TrimSpace(r.stderr) == "" && !(c.name == "caps" && r.stdout != "") {
+			t.Errorf("%s: failed with exit %d and said nothing", c.name, r.code)
+		}
+		noControlSequences(t, c.name+" stdout", r.stdout)
+		noControlSequences(t, c.name+" stderr", r.stderr)
+	}
+	s.Close()
+	closed = true
+	if g := settles(runtime.NumGoroutine, g0, 3*time.Second); g > g0 {
+		var b bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+		t.Errorf("goroutine leak: %d before, %d after\n%s", g0, g, b.String())
+	}
+	if n := settles(func() int { return countFDs(t) }, fd0, 3*time.Second); n > fd0 {
+		t.Errorf("file descriptor leak: %d before, %d after", fd0, n)
+	}
+}
