@@ -2024,19 +2024,31 @@ func (m *model) tabs() []tab {
 func (m *model) header() string {
 	st := m.st
 	live, stale, down := m.targets.counts()
-	right := st.OK.Render(fmt.Sprintf("%d live", live))
+	compact := m.narrow() && !m.zoom && m.w < 100
+	sep := st.Dim.Render(" · ")
+	words := [...]string{"live", "stale", "down", "asking"}
+	if compact { // ● 13 ◌ 2 ✕ 1 ? 1
+		sep = " "
+		words = [...]string{"●", "◌", "✕", "?"}
+	}
+	count := func(n int, w string) string {
+		if compact {
+			return w + fmt.Sprint(n)
+		}
+		return fmt.Sprintf("%d %s", n, w)
+	}
+	right := st.OK.Render(count(live, words[0]))
 	if stale > 0 {
-		right += st.Dim.Render(" · ") + st.Warn.Render(fmt.Sprintf("%d stale", stale))
+		right += sep + st.Warn.Render(count(stale, words[1]))
 	}
 	if down > 0 {
-		right += st.Dim.Render(" · ") + st.Err.Render(fmt.Sprintf("%d down", down))
+		right += sep + st.Err.Render(count(down, words[2]))
 	}
-	compact := m.narrow() && !m.zoom && m.w < 100
 	if !compact {
 		right += st.Dim.Render(fmt.Sprintf(" · %d ev/s", m.rate()))
 	}
 	if n := m.reqs.pending(); n > 0 {
-		right += st.Dim.Render(" · ") + st.Warn.Render(fmt.Sprintf("%d asking", n))
+		right += sep + st.Warn.Render(count(n, words[3]))
 	}
 	right += " "
 	left := " " + st.Header.Render("primalscope")
