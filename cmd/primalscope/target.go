@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/themes"
 )
@@ -85,6 +87,13 @@ func (a *app) dial(ctx context.Context, arg string, trace func(ipc.TraceEvent)) 
 		return nil, t, err
 	}
 	opts.Trace = trace
+	// A holon that speaks first waits for an answer to its Hello; a
+	// one-shot command answers it (and "method not found" to anything else
+	// a peer asks) so the peer never waits on us.
+	opts.Handler = func(m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
+		res, rerr := events.DefaultAnswer(m)
+		return res, rerr, true
+	}
 	c, err := ipc.Dial(ctx, t.Endpoint, opts)
 	if err != nil {
 		return nil, t, err
