@@ -66,21 +66,23 @@ func BenchmarkBTSPRoundTrip(b *testing.B) {
 }
 
 // BenchmarkBTSPDial measures connecting with a BTSP handshake (X25519,
-// HKDF, HMAC) through ipc.Dial against a plain connect.
+// HKDF, HMAC) through ipc.Dial against a plain connect, then one call.
 func BenchmarkBTSPDial(b *testing.B) {
 	seed := []byte(testFamilySeed)
 	ps := startAt(b, "plain.sock", beardog().Config())
 	ss := startAt(b, "beardog-fam.sock", btspPrimal(seed, ""))
-	b.Run("plain", func(b *testing.B) {
+	run := func(b *testing.B, ep ipc.Endpoint, opts ipc.Options) {
 		for i := 0; i < b.N; i++ {
-			c := mustDial(b, ps.Endpoint(), ipc.Options{})
+			c, err := ipc.Dial(context.Background(), ep, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchCall(b, c)
 			c.Close()
 		}
-	})
+	}
+	b.Run("plain", func(b *testing.B) { run(b, ps.Endpoint(), ipc.Options{}) })
 	b.Run("btsp", func(b *testing.B) {
-		for i := 0; i < b.N; i++ {
-			c := mustDial(b, ss.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), RequireBTSP: true}})
-			c.Close()
-		}
+		run(b, ss.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), RequireBTSP: true}})
 	})
 }
