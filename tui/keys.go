@@ -45,6 +45,8 @@ type KeyMap struct {
 	Fold      key.Binding `toml:"fold"`
 	Unfold    key.Binding `toml:"unfold"`
 	FoldAll   key.Binding `toml:"fold_all"`
+	Left      key.Binding `toml:"scroll_left"`
+	Right     key.Binding `toml:"scroll_right"`
 	Group     key.Binding `toml:"group"`
 	Refresh   key.Binding `toml:"refresh"`
 	Send      key.Binding `toml:"send"`
@@ -102,6 +104,8 @@ func DefaultKeyMap() KeyMap {
 		Fold:      b([]string{"h", "left"}, "←/h", "fold"),
 		Unfold:    b([]string{"l", "right"}, "→/l", "unfold"),
 		FoldAll:   b([]string{"Z"}, "Z", "fold/unfold all"),
+		Left:      b([]string{"<", "shift+left"}, "<", "scroll left"),
+		Right:     b([]string{">", "shift+right"}, ">", "scroll right"),
 		Group:     b([]string{"o"}, "o", "group by"),
 		Refresh:   b([]string{"ctrl+r"}, "^r", "refresh"),
 		Send:      b([]string{"enter", "ctrl+s"}, "⏎", "send"),
@@ -135,7 +139,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		{k.Help, k.Quit, k.NextPane, k.PrevPane, k.Zoom, k.Targets, k.Caps, k.Composer, k.Response, k.Events, k.Trace, k.History, k.Requests, k.Theme},
-		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Select, k.Fold, k.Unfold, k.FoldAll, k.Filter, k.Group, k.Refresh, k.Back},
+		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left, k.Right, k.Select, k.Fold, k.Unfold, k.FoldAll, k.Filter, k.Group, k.Refresh, k.Back},
 		{k.Send, k.Editor, k.Complete, k.Cancel, k.Jq, k.NextMatch, k.PrevMatch, k.RawToggle, k.Copy, k.CopyPart, k.CopyCmd},
 		{k.Pause, k.KindCycle, k.SrcCycle, k.Clear, k.Reply, k.Replay, k.Save, k.Export},
 	}

@@ -1402,6 +1402,10 @@ func (m *model) keyResponse(kp tea.KeyPressMsg) tea.Cmd {
 		}
 	case key.Matches(kp, k.FoldAll):
 		r.foldAll()
+	case key.Matches(kp, k.Left):
+		r.ScrollX(-20)
+	case key.Matches(kp, k.Right):
+		r.ScrollX(20)
 	case key.Matches(kp, k.Jq):
 		if r.ans != nil {
 			r.jqEditing = true

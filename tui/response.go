@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/x/ansi"
+
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/render"
 )
@@ -39,6 +41,7 @@ type responseView struct {
 	partial bool // pretty is a preview; the whole answer is being formatted
 
 	cur, off int
+	xoff     int // columns scrolled to the right
 	folds    map[*doc]map[int]bool
 
 	jq        lineEdit
@@ -106,7 +109,7 @@ func (r *responseView) prev(d *doc, i int) int {
 }
 
 func (r *responseView) resetView() {
-	r.cur, r.off = 0, 0
+	r.cur, r.off, r.xoff = 0, 0, 0
 	r.matches, r.mi = nil, 0
 }
 
@@ -365,9 +368,17 @@ func (r *responseView) View(st *styles, w, h int, focused bool) []string {
 			cl := strings.TrimLeft(d.lines[d.close[i]], " ")
 			l += st.Dim.Render(fmt.Sprintf(" … %d lines ", n)) + st.hl.Line(cl)
 		}
+		if r.xoff > 0 {
+			l = ansi.Cut(l, r.xoff, r.xoff+w)
+		}
 		rows = append(rows, g+l)
 	}
 	return rows
+}
+
+// ScrollX scrolls the view sideways by n columns (long lines).
+func (r *responseView) ScrollX(n int) {
+	r.xoff = max(r.xoff+n, 0)
 }
 
 // markMatches draws a line with every case-insensitive occurrence of q
@@ -431,6 +442,9 @@ func (r *responseView) titles(st *styles) (string, string) {
 	}
 	if len(r.matches) > 0 {
 		right = fmt.Sprintf("%d/%d · %s", r.mi+1, len(r.matches), right)
+	}
+	if r.xoff > 0 {
+		right = fmt.Sprintf("→%d · %s", r.xoff, right)
 	}
 	return t, st.Dim.Render(right)
 }

@@ -268,6 +268,17 @@ func TestResponseFoldAndScroll(t *testing.T) {
 	if d.lines[r.cur] != "}" {
 		t.Fatalf("end is %q", d.lines[r.cur])
 	}
+	cur, off := r.cur, r.off
+	r.cur, r.off = 0, 0
+	r.ScrollX(4)
+	if rows := r.View(newStyles(mustTheme(t, "dark")), 60, 3, false); ansi.Strip(rows[1]) != `  ": { … 8 lines },` {
+		t.Fatalf("scrolled sideways: %q", ansi.Strip(rows[1]))
+	}
+	r.ScrollX(-10)
+	if r.xoff != 0 {
+		t.Fatalf("scrolled left past the start: %d", r.xoff)
+	}
+	r.cur, r.off = cur, off
 	r.foldAll() // unfolds "a"
 	r.foldAll() // folds every child of the root
 	st := newStyles(mustTheme(t, "dark"))
