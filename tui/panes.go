@@ -487,6 +487,9 @@ func (p *capsPane) View(st *styles, t *Target, w, h int, focused bool) []string 
 		if len(m.Prerequisites) > 0 {
 			detail = append(detail, st.Dim.Render("after ")+render.Sanitize(strings.Join(m.Prerequisites, ", ")))
 		}
+		if len(m.Params) > 0 {
+			detail = append(detail, st.Dim.Render("params ")+render.Sanitize(string(m.Params[:min(len(m.Params), 512)])))
+		}
 		if m.Description != "" {
 			detail = append(detail, render.Sanitize(m.Description))
 		} else if m.GroupDescription != "" {

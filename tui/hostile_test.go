@@ -1,0 +1,183 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+const hostileEvil = "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\x1b]0;owned\x07\x9b31m"
+
+func hostileHealthy() ipctest.Config {
+	p := &ipctest.Primal{Name: "hostile", Version: "1.0", Domain: "test", Groups: []ipctest.Group{{Type: "test", Methods: []string{"echo"}}}}
+	return p.Config()
+}
+
+func hostileWith(b ipctest.Behavior) func() ipctest.Config {
+	return func() ipctest.Config {
+		c := hostileHealthy()
+		c.Behavior = b
+		return c
+	}
+}
+
+func hostileFlood(n int) []byte {
+	var b bytes.Buffer
+	m, _ := json.Marshal("flood.event" + hostileEvil)
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":%s,"params":{"seq":%d}}`+"\n", m, i)
+	}
+	return b.Bytes()
+}
+
+func hostileFDs() int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0
+	}
+	return len(ents)
+}
+
+func hostileSettles(f func() int, want int, grace time.Duration) int {
+	deadline := time.Now().Add(grace)
+	for {
+		n := f()
+		if n <= want || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestHostilePeersTUICall sends a call from the composer to every
+// misbehaving peer: the response pane shows the right outcome with a
+// message naming the fault, the call ends within the timeout, no control
+// sequence from the peer reaches the screen, and closing the TUI's client
+// leaves no goroutine or file descriptor behind.
+func TestHostilePeersTUICall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hostile peers: not in -short")
+	}
+	for _, tc := range []struct {
+		name    string
+		cfg     func() ipctest.Config
+		method  string
+		params  string
+		timeout time.Duration
+		outcome string
+		text    string
+	}{
+		{"slow", hostileWith(ipctest.Behavior{Delay: 3 * time.Second}), "", "", 0, "timeout", "no answer within"},
+		{"silent", hostileWith(ipctest.Behavior{Silent: true}), "", "", 0, "timeout", "no answer within"},
+		{"garbage", hostileWith(ipctest.Behavior{Garbage: true}), "", "", 0, "timeout", "not JSON-RPC"},
+		{"oversize", hostileWith(ipctest.Behavior{Oversize: 64 << 10}), "", "", 0, "failed", "larger than the 4 KiB limit"},
+		{"closemidline", hostileWith(ipctest.Behavior{CloseMidLine: true}), "", "", 0, "failed", "closed in the middle of a message"},
+		{"duplicate", hostileWith(ipctest.Behavior{Duplicate: true}), "", "", 0, "ok", `"method": "test.echo"`},
+		{"wrongid", hostileWith(ipctest.Behavior{WrongID: true}), "", "", 0, "timeout", "no answer within"},
+		{"control", ipctest.ControlSequences, "evil.do", "", 0, "ok", "plain"},
+		{"controlerror", func() ipctest.Config {
+			c := hostileHealthy()
+			c.Methods["test.echo"] = ipctest.Error(-32000, "boom"+hostileEvil)
+			return c
+		}, "", "", 0, "error", "boom"},
+		{"flood", func() ipctest.Config {
+			c := hostileHealthy()
+			c.Behavior.OnConnect = hostileFlood(5000)
+			return c
+		}, "", "", 3 * time.Second, "ok", `"method": "test.echo"`},
+		{"neverread", hostileWith(ipctest.Behavior{NeverRead: true}), "", `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`, 0, "timeout", "no answer within"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g0, fd0 := runtime.NumGoroutine(), hostileFDs()
+			dir, err := ipctest.TempDir()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			path := filepath.Join(dir, "hostile.sock")
+			s, err := ipctest.Listen(path, tc.cfg())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			timeout := tc.timeout
+			if timeout == 0 {
+				timeout = 250 * time.Millisecond
+			}
+			cfg := goldenConfig("dark")
+			cfg.Timeout, cfg.MaxFrame = timeout, 4096
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			m := newModel(ctx, cfg)
+			m.manualFeed = true
+			m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
+			tg := Target{Key: "unix://" + path, Name: "hostile" + hostileEvil, Endpoint: "unix://" + path, Health: HealthLive}
+			m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+			m.setFocus(pComposer)
+			method := tc.method
+			if method == "" {
+				method = "test.echo"
+			}
+			m.comp.method.Set(method)
+			if tc.params != "" {
+				m.comp.params.Set(tc.params)
+			}
+			start := time.Now()
+			cmd := m.update(press("enter")[0])
+			if !m.comp.inflight || cmd == nil {
+				t.Fatal("the call is not in flight")
+			}
+			done := make(chan tea.Msg, 1)
+			go func() { done <- cmd() }()
+			select {
+			case msg := <-done:
+				m.update(msg)
+			case <-time.After(timeout + 5*time.Second):
+				t.Fatalf("the call did not end within %v past its %v timeout", 5*time.Second, timeout)
+			}
+			took := time.Since(start)
+			a := m.resp.ans
+			if a == nil || a.outcome != tc.outcome {
+				t.Fatalf("outcome %+v, want %q", a, tc.outcome)
+			}
+			for _, p := range []pane{pResponse, pComposer, pTargets, pTrace} {
+				m.setFocus(p)
+				out := m.render()
+				for _, bad := range []string{"\x1b[2J", "\x1b[H", "\x1b]52", "\x1b]0;", "\x9b", "\x07"} {
+					if strings.Contains(out, bad) {
+						t.Fatalf("pane %d: raw %q reached the screen", p, bad)
+					}
+				}
+			}
+			m.setFocus(pResponse)
+			screen := ansi.Strip(m.render())
+			if !strings.Contains(screen, tc.text) {
+				t.Errorf("the screen does not say %q:\n%s", tc.text, screen)
+			}
+			t.Logf("%s in %v", a.outcome, took.Round(time.Millisecond))
+			cancel()
+			m.client.close()
+			s.Close()
+			if g := hostileSettles(runtime.NumGoroutine, g0, 3*time.Second); g > g0 {
+				buf := make([]byte, 1<<16)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("goroutine leak: %d before, %d after\n%s", g0, g, buf)
+			}
+			if n := hostileSettles(hostileFDs, fd0, 3*time.Second); n > fd0 {
+				t.Errorf("file descriptor leak: %d before, %d after", fd0, n)
+			}
+		})
+	}
+}
