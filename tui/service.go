@@ -107,6 +107,7 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		select {
 		case <-cn.Done():
 			delete(c.conns, t.Key)
+			cn.Close() // release the socket of a connection that ended by itself
 		default:
 			c.mu.Unlock()
 			return cn, nil
@@ -167,6 +168,9 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		for m := range cn.Incoming() {
 			c.feed.push(eventFromMessage(src, t.Key, m))
 		}
+		// The connection ended (by the peer, or a broken frame): close it so
+		// its socket is released, not only forgotten.
+		cn.Close()
 		note := Event{Time: time.Now(), Source: src, TargetKey: t.Key, Kind: EvNote, Name: "connection closed"}
 		if err := cn.Err(); err != nil {
 			note.Data = []byte(err.Error())
