@@ -307,3 +307,65 @@ func hostileRun(t *testing.T, hp hostilePeer) {
 		t.Errorf("file descriptor leak: %d before, %d after", fd0, n)
 	}
 }
+
+// TestHostileMessagesNameTheCause holds the messages of three hostile
+// cases to what really went wrong, beyond the exit code. Each is a known
+// gap, skipped (with the bug named) while the message does not say it.
+func TestHostileMessagesNameTheCause(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hostile peers: not in -short")
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  ipctest.Config
+		args func(path, dir string) []string
+		// ok says whether the output names the cause.
+		ok  func(r result) bool
+		bug string
+	}{
+		{"wrongid names the unknown answers", with(ipctest.Behavior{WrongID: true})(),
+			func(path, _ string) []string {
+				return []string{"call", "--no-history", "--timeout", "250ms", path, "test.echo", "{}"}
+			},
+			func(r result) bool {
+				return r.code == exitTimeout && strings.Contains(r.stderr, "1001")
+			},
+			"BUG: ipc (*Conn).ctxErr: a timeout after answers with ids never sent says only \"no answer within\", not that the peer answered with unknown ids — see report"},
+		{"neverread says the request was not taken", with(ipctest.Behavior{NeverRead: true})(),
+			func(path, _ string) []string {
+				return []string{"call", "--no-history", "--timeout", "250ms", path, "test.echo", `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`}
+			},
+			func(r result) bool {
+				return r.code == exitTimeout && (strings.Contains(r.stderr, "not read") || strings.Contains(r.stderr, "not reading") || strings.Contains(r.stderr, "sent"))
+			},
+			"BUG: ipc (*Conn).Send: a request whose write never completed times out as \"no answer within\", as if it had been sent — see report"},
+		{"ls honours --max-frame", with(ipctest.Behavior{Oversize: 64 << 10})(),
+			func(_, dir string) []string {
+				return []string{"ls", "--json", "--max-frame", "4096", "--socket-dir", dir, "--no-proc"}
+			},
+			func(r result) bool {
+				return r.code == exitOK && strings.Contains(r.stdout, "4 KiB")
+			},
+			"BUG: ls and check ignore --max-frame (discovery.ProbeOptions has no MaxFrame; probes accept 64 MiB answers) — see report"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, err := ipctest.TempDir()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			s, err := ipctest.Listen(filepath.Join(dir, "hostile.sock"), tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			env := map[string]string{"HOME": dir, "XDG_CONFIG_HOME": dir, "XDG_STATE_HOME": dir}
+			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Second)
+			defer cancel()
+			r, _ := runCLICtx(ctx, env, "", tc.args(s.Path, dir)...)
+			if !tc.ok(r) {
+				t.Skipf("%s\nexit %d\nstdout=%.300q\nstderr=%.300q", tc.bug, r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
