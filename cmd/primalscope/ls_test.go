@@ -31,7 +31,7 @@ type lsDocT struct {
 
 func TestLsDemo(t *testing.T) {
 	eco := ecosystem(t)
-	r := runCLI(t, nil, "", "ls", "--socket-dir", eco.Dir, "--json", "--stale", "1s", "--no-proc")
+	r := runCLI(t, nil, "", "ls", "--socket-dir", eco.Dir, "--json", "--stale", "3s", "--no-proc")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -76,7 +76,7 @@ func TestLsDemo(t *testing.T) {
 	}
 
 	// The table fits the terminal.
-	r = runCLI(t, map[string]string{"COLUMNS": "80"}, "", "ls", "--socket-dir", eco.Dir, "--stale", "1s", "--no-proc")
+	r = runCLI(t, map[string]string{"COLUMNS": "80"}, "", "ls", "--socket-dir", eco.Dir, "--stale", "3s", "--no-proc")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -93,7 +93,7 @@ func TestLsDemo(t *testing.T) {
 
 func TestCheckDemo(t *testing.T) {
 	eco := ecosystem(t)
-	r := runCLI(t, nil, "", "check", "--socket-dir", eco.Dir, "--level", "2", "--stale", "1s", "--no-proc")
+	r := runCLI(t, nil, "", "check", "--socket-dir", eco.Dir, "--level", "2", "--stale", "3s", "--no-proc")
 	if r.code != 1 {
 		t.Fatalf("exit %d, want 1: %s\n%s", r.code, r.stderr, r.stdout)
 	}
@@ -104,7 +104,7 @@ func TestCheckDemo(t *testing.T) {
 		}
 	}
 
-	r = runCLI(t, nil, "", "check", "toadstool", "--socket-dir", eco.Dir, "--json", "--call-all", "--stale", "1s", "--no-proc")
+	r = runCLI(t, nil, "", "check", "toadstool", "--socket-dir", eco.Dir, "--json", "--call-all", "--stale", "3s", "--no-proc")
 	if r.code != 0 || !strings.Contains(r.stderr, "side effects") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
@@ -144,11 +144,11 @@ func TestCheckDemo(t *testing.T) {
 		t.Errorf("gaps %+v", doc.Composition.Gaps)
 	}
 
-	r = runCLI(t, nil, "", "check", "rhizocrypt", "--socket-dir", eco.Dir, "--level", "2", "--stale", "1s", "--no-proc")
+	r = runCLI(t, nil, "", "check", "rhizocrypt", "--socket-dir", eco.Dir, "--level", "2", "--stale", "3s", "--no-proc")
 	if r.code != 0 {
 		t.Errorf("rhizocrypt below 2? exit %d\n%s", r.code, r.stdout)
 	}
-	r = runCLI(t, nil, "", "check", "nosuchprimal", "--socket-dir", eco.Dir, "--stale", "1s", "--no-proc")
+	r = runCLI(t, nil, "", "check", "nosuchprimal", "--socket-dir", eco.Dir, "--stale", "3s", "--no-proc")
 	if r.code != exitConnect {
 		t.Errorf("unknown target: exit %d", r.code)
 	}
@@ -165,15 +165,15 @@ func TestLsWatchDemo(t *testing.T) {
 	}
 	defer eco.Close()
 	var out, errb bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 	defer cancel()
 	env := map[string]string{}
-	code := run(ctx, []string{"ls", "--watch", "--json", "--every", "500ms", "--socket-dir", eco.Dir, "--stale", "1s", "--no-proc"},
+	code := run(ctx, []string{"ls", "--watch", "--json", "--every", "500ms", "--socket-dir", eco.Dir, "--stale", "2s", "--no-proc"},
 		&stdio{in: strings.NewReader(""), out: &out, err: &errb}, func(k string) string { return env[k] }, nil)
 	if code != 0 && code != 130 {
 		t.Fatalf("exit %d: %s", code, errb.String())
 	}
-	var events []string
+	perTarget := map[string][]string{}
 	sc := bufio.NewScanner(&out)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -187,13 +187,14 @@ func TestLsWatchDemo(t *testing.T) {
 			t.Fatalf("not one JSON object a line: %v: %q", err, sc.Text())
 		}
 		if ev.Target.Name == "sweetgrass" || ev.Target.Name == "petaltongue" {
-			events = append(events, ev.Event+" "+ev.Target.Name)
+			perTarget[ev.Target.Name] = append(perTarget[ev.Target.Name], ev.Event)
 		}
 	}
-	joined := strings.Join(events, "; ")
-	for _, want := range []string{"added sweetgrass; removed sweetgrass", "added petaltongue", "removed petaltongue"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("no %q in %q", want, joined)
+	// Each primal that comes and goes is seen to appear and later to leave.
+	for _, name := range []string{"sweetgrass", "petaltongue"} {
+		seq := strings.Join(perTarget[name], " ")
+		if !strings.Contains(seq, "added") || !strings.Contains(seq[strings.Index(seq, "added"):], "removed") {
+			t.Errorf("%s: want added then removed, got %q", name, seq)
 		}
 	}
 }
