@@ -494,6 +494,10 @@ func (m *model) absorb(items []any) tea.Cmd {
 						m.events.Append(Event{Time: m.now(), Source: t.Name, Kind: EvNote, Name: "target appeared"})
 					}
 				}
+				if old := m.targets.targets[t.Key]; old != nil && t.Caps == nil && old.Caps != nil && t.BTSP {
+					// keep what the TUI learnt itself through the handshake
+					t.Caps, t.Tree, t.Identity = old.Caps, old.Tree, old.Identity
+				}
 				m.targets.targets[t.Key] = &t
 			}
 		case Event:

@@ -14,6 +14,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -647,4 +648,19 @@ func TestClientCloseWithDialInFlight(t *testing.T) {
 		t.Fatal("a connection was kept after close")
 	}
 	c.close() // no pump goroutine is left to wait for
+}
+
+// TestDescribedBTSPTargetKept: capabilities the TUI fetched itself through a
+// BTSP handshake survive discovery's later updates of the target.
+func TestDescribedBTSPTargetKept(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	tg := Target{Key: "k", Name: "beardog", BTSP: true, Health: HealthLive}
+	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	caps := sampleTargets()[0].(TargetEvent).Target
+	m.update(describedMsg{key: "k", desc: &discovery.Description{Capabilities: caps.Caps, Tree: caps.Tree, Identity: caps.Identity}})
+	tg.Latency = time.Millisecond
+	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetChanged, Target: tg}}})
+	if got := m.targets.targets["k"]; got.Caps == nil || len(got.Tree) == 0 || got.Latency != time.Millisecond {
+		t.Fatalf("after a change: caps %v tree %d latency %v", got.Caps != nil, len(got.Tree), got.Latency)
+	}
 }
