@@ -279,6 +279,7 @@ func normalizeHostPort(a string) string {
 // their own target). The result is sorted by name then ID.
 func merge(found []Found) []*Target {
 	byKey := map[string]*Target{}
+	foundBy := map[string][]Found{}
 	var order []*Target
 	var loose []Found
 	for _, f := range found {
@@ -293,8 +294,10 @@ func merge(found []Found) []*Target {
 			byKey[k] = t
 			order = append(order, t)
 		}
+		foundBy[k] = append(foundBy[k], f)
 		addFound(t, f)
 	}
+	order = foldBusSockets(order, byKey, foundBy)
 	for _, f := range loose {
 		var into *Target
 		for _, t := range order {
@@ -324,6 +327,40 @@ func merge(found []Found) []*Target {
 		return order[i].ID < order[j].ID
 	})
 	return order
+}
+
+// foldBusSockets folds a bus socket seen without a pool (the socket
+// directory lists every socket) into the targets of its pools: a bus with
+// pools drops a message that names none, so on its own it could only ever
+// look stale. Its names become aliases of each pool target.
+func foldBusSockets(order []*Target, byKey map[string]*Target, foundBy map[string][]Found) []*Target {
+	pools := map[string][]*Target{}
+	for _, t := range order {
+		if t.Pool != "" {
+			k := EndpointKey(t.Endpoint, "")
+			pools[k] = append(pools[k], t)
+		}
+	}
+	if len(pools) == 0 {
+		return order
+	}
+	kept := order[:0]
+	for _, t := range order {
+		k := EndpointKey(t.Endpoint, "")
+		if t.Pool != "" || len(pools[k]) == 0 || byKey[k] != t {
+			kept = append(kept, t)
+			continue
+		}
+		for _, p := range pools[k] {
+			for _, f := range foundBy[k] {
+				f.Alias = true
+				f.Pool = p.Pool
+				addFound(p, f)
+			}
+		}
+		delete(byKey, k)
+	}
+	return kept
 }
 
 // hasSourceName reports whether a source calls t by name n (its own
