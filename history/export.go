@@ -109,7 +109,7 @@ func CommandLine(e Entry) (string, error) {
 	}
 	q := make([]string, len(args))
 	for i, a := range args {
-		q[i] = ShellQuote(a)
+		q[i] = ipc.ShellQuote(a)
 	}
 	return strings.Join(q, " "), nil
 }
@@ -151,27 +151,9 @@ func SocatLine(e Entry) (string, error) {
 	if e.Prefix {
 		format = `\354\001%s\n`
 	}
-	return "printf " + ShellQuote(format) + " " + ShellQuote(string(line)) + " | socat - " + ShellQuote(addr), nil
+	return "printf " + ipc.ShellQuote(format) + " " + ipc.ShellQuote(string(line)) + " | socat - " + ipc.ShellQuote(addr), nil
 }
 
-// ShellQuote quotes s for a POSIX shell: as is when it holds only safe
-// characters, else in single quotes.
-func ShellQuote(s string) string {
-	if s == "" {
-		return "''"
-	}
-	safe := true
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r)) {
-			safe = false
-			break
-		}
-	}
-	if safe {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // SafeJSON rewrites valid JSON so that it holds no character a terminal acts
 // on: DEL, C1 controls, bidirectional controls and line separators become
