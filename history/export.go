@@ -154,7 +154,6 @@ func SocatLine(e Entry) (string, error) {
 	return "printf " + ipc.ShellQuote(format) + " " + ipc.ShellQuote(string(line)) + " | socat - " + ipc.ShellQuote(addr), nil
 }
 
-
 // SafeJSON rewrites valid JSON so that it holds no character a terminal acts
 // on: DEL, C1 controls, bidirectional controls and line separators become
 // \uXXXX escapes (they can only occur inside strings, where the escape means
