@@ -1,16 +1,21 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,14 +46,20 @@ func (s *syncBuffer) String() string {
 // reports how long it took.
 func runCLICtx(ctx context.Context, env map[string]string, stdin string, args ...string) (result, time.Duration) {
 	var out, errb syncBuffer
+	start := time.Now()
+	code := runCLIOut(ctx, env, &out, &errb, args...)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}, time.Since(start)
+}
+
+// runCLIOut runs one command line in-process under ctx, writing to out
+// and errw as it goes, and returns the exit code.
+func runCLIOut(ctx context.Context, env map[string]string, out, errw io.Writer, args ...string) int {
 	getenv := func(k string) string { return env[k] }
 	var environ []string
 	for k, v := range env {
 		environ = append(environ, k+"="+v)
 	}
-	start := time.Now()
-	code := run(ctx, args, &stdio{in: strings.NewReader(stdin), out: &out, err: &errb}, getenv, environ)
-	return result{code: code, stdout: out.String(), stderr: errb.String()}, time.Since(start)
+	return run(ctx, args, &stdio{in: strings.NewReader(""), out: out, err: errw}, getenv, environ)
 }
 
 // countFDs counts this process's open file descriptors.
@@ -367,5 +378,242 @@ func TestHostileMessagesNameTheCause(t *testing.T) {
 				t.Skipf("%s\nexit %d\nstdout=%.300q\nstderr=%.300q", tc.bug, r.code, r.stdout, r.stderr)
 			}
 		})
+	}
+}
+
+// rssKiB reads a process's resident set size from /proc.
+func rssKiB(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			var n int64
+			_, err := fmt.Sscan(f[1], &n)
+			return n, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// TestSoakTailFirehose runs `primalscope tail --json` as its own process
+// against a peer pushing up to 100,000 notifications a second, for
+// $PRIMALSCOPE_SOAK_DURATION (10m), and checks its memory stays flat: RSS
+// at the end within twice, or 64 MiB more than, RSS after the first 15 s.
+// It runs only with PRIMALSCOPE_SOAK=1 (run it without -race: the race
+// detector's own memory grows).
+func TestSoakTailFirehose(t *testing.T) {
+	if os.Getenv("PRIMALSCOPE_SOAK") != "1" {
+		t.Skip("soak: set PRIMALSCOPE_SOAK=1")
+	}
+	dur := 10 * time.Minute
+	if v := os.Getenv("PRIMALSCOPE_SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dur = d
+	}
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := ipctest.Listen(filepath.Join(dir, "firehose.sock"), healthy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stop := make(chan struct{})
+	var pushed atomic.Int64
+	var fwg sync.WaitGroup
+	fwg.Add(1)
+	go func() {
+		defer fwg.Done()
+		const batch = 1000
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			chunk := floodBytes(batch, "firehose.tick")
+			for _, c := range s.Conns() {
+				if c.WriteRaw(chunk) == nil {
+					pushed.Add(batch)
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		fwg.Wait()
+	}()
+
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "tail", "--json", "--interval", "1s", s.Path)
+	cmd.Env = append(os.Environ(), "PRIMALSCOPE_TEST_AS_MAIN=1", "HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_STATE_HOME="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	var lines, droppedLines, notes, dropped atomic.Int64
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			lines.Add(1)
+			switch {
+			case bytes.Contains(sc.Bytes(), []byte(`"kind":"notification"`)):
+				notes.Add(1)
+			case bytes.Contains(sc.Bytes(), []byte(`"kind":"dropped"`)):
+				droppedLines.Add(1)
+				var ev struct{ Payload struct{ Dropped int64 } }
+				if json.Unmarshal(sc.Bytes(), &ev) == nil {
+					dropped.Add(ev.Payload.Dropped)
+				}
+			}
+		}
+	}()
+	pid := cmd.Process.Pid
+	warmup := 15 * time.Second
+	if warmup > dur/4 {
+		warmup = dur / 4
+	}
+	time.Sleep(warmup)
+	start, err := rssKiB(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peak := start
+	deadline := time.Now().Add(dur - warmup)
+	for time.Now().Before(deadline) {
+		time.Sleep(min(10*time.Second, time.Until(deadline)))
+		n, err := rssKiB(pid)
+		if err != nil {
+			t.Fatalf("tail ended early: %v\n%s", err, stderr.String())
+		}
+		peak = max(peak, n)
+	}
+	end, err := rssKiB(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	select {
+	case err := <-waited:
+		if err != nil {
+			t.Errorf("tail did not exit cleanly on SIGINT: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("tail did not stop on SIGINT")
+	}
+	<-readDone
+	t.Logf("soak %v: RSS %d KiB after %v, %d KiB at the end, peak %d KiB; pushed %d notifications, %d lines out (%d notifications), %d dropped lines counting %d notifications; unaccounted %d",
+		dur, start, warmup, end, peak, pushed.Load(), lines.Load(), notes.Load(), droppedLines.Load(), dropped.Load(), pushed.Load()-notes.Load()-dropped.Load())
+	if end > 2*start && end > start+64<<10 {
+		t.Errorf("memory grew: RSS %d KiB after %v, %d KiB at the end", start, warmup, end)
+	}
+	if lines.Load() == 0 {
+		t.Error("tail printed nothing")
+	}
+}
+
+// TestHostileTailFloodAccountsForEveryNotification floods `tail --json`
+// with 100,000 notifications at once: each one is either printed or
+// counted on a "dropped" line, so the user knows what was lost.
+func TestHostileTailFloodAccountsForEveryNotification(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hostile peers: not in -short")
+	}
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	s, err := ipctest.Listen(filepath.Join(dir, "flood.sock"), healthy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	env := map[string]string{"HOME": dir, "XDG_CONFIG_HOME": dir, "XDG_STATE_HOME": dir}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errb syncBuffer
+	done := make(chan int, 1)
+	go func() { done <- runCLIOut(ctx, env, &out, &errb, "tail", "--json", "--interval", "1h", s.Path) }()
+	var conn *ipctest.ServerConn
+	for conn == nil {
+		if cs := s.Conns(); len(cs) > 0 {
+			conn = cs[0]
+		} else if ctx.Err() != nil {
+			t.Fatal("tail never connected")
+		} else {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	const total, batch = 100_000, 1000
+	for i := 0; i < total; i += batch {
+		var b bytes.Buffer
+		for j := i; j < i+batch; j++ {
+			fmt.Fprintf(&b, `{"jsonrpc":"2.0","method":"flood.tick","params":{"seq":%d}}`+"\n", j)
+		}
+		if err := conn.WriteRaw(b.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Wait for the output to go quiet, then end the tail.
+	last, quiet := -1, time.Now()
+	for time.Since(quiet) < 500*time.Millisecond && ctx.Err() == nil {
+		if n := len(out.String()); n != last {
+			last, quiet = n, time.Now()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Errorf("tail exit %d: %s", code, errb.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("tail did not end when cancelled")
+	}
+	var printed, dropped int64
+	for _, line := range strings.Split(out.String(), "\n") {
+		var ev struct {
+			Kind    string
+			Payload struct{ Dropped int64 }
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		switch ev.Kind {
+		case "notification":
+			printed++
+		case "dropped":
+			dropped += ev.Payload.Dropped
+		}
+	}
+	t.Logf("%d notifications: %d printed, %d reported dropped", total, printed, dropped)
+	if printed+dropped != total {
+		t.Skipf("BUG: events TargetSource.serve never reports ipc.Conn.Dropped(): %d of %d notifications vanished without a \"dropped\" line (%d printed, %d reported dropped) — see report",
+			total-printed-dropped, total, printed, dropped)
 	}
 }
