@@ -117,10 +117,26 @@ func (d *Discoverer) Watch(ctx context.Context, opts WatchOptions) <-chan Event 
 	opts = opts.withDefaults()
 	out := make(chan Event, opts.Buffer)
 	w := &watcher{d: d, opts: opts, out: out, trig: make(chan string, 1), known: map[string]*Target{}}
+	// The directories are watched before the first sweep reads them, so a
+	// socket that appears just after that read is never missed.
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		fw = nil // periodic sweeps still run
+	}
+	w.paths = d.WatchPaths()
+	w.pathsGen = 1
+	watched := map[string]bool{}
+	if fw != nil {
+		for _, p := range w.paths {
+			if fw.Add(p) == nil {
+				watched[p] = true
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() { defer wg.Done(); w.sweeper(ctx) }()
-	go func() { defer wg.Done(); w.fsLoop(ctx) }()
+	go func() { defer wg.Done(); w.fsLoop(ctx, fw, watched, w.pathsGen) }()
 	go func() { defer wg.Done(); w.pollLoop(ctx) }()
 	if opts.Refresh != nil {
 		wg.Add(1)
@@ -358,20 +374,19 @@ func (w *watcher) noteSnapshot(snap *Snapshot) {
 
 // fsLoop watches the directories with fsnotify and triggers a sweep after a
 // burst of events settles.
-func (w *watcher) fsLoop(ctx context.Context) {
-	fw, err := fsnotify.NewWatcher()
-	if err != nil {
-		return // periodic sweeps still run
+// watched holds the directories Watch already added, as of paths
+// generation gen.
+func (w *watcher) fsLoop(ctx context.Context, fw *fsnotify.Watcher, watched map[string]bool, gen int) {
+	if fw == nil {
+		return
 	}
 	defer fw.Close()
-	watched := map[string]bool{}
-	gen := -1
-	resync := func() {
+	resync := func() (added bool) {
 		w.mu.Lock()
 		paths, g := w.paths, w.pathsGen
 		w.mu.Unlock()
 		if g == gen {
-			return
+			return false
 		}
 		gen = g
 		want := map[string]bool{}
@@ -380,6 +395,7 @@ func (w *watcher) fsLoop(ctx context.Context) {
 			if !watched[p] {
 				if fw.Add(p) == nil {
 					watched[p] = true
+					added = true
 				}
 			}
 		}
@@ -389,15 +405,8 @@ func (w *watcher) fsLoop(ctx context.Context) {
 				delete(watched, p)
 			}
 		}
+		return added
 	}
-	// Until the first sweep has said where to look, watch the dirs now.
-	w.mu.Lock()
-	if w.paths == nil {
-		w.paths = w.d.WatchPaths()
-		w.pathsGen++
-	}
-	w.mu.Unlock()
-	resync()
 	check := time.NewTicker(time.Second)
 	defer check.Stop()
 	var debounce *time.Timer
@@ -412,7 +421,11 @@ func (w *watcher) fsLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-check.C:
-			resync()
+			// A directory watched only now may have changed since the
+			// sweep that named it read it: catch up.
+			if resync() {
+				w.trigger("fs")
+			}
 		case ev, ok := <-fw.Events:
 			if !ok {
 				return
@@ -454,17 +467,28 @@ func (w *watcher) pollLoop(ctx context.Context) {
 		regs := append([]ipc.Endpoint(nil), w.registries...)
 		w.mu.Unlock()
 		moved := false
+		// A poll may take longer than the poll period (a fresh connection,
+		// the riboCipher fallback, a loaded machine); a too-tight bound
+		// would make every poll fail and the revision never be learnt.
+		limit := max(w.opts.PollInterval, time.Second)
 		for _, ep := range regs {
 			key := EndpointKey(ep, "")
 			since, known := revs[key]
-			pctx, cancel := context.WithTimeout(ctx, w.opts.PollInterval)
-			r := Registry{Endpoint: ep, Timeout: w.opts.PollInterval}
+			pctx, cancel := context.WithTimeout(ctx, limit)
+			r := Registry{Endpoint: ep, Timeout: limit}
 			res, err := r.Watch(pctx, since)
 			cancel()
 			if err != nil {
 				continue
 			}
-			if known && (res.Revision != since || len(res.Events) > 0) {
+			switch {
+			case known && (res.Revision != since || len(res.Events) > 0):
+				moved = true
+			case !known && res.Revision > 0:
+				// The first poll cannot tell what the sweep that found this
+				// registry saw: a registration between that sweep and now
+				// would be missed until the periodic sweep. One catch-up
+				// sweep closes the gap.
 				moved = true
 			}
 			revs[key] = res.Revision
