@@ -693,3 +693,21 @@ func TestFactsForgottenWhenTheSocketChanges(t *testing.T) {
 	defer s2.Close()
 	mustLive(t, mustDial(t, ep, ipc.Options{Security: ipc.Security{Memory: mem}}))
 }
+
+// TestPrefixAutoWithAPeerThatSpeaksFirst: a plain primal (it answers the
+// prefixed line with an id-less parse error and stays open) that pushes a
+// notification the moment a client connects is still reached in auto mode.
+func TestPrefixAutoWithAPeerThatSpeaksFirst(t *testing.T) {
+	cfg := beardog().Config()
+	cfg.Behavior.OnConnect = []byte(`{"jsonrpc":"2.0","method":"health.heartbeat","params":{"seq":1}}`)
+	for i := 0; i < 5; i++ {
+		s := startAt(t, "p.sock", cfg)
+		c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()}})
+		resp, err := c.Call(ctxT(t, 5*time.Second), "health.liveness", nil)
+		if err != nil || string(resp.Result) != `{"status":"alive"}` {
+			t.Fatalf("run %d: %v %v (transport %s)", i, resp, err, c.Transport())
+		}
+		c.Close()
+		s.Close()
+	}
+}
