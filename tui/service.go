@@ -135,20 +135,6 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Security.Prefix == ipc.PrefixAuto && dctx == ctx {
-		// Settle the riboCipher prefix now, before the peer pushes anything
-		// (ipc's fallback only works on the first exchange): a parse error
-		// means the peer did not take the prefix; dial again without it.
-		_, perr := cn.Call(ctx, "health.liveness", nil)
-		var re *ipc.RPCError
-		if errors.As(perr, &re) && re.Code == -32700 {
-			cn.Close()
-			opts.Security.Prefix = ipc.PrefixOff
-			if cn, err = c.dial(ctx, t, opts); err != nil {
-				return nil, err
-			}
-		}
-	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
