@@ -34,10 +34,8 @@ func (a *app) loadConfig() *config.Config {
 		fmt.Fprintln(a.io.err, "primalscope: "+render.Sanitize(err.Error())+" (ignored)")
 		return &config.Config{}
 	}
-	if len(c.Unknown) > 0 && c.Path != "" {
-		// Sections of other versions or concerns: not an error.
-		_ = c.Unknown
-	}
+	// c.Unknown lists sections of other concerns ([keys], [history], read
+	// by the TUI and history) and of newer versions: not an error.
 	return c
 }
 
