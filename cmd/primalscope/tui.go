@@ -55,6 +55,13 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return err
 	}
 	cfg.Security, cfg.CanBTSP = sec, a.seedFile != "" || a.getenv("FAMILY_SEED") != ""
+	// The same discovery as ls: the config file's targets, the process
+	// table's buses, and family-scoped sockets probed through BTSP.
+	d, err := a.discoverer(discoverFlags{}, nil)
+	if err != nil {
+		return err
+	}
+	cfg.Discoverer = &tui.DiscoveryWatcher{D: d}
 	cfg.ConfigPath = tui.ConfigPath(a.getenv)
 	keys, err := tui.LoadKeys(cfg.ConfigPath)
 	if err != nil {
