@@ -237,7 +237,7 @@ func (p *targetsPane) row(st *styles, t *Target, w int, sel, focused bool) strin
 	if t.Family != "" {
 		name += st.Dim.Render("@" + render.Sanitize(shortFamily(t.Family)))
 	}
-	if t.Pool != "" {
+	if t.Pool != "" && !strings.HasSuffix(t.Name, "/"+t.Pool) {
 		name += st.Dim.Render("/" + render.Sanitize(t.Pool))
 	}
 	if len(t.Aliases) > 0 {
