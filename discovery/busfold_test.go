@@ -1,6 +1,9 @@
 package discovery
 
 import (
+	"context"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -35,5 +38,48 @@ func TestMergeFoldsBusSocketIntoItsPools(t *testing.T) {
 				t.Fatalf("pool %s lost the socket directory's sighting: %+v", tg.Pool, tg.Sources)
 			}
 		}
+	}
+}
+
+func TestPermissionWarnings(t *testing.T) {
+	dir := tempDir(t)
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	s := serve(t, dir, "open.sock", primal("open", false).Config())
+	if err := os.Chmod(s.Path, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	w := PermissionWarnings(s.Path)
+	if len(w) != 2 || !strings.Contains(w[0], "socket is world-writable") || !strings.Contains(w[1], "directory") {
+		t.Fatalf("warnings: %q", w)
+	}
+	if err := os.Chmod(dir, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(s.Path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if w := PermissionWarnings(s.Path); len(w) != 0 {
+		t.Fatalf("a private socket in a sticky directory: %q", w)
+	}
+	// The audit says so.
+	if err := os.Chmod(s.Path, 0o766); err != nil {
+		t.Fatal(err)
+	}
+	found, err := (&SocketDirSource{Dirs: []string{dir}}).Discover(context.Background())
+	if err != nil || len(found) != 1 || len(found[0].Warnings) != 1 {
+		t.Fatalf("found %+v %v", found, err)
+	}
+	tg := merge(found)[0]
+	r := Audit(tg, AuditOptions{})
+	warned := false
+	for _, p := range r.Points {
+		if p.ID == "security.permissions" && p.Result == Warn {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Fatalf("no permission warning in the audit: %+v", r.Points)
 	}
 }

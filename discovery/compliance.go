@@ -83,6 +83,9 @@ func Audit(t *Target, opts AuditOptions) *Report {
 	add := func(level int, id, text string, res Result, why string) {
 		r.Points = append(r.Points, Point{Level: level, ID: id, Text: text, Result: res, Why: why})
 	}
+	for _, w := range t.Warnings {
+		add(0, "security.permissions", "Only its owner can reach the socket", Warn, w)
+	}
 	if p == nil || p.State != StateLive {
 		why := "not reachable"
 		switch {

@@ -114,7 +114,7 @@ func (s *SocketDirSource) Discover(ctx context.Context) ([]Found, error) {
 			continue // vanished since the directory was read
 		}
 		f := Found{Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: p}, Name: name, Family: fam,
-			Kind: kindForName(name), Source: SrcSocketDir, Detail: e.dir}
+			Kind: kindForName(name), Source: SrcSocketDir, Detail: e.dir, Warnings: PermissionWarnings(p)}
 		if strings.EqualFold(name, "biomeos-api") {
 			f.NoProbe = true
 			f.Note = "biomeOS HTTP API socket (riboCipher prefix, then HTTP): not probed"
@@ -429,4 +429,21 @@ func readPid(p string) (int, bool) {
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// PermissionWarnings says what is unsafe about a Unix socket's permissions:
+// primals (the lean wire above all) rely on file permissions alone, so a
+// socket any local user can write can be called by anyone, and a directory
+// any local user can write (without the sticky bit) lets anyone replace the
+// socket with their own.
+func PermissionWarnings(path string) []string {
+	var out []string
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 && fi.Mode().Perm()&0o002 != 0 {
+		out = append(out, fmt.Sprintf("socket is world-writable (%04o): any local user can call it", fi.Mode().Perm()))
+	}
+	dir := filepath.Dir(path)
+	if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o002 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		out = append(out, fmt.Sprintf("socket directory %s is world-writable (%04o): any local user can replace its sockets", dir, fi.Mode().Perm()))
+	}
+	return out
 }

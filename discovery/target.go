@@ -72,6 +72,9 @@ type Found struct {
 	NoProbe bool `json:"no_probe,omitempty"`
 	// Note is a remark for people (a dangling symlink's destination...).
 	Note string `json:"note,omitempty"`
+	// Warnings are security concerns about the endpoint itself (a socket
+	// or socket directory any local user can write).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Source finds endpoints. Each source is a small type that looks in one
@@ -143,6 +146,9 @@ type Target struct {
 	Capabilities []string `json:"capabilities,omitempty"`
 	NoProbe      bool     `json:"no_probe,omitempty"`
 	Notes        []string `json:"notes,omitempty"`
+	// Warnings are security concerns about how the target is reached
+	// (world-writable socket or socket directory).
+	Warnings []string `json:"warnings,omitempty"`
 
 	// Probe is the last probe's result (nil before the first).
 	Probe *Probe `json:"probe,omitempty"`
@@ -412,6 +418,11 @@ func addFound(t *Target, f Found) {
 	loose := f.Endpoint.Transport == "" && t.Endpoint.Transport != ""
 	if f.NoProbe && !loose {
 		t.NoProbe = true
+	}
+	for _, w := range f.Warnings {
+		if !contains(t.Warnings, w) {
+			t.Warnings = append(t.Warnings, w)
+		}
 	}
 	if f.Note != "" && !loose && !contains(t.Notes, f.Note) {
 		t.Notes = append(t.Notes, f.Note)

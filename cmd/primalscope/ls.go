@@ -99,7 +99,17 @@ func (a *app) ls(ctx context.Context, df discoverFlags, asJSON bool) error {
 		return nil
 	}
 	a.printTable(a.io.out, snap.Targets)
+	a.reportWarnings(snap.Targets)
 	return nil
+}
+
+// reportWarnings prints the security warnings of targets on stderr.
+func (a *app) reportWarnings(ts []*discovery.Target) {
+	for _, t := range ts {
+		for _, w := range t.Warnings {
+			fmt.Fprintf(a.io.err, "primalscope: warning: %s: %s\n", render.Sanitize(t.Name), render.Sanitize(w))
+		}
+	}
 }
 
 func (a *app) reportSourceErrors(errs []discovery.SourceError) {
