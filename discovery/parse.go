@@ -16,8 +16,9 @@ import (
 
 // Bounds on what is kept from registry answers and files.
 const (
-	// MaxEntries is the most targets kept from one registry answer or file.
-	MaxEntries = 4096
+	// MaxEntries is the most targets kept from one registry answer or file
+	// (answers are bounded in bytes by the connection's frame limit first).
+	MaxEntries = 100_000
 	// maxNameLen bounds a name kept from a peer or file.
 	maxNameLen = 256
 	// maxCaps bounds the capability names kept per entry.

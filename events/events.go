@@ -132,6 +132,12 @@ func (s *Stream) Emit(ev Event) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ev.Kind == KindDropped {
+		// A source's own drop report joins the stream's count rather than
+		// pushing out an event (and being lost itself when full).
+		s.dropped.Add(lostIn(ev))
+		return
+	}
 	for {
 		select {
 		case s.ch <- ev:
@@ -139,11 +145,26 @@ func (s *Stream) Emit(ev Event) {
 		default:
 		}
 		select {
-		case <-s.ch:
-			s.dropped.Add(1)
+		case old := <-s.ch:
+			s.dropped.Add(lostIn(old))
 		default:
 		}
 	}
+}
+
+// lostIn is how many events an event stands for when it is dropped: one,
+// or for a drop report the number it reports.
+func lostIn(ev Event) uint64 {
+	if ev.Kind != KindDropped {
+		return 1
+	}
+	var p struct {
+		Dropped uint64 `json:"dropped"`
+	}
+	if json.Unmarshal(ev.Payload, &p) != nil || p.Dropped == 0 {
+		return 1
+	}
+	return p.Dropped
 }
 
 // Dropped reports how many events were dropped so far.

@@ -130,8 +130,18 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		var reported uint64
 		for m := range c.Incoming() {
+			// Pushes the connection dropped because this reader fell
+			// behind are counted where they were lost, not lost quietly.
+			if d := c.Dropped(); d > reported {
+				emit(droppedEvent(t.Source, d-reported, d))
+				reported = d
+			}
 			t.deliver(sctx, c, m, emit, answer)
+		}
+		if d := c.Dropped(); d > reported {
+			emit(droppedEvent(t.Source, d-reported, d))
 		}
 	}()
 	method := t.LivenessMethod
@@ -356,4 +366,11 @@ func cutBytes(b []byte, n int) []byte {
 		return b
 	}
 	return b[:n]
+}
+
+// droppedEvent says a connection dropped n pushed messages (total so far)
+// because they arrived faster than they were read.
+func droppedEvent(source string, n, total uint64) Event {
+	return Event{Source: source, Time: time.Now(), Kind: KindDropped,
+		Payload: json.RawMessage(fmt.Sprintf(`{"dropped":%d,"total":%d,"where":"connection"}`, n, total))}
 }

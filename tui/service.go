@@ -151,7 +151,15 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
+		var reported uint64
 		for m := range cn.Incoming() {
+			if d := cn.Dropped(); d > reported {
+				// Pushes the connection dropped while this reader was
+				// behind are said, not lost quietly.
+				c.feed.push(Event{Time: time.Now(), Source: src, TargetKey: t.Key, Kind: EvNote,
+					Name: fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d-reported)})
+				reported = d
+			}
 			c.feed.push(eventFromMessage(src, t.Key, m))
 		}
 		// The connection ended (by the peer, or a broken frame): close it so
