@@ -344,12 +344,20 @@ func TestProcSourceRealProcess(t *testing.T) {
 	os.WriteFile(cfg, []byte(`{"pools":[{"id":"echo","command":"cat"}]}`), 0o600)
 	sock := filepath.Join(dir, "agents.sock")
 	// A shell whose argv[0] says stdio_bus: the process table is all
-	// ProcSource reads.
-	cmd := exec.Command("/bin/sh", "-c", "sleep 30; true", "x", "--unix", sock, "--config", cfg)
+	// ProcSource reads. It waits on a builtin read (a forked child would
+	// carry the same command line for a moment and be listed twice).
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pw.Close()
+	cmd := exec.Command("/bin/sh", "-c", "read x", "x", "--unix", sock, "--config", cfg)
 	cmd.Args[0] = "stdio_bus"
+	cmd.Stdin = pr
 	if err := cmd.Start(); err != nil {
 		t.Skip(err)
 	}
+	pr.Close()
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	var got []Found
 	for i := 0; i < 50 && len(got) == 0; i++ {
