@@ -56,6 +56,18 @@ type ProbeOptions struct {
 	// handshake. The zero value is the plain wire (BTSP sockets are then
 	// reported locked). The seed never leaves ipc.
 	Security ipc.Security
+	// MaxFrame bounds one answer during a probe (at most 4 MiB; 0 means
+	// 4 MiB), so a peer that answers more than the user allows is reported
+	// as such rather than listed as live.
+	MaxFrame int64
+}
+
+// probeMaxFrame is the frame limit of probe connections.
+func (o ProbeOptions) probeMaxFrame() int64 {
+	if o.MaxFrame > 0 && o.MaxFrame < 4<<20 {
+		return o.MaxFrame
+	}
+	return 4 << 20
 }
 
 func (o ProbeOptions) withDefaults() ProbeOptions {
@@ -302,7 +314,7 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	if spec.Wire == "lean" {
 		wire = ipc.WireLean
 	}
-	opts := ipc.Options{Wire: wire, IncomingBuffer: 8, Endpoint: ep.String(), MaxFrame: 4 << 20,
+	opts := ipc.Options{Wire: wire, IncomingBuffer: 8, Endpoint: ep.String(), MaxFrame: p.opts.probeMaxFrame(),
 		ConnectTimeout: connectTimeoutFor(ep, p.opts), Security: p.opts.Security}
 	secured := !opts.Security.Seed.IsZero() && ipc.FamilyScoped(ep, opts.Security.Family)
 	start := time.Now()

@@ -176,10 +176,14 @@ type Conn struct {
 	peerErr  error  // an id-less error the peer sent (BTSP required, parse error...)
 	invalid  int    // frames that were not JSON-RPC
 	lastBad  []byte // the most recent such frame, cut short
-	dropped  uint64 // pushed messages dropped because nobody read them
-	wmu      sync.Mutex
-	incoming chan *Message
-	done     chan struct{}
+	// unknownIDs counts answers to ids primalscope never sent; lastUnknown
+	// is the latest such id, cut short.
+	unknownIDs  int
+	lastUnknown string
+	dropped     uint64 // pushed messages dropped because nobody read them
+	wmu         sync.Mutex
+	incoming    chan *Message
+	done        chan struct{}
 }
 
 // NewConn starts a Conn over f. The Conn owns f from now on.
@@ -311,7 +315,12 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 			c.forget(id, false)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
-			return nil, c.ctxErr(context.DeadlineExceeded, req, time.Since(start))
+			te := c.ctxErr(context.DeadlineExceeded, req, time.Since(start))
+			if t, ok := te.(*TimeoutError); ok {
+				// The request never left: say so, rather than blame an answer.
+				t.Unsent = true
+			}
+			return nil, te
 		}
 		return nil, c.Err0(err)
 	}
@@ -378,6 +387,9 @@ func (c *Conn) ctxErr(err error, req Request, waited time.Duration) error {
 		c.mu.Lock()
 		if c.invalid > 0 {
 			parts = append(parts, fmt.Sprintf("the peer sent %d frame(s) that are not JSON-RPC, the last: %q", c.invalid, c.lastBad))
+		}
+		if c.unknownIDs > 0 {
+			parts = append(parts, fmt.Sprintf("the peer sent %d answer(s) to ids never sent, the last: %s", c.unknownIDs, c.lastUnknown))
 		}
 		c.mu.Unlock()
 		if len(parts) > 0 {
@@ -518,12 +530,16 @@ func (c *Conn) handle(frame []byte) {
 			switch {
 			case !ok:
 				m.Warning = "unknown_response_id: id " + string(cut(m.ID, 40)) + " is not one primalscope sent"
+				c.unknownIDs++
+				c.lastUnknown = string(cut(m.ID, 40))
 			case c.settled.has(id):
 				m.Warning = fmt.Sprintf("duplicate_response_id: call %d was already answered", id)
 			case c.timedOut.has(id):
 				m.Warning = fmt.Sprintf("stale_response_id: call %d had already timed out", id)
 			default:
 				m.Warning = fmt.Sprintf("unknown_response_id: no call %d was sent", id)
+				c.unknownIDs++
+				c.lastUnknown = string(cut(m.ID, 40))
 			}
 		}
 		c.mu.Unlock()

@@ -75,10 +75,16 @@ type TimeoutError struct {
 	// Where says more about what went unanswered (for example a stdio bus pool
 	// and session); it may be empty.
 	Where string
+	// Unsent is set when the deadline passed while the request was still
+	// being written: the peer was not reading it.
+	Unsent bool
 }
 
 func (e *TimeoutError) Error() string {
 	s := fmt.Sprintf("%s: no answer within %s", e.Method, e.After.Round(time.Millisecond))
+	if e.Unsent {
+		s = fmt.Sprintf("%s: the peer did not read the request within %s (it was never sent whole)", e.Method, e.After.Round(time.Millisecond))
+	}
 	if e.Where != "" {
 		s += " (" + e.Where + ")"
 	}

@@ -55,7 +55,7 @@ func (a *app) discoverer(f discoverFlags, extra []discovery.Found) (*discovery.D
 		SocketDirs: a.socketDirs,
 		Family:     a.familyID(),
 		Config:     a.loadConfig(),
-		Probe:      discovery.ProbeOptions{StaleTimeout: f.stale, Security: sec},
+		Probe:      discovery.ProbeOptions{StaleTimeout: f.stale, Security: sec, MaxFrame: a.maxFrame},
 		NoProc:     f.noProc,
 	}
 	if len(extra) > 0 {
