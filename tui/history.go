@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/render"
 )
@@ -248,26 +249,8 @@ func transportOf(t Target) string {
 	return s
 }
 
-// callCommand renders a call as the primalscope command line that repeats it.
-func callCommand(target, method string, params []byte, session, pool string) string {
-	var sb strings.Builder
-	sb.WriteString("primalscope call ")
-	sb.WriteString(ipc.ShellQuote(target))
-	sb.WriteByte(' ')
-	sb.WriteString(ipc.ShellQuote(method))
-	if p := bytes.TrimSpace(params); len(p) > 0 {
-		var c bytes.Buffer
-		if json.Compact(&c, p) == nil {
-			p = c.Bytes()
-		}
-		sb.WriteByte(' ')
-		sb.WriteString(ipc.ShellQuote(string(p)))
-	}
-	if session != "" {
-		fmt.Fprintf(&sb, " --session %s", ipc.ShellQuote(session))
-	}
-	if pool != "" {
-		fmt.Fprintf(&sb, " --pool %s", ipc.ShellQuote(pool))
-	}
-	return sb.String()
+// callCommand renders a call as the primalscope command line that repeats it
+// (history's exporter: one shell quoting, refusal of control characters).
+func callCommand(target, method string, params []byte, session, pool string) (string, error) {
+	return history.CommandLine(history.Entry{Target: target, Method: method, Params: params, Session: session, Pool: pool})
 }

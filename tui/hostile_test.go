@@ -117,7 +117,7 @@ func TestHostilePeersTUICall(t *testing.T) {
 			c.Behavior.OnConnect = hostileFlood(5000)
 			return c
 		}, "", "", 3 * time.Second, "ok", `"method": "test.echo"`},
-		{"neverread", hostileWith(ipctest.Behavior{NeverRead: true}), "", `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`, 0, "timeout", "no answer within"},
+		{"neverread", hostileWith(ipctest.Behavior{NeverRead: true}), "", `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`, 0, "timeout", "did not read the request"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// No garbage collection while counting descriptors: a socket

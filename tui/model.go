@@ -1457,13 +1457,22 @@ func (m *model) keyResponse(kp tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		a := r.ans
-		return m.copyText("command", callCommand(a.target.Name, a.req.Method, a.req.Params, a.req.SessionID, a.req.Pool))
+		return m.copyCommand(callCommand(a.target.Name, a.req.Method, a.req.Params, a.req.SessionID, a.req.Pool))
 	}
 	return nil
 }
 
 // maxClipboard bounds what is sent through OSC 52 (terminals drop more).
 const maxClipboard = 1 << 20
+
+// copyCommand copies a call's command line, or says why there is none.
+func (m *model) copyCommand(line string, err error) tea.Cmd {
+	if err != nil {
+		m.setErr("cannot copy the call as a command: " + render.Sanitize(err.Error()))
+		return nil
+	}
+	return m.copyText("command", line)
+}
 
 func (m *model) copyText(what, s string) tea.Cmd {
 	if len(s) > maxClipboard {
@@ -1643,7 +1652,7 @@ func (m *model) keyHistory(kp tea.KeyPressMsg) tea.Cmd {
 		}
 	case key.Matches(kp, k.Export), key.Matches(kp, k.CopyCmd):
 		if e := h.selected(); e != nil {
-			return m.copyText("command", callCommand(e.Target, e.Method, e.Params, e.Session, e.Pool))
+			return m.copyCommand(callCommand(e.Target, e.Method, e.Params, e.Session, e.Pool))
 		}
 	case key.Matches(kp, k.Select):
 		e := h.selected()

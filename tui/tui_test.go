@@ -405,9 +405,9 @@ func TestEventsRingBounded(t *testing.T) {
 }
 
 func TestCallCommand(t *testing.T) {
-	got := callCommand("beardog", "crypto.sign_ed25519", []byte(` { "message" : "it's" } `), "S1", "")
-	want := `primalscope call beardog crypto.sign_ed25519 '{"message":"it'\''s"}' --session S1`
-	if got != want {
+	got, err := callCommand("beardog", "crypto.sign_ed25519", []byte(` { "message" : "it's" } `), "S1", "")
+	want := `primalscope call --session S1 beardog crypto.sign_ed25519 '{"message":"it'\''s"}'`
+	if err != nil || got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }
