@@ -40,6 +40,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -156,7 +157,8 @@ func Load(path string) (*Config, error) {
 	if path == "" {
 		return &Config{}, nil
 	}
-	f, err := os.Open(path)
+	// Non-blocking: a named pipe in place of the file must not hang startup.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Config{}, nil
 	}
@@ -164,6 +166,9 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("config %s: not a regular file", path)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", path, err)

@@ -266,9 +266,15 @@ func (s *ManifestSource) discover(ctx context.Context, dir string) ([]Found, err
 	return out, errors.Join(errs...)
 }
 
-// readSmallFile reads a regular file of at most MaxFileRead bytes.
+// readSmallFile reads a regular file of at most MaxFileRead bytes. It opens
+// without blocking: a named pipe planted where a manifest or config is
+// expected (or named by a fake stdio_bus command line) would otherwise block
+// the open forever, past every timeout.
 func readSmallFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
+	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", p)
+	}
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
