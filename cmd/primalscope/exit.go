@@ -71,11 +71,17 @@ func exitCode(err error) int {
 		return q.code
 	case errors.As(err, &u):
 		return exitUsage
+	case errors.As(err, &hs) && hs.Reason == btsp.ReasonTimeout:
+		return exitTimeout // the handshake ran out of time: nothing was refused
 	case errors.As(err, &sec), errors.As(err, &bt), errors.As(err, &hs):
 		return exitSecurity
+	case errors.As(err, &de), errors.As(err, &nf):
+		// Could not connect, even when connecting timed out (net's dial
+		// timeout also matches context.DeadlineExceeded).
+		return exitConnect
 	case errors.As(err, &to), errors.Is(err, context.DeadlineExceeded):
 		return exitTimeout
-	case errors.As(err, &ce), errors.As(err, &de), errors.As(err, &nf):
+	case errors.As(err, &ce):
 		return exitConnect
 	case errors.As(err, &re):
 		return exitPeer

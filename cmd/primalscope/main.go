@@ -21,7 +21,7 @@ import (
 
 func main() {
 	ipctest.WorkerMain() // as a stdio Bus worker or daemon (the demo's bus), serve and exit
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], &stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv, os.Environ())
 	stop()
 	os.Exit(code)

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
+)
+
+func TestExitCodeOrder(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want int
+	}{
+		{&ipc.DialError{Endpoint: "x", Err: fmt.Errorf("dial: %w", context.DeadlineExceeded)}, exitConnect},
+		{&ipc.DialError{Endpoint: "x", Err: &btsp.HandshakeError{Reason: btsp.ReasonFamilyVerification}}, exitSecurity},
+		{&ipc.DialError{Endpoint: "x", Err: &btsp.HandshakeError{Reason: btsp.ReasonTimeout}}, exitTimeout},
+		{&ipc.TimeoutError{Method: "m"}, exitTimeout},
+		{&ipc.ClosedError{Cause: errors.New("peer closed")}, exitConnect},
+		{&ipc.BTSPRequiredError{}, exitSecurity},
+		{fmt.Errorf("t: %w", &ipc.RPCError{Code: -32601}), exitPeer},
+		{usageErr(errors.New("bad")), exitUsage},
+	} {
+		if got := exitCode(tc.err); got != tc.want {
+			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.want)
+		}
+	}
+}
