@@ -430,9 +430,17 @@ func (c *Conn) write(ctx context.Context, frame []byte) error {
 			_ = wd.SetWriteDeadline(dl)
 			defer wd.SetWriteDeadline(time.Time{})
 		} else if ctx.Done() != nil {
-			stop := context.AfterFunc(ctx, func() { _ = wd.SetWriteDeadline(time.Unix(1, 0)) })
+			fired := make(chan struct{})
+			stop := context.AfterFunc(ctx, func() {
+				_ = wd.SetWriteDeadline(time.Unix(1, 0))
+				close(fired)
+			})
 			defer func() {
 				if !stop() {
+					// The cancel fired: wait until it has set its deadline,
+					// so the reset below cannot be overtaken by it and fail
+					// the next write on this connection.
+					<-fired
 					_ = wd.SetWriteDeadline(time.Time{})
 				}
 			}()

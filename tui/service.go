@@ -107,7 +107,9 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		select {
 		case <-cn.Done():
 			delete(c.conns, t.Key)
-			cn.Close() // release the socket of a connection that ended by itself
+			// Release the socket of a connection that ended by itself, off
+			// the lock (closing a stdio peer can wait for the process).
+			defer cn.Close()
 		default:
 			c.mu.Unlock()
 			return cn, nil
