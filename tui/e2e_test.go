@@ -235,7 +235,7 @@ func TestEndToEndDemo(t *testing.T) {
 		return all[len(all)-1][1]
 	}
 	before := last(first)
-	s.waitFor("a newer heartbeat", 10*time.Second, func(scr string) bool { return last(scr) > before })
+	s.waitFor("a newer heartbeat", 10*time.Second, func(scr string) bool { return last(scr) != before && last(scr) != "" })
 
 	// 9. Help, then close it.
 	s.send("?")
