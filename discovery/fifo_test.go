@@ -1,6 +1,8 @@
 package discovery
 
 import (
+	"context"
+	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -23,5 +25,23 @@ func TestReadSmallFileRefusesANamedPipe(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("reading a named pipe hung")
+	}
+}
+
+// Two processes with one bus command line (a fork not yet exec'd) are one bus.
+func TestProcSourceListsABusOnce(t *testing.T) {
+	root := t.TempDir()
+	for _, pid := range []string{"100", "101"} {
+		if err := os.MkdirAll(filepath.Join(root, pid), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		cmdline := "stdio_bus\x00--unix\x00/run/biomeos/agents.sock\x00"
+		if err := os.WriteFile(filepath.Join(root, pid, "cmdline"), []byte(cmdline), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fs, err := (&ProcSource{Root: root}).Discover(context.Background())
+	if err != nil || len(fs) != 1 {
+		t.Fatalf("want one bus, got %+v %v", fs, err)
 	}
 }

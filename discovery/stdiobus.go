@@ -159,6 +159,7 @@ func (s *ProcSource) Discover(ctx context.Context) ([]Found, error) {
 		return nil, fmt.Errorf("read %s: %w", root, err)
 	}
 	var out []Found
+	seen := map[string]bool{}
 	for _, n := range names {
 		if ctx.Err() != nil {
 			return out, ctx.Err()
@@ -175,7 +176,17 @@ func (s *ProcSource) Discover(ctx context.Context) ([]Found, error) {
 		if !ok {
 			continue
 		}
-		out = append(out, s.bus(root, pid, bc)...)
+		// A daemon caught between fork and exec (or a forked helper of
+		// it) carries the same command line for a moment: list each bus
+		// endpoint and pool once.
+		for _, f := range s.bus(root, pid, bc) {
+			k := EndpointKey(f.Endpoint, f.Pool)
+			if k != "" && seen[k] {
+				continue
+			}
+			seen[k] = true
+			out = append(out, f)
+		}
 	}
 	return out, nil
 }
