@@ -20,7 +20,9 @@ const hexDigits = "0123456789abcdef"
 // control (including newline, tab and carriage return), DEL, ESC, every C1
 // control (U+0080–U+009F) and every byte of invalid UTF-8 is replaced by a
 // visible escape: \n \t \r, \xNN for other C0 controls, DEL and invalid
-// bytes, \u00NN for C1 controls. Other text, backslashes included, is kept.
+// bytes, \u00NN for C1 controls, \uNNNN for bidirectional controls and
+// zero-width spaces (which make text read as something else). Other text,
+// backslashes included, is kept.
 // A string that needs no change is returned as it is, without copying.
 func Sanitize(s string) string {
 	if clean(s, false) {
@@ -58,12 +60,26 @@ func clean(s string, multiline bool) bool {
 			return false
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || (r >= 0x80 && r <= 0x9f) {
+		if (r == utf8.RuneError && size == 1) || (r >= 0x80 && r <= 0x9f) || deceptive(r) {
 			return false
 		}
 		i += size
 	}
 	return true
+}
+
+// deceptive reports the invisible characters that make text read as
+// something else: bidirectional embeddings, overrides and isolates (which
+// reorder what follows them), the marks, and zero-width space and no-break
+// space. Zero-width joiners stay: scripts and emoji need them.
+func deceptive(r rune) bool {
+	switch {
+	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x200b, r == 0x200e, r == 0x200f, r == 0x061c, r == 0xfeff:
+		return true
+	}
+	return false
 }
 
 func appendSanitized(dst []byte, s string, multiline bool) []byte {
@@ -99,6 +115,8 @@ func appendSanitized(dst []byte, s string, multiline bool) []byte {
 			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
 		case r >= 0x80 && r <= 0x9f:
 			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
+		case deceptive(r):
+			dst = append(dst, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
 		default:
 			dst = append(dst, s[i:i+size]...)
 		}

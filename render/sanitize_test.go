@@ -37,6 +37,9 @@ func TestSanitizeAttacks(t *testing.T) {
 		{"del nul bel bs", "\x00\x07\x08\x7f", `\x00\x07\x08\x7f`, ""},
 		{"invalid utf8", "\xff\xfe\xc3(\xe2\x82", `\xff\xfe\xc3(\xe2\x82`, ""},
 		{"clean unicode kept", "grüße ✓ 日本 🐿 \\n", "grüße ✓ 日本 🐿 \\n", ""},
+		{"bidi override", "evil\u202etxt.exe", `evil\u202etxt.exe`, ""},
+		{"bidi isolates and zero width", "a\u2066b\u2069c\u200bd\ufeff", `a\u2066b\u2069c\u200bd\ufeff`, ""},
+		{"joiners kept", "👩\u200d💻", "👩\u200d💻", ""},
 	}
 	for _, c := range cases {
 		got := Sanitize(c.in)
