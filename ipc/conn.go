@@ -448,6 +448,11 @@ func (c *Conn) write(ctx context.Context, frame []byte) error {
 	}
 	c.trace(Out, frame, "") // before the write, so the trace never shows an answer before its call
 	if err := c.f.WriteFrame(frame); err != nil {
+		if errors.Is(err, errNotWritten) {
+			// Nothing reached the stream: only this call fails.
+			c.trace(Note, nil, "not sent: "+err.Error())
+			return err
+		}
 		// A frame cut short leaves the stream unusable: end the connection.
 		c.trace(Note, nil, "write failed: "+err.Error())
 		c.fail(fmt.Errorf("write: %w", err))
@@ -782,6 +787,10 @@ func AppendJSONString(b []byte, s string) []byte {
 	}
 	return append(b, '"')
 }
+
+// errNotWritten marks a write error after which nothing reached the stream
+// (so the connection is still usable).
+var errNotWritten = errors.New("nothing was written")
 
 // idRing remembers the last n ids added, for answering "have we seen it?".
 type idRing struct {

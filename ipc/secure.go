@@ -308,6 +308,9 @@ type secureFramer struct {
 
 	settled atomic.Bool // no more reconnects; cur no longer changes
 	closed  atomic.Bool
+	// wdl is the write deadline (Unix nanoseconds, 0 for none), so a
+	// writer waiting for a reconnect in progress still honours it.
+	wdl atomic.Int64
 
 	// cur is the connection in use; it changes only before settling, with
 	// mu held, and is read without mu (Close, write deadlines).
@@ -348,7 +351,9 @@ func (f *secureFramer) WriteFrame(p []byte) error {
 	if f.settled.Load() {
 		return f.load().WriteFrame(p)
 	}
-	f.mu.Lock()
+	if err := f.lockBy(); err != nil {
+		return err
+	}
 	defer f.mu.Unlock()
 	if f.settled.Load() {
 		return f.load().WriteFrame(p)
@@ -372,9 +377,29 @@ func isPeerGone(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
+// lockBy takes mu, giving up when the write deadline passes first: the
+// reading side may hold mu through a reconnect of several seconds.
+func (f *secureFramer) lockBy() error {
+	for !f.mu.TryLock() {
+		if dl := f.wdl.Load(); dl != 0 && time.Now().UnixNano() >= dl {
+			return fmt.Errorf("waiting for the connection to settle: %w %w", errNotWritten, os.ErrDeadlineExceeded)
+		}
+		if f.closed.Load() {
+			return os.ErrClosed
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
 // SetWriteDeadline bounds writes on the current connection. It takes no
 // lock, so it can cut short a write in progress.
 func (f *secureFramer) SetWriteDeadline(t time.Time) error {
+	if t.IsZero() {
+		f.wdl.Store(0)
+	} else {
+		f.wdl.Store(t.UnixNano())
+	}
 	if wd, ok := f.load().(WriteDeadliner); ok {
 		return wd.SetWriteDeadline(t)
 	}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -709,5 +710,45 @@ func TestPrefixAutoWithAPeerThatSpeaksFirst(t *testing.T) {
 		}
 		c.Close()
 		s.Close()
+	}
+}
+
+// TestWriteDuringReconnectHonoursItsDeadline: while the first call's
+// refusal makes the connection reconnect with BTSP (slowly), a second call
+// with a short deadline fails on time, and the first call still succeeds.
+func TestWriteDuringReconnectHonoursItsDeadline(t *testing.T) {
+	cfg := beardog().Config()
+	gate := ipctest.BTSPGate(btsp.ServerConfig{Seed: []byte(testFamilySeed)}, false)
+	var conns atomic.Int32
+	cfg.Accept = func(c net.Conn, r *bufio.Reader) (ipc.Framer, bool) {
+		if conns.Add(1) == 1 {
+			_, _ = r.ReadString('\n') // the cleartext call
+			_, _ = c.Write([]byte(ipctest.BTSPRequiredLine + "\n"))
+			return nil, false
+		}
+		time.Sleep(2 * time.Second) // a slow peer: the reconnect takes a while
+		return gate(c, r)
+	}
+	s := startAt(t, "p.sock", cfg)
+	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), Prefix: ipc.PrefixOff}})
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctxT(t, 10*time.Second), "health.liveness", nil)
+		first <- err
+	}()
+	for conns.Load() < 2 { // the reconnect has begun
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	_, err := c.Call(ctxT(t, 300*time.Millisecond), "health.liveness", nil)
+	var te *ipc.TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("want a timeout, got %v", err)
+	}
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Fatalf("the second call waited %v for the reconnect, past its deadline", took)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("the first call failed after the reconnect: %v", err)
 	}
 }
