@@ -287,18 +287,7 @@ func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Targ
 	p.start(targets)
 
 	if !d.opts.NoRegistries {
-		var regSrcs []Source
-		for _, t := range targets {
-			if t.NoProbe || t.Endpoint.Transport == "" {
-				continue
-			}
-			switch t.Kind {
-			case KindRegistry:
-				regSrcs = append(regSrcs, &SongbirdSource{Registry: Registry{Endpoint: t.Endpoint, Timeout: stale}, Label: t.Address})
-			case KindNeural:
-				regSrcs = append(regSrcs, &NeuralSource{Endpoint: t.Endpoint, Timeout: stale, Label: t.Address})
-			}
-		}
+		regSrcs := registrySources(targets, stale)
 		if len(regSrcs) > 0 {
 			more := d.runRegistries(sctx, regSrcs, addErr)
 			if len(more) > 0 {
@@ -549,6 +538,24 @@ func (s *Snapshot) Resolve(arg string) []*Target {
 	for _, t := range s.Targets {
 		if t.ID == key || EndpointKey(t.Endpoint, "") == key {
 			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// registrySources are the sources that ask the registries among targets
+// (Songbird, the Neural API) for what they know.
+func registrySources(targets []*Target, timeout time.Duration) []Source {
+	var out []Source
+	for _, t := range targets {
+		if t.NoProbe || t.Endpoint.Transport == "" {
+			continue
+		}
+		switch t.Kind {
+		case KindRegistry:
+			out = append(out, &SongbirdSource{Registry: Registry{Endpoint: t.Endpoint, Timeout: timeout}, Label: t.Address})
+		case KindNeural:
+			out = append(out, &NeuralSource{Endpoint: t.Endpoint, Timeout: timeout, Label: t.Address})
 		}
 	}
 	return out

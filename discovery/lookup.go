@@ -22,18 +22,7 @@ func (d *Discoverer) Lookup(ctx context.Context, name string) (*Target, error) {
 	found := runSources(ctx, d.DefaultSources(), ignore)
 	targets := merge(found)
 	if !d.opts.NoRegistries {
-		var regs []Source
-		for _, t := range targets {
-			if t.NoProbe || t.Endpoint.Transport == "" {
-				continue
-			}
-			switch t.Kind {
-			case KindRegistry:
-				regs = append(regs, &SongbirdSource{Registry: Registry{Endpoint: t.Endpoint, Timeout: stale}, Label: t.Address})
-			case KindNeural:
-				regs = append(regs, &NeuralSource{Endpoint: t.Endpoint, Timeout: stale, Label: t.Address})
-			}
-		}
+		regs := registrySources(targets, stale)
 		if len(regs) > 0 {
 			targets = merge(append(found, runSources(ctx, regs, ignore)...))
 		}

@@ -676,20 +676,9 @@ func parseDeps(w *warner, raw json.RawMessage) map[string][]string {
 			skipped++
 			continue
 		}
-		v := m[k]
-		var pre []string
-		if s, ok := str(v); ok {
-			pre = []string{s}
-		} else if items, ok := array(v); ok {
-			for _, it := range items {
-				if s, ok := nameOf(it); ok && s != "" {
-					pre = append(pre, s)
-				} else {
-					skipped++
-				}
-			}
-		} else {
-			skipped++
+		pre, n, ok := nameList(m[k])
+		skipped += n
+		if !ok {
 			continue
 		}
 		for i := range pre {
@@ -826,20 +815,9 @@ func methodMap(w *warner, raw json.RawMessage) (map[string][]string, error) {
 	out := make(map[string][]string, min(len(m), MaxMethods))
 	total, bad := 0, 0
 	for _, tok := range sortedKeys(m) {
-		v := m[tok]
-		var list []string
-		if s, ok := str(v); ok {
-			list = []string{s}
-		} else if items, ok := array(v); ok {
-			for _, it := range items {
-				if s, ok := nameOf(it); ok && s != "" {
-					list = append(list, s)
-				} else {
-					bad++
-				}
-			}
-		} else {
-			bad++
+		list, n, ok := nameList(m[tok])
+		bad += n
+		if !ok {
 			continue
 		}
 		if tok == "" || total+len(list) > MaxMethods {
@@ -927,4 +905,25 @@ func parseMethodInfo(w *warner, raw json.RawMessage) map[string]MethodInfo {
 		w.warnf("method_info is %s, not an array", aKind(raw))
 	}
 	return out
+}
+
+// nameList reads a name or a list of names (strings, or objects with a
+// name). It returns the names, how many items were not names, and false
+// when v is neither a string nor an array.
+func nameList(v json.RawMessage) (names []string, bad int, ok bool) {
+	if s, ok := str(v); ok {
+		return []string{s}, 0, true
+	}
+	items, ok := array(v)
+	if !ok {
+		return nil, 1, false
+	}
+	for _, it := range items {
+		if s, ok := nameOf(it); ok && s != "" {
+			names = append(names, s)
+		} else {
+			bad++
+		}
+	}
+	return names, bad, true
 }
