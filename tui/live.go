@@ -156,18 +156,8 @@ func (p *eventsPane) View(st *styles, w, h int) []string {
 		}
 		rows = append(rows, p.row(st, e, w))
 	}
-	switch {
-	case len(rows) > 0:
-	case p.ring.Len() == 0:
-		rows = append(rows, st.Dim.Render(" waiting for events…"))
-	case p.back == 0:
-		rows = append(rows, st.Dim.Render(" nothing matches the filter (K kind, S source, / text)"))
-	}
-	// newest at the bottom
-	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
-		rows[i], rows[j] = rows[j], rows[i]
-	}
-	return append(head, rows...)
+	return tailRows(st, head, rows, p.ring.Len() == 0, p.back == 0,
+		" waiting for events…", " nothing matches the filter (K kind, S source, / text)")
 }
 
 func (p *eventsPane) row(st *styles, e *Event, w int) string {
@@ -282,17 +272,8 @@ func (p *tracePane) View(st *styles, w, h int) []string {
 		}
 		rows = append(rows, p.row(st, fr, prev))
 	}
-	switch {
-	case len(rows) > 0:
-	case p.ring.Len() == 0:
-		rows = append(rows, st.Dim.Render(" no frames yet: every frame sent and received shows here"))
-	case p.back == 0:
-		rows = append(rows, st.Dim.Render(" nothing matches the filter"))
-	}
-	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
-		rows[i], rows[j] = rows[j], rows[i]
-	}
-	return append(head, rows...)
+	return tailRows(st, head, rows, p.ring.Len() == 0, p.back == 0,
+		" no frames yet: every frame sent and received shows here", " nothing matches the filter")
 }
 
 func (p *tracePane) row(st *styles, f *TraceFrame, prev *TraceFrame) string {
@@ -438,4 +419,21 @@ func (p *historyPane) View(st *styles, w, h int, focused bool, now time.Time) []
 		out = append(out, line)
 	}
 	return out
+}
+
+// tailRows finishes a live pane: rows were collected newest first and are
+// shown newest at the bottom; with none, the pane says why (nothing yet, or
+// nothing matching the filter at the live end).
+func tailRows(st *styles, head, rows []string, empty, atLiveEnd bool, none, filtered string) []string {
+	switch {
+	case len(rows) > 0:
+	case empty:
+		rows = append(rows, st.Dim.Render(none))
+	case atLiveEnd:
+		rows = append(rows, st.Dim.Render(filtered))
+	}
+	for i, j := 0, len(rows)-1; i < j; i, j = i+1, j-1 {
+		rows[i], rows[j] = rows[j], rows[i]
+	}
+	return append(head, rows...)
 }
