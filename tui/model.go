@@ -826,7 +826,14 @@ func (m *model) onInput(msg tea.Msg) tea.Cmd {
 	}
 	switch m.focus {
 	case pTargets:
-		return m.editFilter(msg, ks, &m.targets.filter, &m.targets.filtering, func() { m.targets.rebuild() })
+		cmd := m.editFilter(msg, ks, &m.targets.filter, &m.targets.filtering, func() { m.targets.rebuild() })
+		if ks == "enter" || ks == "tab" {
+			// The filter is done: the target under the cursor becomes the
+			// current one, as after a move (not on every keystroke, which
+			// would describe targets the user is only typing past).
+			return tea.Batch(cmd, m.selectTarget(m.targets.selectedKey()))
+		}
+		return cmd
 	case pCaps:
 		return m.editFilter(msg, ks, &m.caps.filter, &m.caps.filtering, func() { m.caps.sel = 0; m.rebuildCaps() })
 	case pEvents:

@@ -2,7 +2,7 @@ package tui
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
@@ -26,15 +26,19 @@ type targetsPane struct {
 	filter    lineEdit
 	filtering bool
 	groupBy   int // 0 none, 1 source, 2 family
+	// live, stale and down count the targets by health (set by rebuild).
+	live, stale, down int
 }
 
 var groupNames = [...]string{"", "source", "family"}
 
 func newTargetsPane() targetsPane { return targetsPane{targets: map[string]*Target{}} }
 
-// fuzzy reports whether every rune of pat appears in s in order.
-func fuzzy(s, pat string) bool {
-	s, pat = strings.ToLower(s), strings.ToLower(pat)
+// fuzzy reports whether every rune of pat appears in s in order, ignoring case.
+func fuzzy(s, pat string) bool { return fuzzyLower(strings.ToLower(s), strings.ToLower(pat)) }
+
+// fuzzyLower is fuzzy for text already in lower case.
+func fuzzyLower(s, pat string) bool {
 	for _, r := range pat {
 		i := strings.IndexRune(s, r)
 		if i < 0 {
@@ -52,68 +56,82 @@ func (p *targetsPane) selectedKey() string {
 	return ""
 }
 
-// rebuild recomputes the rows, keeping the selection on the same target.
+// rebuild recomputes the rows, keeping the selection on the same target,
+// and the health counts the header shows. Each target's sort key is worked
+// out once, so a list of 10,000 re-sorts within a frame.
 func (p *targetsPane) rebuild() {
 	keep := p.selectedKey()
-	var ts []*Target
-	pat := strings.TrimSpace(p.filter.String())
-	for _, t := range p.targets {
-		hay := t.Name + " " + strings.Join(t.Aliases, " ") + " " + t.Family + " " + t.Pool + " " + t.Kind
-		if pat == "" || fuzzy(hay, pat) {
-			ts = append(ts, t)
-		}
+	pat := strings.ToLower(strings.TrimSpace(p.filter.String()))
+	type sortKey struct {
+		group string
+		score int // best matches first: prefix, substring, alias or family, subsequence
+		t     *Target
 	}
-	group := func(t *Target) string {
+	ts := make([]sortKey, 0, len(p.targets))
+	p.live, p.stale, p.down = 0, 0, 0
+	for _, t := range p.targets {
+		switch t.Health {
+		case HealthLive:
+			p.live++
+		case HealthStale:
+			p.stale++
+		case HealthDown:
+			p.down++
+		}
+		k := sortKey{t: t}
+		if pat != "" {
+			aliases := strings.ToLower(strings.Join(t.Aliases, " "))
+			family := strings.ToLower(t.Family)
+			name := strings.ToLower(t.Name)
+			hay := name + " " + aliases + " " + family + " " + strings.ToLower(t.Pool) + " " + strings.ToLower(t.Kind)
+			if !fuzzyLower(hay, pat) {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(name, pat):
+				k.score = 0
+			case strings.Contains(name, pat):
+				k.score = 1
+			case strings.Contains(aliases+" "+family, pat):
+				k.score = 2
+			default:
+				k.score = 3
+			}
+		}
 		switch p.groupBy {
 		case 1:
+			k.group = "unknown source"
 			if len(t.Sources) > 0 {
-				return t.Sources[0]
+				k.group = t.Sources[0]
 			}
-			return "unknown source"
 		case 2:
-			if t.Family == "" {
-				return "no family"
+			k.group = "no family"
+			if t.Family != "" {
+				k.group = "family " + t.Family
 			}
-			return "family " + t.Family
 		}
-		return ""
+		ts = append(ts, k)
 	}
-	score := func(t *Target) int { // best matches first: prefix, substring, subsequence
-		if pat == "" {
-			return 0
+	slices.SortFunc(ts, func(a, b sortKey) int {
+		if c := strings.Compare(a.group, b.group); c != 0 {
+			return c
 		}
-		p, n := strings.ToLower(pat), strings.ToLower(t.Name)
-		switch {
-		case strings.HasPrefix(n, p):
-			return 0
-		case strings.Contains(n, p):
-			return 1
-		case strings.Contains(strings.ToLower(strings.Join(t.Aliases, " ")+" "+t.Family), p):
-			return 2
+		if a.score != b.score {
+			return a.score - b.score
 		}
-		return 3
-	}
-	sort.Slice(ts, func(i, j int) bool {
-		gi, gj := group(ts[i]), group(ts[j])
-		if gi != gj {
-			return gi < gj
+		if c := strings.Compare(a.t.Name, b.t.Name); c != 0 {
+			return c
 		}
-		if si, sj := score(ts[i]), score(ts[j]); si != sj {
-			return si < sj
-		}
-		if ts[i].Name != ts[j].Name {
-			return ts[i].Name < ts[j].Name
-		}
-		return ts[i].Key < ts[j].Key
+		return strings.Compare(a.t.Key, b.t.Key)
 	})
 	p.rows = p.rows[:0]
 	last := "\x00"
-	for _, t := range ts {
-		if g := group(t); p.groupBy != 0 && g != last {
-			p.rows = append(p.rows, targetRow{header: g})
-			last = g
+	for _, k := range ts {
+		if p.groupBy != 0 && k.group != last {
+			p.rows = append(p.rows, targetRow{header: k.group})
+			last = k.group
 		}
-		p.rows = append(p.rows, targetRow{key: t.Key})
+		p.rows = append(p.rows, targetRow{key: k.t.Key})
 	}
 	p.sel = -1
 	for i, r := range p.rows {
@@ -148,19 +166,9 @@ func (p *targetsPane) move(n int) {
 	p.sel = i
 }
 
-func (p *targetsPane) counts() (live, stale, down int) {
-	for _, t := range p.targets {
-		switch t.Health {
-		case HealthLive:
-			live++
-		case HealthStale:
-			stale++
-		case HealthDown:
-			down++
-		}
-	}
-	return
-}
+// counts reports how many targets are live, stale and down (as of the last
+// rebuild).
+func (p *targetsPane) counts() (live, stale, down int) { return p.live, p.stale, p.down }
 
 // shortFamily keeps a family id readable in a narrow list.
 func shortFamily(f string) string {
