@@ -1561,6 +1561,13 @@ func (m *model) inspect(isEvents bool) tea.Cmd {
 		if f.Size > len(f.Data) {
 			a.title += fmt.Sprintf(" (first %s)", ipc.FormatBytes(int64(len(f.Data))))
 		}
+		switch {
+		case len(f.Data) == 0 && f.Warning != "":
+			// A note (dial, handshake step, close) says it all in its text.
+			a.result, a.size = []byte(f.Warning), len(f.Warning)
+		case f.Warning != "":
+			a.title += " · ⚠ " + f.Warning
+		}
 	}
 	m.comp.seq++
 	a.seq = m.comp.seq
