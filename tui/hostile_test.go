@@ -117,7 +117,7 @@ func TestHostilePeersTUICall(t *testing.T) {
 			c.Behavior.OnConnect = hostileFlood(5000)
 			return c
 		}, "", "", 3 * time.Second, "ok", `"method": "test.echo"`},
-		{"neverread", hostileWith(ipctest.Behavior{NeverRead: true}), "", `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`, 0, "timeout", "did not read|no answer within"},
+		{"neverread", hostileWith(ipctest.Behavior{NeverRead: true}), "", `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`, 2 * time.Second, "timeout", "did not read|no answer within"}, // 2 s: preparing 4 MiB under -race on a loaded machine can outlast 250 ms before the dial
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// No garbage collection while counting descriptors: a socket

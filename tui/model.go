@@ -151,6 +151,8 @@ type model struct {
 	// connection closed.
 	relistenAt map[string]time.Time
 	backoff    map[string]time.Duration
+	// notListened counts the live targets left out by Config.MaxListen.
+	notListened int
 	// described marks BTSP targets the TUI asked to describe itself.
 	described map[string]bool
 	cancel    context.CancelFunc
@@ -459,7 +461,15 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		m.comp.complete(m.target())
 		return nil
 	case listenFailedMsg:
-		m.events.Append(Event{Time: m.now(), Source: msg.name, TargetKey: msg.key, Kind: EvNote, Name: "cannot listen", Data: []byte(msg.err.Error())})
+		// Free the slot and try again later, backing off; say so once.
+		delete(m.listening, msg.key)
+		b := m.backoff[msg.key]
+		if b == 0 {
+			m.events.Append(Event{Time: m.now(), Source: msg.name, TargetKey: msg.key, Kind: EvNote, Name: "cannot listen", Data: []byte(msg.err.Error())})
+		}
+		b = min(max(2*b, time.Second), 30*time.Second)
+		m.backoff[msg.key] = b
+		m.relistenAt[msg.key] = m.now().Add(b)
 		return nil
 	case crashMsg:
 		m.crashed = msg.path
@@ -558,16 +568,49 @@ func (m *model) rate() int {
 // listen opens a connection to every live target not yet listened to, so
 // that what it pushes (heartbeats, notifications, events, requests) reaches
 // the events tail. Targets that demand BTSP or are never spoken to are left.
+// At most Config.MaxListen are listened to at once: the current target
+// first, then in the order the targets pane lists them; the events tail
+// says when live targets are left out.
 func (m *model) listen() []tea.Cmd {
 	if m.cfg.NoListen {
 		return nil
 	}
+	order := make([]string, 0, len(m.targets.targets)+1)
+	if m.current != "" {
+		order = append(order, m.current)
+	}
+	for _, r := range m.targets.rows {
+		if r.key != "" && r.key != m.current {
+			order = append(order, r.key)
+		}
+	}
+	if len(order) < len(m.targets.targets) { // some are filtered out of the pane
+		listed := make(map[string]bool, len(order))
+		for _, k := range order {
+			listed[k] = true
+		}
+		for k := range m.targets.targets {
+			if !listed[k] {
+				order = append(order, k)
+			}
+		}
+	}
 	var cmds []tea.Cmd
-	for k, t := range m.targets.targets {
-		if m.listening[k] || t.Kind == "tarpc" || t.Endpoint == "" || (t.BTSP && !m.cfg.CanBTSP) {
+	left := 0
+	for _, k := range order {
+		t := m.targets.targets[k]
+		if t == nil || m.listening[k] || t.Kind == "tarpc" || t.Endpoint == "" || (t.BTSP && !m.cfg.CanBTSP) {
 			continue
 		}
 		if at, ok := m.relistenAt[k]; ok && m.now().Before(at) {
+			continue
+		}
+		holon := strings.HasPrefix(t.Endpoint, "ws://") || strings.HasPrefix(t.Endpoint, "wss://")
+		if !(t.hasStream && t.stream.BiomeOSAPI) && t.Health != HealthLive && !holon {
+			continue
+		}
+		if len(m.listening) >= m.cfg.MaxListen && k != m.current {
+			left++
 			continue
 		}
 		if t.hasStream && t.stream.BiomeOSAPI {
@@ -575,10 +618,6 @@ func (m *model) listen() []tea.Cmd {
 			// client owns the goroutine; it ends with the program).
 			m.listening[k] = true
 			m.client.watchStream(m.ctx, *t, events.Config{}.Source(t.stream))
-			continue
-		}
-		holon := strings.HasPrefix(t.Endpoint, "ws://") || strings.HasPrefix(t.Endpoint, "wss://")
-		if t.Health != HealthLive && !holon {
 			continue
 		}
 		m.listening[k] = true
@@ -592,6 +631,14 @@ func (m *model) listen() []tea.Cmd {
 			return nil
 		}))
 	}
+	if (left > 0) != (m.notListened > 0) {
+		text := fmt.Sprintf("listening to %d targets; %d more live targets are not listened to (select one and press ⏎ to hear it)", len(m.listening), left)
+		if left == 0 {
+			text = fmt.Sprintf("listening to every live target (%d)", len(m.listening))
+		}
+		m.events.Append(Event{Time: m.now(), Source: "primalscope", Kind: EvNote, Name: "listening", Data: []byte(text)})
+	}
+	m.notListened = left
 	return cmds
 }
 
@@ -950,7 +997,7 @@ func (m *model) keyTargets(kp tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(kp, k.Select), key.Matches(kp, k.Unfold):
 		cmd := m.selectTarget(p.selectedKey())
 		m.setFocus(pCaps)
-		return cmd
+		return tea.Batch(append(m.listen(), cmd)...)
 	case key.Matches(kp, k.Filter):
 		p.filtering = true
 		return nil

@@ -69,6 +69,9 @@ type Config struct {
 	// NoListen keeps the TUI from connecting to live targets to receive
 	// what they push (tests).
 	NoListen bool
+	// MaxListen bounds how many targets are listened to at once (256); the
+	// current target is always listened to.
+	MaxListen int
 	// EventBuffer and TraceBuffer bound the live panes (10,000 and 5,000).
 	EventBuffer, TraceBuffer int
 	// LookedIn is where discovery looks (for the empty state);
@@ -83,6 +86,9 @@ func (c *Config) fill() {
 	}
 	if c.EventBuffer <= 0 {
 		c.EventBuffer = 10000
+	}
+	if c.MaxListen <= 0 {
+		c.MaxListen = 256
 	}
 	if c.TraceBuffer <= 0 {
 		c.TraceBuffer = 5000

@@ -1,0 +1,95 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// TestListenBounded: with more live targets than MaxListen, the TUI
+// listens to MaxListen of them (the current one first, then in the pane's
+// order), says on the events tail how many it left out, and listens to a
+// left-out target as soon as the user opens it. A target it cannot listen
+// to frees its place.
+func TestListenBounded(t *testing.T) {
+	_, shared := startPrimal(t)
+	var mu sync.Mutex
+	dialed := map[string]int{}
+	fail := map[string]bool{}
+	cfg := goldenConfig("dark")
+	cfg.NoListen, cfg.MaxListen = false, 50
+	cfg.Dial = func(ctx context.Context, tg Target, opts ipc.Options) (*ipc.Conn, error) {
+		mu.Lock()
+		dialed[tg.Key]++
+		bad := fail[tg.Key]
+		mu.Unlock()
+		if bad {
+			return nil, errors.New("refused")
+		}
+		return defaultDialer(ctx, shared, opts) // every target is the same fake primal
+	}
+	m, _ := testModel(t, cfg)
+	var items []any
+	for i := 0; i < 120; i++ {
+		tg := shared
+		tg.Key, tg.Name = fmt.Sprintf("k%03d", i), fmt.Sprintf("p%03d", i)
+		items = append(items, TargetEvent{Kind: TargetAdded, Target: tg})
+	}
+	mu.Lock()
+	fail["k001"] = true
+	mu.Unlock()
+	run(t, m, m.update(feedMsg{items: items}))
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(dialed)
+	}
+	if got := count(); got != 50 {
+		t.Fatalf("%d targets dialled, want MaxListen (50)", got)
+	}
+	// k001 failed and freed its place, which the next feed gives to the
+	// next target in line (k001 itself waits for its backoff).
+	if m.listening["k001"] || len(m.listening) != 49 {
+		t.Fatalf("listening to %d, k001 %v; want 49 and not the one that failed", len(m.listening), m.listening["k001"])
+	}
+	run(t, m, m.update(feedMsg{items: []any{Event{Source: "p000", Kind: EvHeartbeat, Name: "health.heartbeat"}}}))
+	for i := 0; i < 51; i++ { // the current target first, then the pane's order
+		if k := fmt.Sprintf("k%03d", i); i != 1 && !m.listening[k] {
+			t.Fatalf("%s is not listened to: the first in the pane's order should be", k)
+		}
+	}
+	if got := count(); got != 51 || len(m.listening) != 50 {
+		t.Fatalf("%d dialled, listening to %d; want 51 and 50", got, len(m.listening))
+	}
+	note := ""
+	for i := 0; i < m.events.ring.Len(); i++ {
+		if e := m.events.ring.At(i); e.Name == "listening" {
+			note = string(e.Data)
+		}
+	}
+	if !strings.Contains(note, "70 more live targets are not listened to") {
+		t.Fatalf("the events tail should say how many are left out, says %q", note)
+	}
+	// Opening a left-out target listens to it at once.
+	m.setFocus(pTargets)
+	for m.targets.selectedKey() != "k100" {
+		m.targets.move(1)
+	}
+	run(t, m, m.update(tea.KeyPressMsg{Code: tea.KeyEnter}))
+	if m.current != "k100" || !m.listening["k100"] {
+		t.Fatalf("opening k100: current %q, listening %v", m.current, m.listening["k100"])
+	}
+	mu.Lock()
+	n := dialed["k100"]
+	mu.Unlock()
+	if n != 1 {
+		t.Fatalf("k100 dialled %d times, want once", n)
+	}
+}
