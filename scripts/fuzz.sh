@@ -7,7 +7,7 @@
 #   FUZZTIME=1m JOBS=4 scripts/fuzz.sh    # shorter, more at once
 #   scripts/fuzz.sh FuzzReadFrame FuzzInspect ./config:FuzzParse
 #
-# Logs go to fuzz-out/<Target>.log, one summary line a target to
+# Logs go to fuzz-out/<pkg>.<Target>.log, one summary line a target to
 # fuzz-out/summary.txt. A crasher is written by go test to
 # <pkg>/testdata/fuzz/<Target>/ and makes this script exit 1.
 set -uo pipefail
@@ -43,14 +43,14 @@ module=$(go list -m)
 
 run_one() {
   local pkg=${1%%:*} name=${1##*:}
-  local log="$OUT/$name.log"
+  local rel=${pkg#./}
+  local log="$OUT/${rel//\//.}.$name.log" # two packages may have a target of one name
   local start=$SECONDS
   go test -run '^$' -fuzz "^${name}\$" -fuzztime "$FUZZTIME" -parallel 1 "$pkg" >"$log" 2>&1
   local rc=$?
   local execs
   execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   # Fold the generated corpus (inputs that widened coverage) into testdata.
-  local rel=${pkg#./}
   local gen="$cache/$rel/$name"
   local dst="$pkg/testdata/fuzz/$name"
   local added=0
