@@ -225,3 +225,104 @@ func TestHostilePeersTUICall(t *testing.T) {
 		})
 	}
 }
+
+// TestHostilePeersTUIListen points the TUI's listening path (what a live
+// target pushes becomes events, requests and trace frames) at peers that
+// push floods, garbage, oversize lines, and control sequences in every
+// field: no control sequence reaches any pane, the live panes stay within
+// their bounds, the fault is named, and closing leaves no goroutine or
+// file descriptor behind.
+func TestHostilePeersTUIListen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hostile peers: not in -short")
+	}
+	evilJSON, _ := json.Marshal("x" + hostileEvil)
+	for _, tc := range []struct {
+		name    string
+		push    []byte
+		maxLine int64
+		want    string // on the events, trace or requests pane (plain text)
+	}{
+		{"flood", hostileFlood(20000), 0, "flood.event"},
+		{"garbage", bytes.Repeat([]byte("\x1b]0;owned\x07 this is not JSON \x1b[2J\n"), 200), 0, `invalid character '\x1b'`},
+		{"oversize", append(append([]byte(`{"jsonrpc":"2.0","method":"big","params":"`), bytes.Repeat([]byte("x"), 64<<10)...), `"}`+"\n"...), 4096, "larger than"},
+		{"notification", []byte(`{"jsonrpc":"2.0","method":` + string(evilJSON) + `,"params":{"text":` + string(evilJSON) + `}}` + "\n"), 0, `x\x1b]52`},
+		{"event", []byte(`{"type":` + string(evilJSON) + `,"data":{"text":` + string(evilJSON) + `}}` + "\n"), 0, `x\x1b]52`},
+		{"request", []byte(`{"jsonrpc":"2.0","id":7,"method":` + string(evilJSON) + `,"params":{"text":` + string(evilJSON) + `}}` + "\n"), 0, `x\x1b]52`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			g0, fd0 := runtime.NumGoroutine(), hostileFDs()
+			dir, err := ipctest.TempDir()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			path := filepath.Join(dir, "hostile.sock")
+			cfg := hostileHealthy()
+			cfg.Behavior.OnConnect = tc.push
+			s, err := ipctest.Listen(path, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			mc := goldenConfig("dark")
+			mc.NoListen, mc.EventBuffer, mc.TraceBuffer = false, 1000, 500
+			if tc.maxLine > 0 {
+				mc.MaxFrame = tc.maxLine
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			m := newModel(ctx, mc)
+			m.manualFeed = true
+			m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
+			tg := Target{Key: "unix://" + path, Name: "hostile" + hostileEvil, Endpoint: "unix://" + path, Health: HealthLive}
+			run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
+			if !m.listening[tg.Key] {
+				t.Fatal("the TUI does not listen to the live target")
+			}
+			screenText := func() string {
+				var b strings.Builder
+				for _, p := range []pane{pEvents, pTrace, pRequests} {
+					m.setFocus(p)
+					m.zoom = true
+					m.layout()
+					out := m.render()
+					m.zoom = false
+					m.layout()
+					for _, bad := range []string{"\x1b[2J", "\x1b[H", "\x1b]52", "\x1b]0;", "\x9b", "\x07"} {
+						if strings.Contains(out, bad) {
+							t.Fatalf("%s pane: raw %q reached the screen", tabNames[p], bad)
+						}
+					}
+					b.WriteString(ansi.Strip(out))
+				}
+				return b.String()
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				drainFeed(t, m, 100*time.Millisecond)
+				if m.events.ring.Len() > 1000 || m.trace.ring.Len() > 500 {
+					t.Fatalf("live panes past their bounds: %d events, %d frames", m.events.ring.Len(), m.trace.ring.Len())
+				}
+				if strings.Contains(screenText(), tc.want) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after 5 s the screen does not say %q:\n%s", tc.want, screenText())
+				}
+			}
+			cancel()
+			m.client.close()
+			s.Close()
+			if g := hostileSettles(runtime.NumGoroutine, g0, 3*time.Second); g > g0 {
+				buf := make([]byte, 1<<16)
+				buf = buf[:runtime.Stack(buf, true)]
+				t.Errorf("goroutine leak: %d before, %d after\n%s", g0, g, buf)
+			}
+			if n := hostileSettles(hostileFDs, fd0, 3*time.Second); n > fd0 {
+				t.Errorf("file descriptor leak: %d before, %d after: %s", fd0, n, hostileFDList())
+			}
+		})
+	}
+}

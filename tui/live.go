@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/render"
@@ -192,13 +193,21 @@ func (p *eventsPane) row(st *styles, e *Event, w int) string {
 	}
 	line := ts + " " + mark + " " + st.Accent.Render(src) + " " + body
 	if len(e.Data) > 0 && len(e.Data) < maxEventData && w > 40 {
-		d := e.Data
-		if len(d) > 512 {
-			d = d[:512]
-		}
-		line += " " + st.Dim.Render(render.Sanitize(string(d)))
+		line += " " + st.Dim.Render(render.Sanitize(string(cutUTF8(e.Data, 512))))
 	}
 	return line
+}
+
+// cutUTF8 keeps at most n bytes of p, ending on a character boundary (a
+// cut through a character would show as a replacement mark).
+func cutUTF8(p []byte, n int) []byte {
+	if len(p) <= n {
+		return p
+	}
+	for n > 0 && !utf8.RuneStart(p[n]) {
+		n--
+	}
+	return p[:n]
 }
 
 // tracePane shows every frame both ways.
@@ -300,11 +309,7 @@ func (p *tracePane) row(st *styles, f *TraceFrame, prev *TraceFrame) string {
 	if f.Warning != "" {
 		line += " " + st.Warn.Render("⚠ "+render.Sanitize(f.Warning))
 	}
-	d := f.Data
-	if len(d) > 512 {
-		d = d[:512]
-	}
-	return line + " " + render.Sanitize(string(d))
+	return line + " " + render.Sanitize(string(cutUTF8(f.Data, 512)))
 }
 
 func tailScroll(t *tail, n int) {
