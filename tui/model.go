@@ -153,6 +153,12 @@ type model struct {
 	backoff    map[string]time.Duration
 	// notListened counts the live targets left out by Config.MaxListen.
 	notListened int
+	// listenDirty says something that decides listening changed (targets,
+	// the current one, a freed place); relistenNext is the earliest time a
+	// target waiting out its backoff may be listened to again. Without
+	// either, a frame skips the listening pass.
+	listenDirty  bool
+	relistenNext time.Time
 	// described marks BTSP targets the TUI asked to describe itself.
 	described map[string]bool
 	cancel    context.CancelFunc
@@ -172,24 +178,25 @@ type model struct {
 func newModel(ctx context.Context, cfg Config) *model {
 	cfg.fill()
 	m := &model{
-		ctx:        ctx,
-		cfg:        cfg,
-		feed:       newFeed(65536, time.Second/time.Duration(cfg.FPS)),
-		listening:  map[string]bool{},
-		described:  map[string]bool{},
-		relistenAt: map[string]time.Time{},
-		backoff:    map[string]time.Duration{},
-		hist:       cfg.History,
-		keys:       DefaultKeyMap(),
-		help:       help.New(),
-		now:        cfg.Now,
-		focus:      pTargets,
-		side:       pEvents,
-		targets:    newTargetsPane(),
-		caps:       newCapsPane(),
-		comp:       newComposer(),
-		events:     newEventsPane(cfg.EventBuffer),
-		trace:      newTracePane(cfg.TraceBuffer),
+		ctx:         ctx,
+		cfg:         cfg,
+		feed:        newFeed(65536, time.Second/time.Duration(cfg.FPS)),
+		listening:   map[string]bool{},
+		listenDirty: true,
+		described:   map[string]bool{},
+		relistenAt:  map[string]time.Time{},
+		backoff:     map[string]time.Duration{},
+		hist:        cfg.History,
+		keys:        DefaultKeyMap(),
+		help:        help.New(),
+		now:         cfg.Now,
+		focus:       pTargets,
+		side:        pEvents,
+		targets:     newTargetsPane(),
+		caps:        newCapsPane(),
+		comp:        newComposer(),
+		events:      newEventsPane(cfg.EventBuffer),
+		trace:       newTracePane(cfg.TraceBuffer),
 	}
 	if m.now == nil {
 		m.now = time.Now
@@ -463,6 +470,7 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 	case listenFailedMsg:
 		// Free the slot and try again later, backing off; say so once.
 		delete(m.listening, msg.key)
+		m.listenDirty = true
 		b := m.backoff[msg.key]
 		if b == 0 {
 			m.events.Append(Event{Time: m.now(), Source: msg.name, TargetKey: msg.key, Kind: EvNote, Name: "cannot listen", Data: []byte(msg.err.Error())})
@@ -514,6 +522,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 			if x.Kind == EvNote && x.Name == "connection closed" {
 				// listen again later, backing off while it keeps closing
 				delete(m.listening, x.TargetKey)
+				m.listenDirty = true
 				b := m.backoff[x.TargetKey]
 				b = min(max(2*b, time.Second), 30*time.Second)
 				m.backoff[x.TargetKey] = b
@@ -530,6 +539,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 	}
 	m.events.dropped = m.feed.dropped.Load()
 	if changed {
+		m.listenDirty = true
 		m.targets.rebuild()
 		if m.current == "" || m.targets.targets[m.current] == nil {
 			if k := m.targets.selectedKey(); k != "" {
@@ -575,6 +585,10 @@ func (m *model) listen() []tea.Cmd {
 	if m.cfg.NoListen {
 		return nil
 	}
+	if !m.listenDirty && (m.relistenNext.IsZero() || m.now().Before(m.relistenNext)) {
+		return nil
+	}
+	m.listenDirty, m.relistenNext = false, time.Time{}
 	order := make([]string, 0, len(m.targets.targets)+1)
 	if m.current != "" {
 		order = append(order, m.current)
@@ -603,6 +617,9 @@ func (m *model) listen() []tea.Cmd {
 			continue
 		}
 		if at, ok := m.relistenAt[k]; ok && m.now().Before(at) {
+			if m.relistenNext.IsZero() || at.Before(m.relistenNext) {
+				m.relistenNext = at
+			}
 			continue
 		}
 		holon := strings.HasPrefix(t.Endpoint, "ws://") || strings.HasPrefix(t.Endpoint, "wss://")
@@ -675,6 +692,7 @@ func (m *model) selectTarget(key string) tea.Cmd {
 		return nil
 	}
 	m.current = key
+	m.listenDirty = true
 	m.rebuildCaps()
 	defer m.comp.complete(m.target())
 	if t := m.target(); t != nil && t.Bus && t.Pool != "" {

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -283,6 +285,31 @@ func BenchmarkTargets10k(b *testing.B) {
 			i++
 			m.update(feedMsg{items: batch})
 			m.render()
+		}
+	})
+}
+
+// BenchmarkListen10k measures the listening pass over 10,000 targets (a
+// tenth live, all already listened to or left out by MaxListen): on a frame
+// where nothing that decides listening changed (skipped), and after a
+// change (the whole pass).
+func BenchmarkListen10k(b *testing.B) {
+	cfg := goldenConfig("dark")
+	cfg.NoListen = false
+	cfg.Dial = func(context.Context, Target, ipc.Options) (*ipc.Conn, error) { return nil, errors.New("no network in this benchmark") }
+	m := newModel(context.Background(), cfg)
+	m.manualFeed = true
+	m.update(feedMsg{items: manyTargets(10_000)})
+	m.listen() // the first pass claims MaxListen places
+	b.Run("unchanged", func(b *testing.B) {
+		for b.Loop() {
+			m.listen()
+		}
+	})
+	b.Run("after-a-change", func(b *testing.B) {
+		for b.Loop() {
+			m.listenDirty = true
+			m.listen()
 		}
 	})
 }
