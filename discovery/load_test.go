@@ -40,13 +40,7 @@ func sweepRegistry(t *testing.T, n int) {
 	}
 	defer os.RemoveAll(dir)
 	sb := ipctest.NewSongbird()
-	for i := 0; i < n; i++ {
-		svc := ipctest.Service{PrimalID: fmt.Sprintf("load%05d", i), Capabilities: []string{fmt.Sprintf("cap%d", i%50)}}
-		if i%2 == 0 {
-			svc.Endpoint = "unix://" + filepath.Join(dir, "gone", svc.PrimalID+".sock")
-		} else {
-			svc.Relay = true
-		}
+	for _, svc := range ipctest.LoadServices(n, filepath.Join(dir, "gone")) {
 		sb.Register(svc)
 	}
 	srv, err := ipctest.Listen(filepath.Join(dir, "songbird.sock"), sb.Config())

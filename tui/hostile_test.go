@@ -62,6 +62,20 @@ func hostileFDList() string {
 	return strings.Join(out, " ")
 }
 
+// hostileNoLeak fails t when goroutines or file descriptors outlive the
+// test's peers and client (counted before as g0 and fd0), after a grace.
+func hostileNoLeak(t *testing.T, g0, fd0 int) {
+	t.Helper()
+	if g := hostileSettles(runtime.NumGoroutine, g0, 3*time.Second); g > g0 {
+		buf := make([]byte, 1<<16)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Errorf("goroutine leak: %d before, %d after\n%s", g0, g, buf)
+	}
+	if n := hostileSettles(hostileFDs, fd0, 3*time.Second); n > fd0 {
+		t.Errorf("file descriptor leak: %d before, %d after: %s", fd0, n, hostileFDList())
+	}
+}
+
 func hostileSettles(f func() int, want int, grace time.Duration) int {
 	deadline := time.Now().Add(grace)
 	for {
@@ -214,14 +228,7 @@ func TestHostilePeersTUICall(t *testing.T) {
 			cancel()
 			m.client.close()
 			s.Close()
-			if g := hostileSettles(runtime.NumGoroutine, g0, 3*time.Second); g > g0 {
-				buf := make([]byte, 1<<16)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutine leak: %d before, %d after\n%s", g0, g, buf)
-			}
-			if n := hostileSettles(hostileFDs, fd0, 3*time.Second); n > fd0 {
-				t.Errorf("file descriptor leak: %d before, %d after: %s", fd0, n, hostileFDList())
-			}
+			hostileNoLeak(t, g0, fd0)
 		})
 	}
 }
@@ -315,14 +322,7 @@ func TestHostilePeersTUIListen(t *testing.T) {
 			cancel()
 			m.client.close()
 			s.Close()
-			if g := hostileSettles(runtime.NumGoroutine, g0, 3*time.Second); g > g0 {
-				buf := make([]byte, 1<<16)
-				buf = buf[:runtime.Stack(buf, true)]
-				t.Errorf("goroutine leak: %d before, %d after\n%s", g0, g, buf)
-			}
-			if n := hostileSettles(hostileFDs, fd0, 3*time.Second); n > fd0 {
-				t.Errorf("file descriptor leak: %d before, %d after: %s", fd0, n, hostileFDList())
-			}
+			hostileNoLeak(t, g0, fd0)
 		})
 	}
 }

@@ -32,13 +32,7 @@ func registryTargets(t testing.TB, n int) *DiscoveryWatcher {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sb := ipctest.NewSongbird()
-	for i := 0; i < n; i++ {
-		svc := ipctest.Service{PrimalID: fmt.Sprintf("load%05d", i), Capabilities: []string{fmt.Sprintf("cap%d", i%50)}}
-		if i%2 == 0 {
-			svc.Endpoint = "unix://" + filepath.Join(dir, "gone", svc.PrimalID+".sock")
-		} else {
-			svc.Relay = true
-		}
+	for _, svc := range ipctest.LoadServices(n, filepath.Join(dir, "gone")) {
 		sb.Register(svc)
 	}
 	srv, err := ipctest.Listen(filepath.Join(dir, "songbird.sock"), sb.Config())
@@ -296,7 +290,9 @@ func BenchmarkTargets10k(b *testing.B) {
 func BenchmarkListen10k(b *testing.B) {
 	cfg := goldenConfig("dark")
 	cfg.NoListen = false
-	cfg.Dial = func(context.Context, Target, ipc.Options) (*ipc.Conn, error) { return nil, errors.New("no network in this benchmark") }
+	cfg.Dial = func(context.Context, Target, ipc.Options) (*ipc.Conn, error) {
+		return nil, errors.New("no network in this benchmark")
+	}
 	m := newModel(context.Background(), cfg)
 	m.manualFeed = true
 	m.update(feedMsg{items: manyTargets(10_000)})

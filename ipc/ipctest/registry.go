@@ -3,7 +3,9 @@ package ipctest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -52,6 +54,23 @@ type Songbird struct {
 
 // NewSongbird returns an empty fake registry.
 func NewSongbird() *Songbird { return &Songbird{services: map[string]Service{}} }
+
+// LoadServices returns n registrations for load tests, named load00000,
+// load00001, …: the even ones with a Unix socket under goneDir that is not
+// there, the odd ones reached through a mesh relay, over 50 capabilities.
+func LoadServices(n int, goneDir string) []Service {
+	out := make([]Service, 0, n)
+	for i := 0; i < n; i++ {
+		svc := Service{PrimalID: fmt.Sprintf("load%05d", i), Capabilities: []string{fmt.Sprintf("cap%d", i%50)}}
+		if i%2 == 0 {
+			svc.Endpoint = "unix://" + filepath.Join(goneDir, svc.PrimalID+".sock")
+		} else {
+			svc.Relay = true
+		}
+		out = append(out, svc)
+	}
+	return out
+}
 
 // Register adds or replaces a service and records an ipc.watch event.
 func (s *Songbird) Register(svc Service) {
