@@ -13,11 +13,17 @@ import (
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
+// clientOpts dials as primalscope does by default: the riboCipher prefix in
+// auto mode (rhizoCrypt requires it; the others accept raw JSON).
+func clientOpts() ipc.Options {
+	return ipc.Options{Security: ipc.Security{Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()}}
+}
+
 func call(t *testing.T, path, method string, params any) *ipc.Response {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := ipc.Dial(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: path}, ipc.Options{})
+	c, err := ipc.Dial(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: path}, clientOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +48,7 @@ func TestEcosystemServesAndCleansUp(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c, err := ipc.Dial(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: p}, ipc.Options{})
+		c, err := ipc.Dial(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: p}, clientOpts())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +60,7 @@ func TestEcosystemServesAndCleansUp(t *testing.T) {
 		}
 	}
 	// Heartbeats arrive on an open connection.
-	c, err := ipc.Dial(context.Background(), ipc.Endpoint{Transport: ipc.Unix, Path: eco.Path("rhizocrypt.sock")}, ipc.Options{})
+	c, err := ipc.Dial(context.Background(), ipc.Endpoint{Transport: ipc.Unix, Path: eco.Path("rhizocrypt.sock")}, clientOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,5 +128,30 @@ func TestEcosystemServesAndCleansUp(t *testing.T) {
 			t.Fatalf("goroutines left: %d > %d\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// TestRhizoCryptRequiresThePrefix: like the real one, the demo's rhizoCrypt
+// answers raw JSON with error -32002; with the prefix (auto) it answers.
+func TestRhizoCryptRequiresThePrefix(t *testing.T) {
+	eco, err := Start(context.Background(), Options{Tick: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eco.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ep := ipc.Endpoint{Transport: ipc.Unix, Path: eco.Path("rhizocrypt.sock")}
+	c, err := ipc.Dial(ctx, ep, ipc.Options{Security: ipc.Security{Prefix: ipc.PrefixOff}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Call(ctx, "health.liveness", nil)
+	c.Close()
+	if err == nil || !strings.Contains(err.Error(), "-32002") {
+		t.Fatalf("raw JSON to rhizoCrypt: %v, want error -32002", err)
+	}
+	if r := call(t, eco.Path("dag.sock"), "health.liveness", nil); !strings.Contains(string(r.Result), "alive") {
+		t.Fatalf("with the prefix: %s", r.Result)
 	}
 }

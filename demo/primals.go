@@ -181,7 +181,11 @@ func (e *Ecosystem) rhizocrypt() error {
 			},
 		},
 	}
-	if err := e.serveAndRegister("rhizocrypt.sock", p, "DAG primal, compliance level 3 (cost estimates, dependencies)", p.Config()); err != nil {
+	// Like the real rhizoCrypt, it requires the riboCipher first-byte
+	// signal (EC 01): raw JSON gets error -32002.
+	cfg := p.Config()
+	cfg.Accept = ipctest.RiboCipher(ipctest.PrefixRequired, "rhizocrypt", nil)
+	if err := e.serveAndRegister("rhizocrypt.sock", p, "DAG primal, compliance level 3 (cost estimates, dependencies); requires the riboCipher prefix", cfg); err != nil {
 		return err
 	}
 	e.AddEntry(Entry{Name: "dag", Path: e.Path("dag.sock"), What: "capability symlink -> rhizocrypt.sock"})

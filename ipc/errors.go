@@ -40,7 +40,7 @@ func CodeMeaning(code int64) string {
 	case code == -32603:
 		return "internal error in the peer"
 	case code == -32002:
-		return "riboCipher prefix required by the peer"
+		return "riboCipher prefix required by the peer: connect with --prefix auto (the default) or on"
 	case code <= -32000 && code >= -32099:
 		return "server error (implementation-defined)"
 	case code == 4:
