@@ -497,19 +497,25 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 // absorb applies a frame's worth of live items.
 func (m *model) absorb(items []any) tea.Cmd {
 	changed := false
+	// Targets that came and went in this frame: one note each, or one note
+	// for a burst (a registry of thousands would push every real event out
+	// of the tail).
+	var appeared, left []string
 	for _, it := range items {
 		switch x := it.(type) {
 		case TargetEvent:
 			changed = true
 			switch x.Kind {
 			case TargetRemoved:
+				if _, had := m.targets.targets[x.Target.Key]; had {
+					left = append(left, x.Target.Name)
+				}
 				delete(m.targets.targets, x.Target.Key)
-				m.events.Append(Event{Time: m.now(), Source: x.Target.Name, Kind: EvNote, Name: "target left"})
 			default:
 				t := x.Target
 				if x.Kind == TargetAdded {
 					if _, had := m.targets.targets[t.Key]; !had {
-						m.events.Append(Event{Time: m.now(), Source: t.Name, Kind: EvNote, Name: "target appeared"})
+						appeared = append(appeared, t.Name)
 					}
 				}
 				if old := m.targets.targets[t.Key]; old != nil && t.Caps == nil && old.Caps != nil && t.BTSP {
@@ -537,6 +543,8 @@ func (m *model) absorb(items []any) tea.Cmd {
 			m.trace.Append(x)
 		}
 	}
+	m.noteTargets(appeared, "target appeared", "targets appeared")
+	m.noteTargets(left, "target left", "targets left")
 	m.events.dropped = m.feed.dropped.Load()
 	if changed {
 		m.listenDirty = true
@@ -549,6 +557,23 @@ func (m *model) absorb(items []any) tea.Cmd {
 		m.rebuildCaps()
 	}
 	return nil
+}
+
+// maxTargetNotes is how many targets coming or going in one frame get a
+// note each; more get one note together.
+const maxTargetNotes = 20
+
+// noteTargets writes what happened to names on the events tail: a note per
+// target, or one for a burst naming the first few.
+func (m *model) noteTargets(names []string, one, many string) {
+	if len(names) <= maxTargetNotes {
+		for _, n := range names {
+			m.events.Append(Event{Time: m.now(), Source: n, Kind: EvNote, Name: one})
+		}
+		return
+	}
+	m.events.Append(Event{Time: m.now(), Source: "discovery", Kind: EvNote,
+		Name: fmt.Sprintf("%d %s", len(names), many), Data: []byte(strings.Join(names[:3], ", ") + ", …")}) // escaped where drawn
 }
 
 func (m *model) countRate() {

@@ -119,6 +119,17 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 		}
 	}
 
+	// The events tail says it in a note or two, not 10,000.
+	burst := 0
+	for i := 0; i < m.events.ring.Len(); i++ {
+		if e := m.events.ring.At(i); strings.HasSuffix(e.Name, " targets appeared") {
+			burst++
+		}
+	}
+	if burst == 0 || m.events.ring.Len() > 100 {
+		t.Fatalf("events tail: %d events, %d burst notes; want a burst note and no note per target", m.events.ring.Len(), burst)
+	}
+
 	m.setFocus(pTargets)
 	screen := ansi.Strip(m.render())
 	if lines := strings.Count(screen, "\n") + 1; lines > 48 {
