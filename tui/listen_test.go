@@ -92,4 +92,50 @@ func TestListenBounded(t *testing.T) {
 	if n != 1 {
 		t.Fatalf("k100 dialled %d times, want once", n)
 	}
+	conns := func() map[string]bool {
+		m.client.mu.Lock()
+		defer m.client.mu.Unlock()
+		out := map[string]bool{}
+		for k := range m.client.conns {
+			out[k] = true
+		}
+		return out
+	}
+	heartbeat := feedMsg{items: []any{Event{Source: "p000", Kind: EvHeartbeat, Name: "health.heartbeat"}}}
+
+	// Moving through left-out targets with the keys: each becomes current
+	// and is heard, the one before it is let go; never more than one past
+	// the bound, in the model or in open connections.
+	m.setFocus(pTargets)
+	for i := 0; i < 19; i++ {
+		run(t, m, m.update(press("down")[0]))
+		run(t, m, m.update(heartbeat))
+		if len(m.listening) > 51 || len(conns()) > 51 {
+			t.Fatalf("after %d moves: listening to %d, %d connections open; want at most MaxListen+1 (51)", i+1, len(m.listening), len(conns()))
+		}
+		if !m.listening[m.current] || !conns()[m.current] {
+			t.Fatalf("the current target %s is not heard", m.current)
+		}
+	}
+	if m.current != "k119" || conns()["k118"] {
+		t.Fatalf("current %s; k118 still connected: %v", m.current, conns()["k118"])
+	}
+
+	// Targets that leave free their places, and their connections close.
+	var gone []any
+	for _, k := range []string{"k000", "k002", "k003", "k004"} {
+		gone = append(gone, TargetEvent{Kind: TargetRemoved, Target: Target{Key: k, Name: "p" + k[1:]}})
+	}
+	run(t, m, m.update(feedMsg{items: gone}))
+	for _, k := range []string{"k000", "k002", "k003", "k004"} {
+		if m.listening[k] || conns()[k] {
+			t.Fatalf("%s left but is still listened to (%v) or connected (%v)", k, m.listening[k], conns()[k])
+		}
+	}
+	// The current target, heard past the bound until now, takes one of
+	// the four places; k051-k053 get the others.
+	if len(m.listening) != 50 || !m.listening["k051"] || !m.listening["k053"] || m.listening["k054"] || !m.listening["k119"] {
+		t.Fatalf("after four left: listening to %d (want 50), k051 %v, k053 %v, k054 %v (want false), k119 %v",
+			len(m.listening), m.listening["k051"], m.listening["k053"], m.listening["k054"], m.listening["k119"])
+	}
 }

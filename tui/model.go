@@ -151,8 +151,13 @@ type model struct {
 	// connection closed.
 	relistenAt map[string]time.Time
 	backoff    map[string]time.Duration
-	// notListened counts the live targets left out by Config.MaxListen.
+	// notListened counts the live targets left out by Config.MaxListen;
+	// extraListen is the current target when it is listened to past that
+	// bound (one at most: it is let go when another becomes current).
 	notListened int
+	extraListen string
+	// listenNoted marks targets whose failure to be listened to was said.
+	listenNoted map[string]bool
 	// listenDirty says something that decides listening changed (targets,
 	// the current one, a freed place); relistenNext is the earliest time a
 	// target waiting out its backoff may be listened to again. Without
@@ -183,6 +188,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 		feed:        newFeed(65536, time.Second/time.Duration(cfg.FPS)),
 		listening:   map[string]bool{},
 		listenDirty: true,
+		listenNoted: map[string]bool{},
 		described:   map[string]bool{},
 		relistenAt:  map[string]time.Time{},
 		backoff:     map[string]time.Duration{},
@@ -471,10 +477,14 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		// Free the slot and try again later, backing off; say so once.
 		delete(m.listening, msg.key)
 		m.listenDirty = true
-		b := m.backoff[msg.key]
-		if b == 0 {
-			m.events.Append(Event{Time: m.now(), Source: msg.name, TargetKey: msg.key, Kind: EvNote, Name: "cannot listen", Data: []byte(msg.err.Error())})
+		if m.extraListen == msg.key {
+			m.extraListen = ""
 		}
+		if !m.listenNoted[msg.key] {
+			m.listenNoted[msg.key] = true
+			m.events.Append(Event{Time: m.now(), Source: msg.name, TargetKey: msg.key, Kind: EvNote, Name: "cannot listen", Data: []byte(msg.err.Error() + " (trying again later)")})
+		}
+		b := m.backoff[msg.key]
 		b = min(max(2*b, time.Second), 30*time.Second)
 		m.backoff[msg.key] = b
 		m.relistenAt[msg.key] = m.now().Add(b)
@@ -501,16 +511,28 @@ func (m *model) absorb(items []any) tea.Cmd {
 	// for a burst (a registry of thousands would push every real event out
 	// of the tail).
 	var appeared, left []string
+	var drops []tea.Cmd
 	for _, it := range items {
 		switch x := it.(type) {
 		case TargetEvent:
 			changed = true
 			switch x.Kind {
 			case TargetRemoved:
-				if _, had := m.targets.targets[x.Target.Key]; had {
+				k := x.Target.Key
+				if _, had := m.targets.targets[k]; had {
 					left = append(left, x.Target.Name)
 				}
-				delete(m.targets.targets, x.Target.Key)
+				delete(m.targets.targets, k)
+				// Stop listening to it: its place goes to a listed target.
+				if m.listening[k] {
+					delete(m.listening, k)
+					drops = append(drops, m.dropListener(k))
+				}
+				if m.extraListen == k {
+					m.extraListen = ""
+				}
+				delete(m.relistenAt, k)
+				delete(m.backoff, k)
 			default:
 				t := x.Target
 				if x.Kind == TargetAdded {
@@ -528,6 +550,9 @@ func (m *model) absorb(items []any) tea.Cmd {
 			if x.Kind == EvNote && x.Name == "connection closed" {
 				// listen again later, backing off while it keeps closing
 				delete(m.listening, x.TargetKey)
+				if m.extraListen == x.TargetKey {
+					m.extraListen = ""
+				}
 				m.listenDirty = true
 				b := m.backoff[x.TargetKey]
 				b = min(max(2*b, time.Second), 30*time.Second)
@@ -551,12 +576,22 @@ func (m *model) absorb(items []any) tea.Cmd {
 		m.targets.rebuild()
 		if m.current == "" || m.targets.targets[m.current] == nil {
 			if k := m.targets.selectedKey(); k != "" {
-				return m.selectTarget(k)
+				return tea.Batch(append(drops, m.selectTarget(k))...)
 			}
 		}
 		m.rebuildCaps()
 	}
-	return nil
+	return tea.Batch(drops...)
+}
+
+// dropListener closes the TUI's connection to key (it is no longer
+// listened to), off the update loop: closing a stdio peer can wait.
+func (m *model) dropListener(key string) tea.Cmd {
+	cl := m.client
+	return m.safe(func() tea.Msg {
+		cl.drop(key)
+		return nil
+	})
 }
 
 // maxTargetNotes is how many targets coming or going in one frame get a
@@ -614,6 +649,16 @@ func (m *model) listen() []tea.Cmd {
 		return nil
 	}
 	m.listenDirty, m.relistenNext = false, time.Time{}
+	var cmds []tea.Cmd
+	if m.extraListen != "" && m.extraListen != m.current {
+		// The target listened to past the bound is no longer current: let
+		// it go if the bound is still full (else it keeps its place).
+		if len(m.listening) > m.cfg.MaxListen && m.listening[m.extraListen] {
+			delete(m.listening, m.extraListen)
+			cmds = append(cmds, m.dropListener(m.extraListen))
+		}
+		m.extraListen = ""
+	}
 	order := make([]string, 0, len(m.targets.targets)+1)
 	if m.current != "" {
 		order = append(order, m.current)
@@ -634,7 +679,6 @@ func (m *model) listen() []tea.Cmd {
 			}
 		}
 	}
-	var cmds []tea.Cmd
 	left := 0
 	for _, k := range order {
 		t := m.targets.targets[k]
@@ -651,9 +695,17 @@ func (m *model) listen() []tea.Cmd {
 		if !(t.hasStream && t.stream.BiomeOSAPI) && t.Health != HealthLive && !holon {
 			continue
 		}
-		if len(m.listening) >= m.cfg.MaxListen && k != m.current {
-			left++
-			continue
+		if len(m.listening) >= m.cfg.MaxListen {
+			if k != m.current {
+				left++
+				continue
+			}
+			if !(t.hasStream && t.stream.BiomeOSAPI) {
+				// The current target is heard past the bound, until another
+				// becomes current. (An event stream cannot be let go early;
+				// there are a handful, one a family.)
+				m.extraListen = k
+			}
 		}
 		if t.hasStream && t.stream.BiomeOSAPI {
 			// The biomeOS API speaks HTTP: read its event stream (the

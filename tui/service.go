@@ -90,14 +90,17 @@ type client struct {
 	mu     sync.Mutex
 	conns  map[string]*ipc.Conn
 	closed bool // after close, no connection is kept (commands may still dial)
-	wg     sync.WaitGroup
+	// dropping marks connections closed on purpose by drop: their end is
+	// not reported as a "connection closed" note.
+	dropping map[*ipc.Conn]bool
+	wg       sync.WaitGroup
 }
 
 func newClient(ctx context.Context, dial Dialer, f *feed, maxFrame int64, sec ipc.Security) *client {
 	if dial == nil {
 		dial = defaultDialer
 	}
-	return &client{ctx: ctx, dial: dial, feed: f, max: maxFrame, sec: sec, conns: map[string]*ipc.Conn{}}
+	return &client{ctx: ctx, dial: dial, feed: f, max: maxFrame, sec: sec, conns: map[string]*ipc.Conn{}, dropping: map[*ipc.Conn]bool{}}
 }
 
 // conn returns the open connection to t, dialling it when needed.
@@ -167,16 +170,23 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		// The connection ended (by the peer, or a broken frame): close it so
 		// its socket is released, not only forgotten.
 		cn.Close()
-		note := Event{Time: time.Now(), Source: src, TargetKey: t.Key, Kind: EvNote, Name: "connection closed"}
-		if err := cn.Err(); err != nil {
-			note.Data = []byte(err.Error())
-		}
-		c.feed.push(note)
 		c.mu.Lock()
 		if c.conns[t.Key] == cn {
 			delete(c.conns, t.Key)
 		}
+		onPurpose := c.dropping[cn]
+		delete(c.dropping, cn)
 		c.mu.Unlock()
+		if onPurpose {
+			return
+		}
+		note := Event{Time: time.Now(), Source: src, TargetKey: t.Key, Kind: EvNote, Name: "connection closed"}
+		if err := cn.Err(); err != nil {
+			note.Data = []byte(err.Error())
+		}
+		// The model frees the target's listening place on this note: it
+		// must arrive even when a flood has filled the feed.
+		c.feed.pushWait(c.ctx, note)
 	}()
 	return cn, nil
 }
@@ -199,7 +209,7 @@ func (c *client) watchStream(ctx context.Context, t Target, src events.Source) {
 			note.Data = []byte(err.Error())
 		}
 		if ctx.Err() == nil {
-			c.feed.push(note)
+			c.feed.pushWait(ctx, note) // it frees the listening place: never dropped
 		}
 	}()
 }
@@ -222,6 +232,21 @@ func (c *client) reply(ctx context.Context, key string, id json.RawMessage, resu
 		return fmt.Errorf("reply: the connection that asked is closed")
 	}
 	return cn.Reply(ctx, id, result, rpcErr)
+}
+
+// drop closes the connection to key, if there is one, without reporting
+// its end (the TUI stopped listening to it).
+func (c *client) drop(key string) {
+	c.mu.Lock()
+	cn := c.conns[key]
+	if cn != nil {
+		delete(c.conns, key)
+		c.dropping[cn] = true
+	}
+	c.mu.Unlock()
+	if cn != nil {
+		cn.Close()
+	}
 }
 
 // close closes every connection and waits for their readers.
