@@ -137,5 +137,6 @@ func decodeNumbers(b []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v any
-	return v, d.Decode(&v)
+	err := d.Decode(&v)
+	return v, err
 }

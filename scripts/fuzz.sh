@@ -7,6 +7,9 @@
 #   FUZZTIME=1m JOBS=4 scripts/fuzz.sh    # shorter, more at once
 #   scripts/fuzz.sh FuzzReadFrame FuzzInspect ./config:FuzzParse
 #
+# A bare name runs that target in every package that has it; pkg:Target
+# names the package by its path from the module root (ipc/sse:FuzzReader).
+#
 # Logs go to fuzz-out/<pkg>.<Target>.log, one summary line a target to
 # fuzz-out/summary.txt. A crasher is written by go test to
 # <pkg>/testdata/fuzz/<Target>/ and makes this script exit 1.
@@ -37,6 +40,8 @@ if [ $# -gt 0 ]; then
 else
   mapfile -t targets < <(all_targets)
 fi
+mapfile -t targets < <(printf '%s\n' "${targets[@]}" | sort -u) # each once
+: >"$OUT/summary.txt"
 
 cache=$(go env GOCACHE)/fuzz/$(go list -m)
 module=$(go list -m)

@@ -204,8 +204,12 @@ func cutUTF8(p []byte, n int) []byte {
 	if len(p) <= n {
 		return p
 	}
-	for n > 0 && !utf8.RuneStart(p[n]) {
-		n--
+	// Back up at most to the start of one character; bytes that start
+	// none (invalid UTF-8 from a peer) are cut where they are.
+	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(p[i]) {
+			return p[:i]
+		}
 	}
 	return p[:n]
 }

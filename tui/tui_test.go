@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -664,5 +665,22 @@ func TestDescribedBTSPTargetKept(t *testing.T) {
 	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetChanged, Target: tg}}})
 	if got := m.targets.targets["k"]; got.Caps == nil || len(got.Tree) == 0 || got.Latency != time.Millisecond {
 		t.Fatalf("after a change: caps %v tree %d latency %v", got.Caps != nil, len(got.Tree), got.Latency)
+	}
+}
+
+// TestCutUTF8: long data is cut on a character boundary, and bytes that
+// start no character (invalid UTF-8 from a peer) are cut where they are,
+// never to nothing.
+func TestCutUTF8(t *testing.T) {
+	s := []byte(strings.Repeat("a", 511) + "é" + "b")
+	if got := cutUTF8(s, 512); string(got) != strings.Repeat("a", 511) {
+		t.Fatalf("cut through é: %q", got[505:])
+	}
+	bad := bytes.Repeat([]byte{0x80}, 600)
+	if got := cutUTF8(bad, 512); len(got) != 512 {
+		t.Fatalf("600 continuation bytes cut to %d, want 512", len(got))
+	}
+	if got := cutUTF8([]byte("short"), 512); string(got) != "short" {
+		t.Fatalf("short data changed: %q", got)
 	}
 }
