@@ -2,15 +2,19 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 // TestListenBounded: with more live targets than MaxListen, the TUI
@@ -137,5 +141,73 @@ func TestListenBounded(t *testing.T) {
 	if len(m.listening) != 50 || !m.listening["k051"] || !m.listening["k053"] || m.listening["k054"] || !m.listening["k119"] {
 		t.Fatalf("after four left: listening to %d (want 50), k051 %v, k053 %v, k054 %v (want false), k119 %v",
 			len(m.listening), m.listening["k051"], m.listening["k053"], m.listening["k054"], m.listening["k119"])
+	}
+}
+
+// TestDropLetsCallsFinish: letting a target go while a call to it is in
+// flight (the user moved on, or discovery lost it for a moment) does not
+// cut the call: new calls get a fresh connection at once, the old one
+// closes when its call is answered, and its end is not reported as a
+// connection that closed.
+func TestDropLetsCallsFinish(t *testing.T) {
+	dir := t.TempDir()
+	p := &ipctest.Primal{Name: "slow", Version: "1.0", Groups: []ipctest.Group{{Type: "test", Methods: []string{"slow"}}},
+		Handlers: map[string]ipctest.HandlerFunc{"test.slow": func(context.Context, json.RawMessage) (any, error) {
+			time.Sleep(300 * time.Millisecond)
+			return "done", nil
+		}}}
+	path := filepath.Join(dir, "slow.sock")
+	s, err := ipctest.StartPrimal(path, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m, _ := testModel(t, goldenConfig("dark"))
+	tg := Target{Key: "unix://" + path, Name: "slow", Endpoint: "unix://" + path, Health: HealthLive}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	first, err := m.client.conn(ctx, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answered := make(chan error, 1)
+	go func() {
+		_, err := m.client.send(ctx, tg, ipc.Request{Method: "test.slow"})
+		answered <- err
+	}()
+	for first.InFlight() == 0 { // the call is on the wire
+		time.Sleep(time.Millisecond)
+	}
+	dropped := make(chan struct{})
+	go func() { m.client.drop(tg.Key, 5*time.Second); close(dropped) }()
+	time.Sleep(20 * time.Millisecond)
+	again, err := m.client.conn(ctx, tg)
+	if err != nil || again == first {
+		t.Fatalf("a new call should get a fresh connection at once: same %v, %v", again == first, err)
+	}
+	if err := <-answered; err != nil {
+		t.Fatalf("the call in flight was cut: %v", err)
+	}
+	select {
+	case <-dropped:
+	case <-time.After(3 * time.Second):
+		t.Fatal("drop did not close the connection after its call was answered")
+	}
+	select {
+	case <-first.Done():
+	case <-time.After(time.Second):
+		t.Fatal("the dropped connection is still open")
+	}
+	time.Sleep(50 * time.Millisecond) // its reader has ended
+	for {
+		select {
+		case x := <-m.feed.ch:
+			if e, ok := x.(Event); ok && e.Name == "connection closed" {
+				t.Fatalf("a connection closed on purpose was reported: %+v", e)
+			}
+			continue
+		default:
+		}
+		break
 	}
 }

@@ -474,20 +474,11 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		m.comp.complete(m.target())
 		return nil
 	case listenFailedMsg:
-		// Free the slot and try again later, backing off; say so once.
-		delete(m.listening, msg.key)
-		m.listenDirty = true
-		if m.extraListen == msg.key {
-			m.extraListen = ""
-		}
-		if !m.listenNoted[msg.key] {
+		if !m.listenNoted[msg.key] { // said once
 			m.listenNoted[msg.key] = true
 			m.events.Append(Event{Time: m.now(), Source: msg.name, TargetKey: msg.key, Kind: EvNote, Name: "cannot listen", Data: []byte(msg.err.Error() + " (trying again later)")})
 		}
-		b := m.backoff[msg.key]
-		b = min(max(2*b, time.Second), 30*time.Second)
-		m.backoff[msg.key] = b
-		m.relistenAt[msg.key] = m.now().Add(b)
+		m.listenEnded(msg.key)
 		return nil
 	case crashMsg:
 		m.crashed = msg.path
@@ -533,6 +524,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 				}
 				delete(m.relistenAt, k)
 				delete(m.backoff, k)
+				delete(m.listenNoted, k)
 			default:
 				t := x.Target
 				if x.Kind == TargetAdded {
@@ -548,16 +540,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 			}
 		case Event:
 			if x.Kind == EvNote && x.Name == "connection closed" {
-				// listen again later, backing off while it keeps closing
-				delete(m.listening, x.TargetKey)
-				if m.extraListen == x.TargetKey {
-					m.extraListen = ""
-				}
-				m.listenDirty = true
-				b := m.backoff[x.TargetKey]
-				b = min(max(2*b, time.Second), 30*time.Second)
-				m.backoff[x.TargetKey] = b
-				m.relistenAt[x.TargetKey] = m.now().Add(b)
+				m.listenEnded(x.TargetKey)
 			}
 			m.countRate()
 			m.events.Append(x)
@@ -584,14 +567,37 @@ func (m *model) absorb(items []any) tea.Cmd {
 	return tea.Batch(drops...)
 }
 
+// listenEnded frees key's listening place after its connection ended or
+// could not be made, and has it listened to again later, backing off while
+// it keeps failing.
+func (m *model) listenEnded(key string) {
+	delete(m.listening, key)
+	if m.extraListen == key {
+		m.extraListen = ""
+	}
+	m.listenDirty = true
+	b := min(max(2*m.backoff[key], time.Second), 30*time.Second)
+	m.backoff[key] = b
+	m.relistenAt[key] = m.now().Add(b)
+}
+
 // dropListener closes the TUI's connection to key (it is no longer
-// listened to), off the update loop: closing a stdio peer can wait.
+// listened to), off the update loop: calls still in flight on it finish
+// first, and closing a stdio peer can wait.
 func (m *model) dropListener(key string) tea.Cmd {
-	cl := m.client
+	cl, grace := m.client, m.callTimeout()
 	return m.safe(func() tea.Msg {
-		cl.drop(key)
+		cl.drop(key, grace)
 		return nil
 	})
+}
+
+// callTimeout bounds one call (Config.Timeout, 30 s when zero).
+func (m *model) callTimeout() time.Duration {
+	if m.cfg.Timeout > 0 {
+		return m.cfg.Timeout
+	}
+	return 30 * time.Second
 }
 
 // maxTargetNotes is how many targets coming or going in one frame get a
@@ -1372,11 +1378,7 @@ func (m *model) send() tea.Cmd {
 		return nil
 	}
 	req := ipc.Request{Method: method, Params: params, SessionID: c.session.String(), Pool: c.pool.String()}
-	timeout := m.cfg.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(m.ctx, timeout)
+	ctx, cancel := context.WithTimeout(m.ctx, m.callTimeout())
 	m.cancel = cancel
 	c.inflight, c.inflightAt = true, method
 	c.seq++
@@ -1849,11 +1851,7 @@ func (m *model) keyHistory(kp tea.KeyPressMsg) tea.Cmd {
 
 // replay sends a stored call again and shows the diff against its answer.
 func (m *model) replay(e CallRecord, t Target) tea.Cmd {
-	cl, hs := m.client, m.hist
-	timeout := m.cfg.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
+	cl, hs, timeout := m.client, m.hist, m.callTimeout()
 	m.setInfo(fmt.Sprintf("replaying call %d…", e.ID))
 	m.comp.seq++
 	seq := m.comp.seq

@@ -235,8 +235,10 @@ func (c *client) reply(ctx context.Context, key string, id json.RawMessage, resu
 }
 
 // drop closes the connection to key, if there is one, without reporting
-// its end (the TUI stopped listening to it).
-func (c *client) drop(key string) {
+// its end (the TUI stopped listening to it). New calls to key dial afresh
+// at once; calls already in flight on it are given up to grace (the call
+// timeout) to finish before it closes.
+func (c *client) drop(key string, grace time.Duration) {
 	c.mu.Lock()
 	cn := c.conns[key]
 	if cn != nil {
@@ -244,9 +246,27 @@ func (c *client) drop(key string) {
 		c.dropping[cn] = true
 	}
 	c.mu.Unlock()
-	if cn != nil {
-		cn.Close()
+	if cn == nil {
+		return
 	}
+	deadline := time.NewTimer(grace)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for cn.InFlight() > 0 {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			cn.Close()
+			return
+		case <-cn.Done():
+			return
+		case <-c.ctx.Done():
+			cn.Close()
+			return
+		}
+	}
+	cn.Close()
 }
 
 // close closes every connection and waits for their readers.
