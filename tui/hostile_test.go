@@ -62,6 +62,24 @@ func hostileFDList() string {
 	return strings.Join(out, " ")
 }
 
+// hostileServe serves cfg on a fresh socket for the test; it is closed
+// and removed when the test ends (tests close it earlier to count leaks).
+func hostileServe(t *testing.T, cfg ipctest.Config) (string, *ipctest.Server) {
+	t.Helper()
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "hostile.sock")
+	s, err := ipctest.Listen(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return path, s
+}
+
 // hostileNoLeak fails t when goroutines or file descriptors outlive the
 // test's peers and client (counted before as g0 and fd0), after a grace.
 func hostileNoLeak(t *testing.T, g0, fd0 int) {
@@ -138,17 +156,7 @@ func TestHostilePeersTUICall(t *testing.T) {
 			// left open must be closed by its owner, not by a finalizer.
 			defer debug.SetGCPercent(debug.SetGCPercent(-1))
 			g0, fd0 := runtime.NumGoroutine(), hostileFDs()
-			dir, err := ipctest.TempDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(dir)
-			path := filepath.Join(dir, "hostile.sock")
-			s, err := ipctest.Listen(path, tc.cfg())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			path, s := hostileServe(t, tc.cfg())
 			timeout := tc.timeout
 			if timeout == 0 {
 				timeout = 250 * time.Millisecond
@@ -260,19 +268,9 @@ func TestHostilePeersTUIListen(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			defer debug.SetGCPercent(debug.SetGCPercent(-1))
 			g0, fd0 := runtime.NumGoroutine(), hostileFDs()
-			dir, err := ipctest.TempDir()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(dir)
-			path := filepath.Join(dir, "hostile.sock")
 			cfg := hostileHealthy()
 			cfg.Behavior.OnConnect = tc.push
-			s, err := ipctest.Listen(path, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
+			path, s := hostileServe(t, cfg)
 			mc := goldenConfig("dark")
 			mc.NoListen, mc.EventBuffer, mc.TraceBuffer = false, 1000, 500
 			if tc.maxLine > 0 {
