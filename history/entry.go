@@ -158,18 +158,15 @@ func asJSON(b json.RawMessage) json.RawMessage {
 	return s
 }
 
-// cut returns b limited to at most limit bytes, not splitting a UTF-8
-// sequence, and whether it was cut.
-func cut(b []byte, limit int) ([]byte, bool) {
+// cutView returns b limited to at most limit bytes, not splitting a UTF-8
+// sequence, and whether it was cut. The result shares b's bytes.
+func cutView(b []byte, limit int) ([]byte, bool) {
 	if limit <= 0 || len(b) <= limit {
 		return b, false
 	}
 	n := limit
-	// Step back over at most 3 continuation bytes to a rune start.
 	for i := 0; i < utf8.UTFMax-1 && n > 0 && !utf8.RuneStart(b[n]); i++ {
 		n--
 	}
-	out := make([]byte, n)
-	copy(out, b[:n])
-	return out, true
+	return b[:n:n], true
 }

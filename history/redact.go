@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Redacted replaces the value of every member whose key looks secret.
@@ -21,7 +23,15 @@ const maxRedactDepth = 1000
 var secretWords = []string{
 	"seed", "secret", "password", "passwd", "passphrase", "pwd", "token",
 	"privatekey", "privkey", "apikey", "keymaterial", "credential", "mnemonic",
-	"cookie", "psk",
+	"cookie", "psk", "jwt", "bearer", "sessionid", "authorization",
+}
+
+// secretWholeWords are secret only as a whole word of the key (split at
+// separators and camelCase humps): "pin" and "userPin" but not "ping" or
+// "mapping", "pass" and "db_pass" but not "passenger" or "bypass".
+var secretWholeWords = map[string]bool{
+	"pin": true, "pins": true, "pincode": true, "otp": true, "totp": true, "hotp": true,
+	"pass": true, "passcode": true, "auth": true, "oauth": true, "sid": true,
 }
 
 // notSecret are keys that contain a secret word but count things (language
@@ -43,35 +53,75 @@ var secretKeyPrefixes = []string{
 }
 
 // IsSecretKey reports whether a JSON object key looks like it holds a secret:
-// seeds, secrets, passwords, tokens, private keys, API keys, key material,
-// credentials and anything starting with "auth" (but not "author"), compared
-// case-insensitively and ignoring '_', '-', '.' and other punctuation.
+// seeds, secrets, passwords and passphrases, tokens (access, refresh, JWT,
+// bearer), private and API keys, key material, credentials, cookies, session
+// ids, PINs and one-time passwords, and anything starting with "auth" (but
+// not "author"). Keys are compared case-insensitively and ignoring '_', '-',
+// '.', spaces and other punctuation, so "api_key", "apiKey", "X-API-KEY" and
+// "x.api key" are one key. Short words (pin, otp, pass, auth, sid) count
+// only as a whole word of the key: "userPin", "otp_code", "db.pass" are
+// secret, "ping", "mapping" and "passenger" are not.
 func IsSecretKey(key string) bool {
-	var b strings.Builder
-	for _, r := range strings.ToLower(key) {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r > 0x7f {
-			b.WriteRune(r)
+	var buf [64]byte
+	n := buf[:0]
+	var words [8][2]int // start and end of each word in n
+	nw := 0
+	start := 0
+	var prev rune
+	rs := []rune(key)
+	for i, r := range rs {
+		lower := unicode.ToLower(r)
+		alnum := (lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9') || r > 0x7f && (unicode.IsLetter(r) || unicode.IsDigit(r))
+		if !alnum {
+			if len(n) > start && nw < len(words) {
+				words[nw] = [2]int{start, len(n)}
+				nw++
+			}
+			start = len(n)
+			prev = 0
+			continue
 		}
+		// A camelCase hump starts a word: "userPin", "PINCode" (the last
+		// capital of a run starts the next word when a small letter follows).
+		if len(n) > start && unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev) ||
+			unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+			if nw < len(words) {
+				words[nw] = [2]int{start, len(n)}
+				nw++
+			}
+			start = len(n)
+		}
+		n = utf8.AppendRune(n, lower)
+		prev = r
 	}
-	n := b.String()
-	if n == "" || notSecret[n] {
+	if len(n) > start && nw < len(words) {
+		words[nw] = [2]int{start, len(n)}
+		nw++
+	}
+	ns := string(n)
+	if ns == "" || notSecret[ns] {
 		return false
 	}
 	for _, w := range secretWords {
-		if strings.Contains(n, w) {
+		if strings.Contains(ns, w) {
 			return true
 		}
 	}
-	if strings.HasPrefix(n, "auth") {
+	for _, w := range words[:nw] {
+		if secretWholeWords[ns[w[0]:w[1]]] {
+			return true
+		}
+	}
+	if strings.HasPrefix(ns, "auth") {
 		// "author", "authors", "authored" name people, not credentials;
 		// "authorization" and "authority" tokens do not.
-		if strings.HasPrefix(n, "author") && !strings.HasPrefix(n, "authoriz") && !strings.HasPrefix(n, "authorit") {
+		if strings.HasPrefix(ns, "author") && !strings.HasPrefix(ns, "authoriz") && !strings.HasPrefix(ns, "authorit") {
 			return false
 		}
 		return true
 	}
-	if strings.HasSuffix(n, "key") || strings.HasSuffix(n, "keys") {
-		stem := strings.TrimSuffix(strings.TrimSuffix(n, "s"), "key")
+	if strings.HasSuffix(ns, "key") || strings.HasSuffix(ns, "keys") {
+		stem := strings.TrimSuffix(strings.TrimSuffix(ns, "s"), "key")
 		for _, p := range secretKeyPrefixes {
 			if strings.HasSuffix(stem, p) {
 				return true

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -378,8 +377,27 @@ const (
 
 // prepare redacts, cuts and counts e. It never fails: what cannot be checked
 // for secrets is replaced by a placeholder.
-func (s *Store) prepare(e Entry) row {
-	limit := s.opts.EntryLimit
+func (s *Store) prepare(e Entry) row { return prepareEntry(e, s.opts) }
+
+// prepareEntry makes e ready to store, in one pass over what is stored:
+//
+//  1. The params (small, typed by the user) are redacted whole: every value
+//     under a secret-looking key becomes "[redacted]" and is remembered, as
+//     are the known secrets (opts.Secrets, the family seed); then they are
+//     cut to the entry limit.
+//  2. The result and the error data are cut to the entry limit first
+//     (without copying), then only the kept part is redacted: secret keys,
+//     and every remembered value wherever it appears.
+//  3. The error message, which peers often make by echoing the params, gets
+//     the same treatment as text; so do the target, endpoint, method,
+//     session and pool.
+//
+// A large answer is thus read once and copied at most once (only when a
+// secret is found in it). The full-text index and exports are built from
+// what prepareEntry returns, so they hold no secret either.
+func prepareEntry(e Entry, opts Options) row {
+	opts = opts.withDefaults()
+	limit := opts.EntryLimit
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
@@ -395,36 +413,53 @@ func (s *Store) prepare(e Entry) row {
 			e.ResponseSize += int64(len(e.Error.Data))
 		}
 	}
-	s.scrub(&e)
-	var cutAny bool
-	if len(e.Params) > 0 {
-		p, _, err := Redact(e.Params)
-		if err != nil {
-			p = json.RawMessage(unparsedParams)
+	var vals []string
+	for _, sec := range opts.Secrets {
+		if len(sec) >= MinSecretLen {
+			vals = append(vals, sec)
 		}
-		e.Params, e.ParamsTruncated = cut(p, limit)
 	}
-	if len(e.Result) > 0 {
-		r, _, err := Redact(e.Result)
-		if err != nil {
-			r = json.RawMessage(unparsedValue)
+	var params []byte
+	if len(e.Params) > 0 {
+		if !json.Valid(e.Params) {
+			params = []byte(unparsedParams)
+		} else {
+			params = redactScan(e.Params, nil, false, &vals)
 		}
-		e.Result, cutAny = cut(r, limit)
+	}
+	sc := newScrubber(vals)
+	if len(params) > 0 {
+		params = redactScan(params, sc.in(params), false, nil)
+		e.Params, e.ParamsTruncated = cutView(params, limit)
+	}
+	var cutAny bool
+	if len(e.Result) > 0 {
+		var r []byte
+		r, cutAny = cutView(e.Result, limit)
+		e.Result = redactScan(r, sc.in(r), false, nil)
 		e.Truncated = e.Truncated || cutAny
 	}
 	if e.Error != nil {
 		er := *e.Error
-		er.Message = string(first(cut([]byte(er.Message), limit)))
+		m, _ := cutView([]byte(er.Message), limit)
+		er.Message = string(redactScan(m, sc.in(m), true, nil))
 		if len(er.Data) > 0 {
-			d, _, err := Redact(er.Data)
-			if err != nil {
-				d = json.RawMessage(unparsedValue)
-			}
-			er.Data, cutAny = cut(d, limit)
+			var d []byte
+			d, cutAny = cutView(er.Data, limit)
+			er.Data = redactScan(d, sc.in(d), false, nil)
 			e.Truncated = e.Truncated || cutAny
 		}
 		e.Error = &er
 	}
+	for _, f := range []*string{&e.Target, &e.Endpoint, &e.Method, &e.Session, &e.Pool} {
+		*f = sc.scrubText(*f)
+	}
+	return countRow(e)
+}
+
+// countRow fills in the full-text error text and the size counted for
+// retention of an entry already prepared.
+func countRow(e Entry) row {
 	r := row{e: e}
 	if e.Error != nil {
 		r.errText = e.Error.Message
@@ -438,40 +473,6 @@ func (s *Store) prepare(e Entry) row {
 	r.bytes = 64 + int64(len(e.Target)+len(e.Endpoint)+len(e.Wire)+len(e.Transport)+len(e.Method)+
 		len(e.Params)+len(e.Result)+len(e.Session)+len(e.Pool)+len(e.Source)) + int64(len(r.errText))
 	return r
-}
-
-func first(b []byte, _ bool) []byte { return b }
-
-// scrub replaces every Options.Secrets value in e's text by Redacted.
-func (s *Store) scrub(e *Entry) {
-	for _, sec := range s.opts.Secrets {
-		if len(sec) < MinSecretLen {
-			continue
-		}
-		str := func(v *string) {
-			if strings.Contains(*v, sec) {
-				*v = strings.ReplaceAll(*v, sec, Redacted)
-			}
-		}
-		raw := func(v *json.RawMessage) {
-			if bytes.Contains(*v, []byte(sec)) {
-				*v = bytes.ReplaceAll(*v, []byte(sec), []byte(Redacted))
-			}
-		}
-		str(&e.Target)
-		str(&e.Endpoint)
-		str(&e.Method)
-		str(&e.Session)
-		str(&e.Pool)
-		raw(&e.Params)
-		raw(&e.Result)
-		if e.Error != nil {
-			er := *e.Error
-			str(&er.Message)
-			raw(&er.Data)
-			e.Error = &er
-		}
-	}
 }
 
 // Totals are the store's counters, as kept for retention.

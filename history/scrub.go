@@ -1,0 +1,319 @@
+package history
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"unicode/utf8"
+)
+
+// MinValueLen is the shortest value, redacted from the params under a secret
+// key, that is also scrubbed wherever else it turns up in the entry (result,
+// error message and data, target...). Shorter ones ("a", "1") would blank
+// out ordinary text.
+const MinValueLen = 4
+
+// redactedJSON replaces a secret value in JSON; Redacted alone replaces a
+// secret inside a string or in free text.
+const redactedJSON = `"` + Redacted + `"`
+
+// maxKeyCache bounds the secret-key verdicts one scan remembers.
+const maxKeyCache = 4096
+
+// patcher builds a changed copy of src lazily: nothing is copied until the
+// first change, and an unchanged src is returned as it is.
+type patcher struct {
+	src  []byte
+	out  []byte
+	last int // src[:last] is in out
+}
+
+func (p *patcher) replace(from, to int, with string) {
+	if p.out == nil {
+		p.out = make([]byte, 0, len(p.src)+len(with))
+	}
+	p.out = append(p.out, p.src[p.last:from]...)
+	p.out = append(p.out, with...)
+	p.last = to
+}
+
+func (p *patcher) result() []byte {
+	if p.out == nil {
+		return p.src
+	}
+	return append(p.out, p.src[p.last:]...)
+}
+
+// scrubber finds known secret values in text: each value as it is and as it
+// looks inside a JSON string.
+type scrubber struct {
+	forms [][]byte // longest first, no duplicates
+}
+
+// newScrubber returns a scrubber for vals, or nil when there is none.
+func newScrubber(vals []string) *scrubber {
+	var forms [][]byte
+	for _, v := range vals {
+		forms = append(forms, []byte(v))
+		var b bytes.Buffer
+		writeString(&b, v)
+		if esc := b.Bytes()[1 : b.Len()-1]; !bytes.Equal(esc, []byte(v)) {
+			forms = append(forms, bytes.Clone(esc))
+		}
+	}
+	if len(forms) == 0 {
+		return nil
+	}
+	slices.SortFunc(forms, func(a, b []byte) int { return len(b) - len(a) })
+	forms = slices.CompactFunc(forms, bytes.Equal)
+	return &scrubber{forms: forms}
+}
+
+// in returns a scrubber of the forms present in doc (one fast search each),
+// or nil when none is: most documents hold no secret and are then scanned
+// for secret keys only.
+func (s *scrubber) in(doc []byte) *scrubber {
+	if s == nil {
+		return nil
+	}
+	var present [][]byte
+	for _, f := range s.forms {
+		if bytes.Contains(doc, f) {
+			present = append(present, f)
+		}
+	}
+	if len(present) == 0 {
+		return nil
+	}
+	return &scrubber{forms: present}
+}
+
+func isDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// scrub replaces every secret in doc[from:to] by with. A secret of digits
+// only is replaced only where it stands alone (not inside a longer number).
+func (s *scrubber) scrub(p *patcher, doc []byte, from, to int, with string) {
+	if s == nil || from >= to {
+		return
+	}
+	pos := from
+	for pos < to {
+		hit, hlen := -1, 0
+		for _, f := range s.forms {
+			i := bytes.Index(doc[pos:to], f)
+			for i >= 0 && isDigits(f) {
+				at := pos + i
+				before := at > 0 && doc[at-1] >= '0' && doc[at-1] <= '9'
+				after := at+len(f) < len(doc) && doc[at+len(f)] >= '0' && doc[at+len(f)] <= '9'
+				if !before && !after {
+					break
+				}
+				if j := bytes.Index(doc[at+1:to], f); j >= 0 {
+					i = at + 1 + j - pos
+				} else {
+					i = -1
+				}
+			}
+			if i >= 0 && (hit < 0 || pos+i < hit) {
+				hit, hlen = pos+i, len(f)
+			}
+		}
+		if hit < 0 {
+			return
+		}
+		p.replace(hit, hit+hlen, with)
+		pos = hit + hlen
+	}
+}
+
+// scrubText replaces every secret in s by Redacted.
+func (sc *scrubber) scrubText(s string) string {
+	if sc == nil || s == "" {
+		return s
+	}
+	b := []byte(s)
+	p := patcher{src: b}
+	sc.in(b).scrub(&p, b, 0, len(b), Redacted)
+	return string(p.result())
+}
+
+// stringEnd returns the index of the quote that closes the JSON string
+// opened at doc[open], or len(doc) when doc ends first (a cut document).
+func stringEnd(doc []byte, open int) int {
+	j := open + 1
+	for {
+		k := bytes.IndexByte(doc[j:], '"')
+		if k < 0 {
+			return len(doc)
+		}
+		q := j + k
+		bs := 0
+		for b := q - 1; b > open && doc[b] == '\\'; b-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return q
+		}
+		j = q + 1
+	}
+}
+
+func skipSpace(doc []byte, i int) int {
+	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the end of the JSON value starting at doc[i] (after
+// leading space), or len(doc) when doc ends first.
+func valueEnd(doc []byte, i int) int {
+	if i >= len(doc) {
+		return len(doc)
+	}
+	switch doc[i] {
+	case '"':
+		e := stringEnd(doc, i)
+		if e < len(doc) {
+			return e + 1
+		}
+		return e
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(doc); j++ {
+			switch doc[j] {
+			case '"':
+				j = stringEnd(doc, j)
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(doc)
+	}
+	for j := i; j < len(doc); j++ {
+		switch doc[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r', '"':
+			return j
+		}
+	}
+	return len(doc)
+}
+
+// stringText returns the text of the JSON string doc[open:end] (end is the
+// closing quote or len(doc) for a cut string), unescaped when it can be.
+func stringText(doc []byte, open, end int) string {
+	raw := doc[open+1 : end]
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw)
+	}
+	var s string
+	if end < len(doc) && json.Unmarshal(doc[open:end+1], &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// collectValues appends the strings and other scalars inside the JSON value
+// v (possibly cut) to vals, those at least MinValueLen bytes long.
+func collectValues(v []byte, vals *[]string) {
+	add := func(s string) {
+		if len(s) >= MinValueLen && utf8.ValidString(s) {
+			*vals = append(*vals, s)
+		}
+	}
+	for i := 0; i < len(v); {
+		c := v[i]
+		switch {
+		case c == '"':
+			e := stringEnd(v, i)
+			add(stringText(v, i, e))
+			i = e + 1
+		case c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			j := valueEnd(v, i)
+			if j == i {
+				j++
+			}
+			if tok := string(v[i:j]); tok != "true" && tok != "false" && tok != "null" {
+				add(tok)
+			}
+			i = j
+		default:
+			i++
+		}
+	}
+}
+
+// keyJudge remembers IsSecretKey's verdicts for the keys of one document,
+// which repeat in documents of many small objects.
+type keyJudge map[string]bool
+
+func (k keyJudge) secret(doc []byte, open, end int) bool {
+	raw := doc[open+1 : end]
+	if v, ok := k[string(raw)]; ok {
+		return v
+	}
+	v := IsSecretKey(stringText(doc, open, end))
+	if len(k) < maxKeyCache {
+		k[string(raw)] = v
+	}
+	return v
+}
+
+// redactScan redacts doc in one pass without parsing it: doc is a JSON
+// document, a prefix of one (a document cut to the entry limit) or free text
+// holding JSON fragments (an error message that echoes the params). Every
+// value that follows a member key that looks secret ("password": ...)
+// becomes "[redacted]" (to the end of doc when the value was cut), and every
+// value sc knows is replaced wherever it appears: inside strings by
+// [redacted]; outside strings by "[redacted]" in JSON (a secret number) or
+// [redacted] in text. When vals is not nil the scalars found under secret
+// keys are appended to it. doc itself is returned when nothing changed; it
+// is never modified.
+func redactScan(doc []byte, sc *scrubber, text bool, vals *[]string) []byte {
+	p := patcher{src: doc}
+	keys := keyJudge{}
+	gapWith := redactedJSON
+	if text {
+		gapWith = Redacted
+	}
+	n := len(doc)
+	for i := 0; i < n; {
+		q := bytes.IndexByte(doc[i:], '"')
+		open := n
+		if q >= 0 {
+			open = i + q
+		}
+		sc.scrub(&p, doc, i, open, gapWith)
+		if q < 0 {
+			break
+		}
+		end := stringEnd(doc, open)
+		if end < n {
+			if j := skipSpace(doc, end+1); j < n && doc[j] == ':' && keys.secret(doc, open, end) {
+				vs := skipSpace(doc, j+1)
+				ve := valueEnd(doc, vs)
+				if vals != nil {
+					collectValues(doc[vs:ve], vals)
+				}
+				p.replace(vs, ve, redactedJSON)
+				i = ve
+				continue
+			}
+		}
+		sc.scrub(&p, doc, open+1, end, Redacted)
+		i = end + 1
+	}
+	return p.result()
+}
