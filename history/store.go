@@ -47,6 +47,9 @@ var (
 	ErrBadName = errors.New("bad saved-call name")
 	// ErrNewerSchema: the database was written by a newer primalscope.
 	ErrNewerSchema = errors.New("history database is from a newer primalscope")
+	// ErrBusy: another process holds the write lock and the store was
+	// opened not to wait (a negative Options.BusyTimeout).
+	ErrBusy = errors.New("history is being written by another process")
 )
 
 // Options tune a Store. Zero values mean the defaults; a negative cap means
@@ -55,7 +58,11 @@ type Options struct {
 	MaxRows     int64         // retention: most calls kept (DefaultMaxRows)
 	MaxBytes    int64         // retention: most call data kept (DefaultMaxBytes)
 	EntryLimit  int           // per-entry size before cutting (DefaultEntryLimit)
-	BusyTimeout time.Duration // wait for another writer (DefaultBusyTimeout)
+	// BusyTimeout is how long to wait for another process's write lock
+	// (DefaultBusyTimeout). Negative means never wait: a write that would
+	// wait fails at once with ErrBusy (for a fold that is only worth doing
+	// when it is free).
+	BusyTimeout time.Duration
 	// Secrets are literal values (a family seed, say) replaced by
 	// "[redacted]" wherever they occur in an entry, whatever the key or
 	// field. Values shorter than MinSecretLen are ignored.
@@ -76,7 +83,7 @@ func (o Options) withDefaults() Options {
 	if o.EntryLimit == 0 {
 		o.EntryLimit = DefaultEntryLimit
 	}
-	if o.BusyTimeout <= 0 {
+	if o.BusyTimeout == 0 {
 		o.BusyTimeout = DefaultBusyTimeout
 	}
 	return o
@@ -144,7 +151,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s := &Store{db: db, path: path, opts: opts}
 	// A connection's first statements switch a new database to WAL, which
 	// another process doing the same can make fail with SQLITE_BUSY at once.
-	if err := withBusyRetry(ctx, func() error { return s.migrate(ctx) }); err != nil {
+	if err := s.retry(ctx, func() error { return s.migrate(ctx) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open history %s: %w", path, err)
 	}
@@ -171,7 +178,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 func dsn(path string, busy time.Duration) string {
 	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	q := []string{
-		"_pragma=busy_timeout(" + strconv.FormatInt(busy.Milliseconds(), 10) + ")",
+		"_pragma=busy_timeout(" + strconv.FormatInt(max(busy.Milliseconds(), 0), 10) + ")",
 		// Freed pages go back to the file system after a trim. This takes
 		// effect only on a new database (the driver applies it first).
 		"_auto_vacuum=INCREMENTAL",
@@ -279,11 +286,14 @@ var migrations = []string{
 		target, method, params, error,
 		content='', contentless_delete=1
 	);`,
+	// The journal record a call was folded from: a record is folded once.
+	`ALTER TABLE calls ADD COLUMN record TEXT;
+	CREATE UNIQUE INDEX calls_record ON calls(record) WHERE record IS NOT NULL;`,
 }
 
 // SchemaVersion is the user_version this package writes: the number of
 // migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 func (s *Store) migrate(ctx context.Context) error {
 	conn, err := s.db.Conn(ctx)
@@ -301,7 +311,7 @@ func (s *Store) migrate(ctx context.Context) error {
 	if v == len(migrations) {
 		return nil
 	}
-	return withBusyRetry(ctx, func() error {
+	return s.retry(ctx, func() error {
 		tx, err := conn.BeginTx(ctx, nil) // BEGIN IMMEDIATE: one migrator at a time
 		if err != nil {
 			return fmt.Errorf("begin migration: %w", err)
@@ -339,6 +349,21 @@ func isBusy(err error) bool {
 	}
 	return false
 }
+
+// retry runs f with withBusyRetry, or once when the store does not wait
+// for locks; then SQLITE_BUSY becomes ErrBusy.
+func (s *Store) retry(ctx context.Context, f func() error) error {
+	if s.opts.BusyTimeout >= 0 {
+		return withBusyRetry(ctx, f)
+	}
+	err := f()
+	if isBusy(err) {
+		return fmt.Errorf("%w (%w)", ErrBusy, err)
+	}
+	return err
+}
+
+func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 // withBusyRetry runs f again, with a growing pause, while it fails with
 // SQLITE_BUSY and ctx allows; each try has already waited the busy timeout.
@@ -518,58 +543,90 @@ func (s *Store) add(ctx context.Context, entries []Entry) ([]int64, Totals, erro
 		}
 		rows[i] = s.prepare(e)
 	}
+	ids, tot, err := s.insertRows(ctx, rows, nil)
+	if err != nil {
+		return nil, Totals{}, fmt.Errorf("add to history: %w", err)
+	}
+	return ids, tot, nil
+}
+
+// insert adds rows folded from the journal records recs, skipping those
+// already in the database.
+func (s *Store) insert(ctx context.Context, rows []row, recs []string) (Totals, error) {
+	_, tot, err := s.insertRows(ctx, rows, recs)
+	return tot, err
+}
+
+// insertRows adds rows (with their journal record ids when recs is not
+// nil) in one transaction and returns their ids (0 for a record already
+// there) and the new totals.
+func (s *Store) insertRows(ctx context.Context, rows []row, recs []string) ([]int64, Totals, error) {
 	var ids []int64
 	var tot Totals
-	err := withBusyRetry(ctx, func() error {
-		ids = ids[:0]
+	var written int64
+	err := s.retry(ctx, func() error {
+		ids, written = ids[:0], 0
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
 		defer tx.Rollback()
-		var added int64
-		for _, r := range rows {
-			id, err := insertRow(ctx, tx, r)
+		var added, n int64
+		for i, r := range rows {
+			rec := ""
+			if recs != nil {
+				rec = recs[i]
+			}
+			id, err := insertRow(ctx, tx, r, rec)
 			if err != nil {
 				return err
 			}
 			ids = append(ids, id)
-			added += r.bytes
+			if id != 0 {
+				added += r.bytes
+				n++
+				written += 2*r.bytes + 1024 // the row, its index entries, the pages around them
+			}
 		}
 		if err := tx.QueryRowContext(ctx,
 			"UPDATE totals SET rows = rows + ?, bytes = bytes + ? WHERE k = 1 RETURNING rows, bytes",
-			len(rows), added).Scan(&tot.Rows, &tot.Bytes); err != nil {
+			n, added).Scan(&tot.Rows, &tot.Bytes); err != nil {
 			return fmt.Errorf("count: %w", err)
 		}
 		return tx.Commit()
 	})
 	if err != nil {
-		return nil, Totals{}, fmt.Errorf("add to history: %w", err)
-	}
-	var written int64
-	for _, r := range rows {
-		written += 2*r.bytes + 1024 // the row, its index entries, the pages around them
+		return nil, Totals{}, err
 	}
 	s.sinceCheckpoint.Add(written)
 	return ids, tot, nil
 }
 
-func insertRow(ctx context.Context, tx *sql.Tx, r row) (int64, error) {
+// insertRow adds one call and its full-text entry. A call from a journal
+// record (rec not empty) that is already there is skipped: id 0.
+func insertRow(ctx context.Context, tx *sql.Tx, r row, rec string) (int64, error) {
 	e := r.e
 	var code, msg, data any
 	if e.Error != nil {
 		code, msg, data = e.Error.Code, e.Error.Message, nullText(e.Error.Data)
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO calls(time_ns, duration_ns, target, endpoint, wire,
+	var record any
+	if rec != "" {
+		record = rec
+	}
+	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO calls(time_ns, duration_ns, target, endpoint, wire,
 		transport, prefix, method, params, result, err_code, err_message, err_data, session, pool,
-		outcome, response_size, truncated, params_truncated, source, bytes)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		outcome, response_size, truncated, params_truncated, source, bytes, record)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		e.Time.UnixNano(), int64(e.Duration), e.Target, e.Endpoint, e.Wire,
 		e.Transport, e.Prefix, e.Method, nullText(e.Params), nullText(e.Result), code, msg, data,
 		e.Session, e.Pool, string(e.Outcome), e.ResponseSize, e.Truncated, e.ParamsTruncated,
-		string(e.Source), r.bytes)
+		string(e.Source), r.bytes, record)
 	if err != nil {
 		return 0, fmt.Errorf("insert: %w", err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return 0, nil // folded before
 	}
 	id, err := res.LastInsertId()
 	if err != nil {
@@ -764,7 +821,7 @@ func (s *Store) Save(ctx context.Context, id int64, name string) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
-	return withBusyRetry(ctx, func() error {
+	return s.retry(ctx, func() error {
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
 			return fmt.Errorf("save %q: %w", name, err)
@@ -874,7 +931,7 @@ func (s *Store) trimStep(ctx context.Context) (removed int, more bool, err error
 	if err != nil || !s.over(t) {
 		return 0, false, err
 	}
-	err = withBusyRetry(ctx, func() error {
+	err = s.retry(ctx, func() error {
 		removed, more = 0, false
 		tx, err := s.db.BeginTx(ctx, nil)
 		if err != nil {
