@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"context"
+	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -390,6 +391,13 @@ func removeStaleTmp(dir string) {
 	}
 }
 
+// FoldOptions tune a fold.
+type FoldOptions struct {
+	// NoWait: when another process holds the write lock, stop at once with
+	// ErrBusy instead of waiting for it.
+	NoWait bool
+}
+
 // FoldStats says what a fold did.
 type FoldStats struct {
 	// Folded is how many records were taken from the journal (entries added
@@ -412,9 +420,10 @@ const foldBatchFiles = 256
 // killed between the commit and the removal of the files, or two processes
 // folding at once, add nothing twice) and its file is removed after the
 // commit. A damaged record is set aside (see FoldStats.SetAside), never an
-// error. When the store was opened with a negative BusyTimeout and another
-// process holds the write lock, Fold returns at once with ErrBusy.
-func (s *Store) Fold(ctx context.Context) (FoldStats, error) {
+// error. With o.NoWait, or when the store was opened with a negative
+// BusyTimeout, a fold that finds another process holding the write lock
+// stops at once with ErrBusy (the records stay for the next fold).
+func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 	var st FoldStats
 	dir := JournalDir(s.path)
 	names, err := recordNames(dir)
@@ -422,6 +431,29 @@ func (s *Store) Fold(ctx context.Context) (FoldStats, error) {
 		return st, err
 	}
 	removeStaleTmp(dir)
+	w := s.writer()
+	if o.NoWait && !w.noWait {
+		// busy_timeout is per connection: take one and make it not wait.
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return st, fmt.Errorf("fold history journal: %w", err)
+		}
+		if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+			conn.Close()
+			return st, fmt.Errorf("fold history journal: %w", err)
+		}
+		defer func() {
+			// Put the wait back before the connection returns to the pool;
+			// if that fails, the connection is not reused.
+			_, err := conn.ExecContext(context.WithoutCancel(ctx),
+				"PRAGMA busy_timeout = "+strconv.FormatInt(s.opts.BusyTimeout.Milliseconds(), 10))
+			if err != nil {
+				conn.Raw(func(any) error { return driver.ErrBadConn })
+			}
+			conn.Close()
+		}()
+		w = writer{db: conn, noWait: true}
+	}
 	for len(names) > 0 {
 		if err := ctx.Err(); err != nil {
 			return st, fmt.Errorf("fold history journal: %w", err)
@@ -457,7 +489,7 @@ func (s *Store) Fold(ctx context.Context) (FoldStats, error) {
 		if len(batch) == 0 {
 			continue
 		}
-		tot, err := s.insert(ctx, batch, ids)
+		tot, err := s.insert(ctx, w, batch, ids)
 		if err != nil {
 			return st, fmt.Errorf("fold history journal: %w", err)
 		}
@@ -469,7 +501,7 @@ func (s *Store) Fold(ctx context.Context) (FoldStats, error) {
 		st.Folded += len(files)
 		if s.over(tot) {
 			for {
-				_, more, err := s.trimStep(ctx)
+				_, more, err := s.trimStep(ctx, w)
 				if err != nil {
 					return st, err
 				}

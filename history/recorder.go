@@ -246,7 +246,7 @@ func (r *Recorder) trim() {
 		}
 	}()
 	for {
-		_, more, err := r.store.trimStep(r.ctx)
+		_, more, err := r.store.trimStep(r.ctx, r.store.writer())
 		if err != nil {
 			r.warn(err)
 			return

@@ -137,10 +137,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	path = abs
 	opts = opts.withDefaults()
-	if err := prepareFiles(path); err != nil {
+	fresh, err := prepareFiles(path)
+	if err != nil {
 		return nil, fmt.Errorf("open history %s: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout))
+	db, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout, fresh))
 	if err != nil {
 		return nil, fmt.Errorf("open history %s: %w", path, err)
 	}
@@ -175,13 +176,19 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 // checksummed, complete transactions). That is the right trade for a history:
 // a commit costs no fsync, so recording stays cheap, and a killed primalscope
 // loses nothing it reported as recorded.
-func dsn(path string, busy time.Duration) string {
+func dsn(path string, busy time.Duration, fresh bool) string {
 	esc := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(path)
 	q := []string{
 		"_pragma=busy_timeout(" + strconv.FormatInt(max(busy.Milliseconds(), 0), 10) + ")",
+	}
+	if fresh {
 		// Freed pages go back to the file system after a trim. This takes
-		// effect only on a new database (the driver applies it first).
-		"_auto_vacuum=INCREMENTAL",
+		// effect only on a new database (the driver applies it first), and
+		// on an existing one it would take the write lock at every connect,
+		// so it is asked for only when the file is empty.
+		q = append(q, "_auto_vacuum=INCREMENTAL")
+	}
+	q = append(q,
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(NORMAL)",
 		// No checkpoint inside a commit: the Recorder checkpoints after it
@@ -189,32 +196,37 @@ func dsn(path string, busy time.Duration) string {
 		"_pragma=wal_autocheckpoint(0)",
 		"_pragma=foreign_keys(ON)",
 		"_txlock=immediate",
-	}
+	)
 	return "file:" + esc + "?" + strings.Join(q, "&")
 }
 
-// prepareFiles creates the directory (0700) and the database file (0600).
-func prepareFiles(path string) error {
+// prepareFiles creates the directory (0700) and the database file (0600),
+// and reports whether the file is empty (a database yet to be made).
+func prepareFiles(path string) (fresh bool, err error) {
 	dir := filepath.Dir(path)
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return err
+			return false, err
 		}
 		if err := os.Chmod(dir, 0o700); err != nil { // umask-independent
-			return err
+			return false, err
 		}
 	} else if err != nil {
-		return err
+		return false, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
-		return err
+		return false, err
 	}
+	st, serr := f.Stat()
 	cerr := f.Close()
-	if err := os.Chmod(path, 0o600); err != nil {
-		return err
+	if serr != nil {
+		return false, serr
 	}
-	return cerr
+	if err := os.Chmod(path, 0o600); err != nil {
+		return false, err
+	}
+	return st.Size() == 0, cerr
 }
 
 // chmodFiles makes the database and its WAL companions 0600.
@@ -353,7 +365,28 @@ func isBusy(err error) bool {
 // retry runs f with withBusyRetry, or once when the store does not wait
 // for locks; then SQLITE_BUSY becomes ErrBusy.
 func (s *Store) retry(ctx context.Context, f func() error) error {
-	if s.opts.BusyTimeout >= 0 {
+	return s.writer().retry(ctx, f)
+}
+
+// dbtx is what a write needs of a *sql.DB or of one *sql.Conn.
+type dbtx interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// writer is where writes go and whether they wait for another process's
+// write lock.
+type writer struct {
+	db     dbtx
+	noWait bool
+}
+
+// writer returns the store's default writer.
+func (s *Store) writer() writer { return writer{db: s.db, noWait: s.opts.BusyTimeout < 0} }
+
+func (w writer) retry(ctx context.Context, f func() error) error {
+	if !w.noWait {
 		return withBusyRetry(ctx, f)
 	}
 	err := f()
@@ -543,7 +576,7 @@ func (s *Store) add(ctx context.Context, entries []Entry) ([]int64, Totals, erro
 		}
 		rows[i] = s.prepare(e)
 	}
-	ids, tot, err := s.insertRows(ctx, rows, nil)
+	ids, tot, err := s.insertRows(ctx, s.writer(), rows, nil)
 	if err != nil {
 		return nil, Totals{}, fmt.Errorf("add to history: %w", err)
 	}
@@ -552,21 +585,21 @@ func (s *Store) add(ctx context.Context, entries []Entry) ([]int64, Totals, erro
 
 // insert adds rows folded from the journal records recs, skipping those
 // already in the database.
-func (s *Store) insert(ctx context.Context, rows []row, recs []string) (Totals, error) {
-	_, tot, err := s.insertRows(ctx, rows, recs)
+func (s *Store) insert(ctx context.Context, w writer, rows []row, recs []string) (Totals, error) {
+	_, tot, err := s.insertRows(ctx, w, rows, recs)
 	return tot, err
 }
 
 // insertRows adds rows (with their journal record ids when recs is not
 // nil) in one transaction and returns their ids (0 for a record already
 // there) and the new totals.
-func (s *Store) insertRows(ctx context.Context, rows []row, recs []string) ([]int64, Totals, error) {
+func (s *Store) insertRows(ctx context.Context, w writer, rows []row, recs []string) ([]int64, Totals, error) {
 	var ids []int64
 	var tot Totals
 	var written int64
-	err := s.retry(ctx, func() error {
+	err := w.retry(ctx, func() error {
 		ids, written = ids[:0], 0
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := w.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -916,7 +949,7 @@ func (s *Store) over(t Totals) bool {
 func (s *Store) Trim(ctx context.Context) (int, error) {
 	total := 0
 	for {
-		n, more, err := s.trimStep(ctx)
+		n, more, err := s.trimStep(ctx, s.writer())
 		total += n
 		if err != nil || !more {
 			return total, err
@@ -926,14 +959,17 @@ func (s *Store) Trim(ctx context.Context) (int, error) {
 
 // trimStep removes at most trimChunk calls when the store is over a cap.
 // more reports whether another step is needed.
-func (s *Store) trimStep(ctx context.Context) (removed int, more bool, err error) {
-	t, err := s.Totals(ctx)
-	if err != nil || !s.over(t) {
-		return 0, false, err
+func (s *Store) trimStep(ctx context.Context, w writer) (removed int, more bool, err error) {
+	var t Totals
+	if err := w.db.QueryRowContext(ctx, "SELECT rows, bytes FROM totals WHERE k = 1").Scan(&t.Rows, &t.Bytes); err != nil {
+		return 0, false, fmt.Errorf("trim history: %w", err)
 	}
-	err = s.retry(ctx, func() error {
+	if !s.over(t) {
+		return 0, false, nil
+	}
+	err = w.retry(ctx, func() error {
 		removed, more = 0, false
-		tx, err := s.db.BeginTx(ctx, nil)
+		tx, err := w.db.BeginTx(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -997,7 +1033,7 @@ func (s *Store) trimStep(ctx context.Context) (removed int, more bool, err error
 	}
 	if !more && removed > 0 {
 		// Hand freed pages back to the file system (auto_vacuum=INCREMENTAL).
-		_, _ = s.db.ExecContext(ctx, "PRAGMA incremental_vacuum")
+		_, _ = w.db.ExecContext(ctx, "PRAGMA incremental_vacuum")
 	}
 	return removed, more, nil
 }

@@ -1,0 +1,385 @@
+package history
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func journalFiles(t *testing.T, dir, ext string) []string {
+	t.Helper()
+	m, err := filepath.Glob(filepath.Join(dir, "*"+ext))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestJournalAppendFold(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "state", "history.db")
+	j, err := OpenJournal(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(j.Dir()); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("journal dir: %v %v", st, err)
+	}
+	var ids []string
+	for i := 0; i < 3; i++ {
+		e := sample(i)
+		if i == 1 {
+			e.Error = &RPCError{Code: -32602, Message: "bad", Data: json.RawMessage(`{"n":1}`)}
+			e.Result, e.Outcome = nil, OutcomeError
+		}
+		if i == 2 {
+			e.Result = nil
+			e.Params = nil
+		}
+		id, err := j.Append(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	files := journalFiles(t, j.Dir(), recordExt)
+	if len(files) != 3 {
+		t.Fatalf("%d record files", len(files))
+	}
+	for _, f := range files {
+		if st, _ := os.Stat(f); st.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode %v", f, st.Mode())
+		}
+	}
+	if n, _ := j.Pending(); n != 3 {
+		t.Errorf("Pending = %d", n)
+	}
+	if _, err := j.Append(Entry{Outcome: "weird"}); err == nil {
+		t.Error("an unknown outcome was journalled")
+	}
+
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Fold(ctx, FoldOptions{})
+	if err != nil || st.Folded != 3 || len(st.SetAside) != 0 {
+		t.Fatalf("Fold = %+v, %v", st, err)
+	}
+	if left := journalFiles(t, j.Dir(), ""); len(left) != 0 {
+		t.Errorf("left in the journal: %v", left)
+	}
+	for i, id := range ids {
+		got, err := s.GetRecord(ctx, id)
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		want := prepareEntry(sample(i), Options{}).e
+		if got.Method != want.Method || !got.Time.Equal(want.Time) || got.Duration != want.Duration || got.Target != want.Target {
+			t.Errorf("record %d: %+v", i, got)
+		}
+		switch i {
+		case 0:
+			if string(got.Params) != string(want.Params) || string(got.Result) != string(want.Result) || got.Error != nil {
+				t.Errorf("record 0: %s %s %v", got.Params, got.Result, got.Error)
+			}
+		case 1:
+			if got.Error == nil || got.Error.Code != -32602 || string(got.Error.Data) != `{"n":1}` || got.Outcome != OutcomeError || got.Result != nil {
+				t.Errorf("record 1: %+v", got)
+			}
+		case 2:
+			if got.Params != nil || got.Result != nil {
+				t.Errorf("record 2: nil params and result came back as %q %q", got.Params, got.Result)
+			}
+		}
+	}
+	// Found by full-text search too, and counted.
+	if es, _ := s.Search(ctx, Query{Text: "hello"}); len(es) != 2 { // record 2 has no params
+		t.Errorf("search found %d", len(es))
+	}
+	if tot, _ := s.Totals(ctx); tot.Rows != 3 {
+		t.Errorf("totals: %+v", tot)
+	}
+	if st, err := s.Fold(ctx, FoldOptions{}); err != nil || st.Folded != 0 {
+		t.Errorf("second Fold = %+v, %v", st, err)
+	}
+	if _, err := s.GetRecord(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("GetRecord(nope) = %v", err)
+	}
+}
+
+// A fold killed after its commit but before removing the files leaves
+// records that are in the database already: the next fold adds nothing.
+func TestFoldIsOnce(t *testing.T) {
+	ctx := testCtx(t)
+	s := openTemp(t, Options{})
+	j, err := OpenJournal(s.Path(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Append(sample(1)); err != nil {
+		t.Fatal(err)
+	}
+	f := journalFiles(t, j.Dir(), recordExt)[0]
+	b, _ := os.ReadFile(f)
+	if _, err := s.Fold(ctx, FoldOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(f, b, 0o600) // as if the removal never happened
+	st, err := s.Fold(ctx, FoldOptions{})
+	if err != nil || st.Folded != 1 {
+		t.Fatalf("refold: %+v %v", st, err)
+	}
+	var n int
+	s.db.QueryRow("SELECT count(*) FROM calls").Scan(&n)
+	tot, _ := s.Totals(ctx)
+	if n != 1 || tot.Rows != 1 {
+		t.Errorf("%d rows (totals %d) after folding one record twice", n, tot.Rows)
+	}
+	var fts int
+	s.db.QueryRow("SELECT count(*) FROM calls_fts WHERE calls_fts MATCH 'hello'").Scan(&fts)
+	if fts != 1 {
+		t.Errorf("%d full-text rows", fts)
+	}
+}
+
+func TestFoldSetsAsideDamagedRecords(t *testing.T) {
+	ctx := testCtx(t)
+	s := openTemp(t, Options{})
+	j, _ := OpenJournal(s.Path(), Options{})
+	for i := 0; i < 4; i++ {
+		if _, err := j.Append(sample(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := journalFiles(t, j.Dir(), recordExt)
+	b, _ := os.ReadFile(files[0])
+	os.WriteFile(files[0], b[:len(b)-3], 0o600) // cut short
+	b, _ = os.ReadFile(files[1])
+	b[len(b)-1] ^= 0x40 // one bit flipped
+	os.WriteFile(files[1], b, 0o600)
+	os.WriteFile(filepath.Join(j.Dir(), "0-garbage.rec"), []byte("not a record"), 0o600)
+	os.WriteFile(filepath.Join(j.Dir(), "1-empty.rec"), nil, 0o600)
+	// A record renamed: its id no longer matches its name.
+	os.Rename(files[2], filepath.Join(j.Dir(), "9-renamed.rec"))
+	// A temporary file of a writer that died mid-write, an hour ago.
+	tmp := filepath.Join(j.Dir(), tmpPrefix+"x")
+	os.WriteFile(tmp, []byte("half"), 0o600)
+	old := time.Now().Add(-2 * staleTmp)
+	os.Chtimes(tmp, old, old)
+
+	st, err := s.Fold(ctx, FoldOptions{})
+	if err != nil || st.Folded != 1 || len(st.SetAside) != 5 {
+		t.Fatalf("Fold = %+v, %v", st, err)
+	}
+	for _, m := range st.SetAside {
+		if !strings.Contains(m, "set aside") {
+			t.Errorf("message %q", m)
+		}
+	}
+	if bad := journalFiles(t, j.Dir(), setAsideExt); len(bad) != 5 {
+		t.Errorf("%d files set aside", len(bad))
+	}
+	if _, err := os.Stat(tmp); !os.IsNotExist(err) {
+		t.Error("a stale temporary record was kept")
+	}
+	// Reported once: the next fold finds nothing.
+	if st, err := s.Fold(ctx, FoldOptions{}); err != nil || st.Folded != 0 || len(st.SetAside) != 0 {
+		t.Errorf("second Fold = %+v, %v", st, err)
+	}
+}
+
+func TestDecodeRecordNeverPanics(t *testing.T) {
+	chunks := encodeRecord("1-2-3", prepareEntry(sample(1), Options{}).e)
+	rec := bytes.Join(chunks, nil)
+	for n := 0; n < len(rec); n++ {
+		// A body cut short, framed as if whole: the fields run out.
+		if _, _, err := decodeRecord(frame(rec[:n])); err == nil {
+			t.Fatalf("a record body cut to %d bytes decoded", n)
+		}
+	}
+	whole := frame(rec)
+	if id, e, err := decodeRecord(whole); err != nil || id != "1-2-3" || e.Method != "crypto.sign_ed25519" {
+		t.Fatalf("decode: %q %+v %v", id, e, err)
+	}
+	for n := 0; n < len(whole); n++ {
+		// A file cut short: the header's length says so.
+		if _, _, err := decodeRecord(whole[:n]); err == nil {
+			t.Fatalf("a record file cut to %d bytes decoded", n)
+		}
+	}
+	if _, _, err := decodeRecord(append(bytes.Clone(whole), 0)); err == nil {
+		t.Fatal("a record file with a byte more decoded")
+	}
+}
+
+// frame builds a record file around body with a correct checksum.
+func frame(body []byte) []byte {
+	dir, _ := os.MkdirTemp("", "frame")
+	defer os.RemoveAll(dir)
+	writeRecord(dir, "x", [][]byte{body})
+	b, _ := os.ReadFile(filepath.Join(dir, "x"+recordExt))
+	return b
+}
+
+// Another process holding the write lock: a no-wait fold gives up at once
+// and the records stay; they fold once the lock is gone.
+func TestFoldNoWaitWhileLocked(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "history.db")
+	holder, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	conn, err := holder.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := OpenJournal(path, Options{})
+	if _, err := j.Append(sample(1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		opts Options
+		fo   FoldOptions
+	}{{"negative BusyTimeout", Options{BusyTimeout: -1}, FoldOptions{}}, {"FoldOptions.NoWait", Options{}, FoldOptions{NoWait: true}}} {
+		s, err := Open(ctx, path, c.opts)
+		if err != nil {
+			t.Fatalf("%s: open: %v", c.name, err)
+		}
+		t0 := time.Now()
+		_, err = s.Fold(ctx, c.fo)
+		if !errors.Is(err, ErrBusy) || time.Since(t0) > time.Second {
+			t.Errorf("%s: Fold = %v after %s, want ErrBusy at once", c.name, err, time.Since(t0))
+		}
+		if c.fo.NoWait {
+			// The connection went back to the pool waiting again.
+			var ms int
+			s.db.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&ms)
+			if ms != int(DefaultBusyTimeout.Milliseconds()) {
+				t.Errorf("busy_timeout left at %d", ms)
+			}
+		}
+		s.Close()
+	}
+	if n, _ := j.Pending(); n != 1 {
+		t.Fatalf("%d records pending", n)
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := Open(ctx, path, Options{BusyTimeout: -1})
+	defer s.Close()
+	if st, err := s.Fold(ctx, FoldOptions{NoWait: true}); err != nil || st.Folded != 1 {
+		t.Errorf("after the lock: %+v %v", st, err)
+	}
+}
+
+// Many writers and two folders at once: every record lands exactly once.
+func TestConcurrentAppendAndFold(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "history.db")
+	j, _ := OpenJournal(path, Options{})
+	const writers, each = 8, 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ids := map[string]bool{}
+	stop := make(chan struct{})
+	var folders sync.WaitGroup
+	for f := 0; f < 2; f++ {
+		s, err := Open(ctx, path, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		folders.Add(1)
+		go func() {
+			defer folders.Done()
+			for {
+				if _, err := s.Fold(ctx, FoldOptions{NoWait: true}); err != nil && !errors.Is(err, ErrBusy) {
+					t.Error(err)
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				e := sample(i)
+				e.Target = fmt.Sprintf("w%d", w)
+				id, err := j.Append(e)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				ids[id] = true
+				mu.Unlock()
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(stop)
+	folders.Wait()
+	s, _ := Open(ctx, path, Options{})
+	defer s.Close()
+	if _, err := s.Fold(ctx, FoldOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	s.db.QueryRow("SELECT count(*) FROM calls").Scan(&n)
+	tot, _ := s.Totals(ctx)
+	if len(ids) != writers*each || n != writers*each || tot.Rows != int64(n) {
+		t.Errorf("%d ids, %d rows, totals %d; want %d", len(ids), n, tot.Rows, writers*each)
+	}
+	for id := range ids {
+		if _, err := s.GetRecord(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Check(ctx); err != nil {
+		t.Error(err)
+	}
+}
+
+// Retention applies to folded records.
+func TestFoldTrims(t *testing.T) {
+	ctx := testCtx(t)
+	s := openTemp(t, Options{MaxRows: 50})
+	j, _ := OpenJournal(s.Path(), Options{})
+	for i := 0; i < 120; i++ {
+		if _, err := j.Append(sample(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Fold(context.WithoutCancel(ctx), FoldOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tot, _ := s.Totals(ctx)
+	if tot.Rows > 50 || tot.Rows < 40 {
+		t.Errorf("%d rows kept for a cap of 50", tot.Rows)
+	}
+}
