@@ -55,9 +55,9 @@ var (
 // Options tune a Store. Zero values mean the defaults; a negative cap means
 // no cap.
 type Options struct {
-	MaxRows     int64         // retention: most calls kept (DefaultMaxRows)
-	MaxBytes    int64         // retention: most call data kept (DefaultMaxBytes)
-	EntryLimit  int           // per-entry size before cutting (DefaultEntryLimit)
+	MaxRows    int64 // retention: most calls kept (DefaultMaxRows)
+	MaxBytes   int64 // retention: most call data kept (DefaultMaxBytes)
+	EntryLimit int   // per-entry size before cutting (DefaultEntryLimit)
 	// BusyTimeout is how long to wait for another process's write lock
 	// (DefaultBusyTimeout). Negative means never wait: a write that would
 	// wait fails at once with ErrBusy (for a fold that is only worth doing
