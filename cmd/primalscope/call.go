@@ -66,8 +66,10 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 	if err != nil {
 		return err
 	}
-	// Open the history while the call is made; the entry is committed
-	// before the answer is printed, so a printed answer is never lost.
+	// Ready the history's journal while the call is made; the entry is
+	// journalled (one small file, no database) before the answer is
+	// printed, so a printed answer is never lost, and rec.close folds the
+	// journal into the database after printing only when that is free.
 	recCh := make(chan *callRecorder, 1)
 	go func() { recCh <- a.startRecording(ctx) }()
 	rec := (*callRecorder)(nil)

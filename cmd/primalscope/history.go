@@ -25,9 +25,16 @@ import (
 	"github.com/ecoPrimals/primalscope/tui"
 )
 
-// recordWait bounds how long a command waits for its call to be committed
-// to history before it prints the answer anyway (with a warning).
+// recordWait bounds how long replay waits to fold its new call into the
+// database to learn its id.
 const recordWait = 2 * time.Second
+
+// foldBacklog is how many journal records make a call fold the journal
+// after printing its answer (when the database's write lock is free, within
+// --timeout). Below it the call leaves them to the next reader of the
+// history: a one-shot call then costs one small file write, and the journal
+// stays short even when history is never read.
+const foldBacklog = 32
 
 // historySettings is the [history] section of the config file:
 //
@@ -116,17 +123,55 @@ func (a *app) historyLocation(hs historySettings) (string, error) {
 	return history.DefaultPathEnv(a.getenv)
 }
 
-// openHistory opens the history store for the history commands.
-func (a *app) openHistory(ctx context.Context) (*history.Store, error) {
+// historyStore says where the history is and with which options.
+func (a *app) historyStore() (string, history.Options, error) {
 	hs := a.historySettings()
 	path, err := a.historyLocation(hs)
 	if err != nil {
-		return nil, err
+		return "", history.Options{}, err
 	}
-	return history.Open(ctx, path, history.Options{
+	return path, history.Options{
 		MaxRows: hs.MaxRows, MaxBytes: int64(hs.MaxBytes), EntryLimit: int(hs.EntryLimit),
 		Secrets: a.knownSecrets(),
-	})
+	}, nil
+}
+
+// openStore opens the history database without folding its journal.
+func (a *app) openStore(ctx context.Context) (*history.Store, error) {
+	path, opts, err := a.historyStore()
+	if err != nil {
+		return nil, err
+	}
+	return history.Open(ctx, path, opts)
+}
+
+// openHistory opens the history store for the history commands and folds
+// the calls journalled since into it. A fold that fails is a warning: the
+// store is still read.
+func (a *app) openHistory(ctx context.Context) (*history.Store, error) {
+	s, err := a.openStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.Fold(ctx, history.FoldOptions{})
+	a.foldWarnings(st, err, true)
+	return s, nil
+}
+
+// foldWarnings reports damaged journal records, and a failed fold when
+// loud (a fold that was only opportunistic fails quietly when the database
+// is busy or time is up).
+func (a *app) foldWarnings(st history.FoldStats, err error, loud bool) {
+	for _, m := range st.SetAside {
+		fmt.Fprintln(a.io.err, "primalscope: warning: "+render.Sanitize(m))
+	}
+	if err == nil {
+		return
+	}
+	if !loud && (errors.Is(err, history.ErrBusy) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		return
+	}
+	fmt.Fprintln(a.io.err, "primalscope: warning: history: "+render.Sanitize(err.Error())+" (calls made since the last fold may not be shown yet)")
 }
 
 // knownSecrets are the family seeds this run knows of ($FAMILY_SEED,
@@ -145,57 +190,118 @@ func (a *app) knownSecrets() []string {
 	return out
 }
 
-// callRecorder records the calls one command makes. A nil *callRecorder
-// records nothing (history off, or the store failed to open).
+// callRecorder records the calls one command makes, in the history's
+// journal: the database is not opened before the answer is printed. A nil
+// *callRecorder records nothing (history off, or the journal could not be
+// made).
 type callRecorder struct {
-	store *history.Store
-	rec   *history.Recorder
-	warn  io.Writer
+	a        *app
+	journal  *history.Journal
+	path     string
+	opts     history.Options
+	deadline time.Time // the end of the command's --timeout (zero: none)
 }
 
-// startRecording opens the history for recording, unless --no-history. A
-// store that cannot be opened is a warning, never a failed call.
+// startRecording readies the history's journal for recording, unless
+// --no-history. It does not open the database. A journal that cannot be
+// made is a warning, never a failed call.
 func (a *app) startRecording(ctx context.Context) *callRecorder {
 	if a.noHistory {
 		return nil
 	}
-	s, err := a.openHistory(ctx)
+	var deadline time.Time
+	if a.timeout > 0 {
+		deadline = time.Now().Add(a.timeout)
+	}
+	path, opts, err := a.historyStore()
+	var j *history.Journal
+	if err == nil {
+		j, err = history.OpenJournal(path, opts)
+	}
 	if err != nil {
 		fmt.Fprintln(a.io.err, "primalscope: warning: history: "+render.Sanitize(err.Error())+" (the call is not recorded)")
 		return nil
 	}
-	return &callRecorder{store: s, rec: history.NewRecorder(s, history.RecorderOptions{}), warn: a.io.err}
+	return &callRecorder{a: a, journal: j, path: path, opts: opts, deadline: deadline}
 }
 
-// record keeps e and waits, at most recordWait, until it is committed, so
-// that an answer printed afterwards is in history even if the process is
-// killed. It returns the new entry's id (0 when it was not recorded).
-func (c *callRecorder) record(ctx context.Context, e history.Entry) int64 {
+// record writes e to the journal, redacted and cut, before the answer is
+// printed: once it returns, the call is in history even if the process is
+// killed (see history.Journal). It costs one small file write. It returns
+// the journal record's id ("" when the call was not recorded).
+func (c *callRecorder) record(_ context.Context, e history.Entry) string {
 	if c == nil {
-		return 0
+		return ""
 	}
 	e.Source = history.SourceCLI
-	p := c.rec.Record(e)
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWait)
-	defer cancel()
-	if err := p.Wait(wctx); err != nil {
-		fmt.Fprintln(c.warn, "primalscope: warning: history: "+render.Sanitize(err.Error()))
-		return 0
+	id, err := c.journal.Append(e)
+	if err != nil {
+		fmt.Fprintln(c.a.io.err, "primalscope: warning: history: "+render.Sanitize(err.Error()))
+		return ""
 	}
-	return p.ID()
+	return id
 }
 
-// close writes what is queued (bounded) and closes the store.
+// close runs after the answer is printed. When the journal has grown to
+// foldBacklog records it folds them into the database, but only if the
+// write lock is free at once and only within what is left of --timeout:
+// another process holding the lock never holds up this one.
 func (c *callRecorder) close() {
 	if c == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), recordWait)
-	defer cancel()
-	if err := c.rec.Close(ctx); err != nil {
-		fmt.Fprintln(c.warn, "primalscope: warning: history: "+render.Sanitize(err.Error()))
+	if n, err := c.journal.Pending(); err != nil || n < foldBacklog {
+		return
 	}
-	c.store.Close()
+	ctx, cancel := c.bounded(context.Background())
+	defer cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	opts := c.opts
+	opts.BusyTimeout = -1 // never wait for the lock, not even to open
+	s, err := history.Open(ctx, c.path, opts)
+	if err != nil {
+		c.a.foldWarnings(history.FoldStats{}, err, false)
+		return
+	}
+	defer s.Close()
+	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true})
+	c.a.foldWarnings(st, err, false)
+}
+
+// bounded limits ctx to the command's --timeout.
+func (c *callRecorder) bounded(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, c.deadline)
+}
+
+// folded folds the journal into the database (waiting for the lock, at most
+// recordWait and never past --timeout) and returns the id the record rec
+// got there, 0 when it cannot tell.
+func (c *callRecorder) folded(ctx context.Context, rec string) int64 {
+	if c == nil || rec == "" {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWait)
+	defer cancel()
+	ctx, cancel2 := c.bounded(ctx)
+	defer cancel2()
+	s, err := history.Open(ctx, c.path, c.opts)
+	if err != nil {
+		c.a.foldWarnings(history.FoldStats{}, err, false)
+		return 0
+	}
+	defer s.Close()
+	st, err := s.Fold(ctx, history.FoldOptions{})
+	c.a.foldWarnings(st, err, false)
+	e, err := s.GetRecord(ctx, rec)
+	if err != nil {
+		return 0
+	}
+	return e.ID
 }
 
 // callEntry describes a finished call for history. err is what Send (or
@@ -629,7 +735,7 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 	}
 	defer conn.Close()
 	resp, err := conn.Send(cctx, req)
-	newID := rec.record(ctx, a.callEntry(t, conn, req, resp, err, start))
+	newID := rec.folded(ctx, rec.record(ctx, a.callEntry(t, conn, req, resp, err, start)))
 	var re *ipc.RPCError
 	answered := err == nil || (errors.As(err, &re) && resp != nil)
 	if !answered {
@@ -745,26 +851,33 @@ func answers(oldRes json.RawMessage, oldErr *history.RPCError, oldOutcome histor
 var _ tui.History = (*storeHistory)(nil)
 
 type storeHistory struct {
-	store *history.Store
-	rec   *history.Recorder
+	store   *history.Store
+	journal *history.Journal
 }
 
 // tuiHistory opens the persistent history for the TUI; when it cannot be
 // opened it warns and falls back to a history of this session only. The
-// returned func closes it.
+// returned func closes it. Calls are recorded in the journal, as the CLI
+// does, and folded into the database by the history's readers (Search,
+// Get, LastParams), which the TUI runs in commands, never in Update.
 func (a *app) tuiHistory(ctx context.Context) (tui.History, func()) {
-	s, err := a.openHistory(ctx)
+	path, opts, err := a.historyStore()
+	var s *history.Store
+	var j *history.Journal
+	if err == nil {
+		s, err = history.Open(ctx, path, opts)
+	}
+	if err == nil {
+		if j, err = history.OpenJournal(path, opts); err != nil {
+			s.Close()
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(a.io.err, "primalscope: warning: history: "+render.Sanitize(err.Error())+" (keeping this session's calls in memory only)")
 		return tui.NewMemHistory(0), func() {}
 	}
-	h := &storeHistory{store: s, rec: history.NewRecorder(s, history.RecorderOptions{})}
-	return h, func() {
-		cctx, cancel := context.WithTimeout(context.Background(), recordWait)
-		defer cancel()
-		h.rec.Close(cctx)
-		s.Close()
-	}
+	h := &storeHistory{store: s, journal: j}
+	return h, func() { s.Close() }
 }
 
 func toEntry(c tui.CallRecord) history.Entry {
@@ -804,10 +917,18 @@ func tuiErr(err error) error {
 	return err
 }
 
-// Record queues the call; it never blocks (a full queue drops it).
-func (h *storeHistory) Record(c tui.CallRecord) { h.rec.Record(toEntry(c)) }
+// Record writes the call to the journal (one file; a failure is dropped,
+// the TUI has no place to say it).
+func (h *storeHistory) Record(c tui.CallRecord) { h.journal.Append(toEntry(c)) }
+
+// fold brings the journal into the database when the write lock is free;
+// otherwise the next read does.
+func (h *storeHistory) fold(ctx context.Context) {
+	h.store.Fold(ctx, history.FoldOptions{NoWait: true})
+}
 
 func (h *storeHistory) Search(ctx context.Context, text string, limit int) ([]tui.CallRecord, error) {
+	h.fold(ctx)
 	if limit <= 0 {
 		limit = -1
 	}
@@ -823,6 +944,7 @@ func (h *storeHistory) Search(ctx context.Context, text string, limit int) ([]tu
 }
 
 func (h *storeHistory) Get(ctx context.Context, id int64) (tui.CallRecord, error) {
+	h.fold(ctx)
 	e, err := h.store.Get(ctx, id)
 	if err != nil {
 		return tui.CallRecord{}, tuiErr(err)
@@ -831,6 +953,7 @@ func (h *storeHistory) Get(ctx context.Context, id int64) (tui.CallRecord, error
 }
 
 func (h *storeHistory) LastParams(ctx context.Context, target, method string) (json.RawMessage, bool, error) {
+	h.fold(ctx)
 	es, err := h.store.Search(ctx, history.Query{Target: target, Method: method, Limit: 1})
 	if err != nil || len(es) == 0 || es[0].ParamsTruncated {
 		return nil, false, err

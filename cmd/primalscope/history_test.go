@@ -32,6 +32,8 @@ func seedHistory(t *testing.T, path string, entries ...history.Entry) []int64 {
 	return ids
 }
 
+// countHistory counts the calls in history, after folding the journal as
+// the history command does.
 func countHistory(t *testing.T, path string) int {
 	t.Helper()
 	s, err := history.Open(context.Background(), path, history.Options{})
@@ -39,6 +41,9 @@ func countHistory(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if _, err := s.Fold(context.Background(), history.FoldOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	es, err := s.Search(context.Background(), history.Query{Limit: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -296,15 +301,35 @@ func TestRecordingHelpers(t *testing.T) {
 	if rec := a.startRecording(context.Background()); rec != nil {
 		t.Error("--no-history recorded")
 	}
+	// Recording never opens the database, so only a journal that cannot be
+	// made (here: its directory's parent is a file) stops it.
 	a.noHistory = false
-	a.historyPath = filepath.Join(t.TempDir(), "file")
-	os.WriteFile(a.historyPath, []byte(strings.Repeat("not a database ", 500)), 0o600)
+	file := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(file, []byte(strings.Repeat("not a database ", 500)), 0o600)
+	a.historyPath = filepath.Join(file, "history.db")
 	rec := a.startRecording(context.Background())
 	if rec != nil || !strings.Contains(errs.String(), "warning: history") {
-		t.Errorf("a broken store: rec=%v, stderr %q", rec, errs)
+		t.Errorf("a journal that cannot be made: rec=%v, stderr %q", rec, errs)
 	}
 	rec.record(context.Background(), history.Entry{}) // nil-safe
 	rec.close()
+	if rec.folded(context.Background(), "x") != 0 {
+		t.Error("a nil recorder folded")
+	}
+	// A broken database: the call is still journalled; the fold that would
+	// follow warns and leaves the records.
+	errs.Reset()
+	a.historyPath = file
+	rec = a.startRecording(context.Background())
+	if rec == nil {
+		t.Fatalf("no recorder beside a broken database: %s", errs)
+	}
+	if id := rec.record(context.Background(), history.Entry{Target: "x", Method: "m"}); id == "" {
+		t.Errorf("not journalled: %s", errs)
+	}
+	if _, err := a.openHistory(context.Background()); err == nil {
+		t.Error("a broken database opened")
+	}
 
 	tg := target{Arg: "beardog", Name: "beardog", Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: "/run/b.sock"}}
 	req := ipc.Request{Method: "m", Params: json.RawMessage(`{}`), Pool: "p"}
@@ -334,10 +359,18 @@ func TestKnownSeedIsScrubbed(t *testing.T) {
 	id := rec.record(context.Background(), history.Entry{Target: "beardog", Method: "btsp.x",
 		Params: json.RawMessage(`["` + seed + `"]`), Error: &history.RPCError{Message: "seed " + seed + " refused"}})
 	rec.close()
-	if id == 0 {
+	if id == "" {
 		t.Fatal("not recorded")
 	}
-	for _, f := range []string{path, path + "-wal"} {
+	recs, _ := filepath.Glob(filepath.Join(history.JournalDir(path), "*"))
+	if len(recs) != 1 {
+		t.Fatalf("journal holds %v", recs)
+	}
+	files := append(recs, path, path+"-wal")
+	if rec.folded(context.Background(), id) == 0 {
+		t.Fatal("not folded")
+	}
+	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		if strings.Contains(string(b), seed) {
 			t.Errorf("the family seed is in %s", filepath.Base(f))
