@@ -140,3 +140,48 @@ func decodeNumbers(b []byte) (any, error) {
 	err := d.Decode(&v)
 	return v, err
 }
+
+// FuzzRedactScan: the one-pass redactor of stored values never panics on
+// any input, cut anywhere, as JSON or as text. On valid JSON it returns
+// valid JSON in which no secret key keeps its value and a plain secret
+// value (letters, digits, '-', '_') no longer appears.
+func FuzzRedactScan(f *testing.F) {
+	f.Add([]byte(`{"family_seed":"SENTINEL","nested":[{"password":"p"}],"echo":"SENTINEL-x"}`), "SENTINEL", 40)
+	f.Add([]byte(`[{"a":{"Token":[1,2,{"x":null}]}},"seed",1e400,4821]`), "4821", 0)
+	f.Add([]byte(`{"k\u0065y":"v","api-key":{"deep":true},"s":"a\"b"}`), "deep", 12)
+	f.Add([]byte(`invalid params: {"pin":"1234"} got 1234`), "1234", 0)
+	f.Fuzz(func(t *testing.T, in []byte, secret string, cutAt int) {
+		sc := newScrubber([]string{secret})
+		for _, text := range []bool{false, true} {
+			doc := in
+			if cutAt > 0 && cutAt < len(doc) {
+				doc = doc[:cutAt]
+			}
+			orig := bytes.Clone(doc)
+			out := redactScan(doc, sc.in(doc), text, nil)
+			if !bytes.Equal(doc, orig) {
+				t.Fatal("the input was modified")
+			}
+			if text || !bytes.Equal(doc, in) || !json.Valid(in) {
+				continue
+			}
+			if !json.Valid(out) {
+				t.Fatalf("redactScan(%q, %q) = %q: not valid JSON", in, secret, out)
+			}
+			var v any
+			dec := json.NewDecoder(bytes.NewReader(out))
+			dec.UseNumber()
+			if err := dec.Decode(&v); err != nil {
+				t.Fatal(err)
+			}
+			checkRedacted(t, v)
+			plain := len(secret) >= MinValueLen && !isDigits([]byte(secret)) &&
+				!strings.Contains(redactedJSON, secret) &&
+				strings.Trim(secret, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_") == "" &&
+				!bytes.Contains(in, []byte(`\`))
+			if plain && bytes.Contains(out, []byte(secret)) {
+				t.Fatalf("redactScan(%q, %q) = %q: the secret is still there", in, secret, out)
+			}
+		}
+	})
+}

@@ -54,6 +54,9 @@ type scrubber struct {
 func newScrubber(vals []string) *scrubber {
 	var forms [][]byte
 	for _, v := range vals {
+		if v == "" {
+			continue // would match everywhere
+		}
 		forms = append(forms, []byte(v))
 		var b bytes.Buffer
 		writeString(&b, v)
@@ -98,8 +101,10 @@ func isDigits(b []byte) bool {
 }
 
 // scrub replaces every secret in doc[from:to] by with. A secret of digits
-// only is replaced only where it stands alone (not inside a longer number).
-func (s *scrubber) scrub(p *patcher, doc []byte, from, to int, with string) {
+// only is replaced only where it stands alone (not inside a longer number);
+// with whole, every secret must be a whole token (JSON outside strings: a
+// secret number or literal, never part of one).
+func (s *scrubber) scrub(p *patcher, doc []byte, from, to int, with string, whole bool) {
 	if s == nil || from >= to {
 		return
 	}
@@ -107,22 +112,22 @@ func (s *scrubber) scrub(p *patcher, doc []byte, from, to int, with string) {
 	for pos < to {
 		hit, hlen := -1, 0
 		for _, f := range s.forms {
-			i := bytes.Index(doc[pos:to], f)
-			for i >= 0 && isDigits(f) {
-				at := pos + i
-				before := at > 0 && doc[at-1] >= '0' && doc[at-1] <= '9'
-				after := at+len(f) < len(doc) && doc[at+len(f)] >= '0' && doc[at+len(f)] <= '9'
-				if !before && !after {
+			if whole && !isScalar(f) {
+				continue // outside strings JSON holds only numbers and literals
+			}
+			for at := pos; at < to; {
+				i := bytes.Index(doc[at:to], f)
+				if i < 0 {
 					break
 				}
-				if j := bytes.Index(doc[at+1:to], f); j >= 0 {
-					i = at + 1 + j - pos
-				} else {
-					i = -1
+				i += at
+				if standsAlone(doc, i, i+len(f), isDigits(f), whole) {
+					if hit < 0 || i < hit {
+						hit, hlen = i, len(f)
+					}
+					break
 				}
-			}
-			if i >= 0 && (hit < 0 || pos+i < hit) {
-				hit, hlen = pos+i, len(f)
+				at = i + 1
 			}
 		}
 		if hit < 0 {
@@ -133,6 +138,29 @@ func (s *scrubber) scrub(p *patcher, doc []byte, from, to int, with string) {
 	}
 }
 
+// isScalar reports whether b could be a JSON number or literal.
+func isScalar(b []byte) bool {
+	for _, c := range b {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '+' || c == '-') {
+			return false
+		}
+	}
+	return len(b) > 0
+}
+
+// standsAlone reports whether doc[i:j] is not inside a longer token: with
+// digits, not inside a longer number; with token, not inside any JSON
+// scalar.
+func standsAlone(doc []byte, i, j int, digits, token bool) bool {
+	in := func(c byte) bool {
+		if token {
+			return isScalar([]byte{c})
+		}
+		return digits && c >= '0' && c <= '9'
+	}
+	return (i == 0 || !in(doc[i-1])) && (j >= len(doc) || !in(doc[j]))
+}
+
 // scrubText replaces every secret in s by Redacted.
 func (sc *scrubber) scrubText(s string) string {
 	if sc == nil || s == "" {
@@ -140,7 +168,7 @@ func (sc *scrubber) scrubText(s string) string {
 	}
 	b := []byte(s)
 	p := patcher{src: b}
-	sc.in(b).scrub(&p, b, 0, len(b), Redacted)
+	sc.in(b).scrub(&p, b, 0, len(b), Redacted, false)
 	return string(p.result())
 }
 
@@ -225,8 +253,9 @@ func stringText(doc []byte, open, end int) string {
 	return string(raw)
 }
 
-// collectValues appends the strings and other scalars inside the JSON value
-// v (possibly cut) to vals, those at least MinValueLen bytes long.
+// collectValues appends the strings (not member keys) and other scalars
+// inside the JSON value v (possibly cut) to vals, those at least
+// MinValueLen bytes long.
 func collectValues(v []byte, vals *[]string) {
 	add := func(s string) {
 		if len(s) >= MinValueLen && utf8.ValidString(s) {
@@ -238,7 +267,9 @@ func collectValues(v []byte, vals *[]string) {
 		switch {
 		case c == '"':
 			e := stringEnd(v, i)
-			add(stringText(v, i, e))
+			if j := skipSpace(v, e+1); e >= len(v) || j >= len(v) || v[j] != ':' { // not a member's key
+				add(stringText(v, i, e))
+			}
 			i = e + 1
 		case c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
 			j := valueEnd(v, i)
@@ -295,7 +326,7 @@ func redactScan(doc []byte, sc *scrubber, text bool, vals *[]string) []byte {
 		if q >= 0 {
 			open = i + q
 		}
-		sc.scrub(&p, doc, i, open, gapWith)
+		sc.scrub(&p, doc, i, open, gapWith, !text)
 		if q < 0 {
 			break
 		}
@@ -312,7 +343,7 @@ func redactScan(doc []byte, sc *scrubber, text bool, vals *[]string) []byte {
 				continue
 			}
 		}
-		sc.scrub(&p, doc, open+1, end, Redacted)
+		sc.scrub(&p, doc, open+1, end, Redacted, false)
 		i = end + 1
 	}
 	return p.result()
