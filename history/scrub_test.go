@@ -191,7 +191,7 @@ func TestCutThenRedact(t *testing.T) {
 	pad := strings.Repeat("x", 100)
 	e := sample(1)
 	e.Result = json.RawMessage(`{"pad":"` + pad + `","access_token":"ABCDEFGHIJKLMNOP"}`)
-	limit := len(`{"pad":"`+pad+`","access_token":"ABCDEF`)
+	limit := len(`{"pad":"` + pad + `","access_token":"ABCDEF`)
 	r := prepareEntry(e, Options{EntryLimit: limit})
 	if !r.e.Truncated || bytes.Contains(r.e.Result, []byte("ABC")) || !bytes.HasSuffix(r.e.Result, []byte(`"access_token":"[redacted]"`)) {
 		t.Errorf("cut result %s (truncated %v)", r.e.Result, r.e.Truncated)
