@@ -25,8 +25,8 @@ import (
 	"github.com/ecoPrimals/primalscope/tui"
 )
 
-// recordWait bounds how long replay waits to fold its new call into the
-// database to learn its id.
+// recordWait bounds how long a command that reads history (and replay, to
+// learn its new call's id) waits for the write lock to fold the journal.
 const recordWait = 2 * time.Second
 
 // foldBacklog is how many journal records make a call fold the journal
@@ -153,7 +153,15 @@ func (a *app) openHistory(ctx context.Context) (*history.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.Fold(ctx, history.FoldOptions{})
+	// Wait for another process's write lock, but not long: a command that
+	// reads history is not held up by a writer that never lets go.
+	wait := recordWait
+	if a.timeout > 0 && a.timeout < wait {
+		wait = a.timeout
+	}
+	fctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	st, err := s.Fold(fctx, history.FoldOptions{})
 	a.foldWarnings(st, err, true)
 	return s, nil
 }
