@@ -135,6 +135,17 @@ func (j *Journal) Pending() (int, error) {
 	return len(names), err
 }
 
+// Backlog reports how many records wait to be folded and their size.
+func (j *Journal) Backlog() (n int, size int64, err error) {
+	names, err := recordNames(j.dir)
+	for _, name := range names {
+		if info, err := os.Stat(filepath.Join(j.dir, name)); err == nil {
+			size += info.Size()
+		}
+	}
+	return len(names), size, err
+}
+
 func writeRecord(dir, id string, chunks [][]byte) error {
 	var size int
 	crc := uint32(0)
@@ -393,9 +404,13 @@ func removeStaleTmp(dir string) {
 
 // FoldOptions tune a fold.
 type FoldOptions struct {
-	// NoWait: when another process holds the write lock, stop at once with
-	// ErrBusy instead of waiting for it.
+	// NoWait: when another process holds the write lock, stop with ErrBusy
+	// instead of waiting for it as long as the store's BusyTimeout.
 	NoWait bool
+	// LockWait, with NoWait, is how long each transaction of the fold may
+	// wait for the lock (0: not at all). It bounds the waiting, not the
+	// work: a long journal is folded whole once the lock is had.
+	LockWait time.Duration
 }
 
 // FoldStats says what a fold did.
@@ -422,7 +437,8 @@ const foldBatchFiles = 256
 // commit. A damaged record is set aside (see FoldStats.SetAside), never an
 // error. With o.NoWait, or when the store was opened with a negative
 // BusyTimeout, a fold that finds another process holding the write lock
-// stops at once with ErrBusy (the records stay for the next fold).
+// for longer than o.LockWait stops with ErrBusy (the records stay for the
+// next fold).
 func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 	var st FoldStats
 	dir := JournalDir(s.path)
@@ -432,6 +448,7 @@ func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 	}
 	removeStaleTmp(dir)
 	w := s.writer()
+	w.lockWait = o.LockWait
 	if o.NoWait && !w.noWait {
 		// busy_timeout is per connection: take one and make it not wait.
 		conn, err := s.db.Conn(ctx)
@@ -452,7 +469,7 @@ func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 			}
 			conn.Close()
 		}()
-		w = writer{db: conn, noWait: true}
+		w = writer{db: conn, noWait: true, lockWait: o.LockWait}
 	}
 	for len(names) > 0 {
 		if err := ctx.Err(); err != nil {

@@ -383,3 +383,35 @@ func TestFoldTrims(t *testing.T) {
 		t.Errorf("%d rows kept for a cap of 50", tot.Rows)
 	}
 }
+
+// LockWait bounds the wait for the lock: a lock let go within it is had.
+func TestFoldLockWait(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "history.db")
+	holder, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	conn, _ := holder.db.Conn(ctx)
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := OpenJournal(path, Options{})
+	j.Append(sample(1))
+	s, _ := Open(ctx, path, Options{})
+	defer s.Close()
+	t0 := time.Now()
+	if _, err := s.Fold(ctx, FoldOptions{NoWait: true, LockWait: 200 * time.Millisecond}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("Fold beside a held lock: %v", err)
+	}
+	if took := time.Since(t0); took < 150*time.Millisecond || took > 2*time.Second {
+		t.Errorf("gave up after %s for a LockWait of 200ms", took)
+	}
+	time.AfterFunc(200*time.Millisecond, func() { conn.ExecContext(context.Background(), "COMMIT") })
+	st, err := s.Fold(ctx, FoldOptions{NoWait: true, LockWait: 10 * time.Second})
+	if err != nil || st.Folded != 1 {
+		t.Errorf("Fold with the lock let go: %+v %v", st, err)
+	}
+}

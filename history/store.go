@@ -376,10 +376,12 @@ type dbtx interface {
 }
 
 // writer is where writes go and whether they wait for another process's
-// write lock.
+// write lock: with noWait the connection does not wait (busy_timeout 0)
+// and retry tries again, with short pauses, only for lockWait.
 type writer struct {
-	db     dbtx
-	noWait bool
+	db       dbtx
+	noWait   bool
+	lockWait time.Duration
 }
 
 // writer returns the store's default writer.
@@ -389,11 +391,25 @@ func (w writer) retry(ctx context.Context, f func() error) error {
 	if !w.noWait {
 		return withBusyRetry(ctx, f)
 	}
-	err := f()
-	if isBusy(err) {
-		return fmt.Errorf("%w (%w)", ErrBusy, err)
+	until := time.Now().Add(w.lockWait)
+	pause := 2 * time.Millisecond
+	for {
+		err := f()
+		if !isBusy(err) {
+			return err
+		}
+		if time.Now().Add(pause).After(until) {
+			return fmt.Errorf("%w (%w)", ErrBusy, err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (%w)", ErrBusy, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, 50*time.Millisecond)
 	}
-	return err
 }
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }

@@ -29,12 +29,17 @@ import (
 // learn its new call's id) waits for the write lock to fold the journal.
 const recordWait = 2 * time.Second
 
-// foldBacklog is how many journal records make a call fold the journal
-// after printing its answer (when the database's write lock is free, within
-// --timeout). Below it the call leaves them to the next reader of the
-// history: a one-shot call then costs one small file write, and the journal
-// stays short even when history is never read.
-const foldBacklog = 32
+// foldBacklog and foldBacklogBytes are how many journal records, or how
+// many bytes of them, make a call fold the journal after printing its
+// answer (when the database's write lock is free, within --timeout). Below
+// both the call leaves them to the next reader of the history: a call then
+// costs one file write, and the database work is paid once every 32 calls
+// (or 64 MiB), after printing, so the journal stays short even when history
+// is never read.
+const (
+	foldBacklog      = 32
+	foldBacklogBytes = 64 << 20
+)
 
 // historySettings is the [history] section of the config file:
 //
@@ -154,14 +159,13 @@ func (a *app) openHistory(ctx context.Context) (*history.Store, error) {
 		return nil, err
 	}
 	// Wait for another process's write lock, but not long: a command that
-	// reads history is not held up by a writer that never lets go.
+	// reads history is not held up by a writer that never lets go. The
+	// folding itself is not cut short.
 	wait := recordWait
 	if a.timeout > 0 && a.timeout < wait {
 		wait = a.timeout
 	}
-	fctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	st, err := s.Fold(fctx, history.FoldOptions{})
+	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true, LockWait: wait})
 	a.foldWarnings(st, err, true)
 	return s, nil
 }
@@ -258,7 +262,7 @@ func (c *callRecorder) close() {
 	if c == nil {
 		return
 	}
-	if n, err := c.journal.Pending(); err != nil || n < foldBacklog {
+	if n, size, err := c.journal.Backlog(); err != nil || n < foldBacklog && size < foldBacklogBytes {
 		return
 	}
 	ctx, cancel := c.bounded(context.Background())
@@ -303,7 +307,7 @@ func (c *callRecorder) folded(ctx context.Context, rec string) int64 {
 		return 0
 	}
 	defer s.Close()
-	st, err := s.Fold(ctx, history.FoldOptions{})
+	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true, LockWait: recordWait})
 	c.a.foldWarnings(st, err, false)
 	e, err := s.GetRecord(ctx, rec)
 	if err != nil {
