@@ -18,12 +18,19 @@
 //     (Entry.ResponseSize, Entry.Truncated, Entry.ParamsTruncated).
 //
 // Secrets: before anything is stored, every object member whose key looks
-// secret (see IsSecretKey) in params, results and error data is replaced by
-// "[redacted]", at any depth. An Entry has no field for BTSP material.
+// secret (see IsSecretKey) in params, results, error data and error
+// messages that echo JSON is replaced by "[redacted]", at any depth; every
+// value so redacted from the params (MinValueLen bytes or longer) and every
+// Options.Secrets value is scrubbed wherever else it appears in the entry.
+// A value is cut to the entry limit first and only the kept part is
+// redacted, in one pass. An Entry has no field for BTSP material.
 //
-// Writes go through a Recorder, which owns one writer goroutine and a bounded
-// queue so that recording never slows a call: Record returns at once, and
-// Pending.Wait lets a caller wait, bounded, until the entry is committed.
-// Several processes may write the same database at once (WAL, a busy timeout,
-// retries on SQLITE_BUSY, BEGIN IMMEDIATE transactions).
+// Recording: a command that makes calls writes each to the Journal beside
+// the database (one record file a call, no lock, no database connection);
+// Store.Fold moves the records into the database exactly once, and is run
+// by whoever reads the history. A long-lived process may instead use a
+// Recorder, which owns one writer goroutine and a bounded queue writing
+// straight to the Store (Pending.Wait waits, bounded, for the commit).
+// Several processes may write the same database at once (WAL, a busy
+// timeout, retries on SQLITE_BUSY, BEGIN IMMEDIATE transactions).
 package history
