@@ -162,3 +162,86 @@ func BenchmarkSearch100k(b *testing.B) {
 		})
 	}
 }
+
+// bigDoc is about size bytes of JSON made of many small objects.
+func bigDoc(size int) json.RawMessage {
+	var b strings.Builder
+	b.WriteString(`{"items":[`)
+	for i := 0; b.Len() < size; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"item-%d","ok":%t,"score":%d.%d,"tag":null,"note":"small object"}`, i, i, i%2 == 0, i%100, i%10)
+	}
+	b.WriteString(`]}`)
+	return json.RawMessage(b.String())
+}
+
+// BenchmarkJournalAppend measures what recording adds to a call on the
+// CLI's path: cut, redact and write one journal record (no database). The
+// 10MB case is an answer of 10 MB of small objects, stored cut to 4 MiB;
+// 10MB-secret has params with a secret value, so the answer is also
+// searched for it.
+func BenchmarkJournalAppend(b *testing.B) {
+	big := bigDoc(10 << 20)
+	for _, c := range []struct {
+		name   string
+		params string
+		result json.RawMessage
+	}{
+		{"oneshot", `{"message":"hello"}`, json.RawMessage(`{"status":"alive"}`)},
+		{"10MB", `{"message":"hello"}`, big},
+		{"10MB-secret", `{"password":"hunter2-secret"}`, big},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			j, err := OpenJournal(filepath.Join(b.TempDir(), "history.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			times := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				e := sample(i)
+				e.Params, e.Result = json.RawMessage(c.params), c.result
+				t0 := time.Now()
+				if _, err := j.Append(e); err != nil {
+					b.Fatal(err)
+				}
+				times = append(times, time.Since(t0))
+			}
+			b.StopTimer()
+			reportPercentiles(b, times)
+		})
+	}
+}
+
+// BenchmarkFold measures folding 32 small journal records (what a call
+// does after printing once the journal holds foldBacklog records),
+// including opening the store as such a call does.
+func BenchmarkFold(b *testing.B) {
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "history.db")
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.Close()
+	j, _ := OpenJournal(path, Options{})
+	times := make([]time.Duration, 0, b.N)
+	for i := 0; i < b.N; i++ {
+		for k := 0; k < 32; k++ {
+			j.Append(benchEntry(i*32 + k))
+		}
+		t0 := time.Now()
+		s, err := Open(ctx, path, Options{BusyTimeout: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if st, err := s.Fold(ctx, FoldOptions{NoWait: true}); err != nil || st.Folded != 32 {
+			b.Fatal(st, err)
+		}
+		s.Close()
+		times = append(times, time.Since(t0))
+	}
+	reportPercentiles(b, times)
+}

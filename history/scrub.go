@@ -17,9 +17,6 @@ const MinValueLen = 4
 // secret inside a string or in free text.
 const redactedJSON = `"` + Redacted + `"`
 
-// maxKeyCache bounds the secret-key verdicts one scan remembers.
-const maxKeyCache = 4096
-
 // patcher builds a changed copy of src lazily: nothing is copied until the
 // first change, and an unchanged src is returned as it is.
 type patcher struct {
@@ -287,17 +284,32 @@ func collectValues(v []byte, vals *[]string) {
 }
 
 // keyJudge remembers IsSecretKey's verdicts for the keys of one document,
-// which repeat in documents of many small objects.
-type keyJudge map[string]bool
+// which repeat in documents of many small objects: a small direct-mapped
+// cache, indexed by the key's length and a few of its bytes, so that a
+// repeated key costs a comparison, not a hash of it.
+type keyJudge struct {
+	slots [64]struct {
+		key    string
+		secret bool
+		used   bool
+	}
+}
 
-func (k keyJudge) secret(doc []byte, open, end int) bool {
+func (k *keyJudge) secret(doc []byte, open, end int) bool {
 	raw := doc[open+1 : end]
-	if v, ok := k[string(raw)]; ok {
-		return v
+	h := len(raw)
+	if len(raw) > 0 {
+		h = h*31 + int(raw[0])
+		h = h*31 + int(raw[len(raw)-1])
+		h = h*31 + int(raw[len(raw)/2])
+	}
+	slot := &k.slots[h&(len(k.slots)-1)]
+	if slot.used && slot.key == string(raw) {
+		return slot.secret
 	}
 	v := IsSecretKey(stringText(doc, open, end))
-	if len(k) < maxKeyCache {
-		k[string(raw)] = v
+	if len(raw) <= 64 {
+		slot.key, slot.secret, slot.used = string(raw), v, true
 	}
 	return v
 }
@@ -314,7 +326,7 @@ func (k keyJudge) secret(doc []byte, open, end int) bool {
 // is never modified.
 func redactScan(doc []byte, sc *scrubber, text bool, vals *[]string) []byte {
 	p := patcher{src: doc}
-	keys := keyJudge{}
+	keys := &keyJudge{}
 	gapWith := redactedJSON
 	if text {
 		gapWith = Redacted
