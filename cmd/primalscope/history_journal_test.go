@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -307,5 +308,82 @@ func TestCallFoldsBacklog(t *testing.T) {
 	}
 	if c := countHistory(t, path); c != foldBacklog {
 		t.Errorf("%d calls in history", c)
+	}
+}
+
+// A peer that echoes the params everywhere (error message, error data,
+// result) gets no secret kept: not in `history --json`, not found by the
+// full-text search, not in any export, not in any file.
+func TestSecretsNeverReachHistoryCLI(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, "history.db")
+	env := map[string]string{"HOME": home, "PRIMALSCOPE_HISTORY": path}
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "echo.sock")
+	srv, err := ipctest.Listen(sock, ipctest.Config{Methods: map[string]ipctest.HandlerFunc{
+		"login": func(_ context.Context, p json.RawMessage) (any, error) {
+			return nil, &ipc.RPCError{Code: -32602, Message: "invalid params: " + string(p), Data: json.RawMessage(`{"echo":` + string(p) + `,"text":"got ` + strings.ReplaceAll(string(p), `"`, `'`) + `"}`)}
+		},
+		"whoami": func(_ context.Context, p json.RawMessage) (any, error) {
+			return json.RawMessage(`{"echo":` + string(p) + `,"session":{"sessionId":"sess-SECRET-1"}}`), nil
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	params := `{"user":"bob","password":"hunter2-SECRET","otp":"918273","apiKey":"k-SECRET-77","Pin":4821}`
+	secrets := []string{"hunter2", "SECRET", "918273", "4821"}
+	if r := runCLI(t, env, "", "call", sock, "login", params); r.code != 1 || !strings.Contains(r.stderr, "hunter2") {
+		t.Fatalf("login: %+v", r) // the screen shows what the peer said; history must not keep it
+	}
+	if r := runCLI(t, env, "", "call", sock, "whoami", params); r.code != 0 {
+		t.Fatalf("whoami: %+v", r)
+	}
+	check := func(what, text string) {
+		t.Helper()
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("%s holds %q:\n%s", what, s, text)
+			}
+		}
+	}
+	r := runCLI(t, env, "", "history", "--json")
+	var es []history.Entry
+	if err := json.Unmarshal([]byte(r.stdout), &es); err != nil || len(es) != 2 {
+		t.Fatalf("history --json: %+v %v", r, err)
+	}
+	check("history --json", r.stdout)
+	if !strings.Contains(r.stdout, "invalid params") || !strings.Contains(r.stdout, `"user":"bob"`) {
+		t.Errorf("history lost what is not secret: %s", r.stdout)
+	}
+	for _, q := range secrets {
+		if r := runCLI(t, env, "", "history", q); r.code != 0 || strings.TrimSpace(r.stdout) != "" {
+			t.Errorf("history %s found: %+v", q, r)
+		}
+	}
+	for _, e := range es {
+		for _, as := range []string{"command", "socat", "json"} {
+			r := runCLI(t, env, "", "history", "export", fmt.Sprint(e.ID), "--as", as)
+			if r.code != 0 || !strings.Contains(r.stdout, "[redacted]") {
+				t.Errorf("export %d --as %s: %+v", e.ID, as, r)
+			}
+			check("export --as "+as, r.stdout)
+		}
+	}
+	files, _ := filepath.Glob(path + "*")
+	more, _ := filepath.Glob(filepath.Join(history.JournalDir(path), "*"))
+	for _, f := range append(files, more...) {
+		if b, err := os.ReadFile(f); err == nil {
+			for _, s := range []string{"hunter2", "k-SECRET", "918273"} {
+				if strings.Contains(string(b), s) {
+					t.Errorf("%s holds %q", f, s)
+				}
+			}
+		}
 	}
 }
