@@ -411,6 +411,10 @@ type FoldOptions struct {
 	// wait for the lock (0: not at all). It bounds the waiting, not the
 	// work: a long journal is folded whole once the lock is had.
 	LockWait time.Duration
+	// Limit, when positive, is about the most records one fold takes (it
+	// stops after the batch that reaches it), for a fold that should cost
+	// little; the rest wait for the next.
+	Limit int
 }
 
 // FoldStats says what a fold did.
@@ -471,14 +475,18 @@ func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 		}()
 		w = writer{db: conn, noWait: true, lockWait: o.LockWait}
 	}
-	for len(names) > 0 {
+	for len(names) > 0 && (o.Limit <= 0 || st.Folded < o.Limit) {
 		if err := ctx.Err(); err != nil {
 			return st, fmt.Errorf("fold history journal: %w", err)
 		}
 		var batch []row
 		var ids, files []string
 		size := 0
-		for len(names) > 0 && len(files) < foldBatchFiles && (size < foldBatchBytes || len(files) == 0) {
+		maxFiles := foldBatchFiles
+		if o.Limit > 0 {
+			maxFiles = min(maxFiles, o.Limit-st.Folded)
+		}
+		for len(names) > 0 && len(files) < maxFiles && (size < foldBatchBytes || len(files) == 0) {
 			name := names[0]
 			names = names[1:]
 			p := filepath.Join(dir, name)

@@ -415,3 +415,25 @@ func TestFoldLockWait(t *testing.T) {
 		t.Errorf("Fold with the lock let go: %+v %v", st, err)
 	}
 }
+
+func TestFoldLimit(t *testing.T) {
+	ctx := testCtx(t)
+	s := openTemp(t, Options{})
+	j, _ := OpenJournal(s.Path(), Options{})
+	for i := 0; i < 10; i++ {
+		j.Append(sample(i))
+	}
+	if st, err := s.Fold(ctx, FoldOptions{Limit: 4}); err != nil || st.Folded != 4 {
+		t.Fatalf("Fold(Limit 4) = %+v %v", st, err)
+	}
+	if n, _ := j.Pending(); n != 6 {
+		t.Errorf("%d pending after folding 4 of 10", n)
+	}
+	// Oldest first.
+	if es, _ := s.Search(ctx, Query{Limit: -1}); len(es) != 4 || !es[3].Time.Equal(sample(0).Time) {
+		t.Errorf("folded %+v", es)
+	}
+	if st, err := s.Fold(ctx, FoldOptions{}); err != nil || st.Folded != 6 {
+		t.Errorf("the rest: %+v %v", st, err)
+	}
+}

@@ -257,7 +257,9 @@ func (c *callRecorder) record(_ context.Context, e history.Entry) string {
 // close runs after the answer is printed. When the journal has grown to
 // foldBacklog records it folds them into the database, but only if the
 // write lock is free at once and only within what is left of --timeout:
-// another process holding the lock never holds up this one.
+// another process holding the lock never holds up this one. It folds at
+// most 4*foldBacklog records: a backlog left by a lock held for long is
+// worked off by the next calls a share at a time (or by a reader at once).
 func (c *callRecorder) close() {
 	if c == nil {
 		return
@@ -278,7 +280,7 @@ func (c *callRecorder) close() {
 		return
 	}
 	defer s.Close()
-	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true})
+	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true, Limit: 4 * foldBacklog})
 	c.a.foldWarnings(st, err, false)
 }
 
