@@ -44,6 +44,13 @@ type Options struct {
 	// Highlighter, when set, is used instead of Colors and Profile; it saves
 	// compiling the palette on every call.
 	Highlighter *Highlighter
+	// Terminal escapes, inside strings, every character Classify does not
+	// call Safe (bidirectional controls, line separators, invisible
+	// characters) as JSON \uXXXX escapes, so that the output is safe for a
+	// terminal and still valid JSON with the same values. Set it when the
+	// output goes to a terminal; without it those characters are written as
+	// they are (control characters and invalid UTF-8 are escaped either way).
+	Terminal bool
 }
 
 // SyntaxError says where parsing failed. Offset is 0-based; Line and Column
@@ -117,10 +124,11 @@ type printer struct {
 	werr error
 	last byte // last byte flushed
 
-	indent int
-	hl     *Highlighter
-	cur    class
-	stack  []byte
+	indent   int
+	hl       *Highlighter
+	cur      class
+	stack    []byte
+	terminal bool
 }
 
 func newPrinter(w io.Writer, opts Options) *printer {
@@ -136,12 +144,13 @@ func newPrinter(w io.Writer, opts Options) *printer {
 		hl = NewHighlighter(opts.Colors, opts.Profile)
 	}
 	return &printer{
-		w:      w,
-		out:    make([]byte, 0, outBufSize+maxChunk+64),
-		indent: ind,
-		hl:     hl,
-		line:   1,
-		stack:  make([]byte, 0, 64),
+		w:        w,
+		out:      make([]byte, 0, outBufSize+maxChunk+64),
+		indent:   ind,
+		hl:       hl,
+		line:     1,
+		stack:    make([]byte, 0, 64),
+		terminal: opts.Terminal,
 	}
 }
 
@@ -474,6 +483,7 @@ func (p *printer) str(cl class) error {
 	p.setClass(cl)
 	p.out = append(p.out, '"')
 	p.pos++
+	var prev rune // for Classify: the last rune written as it is
 	for {
 		if p.pos == p.end && !p.fill(1) {
 			return p.errAt("unexpected end of input in string")
@@ -483,8 +493,11 @@ func (p *printer) str(cl class) error {
 		for i < lim && strByte[p.buf[i]] {
 			i++
 		}
-		p.out = append(p.out, p.buf[p.pos:i]...)
-		p.pos = i
+		if i > p.pos {
+			p.out = append(p.out, p.buf[p.pos:i]...)
+			p.pos = i
+			prev = 0 // ASCII
+		}
 		if i == lim {
 			p.maybeFlush()
 			continue
@@ -495,6 +508,7 @@ func (p *printer) str(cl class) error {
 			p.pos++
 			return nil
 		case c == '\\':
+			prev = 0
 			if !p.fill(2) {
 				return p.errAt("unexpected end of input in string escape")
 			}
@@ -524,6 +538,7 @@ func (p *printer) str(cl class) error {
 				p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
 			}
 			p.pos++
+			prev = 0
 			if c == '\n' {
 				p.line++
 				p.lineStart = p.base + int64(p.pos)
@@ -534,10 +549,16 @@ func (p *printer) str(cl class) error {
 			switch {
 			case r == utf8.RuneError && size == 1:
 				p.out = append(p.out, "\uFFFD"...)
+				prev = 0
 			case r <= 0x9f:
 				p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
+				prev = 0
+			case p.terminal && Classify(prev, r) != Safe:
+				p.out = appendJSONEscape(p.out, r)
+				prev = 0
 			default:
 				p.out = append(p.out, p.buf[p.pos:p.pos+size]...)
+				prev = r
 			}
 			p.pos += size
 		}
@@ -640,4 +661,16 @@ func (p *printer) literal(word string, cl class) error {
 	p.out = append(p.out, word...)
 	p.pos += len(word)
 	return p.delimited()
+}
+
+// appendJSONEscape appends r as a JSON string escape: \uXXXX, or a
+// surrogate pair above U+FFFF.
+func appendJSONEscape(dst []byte, r rune) []byte {
+	if r > 0xffff {
+		r -= 0x10000
+		hi, lo := 0xd800+(r>>10), 0xdc00+(r&0x3ff)
+		dst = append(dst, '\\', 'u', hexDigits[hi>>12&15], hexDigits[hi>>8&15], hexDigits[hi>>4&15], hexDigits[hi&15])
+		r = lo
+	}
+	return append(dst, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
 }

@@ -16,12 +16,12 @@ var safeByte = func() (t [256]bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// Sanitize makes peer text safe to put on one line of a terminal. Every C0
-// control (including newline, tab and carriage return), DEL, ESC, every C1
-// control (U+0080–U+009F) and every byte of invalid UTF-8 is replaced by a
-// visible escape: \n \t \r, \xNN for other C0 controls, DEL and invalid
-// bytes, \u00NN for C1 controls, \uNNNN for bidirectional controls and
-// zero-width spaces (which make text read as something else). Other text,
+// Sanitize makes peer text safe to put on one line of a terminal. Every
+// character Classify does not call Safe, and every byte of invalid UTF-8,
+// is replaced by a visible escape: \n \t \r, \xNN for other C0 controls,
+// DEL and invalid bytes, \u00NN for C1 controls, \uNNNN (\UNNNNNNNN above
+// U+FFFF) for bidirectional controls, line separators and invisible
+// characters (which make text read as something else). Other text,
 // backslashes included, is kept.
 // A string that needs no change is returned as it is, without copying.
 func Sanitize(s string) string {
@@ -50,9 +50,11 @@ func AppendSanitized(dst []byte, s []byte, multiline bool) []byte {
 }
 
 func clean(s string, multiline bool) bool {
+	var prev rune
 	for i := 0; i < len(s); {
 		c := s[i]
 		if safeByte[c] || (multiline && (c == '\n' || c == '\t')) {
+			prev = rune(c)
 			i++
 			continue
 		}
@@ -60,43 +62,36 @@ func clean(s string, multiline bool) bool {
 			return false
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || (r >= 0x80 && r <= 0x9f) || deceptive(r) {
+		if (r == utf8.RuneError && size == 1) || Classify(prev, r) != Safe {
 			return false
 		}
+		prev = r
 		i += size
 	}
 	return true
 }
 
-// deceptive reports the invisible characters that make text read as
-// something else: bidirectional embeddings, overrides and isolates (which
-// reorder what follows them), the marks, and zero-width space and no-break
-// space. Zero-width joiners stay: scripts and emoji need them.
-func deceptive(r rune) bool {
-	switch {
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	case r == 0x200b, r == 0x200e, r == 0x200f, r == 0x061c, r == 0xfeff:
-		return true
-	}
-	return false
-}
-
 func appendSanitized(dst []byte, s string, multiline bool) []byte {
+	var prev rune // the last rune written as it is; 0 after an escape
 	for i := 0; i < len(s); {
 		start := i
 		for i < len(s) && safeByte[s[i]] {
 			i++
 		}
-		dst = append(dst, s[start:i]...)
+		if i > start {
+			dst = append(dst, s[start:i]...)
+			prev = rune(s[i-1])
+		}
 		if i == len(s) {
 			break
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
+			prev = 0
 			switch {
 			case multiline && (c == '\n' || c == '\t'):
 				dst = append(dst, c)
+				prev = rune(c)
 			case c == '\n':
 				dst = append(dst, '\\', 'n')
 			case c == '\t':
@@ -113,14 +108,24 @@ func appendSanitized(dst []byte, s string, multiline bool) []byte {
 		switch {
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
-		case r >= 0x80 && r <= 0x9f:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
-		case deceptive(r):
-			dst = append(dst, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
+			prev = 0
+		case Classify(prev, r) != Safe:
+			dst = appendTextEscape(dst, r)
+			prev = 0
 		default:
 			dst = append(dst, s[i:i+size]...)
+			prev = r
 		}
 		i += size
 	}
 	return dst
+}
+
+// appendTextEscape appends the visible escape of a non-ASCII rune:
+// \uNNNN, or \UNNNNNNNN above U+FFFF.
+func appendTextEscape(dst []byte, r rune) []byte {
+	if r > 0xffff {
+		return append(dst, '\\', 'U', '0', '0', hexDigits[r>>20&15], hexDigits[r>>16&15], hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
+	}
+	return append(dst, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
 }
