@@ -58,37 +58,40 @@ func (c Class) String() string {
 // hidden data, not meaning). After ASCII, at the start or after an escape
 // they are Invisible, so "ad\u200dmin" does not pass for "admin".
 func Classify(prev, r rune) Class {
-	switch {
-	case r < 0x20:
-		return C0
-	case r < 0x7f:
-		return Safe
-	case r == 0x7f:
-		return DEL
-	case r <= 0x9f:
-		return C1
-	case r < 0xad:
-		return Safe
-	case r == 0xad:
-		return Invisible
-	case r < 0x034f:
-		return Safe
-	case r == 0x034f:
-		return Invisible
-	case r < 0x061c:
-		return Safe
-	case r == 0x061c:
-		return Bidi
-	case r < 0x115f:
-		return Safe
-	case r <= 0x1160, r == 0x17b4, r == 0x17b5, r == 0x180e:
-		return Invisible
-	case r >= 0x180b && r <= 0x180f:
-		return contextual(prev, selectorMayFollow)
-	case r < 0x200b:
-		return Safe
-	case r <= 0x206f:
+	// Ordered for speed: ASCII, then the big blocks with nothing to escape
+	// (most scripts, CJK, emoji) are found in a few comparisons.
+	if r < 0xa0 {
 		switch {
+		case r < 0x20:
+			return C0
+		case r < 0x7f:
+			return Safe
+		case r == 0x7f:
+			return DEL
+		}
+		return C1
+	}
+	if r < 0x2000 {
+		switch {
+		case r < 0x115f:
+			switch r {
+			case 0x00ad, 0x034f:
+				return Invisible
+			case 0x061c:
+				return Bidi
+			}
+			return Safe
+		case r <= 0x1160, r == 0x17b4, r == 0x17b5, r == 0x180e:
+			return Invisible
+		case r >= 0x180b && r <= 0x180f:
+			return contextual(prev, selectorMayFollow)
+		}
+		return Safe
+	}
+	if r <= 0x206f {
+		switch {
+		case r < 0x200b:
+			return Safe
 		case r == 0x200c || r == 0x200d:
 			return contextual(prev, joinerMayFollow)
 		case r == 0x200e || r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
@@ -99,22 +102,32 @@ func Classify(prev, r rune) Class {
 			return Invisible
 		}
 		return Safe
-	case r < 0x3164:
+	}
+	if r < 0xfe00 {
+		if r == 0x3164 {
+			return Invisible
+		}
 		return Safe
-	case r == 0x3164:
-		return Invisible
-	case r < 0xfe00:
+	}
+	if r < 0x10000 {
+		switch {
+		case r <= 0xfe0f:
+			return contextual(prev, selectorMayFollow)
+		case r == 0xfeff, r == 0xffa0, r >= 0xfff0 && r <= 0xfffb:
+			return Invisible
+		}
 		return Safe
-	case r <= 0xfe0f:
-		return contextual(prev, selectorMayFollow)
-	case r == 0xfeff, r == 0xffa0, r >= 0xfff0 && r <= 0xfffb:
-		return Invisible
-	case r < 0x13430:
+	}
+	if r < 0xe0000 {
+		switch {
+		case r > 0x1d17a, r < 0x13430:
+			return Safe
+		case r <= 0x1343f, r >= 0x1bca0 && r <= 0x1bca3, r >= 0x1d173:
+			return Invisible
+		}
 		return Safe
-	case r <= 0x1343f, r >= 0x1bca0 && r <= 0x1bca3, r >= 0x1d173 && r <= 0x1d17a:
-		return Invisible
-	case r < 0xe0000:
-		return Safe
+	}
+	switch {
 	case r >= 0xe0100 && r <= 0xe01ef:
 		return contextual(prev, selectorMayFollow)
 	case r <= 0xe0fff:

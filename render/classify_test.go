@@ -151,3 +151,59 @@ func TestSanitizeEveryClass(t *testing.T) {
 		}
 	}
 }
+
+// classifyRef is Classify written plainly, one range after another, to
+// check the ordered-for-speed one against.
+func classifyRef(prev, r rune) Class {
+	ctx := func(mayFollow func(rune) bool) Class {
+		if prev >= 0xa0 && mayFollow(prev) {
+			return Safe
+		}
+		return Invisible
+	}
+	switch {
+	case r < 0x20:
+		return C0
+	case r == 0x7f:
+		return DEL
+	case r >= 0x80 && r <= 0x9f:
+		return C1
+	case r == 0x061c, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return Bidi
+	case r == 0x2028, r == 0x2029:
+		return Separator
+	case r == 0x200c, r == 0x200d:
+		return ctx(joinerMayFollow)
+	case r >= 0x180b && r <= 0x180d, r == 0x180f, r >= 0xfe00 && r <= 0xfe0f, r >= 0xe0100 && r <= 0xe01ef:
+		return ctx(selectorMayFollow)
+	case r == 0x00ad, r == 0x034f, r == 0x115f, r == 0x1160, r == 0x17b4, r == 0x17b5, r == 0x180e,
+		r == 0x200b, r >= 0x2060 && r <= 0x206f, r == 0x3164, r == 0xfeff, r == 0xffa0, r >= 0xfff0 && r <= 0xfffb,
+		r >= 0x13430 && r <= 0x1343f, r >= 0x1bca0 && r <= 0x1bca3, r >= 0x1d173 && r <= 0x1d17a, r >= 0xe0000 && r <= 0xe0fff:
+		return Invisible
+	}
+	return Safe
+}
+
+func TestClassifyMatchesReference(t *testing.T) {
+	for _, prev := range []rune{0, 'a', 'é', '日', 0x200d, 0xfe0f, 0x1f600} {
+		for r := rune(0); r <= unicode.MaxRune; r++ {
+			if got, want := Classify(prev, r), classifyRef(prev, r); got != want {
+				t.Fatalf("Classify(%U, %U) = %v, want %v", prev, r, got, want)
+			}
+		}
+	}
+}
+
+func BenchmarkClassify(b *testing.B) {
+	text := []rune("héllo 日本語 🐿 grüße ✓ Привет مرحبا 👩\u200d💻 ❤\ufe0f")
+	for b.Loop() {
+		prev := rune(0)
+		for _, r := range text {
+			if Classify(prev, r) == Safe {
+				prev = r
+			} else {
+				prev = 0
+			}
+		}
+	}
+}

@@ -50,15 +50,25 @@ func AppendSanitized(dst []byte, s []byte, multiline bool) []byte {
 }
 
 func clean(s string, multiline bool) bool {
-	var prev rune
+	var prev rune // for Classify; ASCII counts as 0
 	for i := 0; i < len(s); {
-		c := s[i]
-		if safeByte[c] || (multiline && (c == '\n' || c == '\t')) {
-			prev = rune(c)
+		start := i
+		for i < len(s) && safeByte[s[i]] {
 			i++
-			continue
 		}
+		if i > start {
+			prev = 0
+		}
+		if i == len(s) {
+			break
+		}
+		c := s[i]
 		if c < utf8.RuneSelf {
+			if multiline && (c == '\n' || c == '\t') {
+				prev = 0
+				i++
+				continue
+			}
 			return false
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -80,7 +90,7 @@ func appendSanitized(dst []byte, s string, multiline bool) []byte {
 		}
 		if i > start {
 			dst = append(dst, s[start:i]...)
-			prev = rune(s[i-1])
+			prev = 0 // ASCII
 		}
 		if i == len(s) {
 			break
