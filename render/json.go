@@ -119,10 +119,11 @@ type printer struct {
 	lineStart int64 // input offset of the current line's first byte
 
 	// output
-	w    io.Writer
-	out  []byte
-	werr error
-	last byte // last byte flushed
+	w     io.Writer
+	out   []byte
+	werr  error
+	last  byte // last byte flushed
+	lastR rune // last rune flushed, if not ASCII
 
 	indent   int
 	hl       *Highlighter
@@ -164,7 +165,26 @@ func (p *printer) flush() {
 		_, p.werr = p.w.Write(p.out)
 	}
 	p.last = p.out[len(p.out)-1]
+	p.lastR = 0
+	if p.last >= utf8.RuneSelf {
+		p.lastR, _ = utf8.DecodeLastRune(p.out)
+	}
 	p.out = p.out[:0]
+}
+
+// lastRune is the last rune written (0 for ASCII), for Classify: inside a
+// string it is the rune before the current one as it was written (an
+// escape ends in ASCII).
+func (p *printer) lastRune() rune {
+	n := len(p.out)
+	if n == 0 {
+		return p.lastR
+	}
+	if p.out[n-1] < utf8.RuneSelf {
+		return 0
+	}
+	r, _ := utf8.DecodeLastRune(p.out)
+	return r
 }
 
 func (p *printer) maybeFlush() {
@@ -483,7 +503,6 @@ func (p *printer) str(cl class) error {
 	p.setClass(cl)
 	p.out = append(p.out, '"')
 	p.pos++
-	var prev rune // for Classify: the last rune written as it is
 	for {
 		if p.pos == p.end && !p.fill(1) {
 			return p.errAt("unexpected end of input in string")
@@ -493,11 +512,8 @@ func (p *printer) str(cl class) error {
 		for i < lim && strByte[p.buf[i]] {
 			i++
 		}
-		if i > p.pos {
-			p.out = append(p.out, p.buf[p.pos:i]...)
-			p.pos = i
-			prev = 0 // ASCII
-		}
+		p.out = append(p.out, p.buf[p.pos:i]...)
+		p.pos = i
 		if i == lim {
 			p.maybeFlush()
 			continue
@@ -508,7 +524,6 @@ func (p *printer) str(cl class) error {
 			p.pos++
 			return nil
 		case c == '\\':
-			prev = 0
 			if !p.fill(2) {
 				return p.errAt("unexpected end of input in string escape")
 			}
@@ -538,7 +553,6 @@ func (p *printer) str(cl class) error {
 				p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
 			}
 			p.pos++
-			prev = 0
 			if c == '\n' {
 				p.line++
 				p.lineStart = p.base + int64(p.pos)
@@ -549,16 +563,12 @@ func (p *printer) str(cl class) error {
 			switch {
 			case r == utf8.RuneError && size == 1:
 				p.out = append(p.out, "\uFFFD"...)
-				prev = 0
 			case r <= 0x9f:
 				p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
-				prev = 0
-			case p.terminal && Classify(prev, r) != Safe:
+			case p.terminal && Classify(p.lastRune(), r) != Safe:
 				p.out = appendJSONEscape(p.out, r)
-				prev = 0
 			default:
 				p.out = append(p.out, p.buf[p.pos:p.pos+size]...)
-				prev = r
 			}
 			p.pos += size
 		}
