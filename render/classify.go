@@ -136,6 +136,12 @@ func Classify(prev, r rune) Class {
 	return Safe
 }
 
+// plainRune is an inlinable shortcut for the common case: r is Safe
+// whatever comes before it (Latin-1 letters, Latin Extended, CJK, ...).
+func plainRune(r rune) bool {
+	return (r >= 0xa0 && r < 0x300 && r != 0xad) || (r >= 0x2070 && r < 0xfe00 && r != 0x3164)
+}
+
 // contextual classifies a joiner or variation selector after prev.
 func contextual(prev rune, mayFollow func(rune) bool) Class {
 	if prev >= 0xa0 && mayFollow(prev) {

@@ -190,6 +190,9 @@ func TestClassifyMatchesReference(t *testing.T) {
 			if got, want := Classify(prev, r), classifyRef(prev, r); got != want {
 				t.Fatalf("Classify(%U, %U) = %v, want %v", prev, r, got, want)
 			}
+			if plainRune(r) && classifyRef(prev, r) != Safe {
+				t.Fatalf("plainRune(%U) but it is %v after %U", r, classifyRef(prev, r), prev)
+			}
 		}
 	}
 }

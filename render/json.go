@@ -565,7 +565,7 @@ func (p *printer) str(cl class) error {
 				p.out = append(p.out, "\uFFFD"...)
 			case r <= 0x9f:
 				p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
-			case p.terminal && Classify(p.lastRune(), r) != Safe:
+			case p.terminal && !plainRune(r) && Classify(p.lastRune(), r) != Safe:
 				p.out = appendJSONEscape(p.out, r)
 			default:
 				p.out = append(p.out, p.buf[p.pos:p.pos+size]...)

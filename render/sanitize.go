@@ -72,7 +72,7 @@ func clean(s string, multiline bool) bool {
 			return false
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || Classify(prev, r) != Safe {
+		if !plainRune(r) && ((r == utf8.RuneError && size == 1) || Classify(prev, r) != Safe) {
 			return false
 		}
 		prev = r
@@ -116,6 +116,9 @@ func appendSanitized(dst []byte, s string, multiline bool) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
+		case plainRune(r):
+			dst = append(dst, s[i:i+size]...)
+			prev = r
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
 			prev = 0

@@ -81,6 +81,8 @@ func appendTerminalJSON(dst, b []byte) ([]byte, bool) {
 		}
 		r, size := utf8.DecodeRune(b[i:])
 		switch {
+		case plainRune(r):
+			prev = r
 		case r == utf8.RuneError && size == 1:
 			prev = 0
 			if inStr {
