@@ -165,10 +165,7 @@ func (p *printer) flush() {
 		_, p.werr = p.w.Write(p.out)
 	}
 	p.last = p.out[len(p.out)-1]
-	p.lastR = 0
-	if p.last >= utf8.RuneSelf {
-		p.lastR, _ = utf8.DecodeLastRune(p.out)
-	}
+	p.lastR = lastRune(p.out)
 	p.out = p.out[:0]
 }
 
@@ -176,15 +173,10 @@ func (p *printer) flush() {
 // string it is the rune before the current one as it was written (an
 // escape ends in ASCII).
 func (p *printer) lastRune() rune {
-	n := len(p.out)
-	if n == 0 {
+	if len(p.out) == 0 {
 		return p.lastR
 	}
-	if p.out[n-1] < utf8.RuneSelf {
-		return 0
-	}
-	r, _ := utf8.DecodeLastRune(p.out)
-	return r
+	return lastRune(p.out)
 }
 
 func (p *printer) maybeFlush() {

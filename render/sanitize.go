@@ -50,58 +50,57 @@ func AppendSanitized(dst []byte, s []byte, multiline bool) []byte {
 }
 
 func clean(s string, multiline bool) bool {
-	var prev rune // for Classify; ASCII counts as 0
 	for i := 0; i < len(s); {
-		start := i
-		for i < len(s) && safeByte[s[i]] {
-			i++
-		}
-		if i > start {
-			prev = 0
-		}
-		if i == len(s) {
-			break
-		}
 		c := s[i]
+		if safeByte[c] || (multiline && (c == '\n' || c == '\t')) {
+			i++
+			continue
+		}
 		if c < utf8.RuneSelf {
-			if multiline && (c == '\n' || c == '\t') {
-				prev = 0
-				i++
-				continue
-			}
 			return false
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if !plainRune(r) && ((r == utf8.RuneError && size == 1) || Classify(prev, r) != Safe) {
+		if !plainRune(r) && ((r == utf8.RuneError && size == 1) || Classify(lastRuneInString(s[:i]), r) != Safe) {
 			return false
 		}
-		prev = r
 		i += size
 	}
 	return true
 }
 
+// lastRune is the last rune of b if it is not ASCII, else 0: the context
+// Classify needs, taken from what was written before.
+func lastRune(b []byte) rune {
+	if n := len(b); n > 0 && b[n-1] >= utf8.RuneSelf {
+		r, _ := utf8.DecodeLastRune(b)
+		return r
+	}
+	return 0
+}
+
+func lastRuneInString(s string) rune {
+	if n := len(s); n > 0 && s[n-1] >= utf8.RuneSelf {
+		r, _ := utf8.DecodeLastRuneInString(s)
+		return r
+	}
+	return 0
+}
+
 func appendSanitized(dst []byte, s string, multiline bool) []byte {
-	var prev rune // the last rune written as it is; 0 after an escape
 	for i := 0; i < len(s); {
 		start := i
 		for i < len(s) && safeByte[s[i]] {
 			i++
 		}
-		if i > start {
-			dst = append(dst, s[start:i]...)
-			prev = 0 // ASCII
-		}
+		dst = append(dst, s[start:i]...)
 		if i == len(s) {
 			break
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			prev = 0
 			switch {
 			case multiline && (c == '\n' || c == '\t'):
 				dst = append(dst, c)
-				prev = rune(c)
 			case c == '\n':
 				dst = append(dst, '\\', 'n')
 			case c == '\t':
@@ -118,16 +117,14 @@ func appendSanitized(dst []byte, s string, multiline bool) []byte {
 		switch {
 		case plainRune(r):
 			dst = append(dst, s[i:i+size]...)
-			prev = r
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
-			prev = 0
-		case Classify(prev, r) != Safe:
+		case Classify(lastRune(dst), r) != Safe:
+			// The context is what was written before: an escape ends
+			// in ASCII.
 			dst = appendTextEscape(dst, r)
-			prev = 0
 		default:
 			dst = append(dst, s[i:i+size]...)
-			prev = r
 		}
 		i += size
 	}
