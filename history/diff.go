@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/ecoPrimals/primalscope/render"
 )
 
 // ChangeKind says what happened at a path between two JSON documents.
@@ -277,23 +279,30 @@ func clip(v json.RawMessage, n int) string {
 	return string(r[:n]) + "…"
 }
 
-// Sanitize escapes what a terminal would act on or that would reorder the
-// text: C0 and C1 control characters, DEL, bidirectional controls and line
-// separators (as \uXXXX) and invalid UTF-8 (as \xXX).
+// Sanitize escapes what a terminal would act on or that would reorder or
+// hide text: every character render.Classify does not call Safe (C0 and C1
+// controls, DEL, bidirectional controls, line separators, invisible
+// characters) as \uXXXX (\UXXXXXXXX above U+FFFF), and invalid UTF-8 as
+// \xXX.
 func Sanitize(s string) string {
 	var sb strings.Builder
+	var prev rune
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
 			fmt.Fprintf(&sb, `\x%02x`, s[i])
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) ||
-			r == 0x200e || r == 0x200f || r == 0x2028 || r == 0x2029 ||
-			(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
-			fmt.Fprintf(&sb, `\u%04x`, r)
-		default:
+			r = 0
+		case render.Classify(prev, r) == render.Safe:
 			sb.WriteString(s[i : i+size])
+		case r > 0xffff:
+			fmt.Fprintf(&sb, `\U%08x`, r)
+			r = 0
+		default:
+			fmt.Fprintf(&sb, `\u%04x`, r)
+			r = 0
 		}
+		prev = r
 		i += size
 	}
 	return sb.String()

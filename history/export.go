@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/render"
 )
 
 // Errors from the exporters.
@@ -155,36 +155,11 @@ func SocatLine(e Entry) (string, error) {
 }
 
 // SafeJSON rewrites valid JSON so that it holds no character a terminal acts
-// on: DEL, C1 controls, bidirectional controls and line separators become
-// \uXXXX escapes (they can only occur inside strings, where the escape means
-// the same), and invalid UTF-8 becomes \ufffd.
-func SafeJSON(b []byte) []byte {
-	var out []byte
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		var esc string
-		switch {
-		case r == utf8.RuneError && size == 1:
-			esc = `\ufffd`
-		case r == 0x7f || (r >= 0x80 && r < 0xa0) || r == 0x200e || r == 0x200f ||
-			r == 0x2028 || r == 0x2029 || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
-			esc = fmt.Sprintf(`\u%04x`, r)
-		}
-		if esc != "" {
-			if out == nil {
-				out = append(make([]byte, 0, len(b)+16), b[:i]...)
-			}
-			out = append(out, esc...)
-		} else if out != nil {
-			out = append(out, b[i:i+size]...)
-		}
-		i += size
-	}
-	if out == nil {
-		return b
-	}
-	return out
-}
+// on or that hides or reorders text: it is render.TerminalJSON (controls,
+// DEL, C1, bidirectional controls, line separators and invisible characters
+// inside strings become \uXXXX escapes, which mean the same; invalid UTF-8
+// becomes \ufffd). JSON that needs no change is returned as it is.
+func SafeJSON(b []byte) []byte { return render.TerminalJSON(b) }
 
 func hasControl(s string) bool {
 	return Sanitize(s) != s

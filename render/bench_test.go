@@ -83,6 +83,28 @@ func BenchmarkHighlight256_10MB(b *testing.B) {
 	benchPrint(b, Options{Indent: 2, Colors: &th.JSON, Profile: colorprofile.ANSI256})
 }
 
+// BenchmarkHighlightTerminal10MB is call's pretty output on a colour
+// terminal: highlighted, with invisible characters escaped.
+func BenchmarkHighlightTerminal10MB(b *testing.B) {
+	th := themes.Dark()
+	benchPrint(b, Options{Indent: 2, Colors: &th.JSON, Profile: colorprofile.TrueColor, Terminal: true})
+}
+
+// BenchmarkPlainTerminal10MB is call's pretty output on a terminal without
+// colour.
+func BenchmarkPlainTerminal10MB(b *testing.B) { benchPrint(b, Options{Indent: 2, Terminal: true}) }
+
+// BenchmarkTerminalJSON10MB escapes a 10 MB document for a terminal (--raw
+// without colour, the --json outputs).
+func BenchmarkTerminalJSON10MB(b *testing.B) {
+	doc := benchDoc()
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = TerminalJSON(doc)
+	}
+}
+
 // BenchmarkHighlightLines colours every line of the pretty-printed 10 MB
 // document one line at a time, as the TUI does for visible lines.
 func BenchmarkHighlightLines10MB(b *testing.B) {

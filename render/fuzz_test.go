@@ -93,8 +93,26 @@ func FuzzJSON(f *testing.F) {
 					t.Fatalf("value changed: %#v -> %#v", want, got)
 				}
 			}
+			// For a terminal: the same but for escapes; nothing unsafe left.
+			term, terr := Format(data, Options{Indent: indent, Terminal: true, Highlighter: hl})
+			if (terr == nil) != (perr == nil) {
+				t.Fatalf("Terminal changed the verdict: %v vs %v", terr, perr)
+			}
+			if i := firstUnsafe(stripSGR(string(term)), true); i >= 0 {
+				t.Fatalf("Terminal left an unsafe character at %d: %q", i, term)
+			}
+			if json.Valid(data) {
+				want, _ := decodeAll(plain.Bytes())
+				got, err := decodeAll([]byte(stripSGR(string(term))))
+				if err != nil || !reflect.DeepEqual(want, got) {
+					t.Fatalf("Terminal changed the value (%v): %q", err, term)
+				}
+			}
+			// Line keeps the text of every line the printer wrote for a
+			// terminal (it escapes what Terminal escapes).
 			if perr == nil && indent == 2 {
-				for _, line := range strings.Split(plain.String(), "\n") {
+				termPlain, _ := Format(data, Options{Indent: indent, Terminal: true})
+				for _, line := range strings.Split(string(termPlain), "\n") {
 					if stripSGR(hl.Line(line)) != line {
 						t.Fatalf("Line changed the text of %q", line)
 					}
@@ -119,13 +137,51 @@ func FuzzSanitize(f *testing.F) {
 		if Sanitize(one) != one || SanitizeMultiline(ml) != ml {
 			t.Fatalf("not idempotent: %q", s)
 		}
-		if utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool {
-			return r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f)
-		}) && one != s {
+		if i := firstUnsafe(one, false); i >= 0 {
+			t.Fatalf("Sanitize left an unsafe character at %d: %q", i, one)
+		}
+		if i := firstUnsafe(ml, true); i >= 0 {
+			t.Fatalf("SanitizeMultiline left an unsafe character at %d: %q", i, ml)
+		}
+		if firstUnsafe(s, false) < 0 && one != s {
 			t.Fatalf("clean text changed: %q -> %q", s, one)
 		}
 		th := themes.Dark()
 		line := HighlightLine(s, &th.JSON, colorprofile.ANSI256)
 		checkSafe(t, "HighlightLine", []byte(stripSGR(line)), false)
+	})
+}
+
+// FuzzTerminalJSON: TerminalJSON leaves nothing unsafe for a terminal, and
+// valid JSON stays valid with the same values.
+func FuzzTerminalJSON(f *testing.F) {
+	for _, s := range []string{
+		hostileDoc, `{"a":[1,"x"]}`, "{\"a\":\r\n1}", "[\"\x1b\x00\\\"\u202e\"]", "\"\xff\xc2\x9b\"",
+		"[\"👩\u200d💻\",\"a\u200d\"]", "\"\\", "\u202e[]\x1b",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		out := TerminalJSON(data)
+		if i := firstUnsafe(string(out), true); i >= 0 {
+			t.Fatalf("unsafe character at %d: %q -> %q", i, data, out)
+		}
+		if !bytes.Equal(AppendTerminalJSON(nil, data), out) {
+			t.Fatalf("AppendTerminalJSON and TerminalJSON differ for %q", data)
+		}
+		if !json.Valid(data) {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("not valid JSON: %q -> %q", data, out)
+		}
+		want, err1 := decodeAll(data)
+		got, err2 := decodeAll(out)
+		if err1 != nil || err2 != nil || !reflect.DeepEqual(want, got) {
+			t.Fatalf("value changed (%v, %v): %q -> %q", err1, err2, data, out)
+		}
+		if !bytes.Equal(TerminalJSON(out), out) {
+			t.Fatalf("not idempotent: %q", out)
+		}
 	})
 }

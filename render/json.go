@@ -44,6 +44,13 @@ type Options struct {
 	// Highlighter, when set, is used instead of Colors and Profile; it saves
 	// compiling the palette on every call.
 	Highlighter *Highlighter
+	// Terminal escapes, inside strings, every character Classify does not
+	// call Safe (bidirectional controls, line separators, invisible
+	// characters) as JSON \uXXXX escapes, so that the output is safe for a
+	// terminal and still valid JSON with the same values. Set it when the
+	// output goes to a terminal; without it those characters are written as
+	// they are (control characters and invalid UTF-8 are escaped either way).
+	Terminal bool
 }
 
 // SyntaxError says where parsing failed. Offset is 0-based; Line and Column
@@ -112,15 +119,17 @@ type printer struct {
 	lineStart int64 // input offset of the current line's first byte
 
 	// output
-	w    io.Writer
-	out  []byte
-	werr error
-	last byte // last byte flushed
+	w     io.Writer
+	out   []byte
+	werr  error
+	last  byte // last byte flushed
+	lastR rune // last rune flushed, if not ASCII
 
-	indent int
-	hl     *Highlighter
-	cur    class
-	stack  []byte
+	indent   int
+	hl       *Highlighter
+	cur      class
+	stack    []byte
+	terminal bool
 }
 
 func newPrinter(w io.Writer, opts Options) *printer {
@@ -136,12 +145,13 @@ func newPrinter(w io.Writer, opts Options) *printer {
 		hl = NewHighlighter(opts.Colors, opts.Profile)
 	}
 	return &printer{
-		w:      w,
-		out:    make([]byte, 0, outBufSize+maxChunk+64),
-		indent: ind,
-		hl:     hl,
-		line:   1,
-		stack:  make([]byte, 0, 64),
+		w:        w,
+		out:      make([]byte, 0, outBufSize+maxChunk+64),
+		indent:   ind,
+		hl:       hl,
+		line:     1,
+		stack:    make([]byte, 0, 64),
+		terminal: opts.Terminal,
 	}
 }
 
@@ -155,7 +165,18 @@ func (p *printer) flush() {
 		_, p.werr = p.w.Write(p.out)
 	}
 	p.last = p.out[len(p.out)-1]
+	p.lastR = lastRune(p.out)
 	p.out = p.out[:0]
+}
+
+// lastRune is the last rune written (0 for ASCII), for Classify: inside a
+// string it is the rune before the current one as it was written (an
+// escape ends in ASCII).
+func (p *printer) lastRune() rune {
+	if len(p.out) == 0 {
+		return p.lastR
+	}
+	return lastRune(p.out)
 }
 
 func (p *printer) maybeFlush() {
@@ -536,6 +557,8 @@ func (p *printer) str(cl class) error {
 				p.out = append(p.out, "\uFFFD"...)
 			case r <= 0x9f:
 				p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
+			case p.terminal && !plainRune(r) && Classify(p.lastRune(), r) != Safe:
+				p.out = appendJSONEscape(p.out, r)
 			default:
 				p.out = append(p.out, p.buf[p.pos:p.pos+size]...)
 			}
@@ -640,4 +663,16 @@ func (p *printer) literal(word string, cl class) error {
 	p.out = append(p.out, word...)
 	p.pos += len(word)
 	return p.delimited()
+}
+
+// appendJSONEscape appends r as a JSON string escape: \uXXXX, or a
+// surrogate pair above U+FFFF.
+func appendJSONEscape(dst []byte, r rune) []byte {
+	if r > 0xffff {
+		r -= 0x10000
+		hi, lo := 0xd800+(r>>10), 0xdc00+(r&0x3ff)
+		dst = append(dst, '\\', 'u', hexDigits[hi>>12&15], hexDigits[hi>>8&15], hexDigits[hi>>4&15], hexDigits[hi&15])
+		r = lo
+	}
+	return append(dst, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
 }

@@ -16,12 +16,12 @@ var safeByte = func() (t [256]bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// Sanitize makes peer text safe to put on one line of a terminal. Every C0
-// control (including newline, tab and carriage return), DEL, ESC, every C1
-// control (U+0080–U+009F) and every byte of invalid UTF-8 is replaced by a
-// visible escape: \n \t \r, \xNN for other C0 controls, DEL and invalid
-// bytes, \u00NN for C1 controls, \uNNNN for bidirectional controls and
-// zero-width spaces (which make text read as something else). Other text,
+// Sanitize makes peer text safe to put on one line of a terminal. Every
+// character Classify does not call Safe, and every byte of invalid UTF-8,
+// is replaced by a visible escape: \n \t \r, \xNN for other C0 controls,
+// DEL and invalid bytes, \u00NN for C1 controls, \uNNNN (\UNNNNNNNN above
+// U+FFFF) for bidirectional controls, line separators and invisible
+// characters (which make text read as something else). Other text,
 // backslashes included, is kept.
 // A string that needs no change is returned as it is, without copying.
 func Sanitize(s string) string {
@@ -60,7 +60,7 @@ func clean(s string, multiline bool) bool {
 			return false
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || (r >= 0x80 && r <= 0x9f) || deceptive(r) {
+		if !plainRune(r) && ((r == utf8.RuneError && size == 1) || Classify(lastRuneInString(s[:i]), r) != Safe) {
 			return false
 		}
 		i += size
@@ -68,18 +68,22 @@ func clean(s string, multiline bool) bool {
 	return true
 }
 
-// deceptive reports the invisible characters that make text read as
-// something else: bidirectional embeddings, overrides and isolates (which
-// reorder what follows them), the marks, and zero-width space and no-break
-// space. Zero-width joiners stay: scripts and emoji need them.
-func deceptive(r rune) bool {
-	switch {
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	case r == 0x200b, r == 0x200e, r == 0x200f, r == 0x061c, r == 0xfeff:
-		return true
+// lastRune is the last rune of b if it is not ASCII, else 0: the context
+// Classify needs, taken from what was written before.
+func lastRune(b []byte) rune {
+	if n := len(b); n > 0 && b[n-1] >= utf8.RuneSelf {
+		r, _ := utf8.DecodeLastRune(b)
+		return r
 	}
-	return false
+	return 0
+}
+
+func lastRuneInString(s string) rune {
+	if n := len(s); n > 0 && s[n-1] >= utf8.RuneSelf {
+		r, _ := utf8.DecodeLastRuneInString(s)
+		return r
+	}
+	return 0
 }
 
 func appendSanitized(dst []byte, s string, multiline bool) []byte {
@@ -111,16 +115,27 @@ func appendSanitized(dst []byte, s string, multiline bool) []byte {
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
+		case plainRune(r):
+			dst = append(dst, s[i:i+size]...)
 		case r == utf8.RuneError && size == 1:
 			dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
-		case r >= 0x80 && r <= 0x9f:
-			dst = append(dst, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
-		case deceptive(r):
-			dst = append(dst, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
+		case Classify(lastRune(dst), r) != Safe:
+			// The context is what was written before: an escape ends
+			// in ASCII.
+			dst = appendTextEscape(dst, r)
 		default:
 			dst = append(dst, s[i:i+size]...)
 		}
 		i += size
 	}
 	return dst
+}
+
+// appendTextEscape appends the visible escape of a non-ASCII rune:
+// \uNNNN, or \UNNNNNNNN above U+FFFF.
+func appendTextEscape(dst []byte, r rune) []byte {
+	if r > 0xffff {
+		return append(dst, '\\', 'U', '0', '0', hexDigits[r>>20&15], hexDigits[r>>16&15], hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
+	}
+	return append(dst, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
 }

@@ -234,18 +234,23 @@ func positioned(data []byte, off int64, msg string) *JSONError {
 }
 
 // printJSON writes a JSON value: highlighted and pretty on a colour terminal,
-// plain and pretty otherwise. exact prints the bytes as the peer sent them
-// when the output is not a terminal (for --raw).
+// plain and pretty otherwise. exact (for --raw) prints the bytes as the
+// peer sent them when there is no colour. On a terminal what a terminal
+// would act on, or that hides or reorders text, is escaped as JSON \u
+// escapes (the same value); piped, the JSON is written as it came.
 func (a *app) printJSON(w io.Writer, data json.RawMessage, exact bool) error {
 	prof, err := a.colorProfile(w)
 	if err != nil {
 		return err
 	}
 	if exact && prof <= colorprofile.Ascii {
-		_, err := w.Write(append(render.AppendSanitized(nil, data, false), '\n'))
+		if err := a.writeJSON(w, data); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, "\n")
 		return err
 	}
-	opts := render.Options{Indent: render.DefaultIndent, Profile: prof}
+	opts := render.Options{Indent: render.DefaultIndent, Profile: prof, Terminal: a.terminalSafe(w)}
 	if prof > colorprofile.Ascii {
 		th, err := a.themeFor()
 		if err != nil {
@@ -273,7 +278,7 @@ func (a *app) printPeerError(t target, method string, re *ipc.RPCError) {
 	if len(re.Data) > 0 && string(re.Data) != "null" {
 		b.WriteString("data: ")
 		var pretty bytes.Buffer
-		if render.JSONBytes(&pretty, re.Data, render.Options{Indent: render.DefaultIndent}) == nil {
+		if render.JSONBytes(&pretty, re.Data, render.Options{Indent: render.DefaultIndent, Terminal: true}) == nil {
 			b.Write(pretty.Bytes())
 		} else {
 			b.WriteString(render.Sanitize(string(re.Data)) + "\n")

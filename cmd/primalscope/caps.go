@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -54,9 +53,7 @@ func (a *app) caps(ctx context.Context, arg string, asJSON bool) error {
 		return fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if asJSON {
-		enc := json.NewEncoder(a.io.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(capsDoc{Target: t.Name, Endpoint: t.Endpoint.String(), Description: d})
+		return a.encodeJSON(a.io.out, capsDoc{Target: t.Name, Endpoint: t.Endpoint.String(), Description: d}, true)
 	}
 	a.printCaps(a.io.out, t, d)
 	if d.Capabilities == nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -157,9 +156,7 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	doc.OK = len(doc.Below) == 0 && (level < 3 || doc.Composition.Complete)
 
 	if asJSON {
-		enc := json.NewEncoder(a.io.out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(doc); err != nil {
+		if err := a.encodeJSON(a.io.out, doc, true); err != nil {
 			return err
 		}
 	} else {

@@ -475,12 +475,7 @@ func (a *app) listHistory(ctx context.Context, text string, f historyFlags) erro
 		if entries == nil {
 			entries = []history.Entry{}
 		}
-		b, err := json.Marshal(entries)
-		if err != nil {
-			return err
-		}
-		_, err = a.io.out.Write(append(b, '\n'))
-		return err
+		return a.encodeJSON(a.io.out, entries, false)
 	}
 	if len(entries) == 0 {
 		fmt.Fprintln(a.io.err, "primalscope: no calls in history match")
@@ -775,11 +770,7 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 	}
 
 	if f.asJSON {
-		b, err := json.Marshal(doc)
-		if err != nil {
-			return err
-		}
-		if _, err := a.io.out.Write(append(b, '\n')); err != nil {
+		if err := a.encodeJSON(a.io.out, doc, false); err != nil {
 			return err
 		}
 	} else {

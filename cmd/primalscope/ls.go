@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -89,9 +88,7 @@ func (a *app) ls(ctx context.Context, df discoverFlags, asJSON bool) error {
 		for _, t := range snap.Targets {
 			doc.Targets = append(doc.Targets, toLS(t))
 		}
-		enc := json.NewEncoder(a.io.out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(doc)
+		return a.encodeJSON(a.io.out, doc, true)
 	}
 	a.reportSourceErrors(snap.Errors)
 	if len(snap.Targets) == 0 {
@@ -207,7 +204,6 @@ func (a *app) lsWatch(ctx context.Context, df discoverFlags, asJSON bool, every 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	events := d.Watch(ctx, discovery.WatchOptions{Interval: every})
-	enc := json.NewEncoder(a.io.out)
 	known := map[string]*discovery.Target{}
 	synced := false
 	for ev := range events {
@@ -215,7 +211,7 @@ func (a *app) lsWatch(ctx context.Context, df discoverFlags, asJSON bool, every 
 			if ev.Kind == discovery.Synced {
 				continue
 			}
-			if err := enc.Encode(lsEvent{Event: ev.Kind, Time: ev.Time, Changes: ev.Changes, Target: toLS(ev.Target)}); err != nil {
+			if err := a.encodeJSON(a.io.out, lsEvent{Event: ev.Kind, Time: ev.Time, Changes: ev.Changes, Target: toLS(ev.Target)}, false); err != nil {
 				return err // stdout closed: stop
 			}
 			continue

@@ -31,6 +31,9 @@ func main() {
 type stdio struct {
 	in       io.Reader
 	out, err io.Writer
+	// terminal, when set, says which of out and err is a terminal (tests
+	// stand in for one with it); nil asks the OS (app.terminal).
+	terminal func(io.Writer) bool
 }
 
 // app holds the global flags and what every command shares.

@@ -221,6 +221,7 @@ func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]even
 type tailPrinter struct {
 	w      *bufio.Writer
 	json   bool
+	safe   bool // escape JSON for a terminal (app.terminalSafe)
 	colors *themes.JSONColors
 	prof   colorprofile.Profile
 	hl     *render.Highlighter
@@ -228,7 +229,7 @@ type tailPrinter struct {
 }
 
 func (a *app) tailPrinter(asJSON bool) (*tailPrinter, error) {
-	p := &tailPrinter{w: bufio.NewWriterSize(a.io.out, 64<<10), json: asJSON}
+	p := &tailPrinter{w: bufio.NewWriterSize(a.io.out, 64<<10), json: asJSON, safe: a.terminalSafe(a.io.out)}
 	if asJSON {
 		return p, nil
 	}
@@ -253,6 +254,9 @@ func (p *tailPrinter) print(ev events.Event) error {
 		b, err := json.Marshal(ev)
 		if err != nil {
 			return err
+		}
+		if p.safe {
+			b = render.TerminalJSON(b)
 		}
 		p.w.Write(b)
 		p.w.WriteByte('\n')

@@ -124,6 +124,9 @@ func (a *app) colorProfile(w io.Writer) (colorprofile.Profile, error) {
 		if a.getenv("NO_COLOR") != "" {
 			return colorprofile.NoTTY, nil
 		}
+		if a.io.terminal != nil && a.io.terminal(w) { // a test's stand-in terminal
+			return colorprofile.Env(a.environ), nil
+		}
 		p := colorprofile.Detect(w, a.environ)
 		return p, nil
 	}
