@@ -90,7 +90,9 @@ wss://..., stdio:"command args" or @abstract.
 
 Exit codes: 0 ok; 1 the peer answered with a JSON-RPC error; 2 bad usage or
 bad input; 3 cannot connect or the transport broke; 4 timed out; 5 refused
-for security (BTSP required and no seed, handshake failed, bad signature).`,
+for security (BTSP required and no seed, handshake failed, bad signature).
+
+More: primalscope help targets | exit-codes | config.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -110,7 +112,6 @@ for security (BTSP required and no seed, handshake failed, bad signature).`,
 	pf.StringVar(&a.historyPath, "history", "", "history database (default $PRIMALSCOPE_HISTORY or $XDG_STATE_HOME/primalscope/history.db)")
 	pf.BoolVar(&a.noHistory, "no-history", false, "do not record calls")
 	a.securityFlags(pf)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 
 	root.AddCommand(a.callCmd(), a.capsCmd(), a.demoCmd())
 	// Commands of other concerns register here, one line each.
@@ -118,6 +119,7 @@ for security (BTSP required and no seed, handshake failed, bad signature).`,
 	root.AddCommand(a.lsCmd(), a.checkCmd())
 	root.AddCommand(a.tailCmd())
 	a.holonFlags(root) // --insecure for wss://
+	a.shellFit(root)   // version, help topics, completion, usage errors (exit 2)
 	return root
 }
 
