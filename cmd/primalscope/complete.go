@@ -242,10 +242,14 @@ func (a *app) completionTargets(ctx context.Context) []completionTarget {
 			break
 		}
 		ct := completionTarget{Name: t.Name, Aliases: t.Aliases, Family: t.Family, Address: t.Address, State: string(t.State())}
+		if p, seen := prev[t.Address]; seen && t.Address != "" && (t.Probe == nil || t.Probe.Identity == nil) {
+			// The probe was cut by the budget: keep the names the last
+			// sweep learned from the target's identity (a family split),
+			// and its methods.
+			ct = carryNames(ct, p)
+		}
 		if t.Probe != nil && t.Probe.Capabilities != nil {
 			ct.Methods = t.Probe.Capabilities.Methods
-		} else if p, seen := prev[t.Address]; seen && t.Address != "" {
-			ct.Methods = p.Methods // the probe was cut: keep what the last sweep learned
 		}
 		if len(ct.Methods) > completionMax {
 			ct.Methods = ct.Methods[:completionMax]
@@ -254,6 +258,21 @@ func (a *app) completionTargets(ctx context.Context) []completionTarget {
 	}
 	writeCompletionCache(path, c)
 	return c.Targets
+}
+
+// carryNames keeps an earlier sweep's name, family and methods for a
+// target this sweep did not finish probing; every name either gave stays.
+func carryNames(now, before completionTarget) completionTarget {
+	out := before
+	out.State, out.Address = now.State, now.Address
+	out.Aliases = nil
+	for _, n := range append(append([]string{now.Name}, now.Aliases...), before.Aliases...) {
+		if n != out.Name && !slices.Contains(out.Aliases, n) {
+			out.Aliases = append(out.Aliases, n)
+		}
+	}
+	sort.Strings(out.Aliases)
+	return out
 }
 
 // completable reports whether s can be offered to a shell as one word: no
@@ -364,18 +383,22 @@ func (a *app) completeTargetThenMethod(cmd *cobra.Command, args []string, toComp
 
 // targetMethods lists the methods TARGET advertises: from the cached sweep
 // when it probed the target, else by asking it (capabilities.list, then
-// capability.list) within completionBudget.
+// capability.list). The sweep and the asking share one budget of
+// completionBudget plus a little: a name costs at most one sweep and what
+// is left of it; an address is asked at once.
 func (a *app) targetMethods(ctx context.Context, arg string) []string {
-	for _, t := range a.completionTargets(ctx) {
-		if len(t.Methods) == 0 {
-			continue
-		}
-		if t.Name == arg || t.Address == arg || t.Family != "" && t.Name+"-"+t.Family == arg || slices.Contains(t.Aliases, arg) {
-			return t.Methods
+	ctx, cancel := context.WithTimeout(ctx, completionBudget+50*time.Millisecond)
+	defer cancel()
+	if _, err := ipc.ParseEndpoint(arg); err != nil {
+		for _, t := range a.completionTargets(ctx) {
+			if len(t.Methods) == 0 {
+				continue
+			}
+			if t.Name == arg || t.Address == arg || t.Family != "" && t.Name+"-"+t.Family == arg || slices.Contains(t.Aliases, arg) {
+				return t.Methods
+			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, completionBudget)
-	defer cancel()
 	conn, _, err := a.dial(ctx, arg, nil)
 	if err != nil {
 		return nil

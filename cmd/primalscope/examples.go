@@ -37,8 +37,8 @@ var examples = map[string]string{
   primalscope completion fish > ~/.config/fish/completions/primalscope.fish`,
 	"primalscope completion bash": `  source <(primalscope completion bash)
   primalscope completion bash > /etc/bash_completion.d/primalscope`,
-	"primalscope completion zsh": `  primalscope completion zsh > "${fpath[1]}/_primalscope"`,
-	"primalscope completion fish": `  primalscope completion fish > ~/.config/fish/completions/primalscope.fish`,
+	"primalscope completion zsh":        `  primalscope completion zsh > "${fpath[1]}/_primalscope"`,
+	"primalscope completion fish":       `  primalscope completion fish > ~/.config/fish/completions/primalscope.fish`,
 	"primalscope completion powershell": `  primalscope completion powershell | Out-String | Invoke-Expression`,
 }
 
