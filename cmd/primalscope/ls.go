@@ -226,7 +226,7 @@ func (a *app) lsWatch(ctx context.Context, df discoverFlags, asJSON bool, every 
 				if err == nil {
 					err = a.emitJSON(ctx, a.io.out, jq, b, true)
 				}
-				if err != nil {
+				if err != nil && ctx.Err() == nil {
 					return err
 				}
 				continue

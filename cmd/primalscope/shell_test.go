@@ -507,6 +507,21 @@ func TestJQEveryJSONCommand(t *testing.T) {
 	}
 	w.mu.Unlock()
 
+	// ls --watch: the filter runs on each event line.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel2()
+	w2 := &lineWatcher{cancel: cancel2, want: map[string]func(string) bool{
+		"beardog": func(l string) bool { return l == "added beardog\n" },
+		"ai":      func(l string) bool { return l == "added squirrel\n" },
+	}}
+	code = run(ctx2, []string{"ls", "--watch", "--no-proc", "--every", "100ms", sd, "--jq", `.event + " " + .target.name`},
+		&stdio{in: strings.NewReader(""), out: w2, err: &errb}, func(k string) string { return env[k] }, nil)
+	w2.mu.Lock()
+	if len(w2.want) != 0 || code != 0 {
+		t.Fatalf("ls --watch --jq: exit %d, lines %q, stderr %s", code, w2.lines, errb.String())
+	}
+	w2.mu.Unlock()
+
 	// A bad expression: exit 2 with its position, and nothing is sent.
 	before := beardog.Calls()
 	r = runCLI(t, env, "", "call", sd, db, "--jq", ".status | }", "beardog", "health.liveness")

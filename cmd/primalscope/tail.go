@@ -148,9 +148,12 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 		if err != nil {
 			break
 		}
-		if werr := p.print(ev); werr != nil {
+		if werr := p.print(ev); werr != nil && ctx.Err() == nil {
 			stop()
 			stream.Wait()
+			if _, bad := werr.(*usageError); bad {
+				return werr // --jq failed on a line: said as it is
+			}
 			return fmt.Errorf("write: %w", werr)
 		}
 	}
