@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 	"unicode"
 
@@ -30,6 +32,9 @@ import (
 const (
 	completionBudget = 250 * time.Millisecond
 	completionFresh  = 5 * time.Second
+	// completionStale is how old a cached sweep may be and still be
+	// offered at once while a new one is made in the background.
+	completionStale = 10 * time.Minute
 	// completionMax bounds what a cache file and one answer hold.
 	completionMax = 2000
 	// completionCacheMax bounds the cache file read back.
@@ -206,14 +211,34 @@ func writeCompletionCache(path string, c *completionCache) {
 }
 
 // completionTargets returns the targets to complete from: the cached
-// sweep when it is fresh, else a new sweep cut at completionBudget (what
-// it found by then is used; a stale cache fills in what it missed).
+// sweep when it is fresh; a cached one up to completionStale old at once,
+// while a background process sweeps again for the next Tab
+// (stale-while-revalidate); else a new sweep cut at completionBudget (what
+// it found by then is used).
 func (a *app) completionTargets(ctx context.Context) []completionTarget {
 	path, key := a.completionCachePath(), a.completionKey()
 	old, ok := a.readCompletionCache(path, key)
-	if ok && time.Since(old.Time) >= 0 && time.Since(old.Time) < completionFresh {
+	age := time.Since(old.timeOr())
+	if ok && age >= 0 && age < completionFresh {
 		return old.Targets
 	}
+	if ok && age >= 0 && age < completionStale && a.refreshInBackground(path) {
+		return old.Targets
+	}
+	return a.sweepForCompletion(ctx, path, key, old)
+}
+
+func (c *completionCache) timeOr() time.Time {
+	if c == nil {
+		return time.Time{}
+	}
+	return c.Time
+}
+
+// sweepForCompletion sweeps within completionBudget and writes the cache.
+// old (may be nil) fills in what a cut sweep did not learn.
+func (a *app) sweepForCompletion(ctx context.Context, path, key string, old *completionCache) []completionTarget {
+	ok := old != nil
 	ctx, cancel := context.WithTimeout(ctx, completionBudget)
 	defer cancel()
 	d, err := a.discoverer(discoverFlags{stale: completionBudget * 4 / 5, noProc: true}, nil)
@@ -241,6 +266,9 @@ func (a *app) completionTargets(ctx context.Context) []completionTarget {
 		if len(c.Targets) >= completionMax {
 			break
 		}
+		if t.Kind == discovery.KindTarpc {
+			continue // a binary sidecar: nothing to call
+		}
 		ct := completionTarget{Name: t.Name, Aliases: t.Aliases, Family: t.Family, Address: t.Address, State: string(t.State())}
 		if p, seen := prev[t.Address]; seen && t.Address != "" && (t.Probe == nil || t.Probe.Identity == nil) {
 			// The probe was cut by the budget: keep the names the last
@@ -258,6 +286,71 @@ func (a *app) completionTargets(ctx context.Context) []completionTarget {
 	}
 	writeCompletionCache(path, c)
 	return c.Targets
+}
+
+// refreshInBackground starts `primalscope __refresh-targets` with this
+// run's discovery flags, detached, to sweep and rewrite the cache; one at a
+// time (a lock file next to the cache, taken over once older than a few
+// seconds). It reports whether one is running; false means sweep now.
+// $PRIMALSCOPE_COMPLETE_SYNC=1 turns it off (tests, debugging).
+func (a *app) refreshInBackground(path string) bool {
+	if path == "" || a.getenv("PRIMALSCOPE_COMPLETE_SYNC") != "" {
+		return false
+	}
+	lock := path + ".lock"
+	f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		if fi, serr := os.Stat(lock); serr == nil && time.Since(fi.ModTime()) < 3*completionFresh {
+			return true // a refresh is under way
+		}
+		os.Remove(lock)
+		if f, err = os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err != nil {
+			return false
+		}
+	}
+	f.Close()
+	exe, err := os.Executable()
+	if err != nil {
+		os.Remove(lock)
+		return false
+	}
+	args := []string{"__refresh-targets"}
+	for _, d := range a.socketDirs {
+		args = append(args, "--socket-dir", d)
+	}
+	if a.family != "" {
+		args = append(args, "--family", a.family)
+	}
+	if a.seedFile != "" {
+		args = append(args, "--family-seed-file", a.seedFile)
+	}
+	args = append(args, "--prefix", a.prefix, "--btsp-cipher", a.btspCipher, "--max-frame", strconv.FormatInt(a.maxFrame, 10))
+	cmd := exec.Command(exe, args...)
+	cmd.Env = a.environ
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not the shell's job
+	if err := cmd.Start(); err != nil {
+		os.Remove(lock)
+		return false
+	}
+	cmd.Process.Release() // it outlives this process; init reaps it
+	return true
+}
+
+// refreshCmd is the hidden command a background refresh runs.
+func (a *app) refreshCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "__refresh-targets",
+		Short:  "Sweep once and rewrite the completion cache (run by completion)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, key := a.completionCachePath(), a.completionKey()
+			defer os.Remove(path + ".lock")
+			old, _ := a.readCompletionCache(path, key)
+			a.sweepForCompletion(ctxOf(cmd), path, key, old)
+			return nil
+		},
+	}
 }
 
 // carryNames keeps an earlier sweep's name, family and methods for a
@@ -316,10 +409,26 @@ func targetNames(ts []completionTarget, prefix string) []cobra.Completion {
 		seen[name] = true
 		out = append(out, cobra.CompletionWithDesc(name, describe(desc)))
 	}
+	// A bare name shared by a standalone socket and a family-scoped one
+	// resolves to the standalone one (as call does): describe that one.
+	ordered := make([]completionTarget, 0, len(ts))
 	for _, t := range ts {
-		desc := strings.TrimSpace(t.State + " " + t.Address)
+		if t.Family == "" {
+			ordered = append(ordered, t)
+		}
+	}
+	for _, t := range ts {
 		if t.Family != "" {
-			desc = strings.TrimSpace(t.State + " family " + t.Family + " " + t.Address)
+			ordered = append(ordered, t)
+		}
+	}
+	for _, t := range ordered {
+		desc := t.State
+		if t.Family != "" {
+			desc += " · family " + t.Family
+		}
+		if t.Address != "" && !strings.HasPrefix(t.Address, "/") && !strings.HasPrefix(t.Address, "unix://") {
+			desc += " · " + t.Address // where a name alone does not say
 		}
 		add(t.Name, desc)
 		if t.Family != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -84,6 +85,58 @@ func TestCompletionBashInTmux(t *testing.T) {
 	s.waitText("$ primalscope call beardog crypto.sign", 10*time.Second)
 	s.keys("Enter")
 	s.waitText(`"method": "crypto.sign"`, 10*time.Second)
+
+	// Stale-while-revalidate: with the cache a minute old, Tab completes
+	// from it at once and a background process sweeps again: the cache
+	// is rewritten, its lock removed, and a newcomer is offered next.
+	cache := filepath.Join(home, "cache", "primalscope", "complete-targets.json")
+	var c completionCache
+	b, err := os.ReadFile(cache)
+	if err != nil || json.Unmarshal(b, &c) != nil {
+		t.Fatalf("no completion cache: %v", err)
+	}
+	c.Time = time.Now().Add(-time.Minute)
+	// Only the stale cache knows this one: offering it proves the answer
+	// came from the cache, not from a sweep made while the shell waited.
+	c.Targets = append(c.Targets, completionTarget{Name: "ghostprimal", State: "live", Address: filepath.Join(sockets, "gone.sock")})
+	b, _ = json.Marshal(c)
+	if err := os.WriteFile(cache, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newcomer, err := ipctest.StartPrimal(filepath.Join(sockets, "nestgate.sock"), &ipctest.Primal{Name: "nestgate", Version: "1", Format: ipctest.FormatStandard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newcomer.Close()
+	s.keys("C-c")
+	s.keys("-l", "primalscope caps ghostp")
+	s.keys("Tab")
+	s.waitText("$ primalscope caps ghostprimal", 10*time.Second)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(cache)
+		var now completionCache
+		_, lockErr := os.Stat(cache + ".lock")
+		if json.Unmarshal(b, &now) == nil && time.Since(now.Time) < 30*time.Second && os.IsNotExist(lockErr) {
+			var names []string
+			for _, n := range targetNames(now.Targets, "") {
+				w, _, _ := strings.Cut(n, "\t")
+				names = append(names, w)
+			}
+			if !has(names, "nestgate") || has(names, "ghostprimal") {
+				t.Fatalf("the background sweep did not see the newcomer or kept the ghost: %q", names)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the stale cache was not refreshed in the background (lock: %v)", lockErr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.keys("C-c")
+	s.keys("-l", "primalscope caps nest")
+	s.keys("Tab")
+	s.waitText("$ primalscope caps nestgate", 10*time.Second)
 }
 
 type tmuxShell struct {

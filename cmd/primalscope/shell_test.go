@@ -225,7 +225,10 @@ func has(words []string, want ...string) bool {
 }
 
 func completionEnv(t *testing.T) map[string]string {
-	return map[string]string{"HOME": t.TempDir(), "XDG_CACHE_HOME": t.TempDir(), "XDG_CONFIG_HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir()}
+	// Stale caches are swept again at once, in-process (the background
+	// refresh a real shell gets is tested end to end in tmux).
+	return map[string]string{"HOME": t.TempDir(), "XDG_CACHE_HOME": t.TempDir(), "XDG_CONFIG_HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir(),
+		"PRIMALSCOPE_COMPLETE_SYNC": "1"}
 }
 
 // completeSettled completes until want is offered, making the cache old

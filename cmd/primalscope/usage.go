@@ -81,7 +81,7 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 func (a *app) shellFit(root *cobra.Command) {
 	root.SuggestionsMinimumDistance = 2
 	versionFlag(root)
-	root.AddCommand(a.versionCmd())
+	root.AddCommand(a.versionCmd(), a.refreshCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	usageEverywhere(root)
 	a.checkFlagsFirst(root)
