@@ -56,6 +56,9 @@ func TestUsageErrorsExit2EveryCommand(t *testing.T) {
 		{[]string{"help"}, nil, nil},
 		{[]string{"completion"}, []string{"x"}, nil},
 		{[]string{"completion", "bash"}, []string{"x"}, []string{"--no-descriptions=maybe"}},
+		{[]string{"completion", "zsh"}, []string{"x"}, []string{"--no-descriptions=maybe"}},
+		{[]string{"completion", "fish"}, []string{"x"}, []string{"--no-descriptions=maybe"}},
+		{[]string{"completion", "powershell"}, []string{"x"}, []string{"--no-descriptions=maybe"}},
 	} {
 		cases = append(cases, append(append([]string{}, c.path...), "--no-such-flag"))
 		if c.badArgs != nil {
@@ -65,6 +68,24 @@ func TestUsageErrorsExit2EveryCommand(t *testing.T) {
 			cases = append(cases, append(append([]string{}, c.path...), c.badVal...))
 		}
 	}
+	// Every command has its cases here: a new one must add them.
+	covered := map[string]bool{}
+	for _, args := range cases {
+		covered[strings.Join(args, " ")] = true
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.HasParent() && !c.Hidden {
+			path := strings.TrimPrefix(c.CommandPath(), "primalscope ")
+			if !covered[path+" --no-such-flag"] {
+				t.Errorf("no usage-error case for %q", path)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk((&app{io: &stdio{}, getenv: func(string) string { return "" }}).rootCmd())
 	for _, args := range cases {
 		r := runCLI(t, env, "", args...)
 		if r.code != exitUsage || r.stdout != "" || !strings.HasPrefix(r.stderr, "primalscope: ") {
@@ -478,6 +499,11 @@ func TestJQEveryJSONCommand(t *testing.T) {
 	r = runCLI(t, env, "", "ls", sd, "--no-proc", "--stale", "2s", "--jq", `.targets[] | select(.family == "fam1") | .name`)
 	if r.code != 0 || r.stdout != "nestgate\n" {
 		t.Fatalf("ls --jq: %+v", r)
+	}
+	// The family split by identity.get, as ls reports it.
+	r = runCLI(t, env, "", "ls", sd, "--no-proc", "--stale", "2s", "--jq", `.targets[] | select(.name == "beta") | .family`)
+	if r.code != 0 || r.stdout != "west-tower-1\n" {
+		t.Fatalf("beta-west-tower-1.sock is not primal beta of family west-tower-1: %+v", r)
 	}
 	r = runCLI(t, env, "", "caps", sd, "--jq", ".capabilities.methods | map(select(startswith(\"crypto.\")))", "beardog")
 	if r.code != 0 || strings.Join(strings.Fields(r.stdout), "") != `["crypto.sign","crypto.verify"]` {
