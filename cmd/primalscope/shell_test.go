@@ -310,6 +310,9 @@ func TestCompleteTarget(t *testing.T) {
 	if words, _ := complete(t, env, "caps", sd, "beardog", ""); len(words) != 0 {
 		t.Errorf("caps takes one TARGET: %q", words)
 	}
+	if words, _ := complete(t, env, "ls", sd, "--family", ""); !has(words, "fam1", "west-tower-1") {
+		t.Errorf("--family: %q", words)
+	}
 	// A path completes as a file, by the shell.
 	if _, d := complete(t, env, "call", sd, "/tm"); d != ":0" {
 		t.Errorf("a path: directive %s, want the shell's files (:0)", d)
@@ -596,5 +599,39 @@ func TestEveryCommandHasExamples(t *testing.T) {
 	r := runCLI(t, nil, "", "caps", "--help")
 	if r.code != 0 || !strings.Contains(r.stdout, "Examples:") || !strings.Contains(r.stdout, "--jq") {
 		t.Fatalf("caps --help: %+v", r)
+	}
+}
+
+// TestCompleteHostilePeer: names, methods and descriptions from a peer that
+// puts terminal control sequences in everything never reach the shell.
+func TestCompleteHostilePeer(t *testing.T) {
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	evil, err := ipctest.Listen(filepath.Join(dir, "evil.sock"), ipctest.ControlSequences())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer evil.Close()
+	env := completionEnv(t)
+	for _, args := range [][]string{
+		{"call", "--socket-dir=" + dir, ""},
+		{"call", "--socket-dir=" + dir, "evil", ""},
+		{"call", evil.Path, ""},
+	} {
+		r := runCLI(t, env, "", append([]string{"__complete"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("%q: %+v", args, r)
+		}
+		noControlSequences(t, strings.Join(args, " "), r.stdout)
+		if strings.Contains(r.stdout, "evil.do") {
+			t.Errorf("%q: a method name carrying escapes was offered: %q", args, r.stdout)
+		}
+	}
+	words, _ := complete(t, env, "call", evil.Path, "")
+	if !has(words, "health.liveness") {
+		t.Errorf("the clean methods of a hostile peer: %q", words)
 	}
 }
