@@ -181,7 +181,7 @@ func TestVersion(t *testing.T) {
 // squirrel behind an ai symlink, a family-scoped nestgate, an unknown
 // primal whose family is split by its identity, a silent socket and one
 // whose name would put an escape sequence in the shell.
-func shellPeers(t *testing.T) (dir string, beardog *ipctest.Server) {
+func shellPeers(t testing.TB) (dir string, beardog *ipctest.Server) {
 	t.Helper()
 	dir, err := ipctest.TempDir()
 	if err != nil {
