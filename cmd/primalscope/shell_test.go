@@ -96,6 +96,10 @@ func TestUsageErrorsExit2EveryCommand(t *testing.T) {
 	if !strings.Contains(r.stderr, "Did you mean this?") || !strings.Contains(r.stderr, "call") {
 		t.Errorf("no suggestion for a near miss: %q", r.stderr)
 	}
+	r = runCLI(t, env, "", "completion", "bsh")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "Did you mean this?") || !strings.Contains(r.stderr, "bash") {
+		t.Errorf("no suggestion for a near miss of a subcommand: %+v", r)
+	}
 }
 
 // TestREADMEExitCodes: the README's exit-code table lists every code and

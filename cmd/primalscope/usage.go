@@ -28,9 +28,8 @@ func usageEverywhere(root *cobra.Command) {
 			// A group (completion): with no subcommand it shows its help;
 			// anything else is an unknown subcommand.
 			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
-			if c.Args == nil {
-				c.Args = cobra.NoArgs
-			}
+			c.Args = unknownCommand
+			c.SuggestionsMinimumDistance = 2
 		}
 		if c != root {
 			v := c.Args
