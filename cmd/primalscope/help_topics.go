@@ -93,6 +93,8 @@ Environment:
   PRIMALSCOPE_HISTORY           history database (like --history)
   XDG_STATE_HOME                history and endpoint memory (~/.local/state)
   XDG_CACHE_HOME                completion cache (~/.cache)
+  PRIMALSCOPE_COMPLETE_SYNC=1   completion re-sweeps an old cache while the
+                                shell waits, not in the background
   NO_COLOR                      no colour, unless --color always is given
 
 Colour, one rule for the commands and the TUI: --no-color means none;
