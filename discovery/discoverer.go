@@ -461,6 +461,7 @@ func (d *Discoverer) finishTarget(t *Target) {
 		t.Level = 0
 		return
 	}
+	splitByIdentity(t) // beta-west-tower-1 whose identity says "beta" (family.go)
 	if id := t.Probe.Identity; id != nil {
 		if n := cleanName(id.Primal); n != "" && n != t.Name && weakName(t) {
 			if !contains(t.Aliases, t.Name) {

@@ -96,3 +96,35 @@ func (m *FamilyMatcher) Split(base string) (name, family string) {
 
 // Families returns the family ids the matcher knows, preferred first.
 func (m *FamilyMatcher) Families() []string { return append([]string(nil), m.families...) }
+
+// splitByIdentity splits a family-scoped socket name that the name alone
+// could not split (an unknown primal, a family id not seen elsewhere) by
+// what the peer says of itself: a target named "beta-west-tower-1" by its
+// socket file, whose identity says "primal": "beta", is primal beta of
+// family west-tower-1, and keeps the whole name as an alias. When the
+// identity names a family too, the rest of the name must be that family.
+// Names from other sources (registries, variables) are left as they are.
+func splitByIdentity(t *Target) {
+	if t.Family != "" || t.Probe == nil || t.Probe.Identity == nil {
+		return
+	}
+	fromSocket := false
+	for _, s := range t.Sources {
+		if s.Source == SrcSocketDir && s.Name == t.Name {
+			fromSocket = true
+		}
+	}
+	p := cleanName(t.Probe.Identity.Primal)
+	if !fromSocket || p == "" || len(t.Name) <= len(p)+1 || t.Name[len(p)] != '-' || !strings.EqualFold(t.Name[:len(p)], p) {
+		return
+	}
+	fam := t.Name[len(p)+1:]
+	if f := t.Probe.Identity.FamilyID; f != "" && f != "default" && f != fam {
+		return
+	}
+	if !contains(t.Aliases, t.Name) {
+		t.Aliases = append(t.Aliases, t.Name)
+		sort.Strings(t.Aliases)
+	}
+	t.Name, t.Family = t.Name[:len(p)], fam
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 
@@ -36,6 +37,9 @@ type Config struct {
 	Catalog *themes.Catalog // themes to choose from (built-ins when nil)
 	// NoColor draws without colour (--no-color, --color never, NO_COLOR).
 	NoColor bool
+	// Color is the outcome of render.DecideColor (the one colour rule of
+	// the CLI and the TUI); the zero value decides from NO_COLOR here.
+	Color render.ColorChoice
 	// Keys remaps actions (see ActionNames) to keys; nil keeps the defaults.
 	Keys map[string][]string
 	// ConfigPath is shown in the help overlay as where keys are remapped.
@@ -102,9 +106,13 @@ func (c *Config) fill() {
 	if c.FPS > 120 {
 		c.FPS = 120
 	}
-	if c.Getenv("NO_COLOR") != "" {
-		c.NoColor = true
+	if c.NoColor {
+		c.Color = render.ColorNever
 	}
+	if c.Color == render.ColorAuto {
+		c.Color, _ = render.DecideColor("auto", false, c.Getenv)
+	}
+	c.NoColor = c.Color == render.ColorNever
 	if c.LookedIn == nil {
 		c.LookedIn = discovery.CandidateSocketDirs(c.Getenv, c.SocketDirs)
 	}
@@ -146,8 +154,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Output != nil {
 		opts = append(opts, tea.WithOutput(cfg.Output))
 	}
-	if cfg.NoColor {
+	switch cfg.Color {
+	case render.ColorNever:
 		opts = append(opts, tea.WithColorProfile(colorprofile.Ascii))
+	case render.ColorAlways: // beats NO_COLOR in the environment
+		var out io.Writer = os.Stdout
+		if cfg.Output != nil {
+			out = cfg.Output
+		}
+		opts = append(opts, tea.WithColorProfile(cfg.Color.Profile(out, os.Environ())))
 	}
 	p := tea.NewProgram(m, opts...)
 	m.quit = p.Quit

@@ -25,6 +25,7 @@ type callFlags struct {
 	raw     bool
 	session string
 	pool    string
+	jq      jqFlag
 }
 
 func (a *app) callCmd() *cobra.Command {
@@ -55,6 +56,7 @@ shown); 3 cannot connect; 4 no answer within --timeout; 5 BTSP required.`,
 	cmd.Flags().BoolVar(&f.raw, "raw", false, "print the whole response envelope as the peer sent it")
 	cmd.Flags().StringVar(&f.session, "session", "", "stdio bus sessionId to send with the call")
 	cmd.Flags().StringVar(&f.pool, "pool", "", "stdio bus pool to route the call to")
+	f.jq.add(cmd)
 	return cmd
 }
 
@@ -114,6 +116,13 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 	}
 	if resp.Warning != "" {
 		fmt.Fprintf(a.io.err, "primalscope: warning: %s\n", render.Sanitize(resp.Warning))
+	}
+	if f.jq.set() { // on the result (the envelope with --raw)
+		doc := resp.Result
+		if f.raw {
+			doc = resp.Raw
+		}
+		return a.emitJSON(ctx, a.io.out, f.jq, doc, false)
 	}
 	if f.raw {
 		return a.printJSON(a.io.out, resp.Raw, true)

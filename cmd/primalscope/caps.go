@@ -15,7 +15,10 @@ import (
 )
 
 func (a *app) capsCmd() *cobra.Command {
-	var asJSON bool
+	var (
+		asJSON bool
+		jq     jqFlag
+	)
 	cmd := &cobra.Command{
 		Use:   "caps TARGET",
 		Short: "Show what a target can do: identity, health and its capability tree",
@@ -26,10 +29,11 @@ estimates, prerequisites, consumed capabilities, transport security and the
 signed-announcement verdict. --json prints the parsed structure.`,
 		Args: argsFor(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.caps(cmd.Context(), args[0], asJSON)
+			return a.caps(cmd.Context(), args[0], asJSON, jq)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the parsed structure as JSON")
+	jq.add(cmd)
 	return cmd
 }
 
@@ -40,7 +44,7 @@ type capsDoc struct {
 	*discovery.Description
 }
 
-func (a *app) caps(ctx context.Context, arg string, asJSON bool) error {
+func (a *app) caps(ctx context.Context, arg string, asJSON bool, jq jqFlag) error {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	conn, t, err := a.dial(ctx, arg, nil)
@@ -51,6 +55,9 @@ func (a *app) caps(ctx context.Context, arg string, asJSON bool) error {
 	d, err := discovery.Describe(ctx, conn)
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.Name, err)
+	}
+	if jq.set() {
+		return a.emitDoc(ctx, jq, capsDoc{Target: t.Name, Endpoint: t.Endpoint.String(), Description: d})
 	}
 	if asJSON {
 		return a.encodeJSON(a.io.out, capsDoc{Target: t.Name, Endpoint: t.Endpoint.String(), Description: d}, true)

@@ -21,6 +21,7 @@ func (a *app) checkCmd() *cobra.Command {
 		level   int
 		callAll bool
 		df      discoverFlags
+		jq      jqFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "check [TARGET...] [--json] [--level N] [--call-all]",
@@ -44,13 +45,14 @@ when the composition has a gap or a cycle). Targets found but not answering
 			if level < 0 || level > 3 {
 				return usageErr(fmt.Errorf("--level must be 0 to 3, not %d", level))
 			}
-			return a.check(cmd.Context(), args, df, asJSON, level, callAll)
+			return a.check(cmd.Context(), args, df, asJSON || jq.set(), level, callAll, jq)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the audit as one JSON document")
 	cmd.Flags().IntVar(&level, "level", 0, "exit 1 when a judged target is below this level (1-3)")
 	cmd.Flags().BoolVar(&callAll, "call-all", false, "call every advertised method with empty params to prove it is callable (methods may have side effects)")
 	addDiscoverFlags(cmd.Flags(), &df)
+	jq.add(cmd)
 	return cmd
 }
 
@@ -74,7 +76,7 @@ type checkDoc struct {
 	OK    bool          `json:"ok"`
 }
 
-func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON bool, level int, callAll bool) error {
+func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON bool, level int, callAll bool, jq jqFlag) error {
 	extra, err := addressArgs(args)
 	if err != nil {
 		return err
@@ -155,7 +157,11 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	}
 	doc.OK = len(doc.Below) == 0 && (level < 3 || doc.Composition.Complete)
 
-	if asJSON {
+	if jq.set() {
+		if err := a.emitDoc(ctx, jq, doc); err != nil {
+			return err
+		}
+	} else if asJSON {
 		if err := a.encodeJSON(a.io.out, doc, true); err != nil {
 			return err
 		}

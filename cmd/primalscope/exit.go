@@ -12,7 +12,8 @@ import (
 // Exit codes (a contract: see DESIGN.md and --help).
 const (
 	exitOK       = 0
-	exitPeer     = 1 // the peer answered with a JSON-RPC error
+	exitPeer     = 1 // the peer answered with a JSON-RPC error; or another failure
+	exitOther    = 1 // a failure on this side that fits no other code (history database, output)
 	exitUsage    = 2 // bad usage or bad input
 	exitConnect  = 3 // cannot connect or the transport broke
 	exitTimeout  = 4
@@ -63,6 +64,7 @@ func exitCode(err error) int {
 		ce  *ipc.ClosedError
 		de  *ipc.DialError
 		nf  *discovery.NotFoundError
+		cn  *connectError
 	)
 	switch {
 	case err == nil:
@@ -75,7 +77,7 @@ func exitCode(err error) int {
 		return exitTimeout // the handshake ran out of time: nothing was refused
 	case errors.As(err, &sec), errors.As(err, &bt), errors.As(err, &hs):
 		return exitSecurity
-	case errors.As(err, &de), errors.As(err, &nf):
+	case errors.As(err, &de), errors.As(err, &nf), errors.As(err, &cn):
 		// Could not connect, even when connecting timed out (net's dial
 		// timeout also matches context.DeadlineExceeded).
 		return exitConnect
@@ -88,5 +90,15 @@ func exitCode(err error) int {
 	case errors.Is(err, context.Canceled):
 		return 130 // interrupted, as a shell reports SIGINT
 	}
-	return exitConnect
+	// Every usage error is marked (usage.go: cobra's own refusals too), and
+	// every connection failure is typed; anything else went wrong on this
+	// side, which is neither.
+	return exitOther
 }
+
+// connectError marks "nothing to connect to" found without dialing (no
+// target discovered): exit 3, like a failed dial.
+type connectError struct{ err error }
+
+func (e *connectError) Error() string { return e.err.Error() }
+func (e *connectError) Unwrap() error { return e.err }

@@ -23,6 +23,9 @@ func TestExitCodeOrder(t *testing.T) {
 		{&ipc.BTSPRequiredError{}, exitSecurity},
 		{fmt.Errorf("t: %w", &ipc.RPCError{Code: -32601}), exitPeer},
 		{usageErr(errors.New("bad")), exitUsage},
+		{&connectError{errors.New("nothing found")}, exitConnect},
+		{errors.New("open history: disk full"), exitOther}, // not "cannot connect"
+		{fmt.Errorf("%w", context.Canceled), 130},
 	} {
 		if got := exitCode(tc.err); got != tc.want {
 			t.Errorf("%v: exit %d, want %d", tc.err, got, tc.want)

@@ -384,6 +384,7 @@ type historyFlags struct {
 	outcome string
 	since   string
 	limit   int
+	jq      jqFlag
 }
 
 func (a *app) historyCmd() *cobra.Command {
@@ -418,6 +419,7 @@ the config file); named calls are kept.`,
 	fl.StringVar(&f.outcome, "outcome", "", "only calls that ended so: ok, error, timeout, closed, refused or cancelled")
 	fl.StringVar(&f.since, "since", "", "only calls since then: a duration back (90s, 2h, 3d) or a date (2026-11-22, RFC 3339)")
 	fl.IntVar(&f.limit, "limit", 50, "most calls to show (0: all)")
+	f.jq.add(cmd)
 	cmd.AddCommand(a.historySaveCmd(), a.historyExportCmd())
 	return cmd
 }
@@ -446,6 +448,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 func (a *app) listHistory(ctx context.Context, text string, f historyFlags) error {
+	f.asJSON = f.asJSON || f.jq.set()
 	q := history.Query{Text: text, Target: f.target, Method: f.method, Outcome: history.Outcome(f.outcome),
 		Limit: f.limit, WithResults: f.asJSON}
 	if f.outcome != "" && !q.Outcome.Valid() {
@@ -474,6 +477,13 @@ func (a *app) listHistory(ctx context.Context, text string, f historyFlags) erro
 	if f.asJSON {
 		if entries == nil {
 			entries = []history.Entry{}
+		}
+		if f.jq.set() {
+			b, err := json.Marshal(entries)
+			if err != nil {
+				return err
+			}
+			return a.emitJSON(ctx, a.io.out, f.jq, b, false)
 		}
 		return a.encodeJSON(a.io.out, entries, false)
 	}
@@ -649,6 +659,7 @@ type replayFlags struct {
 	target string
 	params string
 	asJSON bool
+	jq     jqFlag
 }
 
 func (a *app) replayCmd() *cobra.Command {
@@ -681,6 +692,7 @@ with an error, 2 unknown call or bad input, 3 cannot connect, 4 timed out,
 	cmd.Flags().StringVar(&f.target, "target", "", "send to this TARGET instead of the original one")
 	cmd.Flags().StringVar(&f.params, "params", "", "send these params instead (JSON, @file or -)")
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the changes as JSON")
+	f.jq.add(cmd)
 	return cmd
 }
 
@@ -769,7 +781,11 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 		doc.Changes = []history.Change{}
 	}
 
-	if f.asJSON {
+	if f.jq.set() {
+		if err := a.emitDoc(ctx, f.jq, doc); err != nil {
+			return err
+		}
+	} else if f.asJSON {
 		if err := a.encodeJSON(a.io.out, doc, false); err != nil {
 			return err
 		}

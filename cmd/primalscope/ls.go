@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -20,6 +21,7 @@ func (a *app) lsCmd() *cobra.Command {
 		watch  bool
 		df     discoverFlags
 		every  time.Duration
+		jq     jqFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "ls [--json] [--watch]",
@@ -38,15 +40,16 @@ line with --json) until interrupted.`,
 		Args: argsFor(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if watch {
-				return a.lsWatch(cmd.Context(), df, asJSON, every)
+				return a.lsWatch(cmd.Context(), df, asJSON || jq.set(), every, jq)
 			}
-			return a.ls(cmd.Context(), df, asJSON)
+			return a.ls(cmd.Context(), df, asJSON || jq.set(), jq)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (one document; one object a line with --watch)")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "keep watching and print changes")
 	cmd.Flags().DurationVar(&every, "every", 5*time.Second, "with --watch: base period of re-probing (backs off to 60s while nothing changes)")
 	addDiscoverFlags(cmd.Flags(), &df)
+	jq.add(cmd)
 	return cmd
 }
 
@@ -71,7 +74,7 @@ type lsDoc struct {
 	Targets    []lsTarget              `json:"targets"`
 }
 
-func (a *app) ls(ctx context.Context, df discoverFlags, asJSON bool) error {
+func (a *app) ls(ctx context.Context, df discoverFlags, asJSON bool, jq jqFlag) error {
 	d, err := a.discoverer(df, nil)
 	if err != nil {
 		return err
@@ -87,6 +90,9 @@ func (a *app) ls(ctx context.Context, df discoverFlags, asJSON bool) error {
 		}
 		for _, t := range snap.Targets {
 			doc.Targets = append(doc.Targets, toLS(t))
+		}
+		if jq.set() {
+			return a.emitDoc(ctx, jq, doc)
 		}
 		return a.encodeJSON(a.io.out, doc, true)
 	}
@@ -196,7 +202,7 @@ type lsEvent struct {
 	Target  lsTarget            `json:"target"`
 }
 
-func (a *app) lsWatch(ctx context.Context, df discoverFlags, asJSON bool, every time.Duration) error {
+func (a *app) lsWatch(ctx context.Context, df discoverFlags, asJSON bool, every time.Duration, jq jqFlag) error {
 	d, err := a.discoverer(df, nil)
 	if err != nil {
 		return err
@@ -211,7 +217,18 @@ func (a *app) lsWatch(ctx context.Context, df discoverFlags, asJSON bool, every 
 			if ev.Kind == discovery.Synced {
 				continue
 			}
-			if err := a.encodeJSON(a.io.out, lsEvent{Event: ev.Kind, Time: ev.Time, Changes: ev.Changes, Target: toLS(ev.Target)}, false); err != nil {
+			line := lsEvent{Event: ev.Kind, Time: ev.Time, Changes: ev.Changes, Target: toLS(ev.Target)}
+			if jq.set() {
+				b, err := json.Marshal(line)
+				if err == nil {
+					err = a.emitJSON(ctx, a.io.out, jq, b, true)
+				}
+				if err != nil && ctx.Err() == nil {
+					return err
+				}
+				continue
+			}
+			if err := a.encodeJSON(a.io.out, line, false); err != nil {
 				return err // stdout closed: stop
 			}
 			continue

@@ -93,7 +93,9 @@ wss://..., stdio:"command args" or @abstract.
 
 Exit codes: 0 ok; 1 the peer answered with a JSON-RPC error; 2 bad usage or
 bad input; 3 cannot connect or the transport broke; 4 timed out; 5 refused
-for security (BTSP required and no seed, handshake failed, bad signature).`,
+for security (BTSP required and no seed, handshake failed, bad signature).
+
+More: primalscope help targets | exit-codes | config.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -107,13 +109,12 @@ for security (BTSP required and no seed, handshake failed, bad signature).`,
 	pf.DurationVar(&a.timeout, "timeout", 10*time.Second, "how long to wait for an answer")
 	pf.StringVar(&a.wire, "wire", "auto", "wire to speak: auto, jsonrpc, lean or holon")
 	pf.StringVar(&a.theme, "theme", "", "colour theme: dark, light, high-contrast or a user theme (default: from the terminal background)")
-	pf.StringVar(&a.color, "color", "auto", "colour output: auto (only on a terminal), always or never")
-	pf.BoolVar(&a.noColor, "no-color", false, "no colour (same as --color never or NO_COLOR)")
+	pf.StringVar(&a.color, "color", "auto", "colour output: auto (on a terminal, unless NO_COLOR), always (even with NO_COLOR) or never")
+	pf.BoolVar(&a.noColor, "no-color", false, "no colour (same as --color never; beats --color always)")
 	pf.Int64Var(&a.maxFrame, "max-frame", ipc.DefaultMaxFrame, "largest message accepted from a peer, in bytes")
 	pf.StringVar(&a.historyPath, "history", "", "history database (default $PRIMALSCOPE_HISTORY or $XDG_STATE_HOME/primalscope/history.db)")
 	pf.BoolVar(&a.noHistory, "no-history", false, "do not record calls")
 	a.securityFlags(pf)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
 
 	root.AddCommand(a.callCmd(), a.capsCmd(), a.demoCmd())
 	// Commands of other concerns register here, one line each.
@@ -121,6 +122,7 @@ for security (BTSP required and no seed, handshake failed, bad signature).`,
 	root.AddCommand(a.lsCmd(), a.checkCmd())
 	root.AddCommand(a.tailCmd())
 	a.holonFlags(root) // --insecure for wss://
+	a.shellFit(root)   // version, help topics, completion, usage errors (exit 2)
 	return root
 }
 

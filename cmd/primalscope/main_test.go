@@ -154,11 +154,23 @@ func TestColourRules(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "\x1b[") {
 		t.Fatalf("--color=always should colour: %q", r.stdout)
 	}
+	// no-color.org: a colour flag the user typed beats NO_COLOR.
 	env["NO_COLOR"] = "1"
 	r = runCLI(t, env, "", "call", sd, "--no-history", "--color=always", "beardog", "health.liveness")
-	if strings.Contains(r.stdout, "\x1b") {
-		t.Fatalf("NO_COLOR must win: %q", r.stdout)
+	if r.code != 0 || !strings.Contains(r.stdout, "\x1b[") {
+		t.Fatalf("--color=always must beat NO_COLOR: %q", r.stdout)
 	}
+	env["CLICOLOR_FORCE"] = "1"
+	r = runCLI(t, env, "", "call", sd, "--no-history", "beardog", "health.liveness")
+	if strings.Contains(r.stdout, "\x1b") {
+		t.Fatalf("NO_COLOR must beat CLICOLOR_FORCE under --color auto: %q", r.stdout)
+	}
+	delete(env, "NO_COLOR")
+	r = runCLI(t, env, "", "call", sd, "--no-history", "beardog", "health.liveness")
+	if !strings.Contains(r.stdout, "\x1b[") {
+		t.Fatalf("CLICOLOR_FORCE=1 colours a pipe under --color auto: %q", r.stdout)
+	}
+	delete(env, "CLICOLOR_FORCE")
 	delete(env, "NO_COLOR")
 	r = runCLI(t, env, "", "call", sd, "--no-history", "--color=always", "--no-color", "beardog", "health.liveness")
 	if strings.Contains(r.stdout, "\x1b") {

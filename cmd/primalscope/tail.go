@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ type tailFlags struct {
 	interval time.Duration
 	buffer   int
 	noProc   bool
+	jq       jqFlag
 }
 
 func (a *app) tailCmd() *cobra.Command {
@@ -60,6 +62,7 @@ When the output cannot keep up, the oldest events are dropped and a
 	fl.DurationVar(&f.interval, "interval", events.DefaultInterval, "how often liveness (and ipc.watch) is polled")
 	fl.IntVar(&f.buffer, "buffer", 1024, "events held for a slow output before the oldest are dropped")
 	fl.BoolVar(&f.noProc, "no-proc", false, "do not look for stdio Bus daemons in the process table")
+	f.jq.add(cmd)
 	return cmd
 }
 
@@ -122,9 +125,13 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 	for _, s := range specs {
 		sources = append(sources, cfg.Source(s))
 	}
+	f.json = f.json || f.jq.set()
 	p, err := a.tailPrinter(f.json)
 	if err != nil {
 		return err
+	}
+	if f.jq.set() {
+		p.filter = func(w io.Writer, line []byte) error { return a.emitJSON(ctx, w, f.jq, line, true) }
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -141,9 +148,12 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 		if err != nil {
 			break
 		}
-		if werr := p.print(ev); werr != nil {
+		if werr := p.print(ev); werr != nil && ctx.Err() == nil {
 			stop()
 			stream.Wait()
+			if _, bad := werr.(*usageError); bad {
+				return werr // --jq failed on a line: said as it is
+			}
 			return fmt.Errorf("write: %w", werr)
 		}
 	}
@@ -212,7 +222,7 @@ func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]even
 		}
 	}
 	if len(specs) == 0 {
-		return nil, fmt.Errorf("no targets found to tail (looked in %s); name one, or pass --socket-dir", strings.Join(snap.Dirs, ", "))
+		return nil, &connectError{fmt.Errorf("no targets found to tail (looked in %s); name one, or pass --socket-dir", strings.Join(snap.Dirs, ", "))}
 	}
 	return specs, nil
 }
@@ -226,6 +236,8 @@ type tailPrinter struct {
 	prof   colorprofile.Profile
 	hl     *render.Highlighter
 	buf    bytes.Buffer
+	// filter, when set, prints each JSON line through --jq instead.
+	filter func(w io.Writer, line []byte) error
 }
 
 func (a *app) tailPrinter(asJSON bool) (*tailPrinter, error) {
@@ -254,6 +266,12 @@ func (p *tailPrinter) print(ev events.Event) error {
 		b, err := json.Marshal(ev)
 		if err != nil {
 			return err
+		}
+		if p.filter != nil {
+			if err := p.filter(p.w, b); err != nil {
+				return err
+			}
+			return p.w.Flush()
 		}
 		if p.safe {
 			b = render.TerminalJSON(b)

@@ -12,6 +12,7 @@ import (
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/events"
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 
@@ -101,36 +102,22 @@ func (a *app) dial(ctx context.Context, arg string, trace func(ipc.TraceEvent)) 
 	return c, t, nil
 }
 
-// colorProfile decides how w gets colour: --color never/--no-color/NO_COLOR
-// mean none; always means truecolor; auto asks the terminal.
+// colorProfile decides how w gets colour, by the one rule the TUI shares
+// (render.DecideColor): --no-color and --color never mean none, --color
+// always means colour (even with NO_COLOR set), auto asks NO_COLOR and the
+// terminal.
 func (a *app) colorProfile(w io.Writer) (colorprofile.Profile, error) {
-	mode := a.color
-	if a.noColor {
-		mode = "never"
+	c, err := a.colorChoice()
+	if err != nil {
+		return colorprofile.NoTTY, err
 	}
-	switch mode {
-	case "never":
-		return colorprofile.NoTTY, nil
-	case "always":
-		if a.getenv("NO_COLOR") != "" {
+	if a.io.terminal != nil && c == render.ColorAuto { // a test's stand-in terminal
+		if !a.io.terminal(w) {
 			return colorprofile.NoTTY, nil
 		}
-		p := colorprofile.Detect(w, append(a.environ, "CLICOLOR_FORCE=1"))
-		if p <= colorprofile.Ascii {
-			p = colorprofile.ANSI256
-		}
-		return p, nil
-	case "auto", "":
-		if a.getenv("NO_COLOR") != "" {
-			return colorprofile.NoTTY, nil
-		}
-		if a.io.terminal != nil && a.io.terminal(w) { // a test's stand-in terminal
-			return colorprofile.Env(a.environ), nil
-		}
-		p := colorprofile.Detect(w, a.environ)
-		return p, nil
+		return colorprofile.Env(a.environ), nil
 	}
-	return colorprofile.NoTTY, usageErr(fmt.Errorf("--color must be auto, always or never, not %q", a.color))
+	return c.Profile(w, a.environ), nil
 }
 
 // themeFor returns the --theme theme (built in or from the user theme

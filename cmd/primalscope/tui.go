@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/themes"
 	"github.com/ecoPrimals/primalscope/tui"
 )
@@ -32,13 +33,11 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		Title:      title,
 		Getenv:     a.getenv,
 	}
-	switch mode := a.color; {
-	case a.noColor || mode == "never" || (a.getenv("NO_COLOR") != "" && mode != "always"):
-		cfg.NoColor = true
-	case mode == "auto" || mode == "always" || mode == "":
-	default:
-		return usageErr(fmt.Errorf("--color must be auto, always or never, not %q", a.color))
+	colour, err := a.colorChoice()
+	if err != nil {
+		return err
 	}
+	cfg.Color, cfg.NoColor = colour, colour == render.ColorNever
 	if a.theme != "" {
 		var users []themes.Theme
 		if dir, err := themes.UserDir(); err == nil {

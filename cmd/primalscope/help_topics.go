@@ -1,0 +1,165 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// helpTopics are the pages of `primalscope help TOPIC` that are not
+// commands.
+var helpTopics = map[string]struct{ short, text string }{
+	"targets": {"What a TARGET can be and how a name is found", `TARGET, in every command that takes one, is one of:
+
+  beardog                     a primal name
+  ai                          a capability domain (a symlink to the primal providing it)
+  beardog-westgate-tower-155f a family-scoped name (<primal>-<family>)
+  /run/user/1000/biomeos/beardog.sock, unix:///path   a socket path
+  @name                       an abstract Unix socket
+  tcp://host:port, host:port  TCP
+  ws://host:port/rpc, wss://… Holon-RPC over WebSocket (--insecure skips TLS checks, loudly)
+  stdio:"command args"        spawn a command and speak NDJSON on its stdin/stdout
+
+A name is looked up in the socket directories: --socket-dir (repeatable),
+else $BIOMEOS_SOCKET_DIR, $XDG_RUNTIME_DIR/biomeos, $XDG_RUNTIME_DIR/membrane,
+/tmp/biomeos, /run/membrane; as <name>.sock, <name>-<family>.sock (the
+family from --family, else $FAMILY_ID or $BIOMEOS_FAMILY_ID), or the only
+<name>-*.sock there is. Failing that, in the registries (Songbird, the
+Neural API), <NAME>_SOCKET variables, manifests and the config file.
+
+Family-scoped sockets: a family id may contain dashes, so a socket name is
+split after the longest known primal name (beardog-west-tower-1 is primal
+beardog, family west-tower-1), or before a family id already seen. When
+neither tells, the primal's own identity.get does: beta-west-tower-1.sock
+served by a primal that says "primal": "beta" is listed as primal beta,
+family west-tower-1, and both names reach it. Family-scoped sockets demand
+a BTSP handshake: give the family seed with --family-seed-file or
+$FAMILY_SEED.
+
+Shell completion completes TARGET from a short discovery sweep (at most
+250 ms, cached a few seconds in $XDG_CACHE_HOME/primalscope), and METHOD
+from the target's capabilities.list. See primalscope completion --help.`},
+	"exit-codes": {"What each exit code means, for scripts", `Every command exits with one of:
+
+  0    ok
+  1    the peer answered with a JSON-RPC error (code and message on stderr);
+       check --level N: a target below N, or the composition incomplete
+       (N = 3); caps: the target has no capability list; a failure that
+       fits no other code (the history database cannot be read, say)
+  2    bad usage or bad input: an unknown command (with suggestions), an
+       unknown flag, a bad flag value (--color sometimes, --timeout x,
+       --level 7, --outcome maybe), the wrong number of arguments, params
+       that are not JSON (the position is shown), a --jq expression that
+       does not parse (the position is shown) or fails on the output, an
+       unknown call id or saved name, a terminal UI without a terminal
+  3    cannot connect, or the transport broke: no socket by that name,
+       connection refused, the peer hung up
+  4    timed out (--timeout)
+  5    refused for security: BTSP required and no family seed, the
+       handshake failed, a bad signature, a seed file others can read
+  130  interrupted (Ctrl-C)
+
+Usage errors are found before anything is sent: a command that exits 2
+never reached a peer.`},
+	"config": {"The config file, environment variables and colour", `Configuration file: $XDG_CONFIG_HOME/primalscope/config.toml
+(~/.config/primalscope/config.toml), TOML, every section optional:
+
+  [discovery]
+  socket_dirs   = ["/run/user/1000/biomeos"]
+  family        = "westgate-tower-155f"
+  stale_timeout = "2s"
+  known_primals = ["myprimal"]      # names that split family-scoped sockets
+
+  [[target]]                        # extra endpoints to list and probe
+  name     = "tower-songbird"
+  endpoint = "tcp://10.0.0.5:9200"
+
+  [[bus]]                           # stdio Bus daemons
+  name = "agents"
+  unix = "/run/stdiobus/agents.sock"
+
+  [history]                         # max_rows, max_bytes, entry_limit
+  [keys]                            # TUI key bindings, e.g. quit = ["q"]
+
+User themes: $XDG_CONFIG_HOME/primalscope/themes/*.toml (--theme NAME).
+
+Environment:
+  BIOMEOS_SOCKET_DIR            socket directory (like --socket-dir)
+  FAMILY_ID, BIOMEOS_FAMILY_ID  family id (like --family)
+  FAMILY_SEED                   BTSP family seed (prefer --family-seed-file)
+  <PRIMAL>_SOCKET               where one primal listens
+  PRIMALSCOPE_HISTORY           history database (like --history)
+  XDG_STATE_HOME                history and endpoint memory (~/.local/state)
+  XDG_CACHE_HOME                completion cache (~/.cache)
+  PRIMALSCOPE_COMPLETE_SYNC=1   completion re-sweeps an old cache while the
+                                shell waits, not in the background
+  NO_COLOR                      no colour, unless --color always is given
+
+Colour, one rule for the commands and the TUI: --no-color means none;
+--color never means none and --color always means colour (an explicit
+flag beats NO_COLOR, as no-color.org asks); --color auto (the default)
+means none when NO_COLOR is set to anything, else colour only on a
+terminal (CLICOLOR_FORCE=1 forces it).`},
+}
+
+// helpCmd is `primalscope help [COMMAND...|TOPIC]`: a command's help as
+// cobra gives it, or one of the topics above.
+func (a *app) helpCmd(root *cobra.Command) *cobra.Command {
+	names := make([]string, 0, len(helpTopics))
+	for n := range helpTopics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var list strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&list, "  %-11s %s\n", n, helpTopics[n].short)
+	}
+	return &cobra.Command{
+		Use:   "help [COMMAND|TOPIC]",
+		Short: "Help about a command, or a topic: " + strings.Join(names, ", "),
+		Long: `Help about any command (primalscope help call), or one of these topics:
+
+` + list.String(),
+		Example: `  primalscope help call
+  primalscope help history export
+  primalscope help targets
+  primalscope help exit-codes`,
+		ValidArgsFunction: func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var out []cobra.Completion
+			if len(args) == 0 {
+				for _, n := range names {
+					if strings.HasPrefix(n, toComplete) {
+						out = append(out, cobra.CompletionWithDesc(n, helpTopics[n].short))
+					}
+				}
+			}
+			parent := root
+			if c, _, err := root.Find(args); err == nil && c != nil {
+				parent = c
+			}
+			for _, c := range parent.Commands() {
+				if c.IsAvailableCommand() && strings.HasPrefix(c.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(c.Name(), c.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				if t, ok := helpTopics[args[0]]; ok {
+					_, err := fmt.Fprint(a.io.out, t.text+"\n")
+					return err
+				}
+			}
+			c, rest, err := root.Find(args)
+			if err != nil || c == nil || len(rest) > 0 && len(args) > 0 {
+				return usageErr(fmt.Errorf("no help for %q: not a command nor a topic (topics: %s)",
+					strings.Join(args, " "), strings.Join(names, ", ")))
+			}
+			c.SetOut(a.io.out)
+			return c.Help()
+		},
+	}
+}
