@@ -258,7 +258,12 @@ type contextCloser interface {
 // waits for the Conn's goroutine to exit. It is bounded whatever the peer
 // does (a WebSocket peer gets at most holon.DefaultCloseGrace for its close
 // frame, none after one of its calls timed out).
-func (c *Conn) Close() error {
+func (c *Conn) Close() error { return c.CloseContext(context.Background()) }
+
+// CloseContext is Close with what it may wait on the peer (a WebSocket
+// peer's close frame) cut to what ctx leaves: past ctx's deadline the
+// connection is dropped at once.
+func (c *Conn) CloseContext(ctx context.Context) error {
 	c.mu.Lock()
 	if !c.closed {
 		c.closed = true
@@ -267,11 +272,14 @@ func (c *Conn) Close() error {
 	hung := len(c.timedOut.ids) > 0
 	c.mu.Unlock()
 	var err error
-	if cc, ok := c.f.(contextCloser); ok && hung {
-		// A peer that let a call time out gets no grace for its close
-		// frame: the connection is dropped at once.
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
+	if cc, ok := c.f.(contextCloser); ok {
+		if hung {
+			// A peer that let a call time out gets no grace for its
+			// close frame: the connection is dropped at once.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			cancel()
+		}
 		err = cc.CloseContext(ctx)
 	} else {
 		err = c.f.Close()

@@ -151,6 +151,7 @@ type callRecorder struct {
 	store *history.Store
 	rec   *history.Recorder
 	warn  io.Writer
+	ctx   context.Context // the command's, without its cancel: for boundWait
 }
 
 // startRecording opens the history for recording, unless --no-history. A
@@ -159,12 +160,14 @@ func (a *app) startRecording(ctx context.Context) *callRecorder {
 	if a.noHistory {
 		return nil
 	}
-	s, err := a.openHistory(ctx)
+	octx, cancel := boundWait(ctx) // never past the command's deadline (deadline.go)
+	defer cancel()
+	s, err := a.openHistory(octx)
 	if err != nil {
 		fmt.Fprintln(a.io.err, "primalscope: warning: history: "+render.Sanitize(err.Error())+" (the call is not recorded)")
 		return nil
 	}
-	return &callRecorder{store: s, rec: history.NewRecorder(s, history.RecorderOptions{}), warn: a.io.err}
+	return &callRecorder{store: s, rec: history.NewRecorder(s, history.RecorderOptions{}), warn: a.io.err, ctx: context.WithoutCancel(ctx)}
 }
 
 // record keeps e and waits, at most recordWait, until it is committed, so
@@ -178,6 +181,8 @@ func (c *callRecorder) record(ctx context.Context, e history.Entry) int64 {
 	p := c.rec.Record(e)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWait)
 	defer cancel()
+	wctx, cancelBound := boundWait(wctx)
+	defer cancelBound()
 	if err := p.Wait(wctx); err != nil {
 		fmt.Fprintln(c.warn, "primalscope: warning: history: "+render.Sanitize(err.Error()))
 		return 0
@@ -190,12 +195,25 @@ func (c *callRecorder) close() {
 	if c == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), recordWait)
+	ctx, cancel := context.WithTimeout(c.ctx, recordWait)
 	defer cancel()
+	ctx, cancelBound := boundWait(ctx)
+	defer cancelBound()
 	if err := c.rec.Close(ctx); err != nil {
 		fmt.Fprintln(c.warn, "primalscope: warning: history: "+render.Sanitize(err.Error()))
 	}
-	c.store.Close()
+	// A store still busy (another process holds the lock) closes once its
+	// statement gives up, within the busy timeout; the command does not
+	// wait for that past its deadline.
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		c.store.Close()
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+	}
 }
 
 // callEntry describes a finished call for history. err is what Send (or
@@ -627,7 +645,7 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 		}
 		return err
 	}
-	defer conn.Close()
+	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)
 	resp, err := conn.Send(cctx, req)
 	newID := rec.record(ctx, a.callEntry(t, conn, req, resp, err, start))
 	var re *ipc.RPCError

@@ -118,6 +118,8 @@ for security (BTSP required and no seed, handshake failed, bad signature).`,
 	root.AddCommand(a.lsCmd(), a.checkCmd())
 	root.AddCommand(a.tailCmd())
 	a.holonFlags(root) // --insecure for wss://
+	// --timeout bounds each one-shot command whole (deadline.go); keep last.
+	a.boundOneShot(root)
 	return root
 }
 
