@@ -34,7 +34,8 @@ const (
 	// WSFragmentFlood starts a text message and never finishes it: empty
 	// continuation frames, without end.
 	WSFragmentFlood
-	// WSPingFlood sends ping frames without end and never answers.
+	// WSPingFlood sends ping frames without end and never answers; it reads
+	// and drops what the client sends meanwhile.
 	WSPingFlood
 	// WSStallUpgrade accepts the TCP connection and never answers the HTTP
 	// upgrade.
@@ -268,6 +269,10 @@ func (s *HostileWS) serve(c net.Conn) {
 			}
 			return
 		case WSPingFlood:
+			// Read (and drop) what the client sends meanwhile, its pongs
+			// and its close frame, so the flood never stalls on a full
+			// socket: the client is kept busy answering pings.
+			go func() { _, _ = io.Copy(io.Discard, br) }()
 			for w.frame(true, opPing, []byte("p")) == nil {
 			}
 			return
