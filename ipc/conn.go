@@ -367,6 +367,13 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 	select {
 	case r := <-p.ch:
 		if r.err != nil {
+			var ce *ClosedError
+			if ctx.Err() != nil && errors.As(r.err, &ce) {
+				// The deadline passed as the connection ended (a write
+				// cut by the deadline ends it too): the call timed out.
+				c.forget(id, true)
+				return nil, c.ctxErr(ctx.Err(), req, time.Since(start))
+			}
 			return nil, r.err
 		}
 		resp := &Response{
