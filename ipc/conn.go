@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/ecoPrimals/primalscope/ipc/holon"
 )
 
 // Wire selects how requests are written. Every wire is read the same way.
@@ -187,7 +190,15 @@ type Conn struct {
 }
 
 // NewConn starts a Conn over f. The Conn owns f from now on.
+//
+// Over a Holon-RPC framer (package holon) the Conn speaks the Holon wire
+// whatever opts.Wire says: the framer sends every request with a string id,
+// so only string ids can answer them.
 func NewConn(f Framer, opts Options) *Conn {
+	switch f.(type) {
+	case *holon.Framer, *holon.Session:
+		opts.Wire = WireHolon
+	}
 	if opts.IncomingBuffer <= 0 {
 		opts.IncomingBuffer = 1024
 	}
@@ -237,16 +248,42 @@ func (c *Conn) InFlight() int {
 	return len(c.pending)
 }
 
+// contextCloser is a framer whose close waits on the peer (a WebSocket close
+// handshake) no longer than ctx allows.
+type contextCloser interface {
+	CloseContext(ctx context.Context) error
+}
+
 // Close ends the connection, fails calls in flight with *ClosedError, and
-// waits for the Conn's goroutine to exit.
-func (c *Conn) Close() error {
+// waits for the Conn's goroutine to exit. It is bounded whatever the peer
+// does (a WebSocket peer gets at most holon.DefaultCloseGrace for its close
+// frame, none after one of its calls timed out).
+func (c *Conn) Close() error { return c.CloseContext(context.Background()) }
+
+// CloseContext is Close with what it may wait on the peer (a WebSocket
+// peer's close frame) cut to what ctx leaves: past ctx's deadline the
+// connection is dropped at once.
+func (c *Conn) CloseContext(ctx context.Context) error {
 	c.mu.Lock()
 	if !c.closed {
 		c.closed = true
 		c.closeErr = nil
 	}
+	hung := len(c.timedOut.ids) > 0
 	c.mu.Unlock()
-	err := c.f.Close()
+	var err error
+	if cc, ok := c.f.(contextCloser); ok {
+		if hung {
+			// A peer that let a call time out gets no grace for its
+			// close frame: the connection is dropped at once.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			cancel()
+		}
+		err = cc.CloseContext(ctx)
+	} else {
+		err = c.f.Close()
+	}
 	<-c.done
 	if errors.Is(err, os.ErrClosed) {
 		err = nil
@@ -330,6 +367,13 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 	select {
 	case r := <-p.ch:
 		if r.err != nil {
+			var ce *ClosedError
+			if ctx.Err() != nil && errors.As(r.err, &ce) {
+				// The deadline passed as the connection ended (a write
+				// cut by the deadline ends it too): the call timed out.
+				c.forget(id, true)
+				return nil, c.ctxErr(ctx.Err(), req, time.Since(start))
+			}
 			return nil, r.err
 		}
 		resp := &Response{
@@ -389,7 +433,7 @@ func (c *Conn) ctxErr(err error, req Request, waited time.Duration) error {
 			parts = append(parts, fmt.Sprintf("the peer sent %d frame(s) that are not JSON-RPC, the last: %q", c.invalid, c.lastBad))
 		}
 		if c.unknownIDs > 0 {
-			parts = append(parts, fmt.Sprintf("the peer sent %d answer(s) to ids never sent, the last: %s", c.unknownIDs, c.lastUnknown))
+			parts = append(parts, fmt.Sprintf("the peer sent %d answer(s) matching no call, the last: %s", c.unknownIDs, c.lastUnknown))
 		}
 		c.mu.Unlock()
 		if len(parts) > 0 {
@@ -513,6 +557,64 @@ func (c *Conn) readLoop() {
 	}
 }
 
+// matchID finds the call an answer's id names. Ids are matched by exact
+// value and type, as JSON-RPC 2.0 and Holon-RPC ask ("a response must reuse
+// the exact request ID"): on the Holon wire primalscope sends the string
+// "7" and only the string "7" answers it; on the other wires it sends the
+// number 7 and only the number 7, written as an integer, answers it. So the
+// string "7" or "07" is not an answer to 7, 7 is not an answer to "7", and
+// neither is 7.0 or 7e0: a peer that rewrote the id (through a float, or by
+// stringifying it) may be answering something else, and guessing would take
+// another request's answer for this one. A string is compared by value, so
+// an escaped "\u0037" is "7". why says, for the trace, what was wrong.
+func (c *Conn) matchID(raw json.RawMessage) (id uint64, ok bool, why string) {
+	t := bytes.TrimSpace(raw)
+	shown := string(cut(t, 40))
+	holon := c.opts.Wire == WireHolon
+	switch {
+	case len(t) == 0:
+		return 0, false, "an answer without an id"
+	case t[0] == '"':
+		var s string
+		if json.Unmarshal(t, &s) != nil {
+			return 0, false, "id " + shown + " is not a valid JSON string"
+		}
+		if !holon {
+			return 0, false, "id " + shown + " is a string; primalscope sent numeric ids (matched by exact value and type)"
+		}
+		n, ok := canonicalUint(s)
+		if !ok {
+			return 0, false, "id " + shown + " is not one primalscope sent"
+		}
+		return n, true, ""
+	case t[0] == '-' || t[0] >= '0' && t[0] <= '9':
+		if holon {
+			return 0, false, "id " + shown + " is a number; primalscope sent string ids (matched by exact value and type)"
+		}
+		n, ok := canonicalUint(string(t))
+		if !ok {
+			return 0, false, "id " + shown + " is not one primalscope sent (ids are integers, matched as written)"
+		}
+		return n, true, ""
+	}
+	return 0, false, "id " + shown + " is neither a string nor a number"
+}
+
+// canonicalUint parses s as primalscope writes ids: decimal digits, no sign,
+// no leading zero.
+func canonicalUint(s string) (uint64, bool) {
+	if s == "" || len(s) > 20 || (s[0] == '0' && len(s) > 1) {
+		return 0, false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return n, err == nil
+}
+
 func errString(err error) string {
 	if err == nil {
 		return "closed"
@@ -532,7 +634,7 @@ func (c *Conn) handle(frame []byte) {
 	}
 	switch m.Kind {
 	case KindResponse:
-		id, ok := m.NumericID()
+		id, ok, why := c.matchID(m.ID)
 		c.mu.Lock()
 		p := c.pending[id]
 		if ok && p != nil {
@@ -542,9 +644,9 @@ func (c *Conn) handle(frame []byte) {
 			m.Kind = KindUnmatched
 			switch {
 			case !ok:
-				m.Warning = "unknown_response_id: id " + string(cut(m.ID, 40)) + " is not one primalscope sent"
+				m.Warning = "unknown_response_id: " + why
 				c.unknownIDs++
-				c.lastUnknown = string(cut(m.ID, 40))
+				c.lastUnknown = why
 			case c.settled.has(id):
 				m.Warning = fmt.Sprintf("duplicate_response_id: call %d was already answered", id)
 			case c.timedOut.has(id):
@@ -552,7 +654,7 @@ func (c *Conn) handle(frame []byte) {
 			default:
 				m.Warning = fmt.Sprintf("unknown_response_id: no call %d was sent", id)
 				c.unknownIDs++
-				c.lastUnknown = string(cut(m.ID, 40))
+				c.lastUnknown = "id " + string(cut(m.ID, 40))
 			}
 		}
 		c.mu.Unlock()
@@ -563,8 +665,23 @@ func (c *Conn) handle(frame []byte) {
 		}
 		c.deliver(m)
 	case KindUnmatched:
+		if m.Error == nil {
+			// A result with a null or missing id answers nothing: no call
+			// can be told apart by it, and taking it for the one in
+			// flight would accept anyone's answer.
+			m.Warning = "unknown_response_id: a result with a null or missing id is no call's answer"
+			c.mu.Lock()
+			c.unknownIDs++
+			c.lastUnknown = "a result with a null id"
+			c.mu.Unlock()
+			c.trace(In, frame, m.Warning)
+			c.deliver(m)
+			return
+		}
 		// An error with a null or missing id: the peer could not tell which
-		// call it answers (or is refusing the whole connection).
+		// call it answers (a parse error) or is refusing the whole
+		// connection (BTSP required). It ends the call in flight when there
+		// is exactly one.
 		c.trace(In, frame, "error without an id")
 		if m.Error != nil && m.Error.IsBTSPRequired() {
 			c.mu.Lock()

@@ -160,13 +160,21 @@ func (p *stdioProc) readStderr(r io.Reader, trace func(TraceEvent)) {
 }
 
 // stop ends the process once its stdin is closed: it gets a moment to exit on
-// its own, then its process group is killed; then the pipes are closed, which
-// unblocks the readers, and the stderr reader is waited for.
-func (p *stdioProc) stop() error {
+// its own (500 ms, less if ctx ends first), then its process group is
+// killed; then the pipes are closed, which unblocks the readers, and the
+// stderr reader is waited for.
+func (p *stdioProc) stop(ctx context.Context) error {
 	var err error
+	grace := time.NewTimer(500 * time.Millisecond)
+	defer grace.Stop()
 	select {
 	case <-p.exited:
-	case <-time.After(500 * time.Millisecond):
+	case <-ctx.Done():
+	case <-grace.C:
+	}
+	select {
+	case <-p.exited:
+	default:
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		select {
 		case <-p.exited:

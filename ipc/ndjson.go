@@ -2,6 +2,7 @@ package ipc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +28,7 @@ type LineFramer struct {
 	wmu   sync.Mutex
 	once  sync.Once
 	cerr  error
-	extra func() error // additional close work (stdio: reap the process)
+	extra func(context.Context) error // additional close work (stdio: reap the process within ctx)
 }
 
 const lineBufSize = 64 << 10
@@ -138,13 +139,18 @@ func (f *LineFramer) SetWriteDeadline(t time.Time) error {
 }
 
 // Close closes the underlying stream once; later calls return the same error.
-func (f *LineFramer) Close() error {
+func (f *LineFramer) Close() error { return f.CloseContext(context.Background()) }
+
+// CloseContext is Close with its waits bounded by ctx: a stdio peer that
+// does not exit when its stdin closes is killed when ctx ends, rather than
+// after the usual grace.
+func (f *LineFramer) CloseContext(ctx context.Context) error {
 	f.once.Do(func() {
 		if f.c != nil {
 			f.cerr = f.c.Close()
 		}
 		if f.extra != nil {
-			if err := f.extra(); err != nil && f.cerr == nil {
+			if err := f.extra(ctx); err != nil && f.cerr == nil {
 				f.cerr = err
 			}
 		}

@@ -51,7 +51,7 @@ func (a *app) caps(ctx context.Context, arg string, asJSON bool, jq jqFlag) erro
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)
 	d, err := discovery.Describe(ctx, conn)
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.Name, err)

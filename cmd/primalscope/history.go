@@ -754,7 +754,7 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 		}
 		return err
 	}
-	defer conn.Close()
+	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)
 	resp, err := conn.Send(cctx, req)
 	newID := rec.folded(ctx, rec.record(ctx, a.callEntry(t, conn, req, resp, err, start)))
 	var re *ipc.RPCError

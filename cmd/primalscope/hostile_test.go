@@ -197,8 +197,9 @@ func hostilePeers() []hostilePeer {
 			call: want{exitOK, `"test.echo"`}, caps: want{exitOK, "echo"},
 			ls: "live", check: "level 2", tail: "flood.event"},
 		{name: "neverread", cfg: with(ipctest.Behavior{NeverRead: true}),
-			params: `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`,
-			call:   want{exitTimeout, "did not read the request"}, caps: noAnswer, ls: "stale", check: "not judged: stale"},
+			params:  `{"blob":"` + strings.Repeat("x", 1<<20) + `"}`,
+			timeout: "1s", // checking the params comes out of --timeout too
+			call:    want{exitTimeout, "did not read the request"}, caps: noAnswer, ls: "stale", check: "not judged: stale"},
 	}
 }
 
@@ -272,7 +273,13 @@ func hostileRun(t *testing.T, hp hostilePeer) {
 	}
 	env := map[string]string{"HOME": dir, "XDG_CONFIG_HOME": dir, "XDG_STATE_HOME": dir, "TERM": "xterm-256color"}
 	common := []string{"--timeout", timeout, "--max-frame", "4096", "--color=always"}
-	disc := []string{"--socket-dir", dir, "--stale", timeout, "--no-proc"}
+	// --timeout bounds ls and check whole (deadline.go): a probe's --stale
+	// must leave room for the rest of the sweep.
+	d, err := time.ParseDuration(timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disc := []string{"--socket-dir", dir, "--stale", (d / 2).String(), "--no-proc"}
 	cmds := []struct {
 		name string
 		args []string
@@ -346,7 +353,7 @@ func TestHostileMessagesNameTheCause(t *testing.T) {
 			}},
 		{"neverread says the request was not taken", with(ipctest.Behavior{NeverRead: true})(),
 			func(path, _ string) []string {
-				return []string{"call", "--no-history", "--timeout", "250ms", path, "test.echo", `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`}
+				return []string{"call", "--no-history", "--timeout", "1s", path, "test.echo", `{"blob":"` + strings.Repeat("x", 1<<20) + `"}`}
 			},
 			func(r result) bool {
 				return r.code == exitTimeout && (strings.Contains(r.stderr, "not read") || strings.Contains(r.stderr, "not reading") || strings.Contains(r.stderr, "sent"))

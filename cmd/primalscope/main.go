@@ -123,6 +123,8 @@ More: primalscope help targets | exit-codes | config.`,
 	root.AddCommand(a.tailCmd())
 	a.holonFlags(root) // --insecure for wss://
 	a.shellFit(root)   // version, help topics, completion, usage errors (exit 2)
+	// --timeout bounds each one-shot command whole (deadline.go); keep last.
+	a.boundOneShot(root)
 	return root
 }
 

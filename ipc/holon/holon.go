@@ -44,6 +44,15 @@ const DefaultPath = "/rpc"
 // otherwise (what holons themselves accept).
 const DefaultMaxMessage = 1 << 20
 
+// DefaultCloseGrace is how long Close waits for the peer's close frame
+// before dropping the connection.
+const DefaultCloseGrace = 100 * time.Millisecond
+
+// closeAfterDrop bounds the wait, after the connection was dropped, for the
+// WebSocket library's own close to return (it does at once: every read and
+// write on a closed socket fails).
+const closeAfterDrop = 100 * time.Millisecond
+
 // Close codes holons use.
 const (
 	CloseNormal           = 1000
@@ -96,6 +105,10 @@ type Options struct {
 	// ManualHeartbeat leaves the server's rpc.heartbeat requests to the caller
 	// instead of answering them with {} inside the framer.
 	ManualHeartbeat bool
+	// CloseGrace is how long Close waits for the peer's close frame before
+	// dropping the connection (default DefaultCloseGrace; negative: drop at
+	// once). Close never waits longer, whatever the peer does.
+	CloseGrace time.Duration
 }
 
 type ctxKey struct{}
@@ -223,6 +236,7 @@ func (e *MessageTooBigError) Error() string {
 // reader and concurrent writers.
 type Framer struct {
 	ws       *websocket.Conn
+	raw      *rawConns // the TCP connection under ws, to drop it at once
 	url      string
 	opts     Options
 	ctx      context.Context
@@ -233,13 +247,15 @@ type Framer struct {
 	deadline time.Time
 	abort    context.CancelFunc // cancels the write in progress
 	closing  atomic.Bool
+	broken   atomic.Bool // a read failed: no close handshake is worth waiting for
 	once     sync.Once
 	// Protocol is the subprotocol the server confirmed ("" when none).
 	Protocol string
 }
 
 // Dial opens a Holon-RPC connection to rawURL (ws:// or wss://; a URL with
-// no path gets DefaultPath). ctx bounds only the dialling.
+// no path gets DefaultPath). ctx bounds the whole dialling: TCP connect, TLS,
+// the upgrade and its answer. It does not bound the connection returned.
 func Dial(ctx context.Context, rawURL string, opts Options) (*Framer, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -259,17 +275,22 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Framer, error) {
 	if opts.Subprotocols == nil {
 		opts.Subprotocols = []string{Subprotocol}
 	}
-	client := &http.Client{Transport: transport(strings.EqualFold(u.Scheme, "wss"), opts)}
+	raw := &rawConns{}
+	tr := transport(strings.EqualFold(u.Scheme, "wss"), opts, raw)
+	client := &http.Client{Transport: tr}
 	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{
 		HTTPClient:   client,
 		HTTPHeader:   opts.Header,
 		Subprotocols: opts.Subprotocols,
 	})
 	if err != nil {
+		defer raw.close() // nothing of a failed upgrade stays open
+		defer tr.CloseIdleConnections()
 		if resp != nil && resp.StatusCode != http.StatusSwitchingProtocols {
 			he := &HTTPError{URL: u.String(), Status: resp.StatusCode}
 			if resp.Body != nil {
 				b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
+				resp.Body.Close()
 				he.Body = clip(strings.TrimSpace(string(b)), 200)
 			}
 			return nil, he
@@ -282,17 +303,53 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Framer, error) {
 	}
 	ws.SetReadLimit(opts.MaxMessage)
 	fctx, cancel := context.WithCancel(context.Background())
-	f := &Framer{ws: ws, url: u.String(), opts: opts, ctx: fctx, cancel: cancel, Protocol: ws.Subprotocol()}
+	f := &Framer{ws: ws, raw: raw, url: u.String(), opts: opts, ctx: fctx, cancel: cancel, Protocol: ws.Subprotocol()}
 	if f.Protocol != Subprotocol && len(opts.Subprotocols) > 0 && opts.Subprotocols[0] == Subprotocol {
 		f.note(`server did not confirm the "holon-rpc" subprotocol`)
 	}
 	return f, nil
 }
 
-func transport(secure bool, opts Options) *http.Transport {
+// rawConns remembers the TCP connections a Framer's transport dialled (one,
+// or a few if the HTTP client retried), so Close can drop them at once:
+// with the socket closed every wait inside the WebSocket library ends.
+type rawConns struct {
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+func (r *rawConns) add(c net.Conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		c.Close()
+		return
+	}
+	r.conns = append(r.conns, c)
+}
+
+func (r *rawConns) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	for _, c := range r.conns {
+		c.Close()
+	}
+	r.conns = nil
+}
+
+func transport(secure bool, opts Options, raw *rawConns) *http.Transport {
+	d := &net.Dialer{Timeout: 10 * time.Second}
 	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err == nil {
+				raw.add(c)
+			}
+			return c, err
+		},
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 10 * time.Second,
 		MaxIdleConns:          1,
@@ -380,6 +437,7 @@ func (f *Framer) readErr(err error) error {
 	if f.closing.Load() {
 		return io.EOF
 	}
+	f.broken.Store(true)
 	var ce websocket.CloseError
 	if errors.As(err, &ce) {
 		e := &CloseError{Code: int(ce.Code), Reason: ce.Reason, ByPeer: true}
@@ -449,27 +507,82 @@ func (f *Framer) SetWriteDeadline(t time.Time) error {
 	return nil
 }
 
-// Close closes the WebSocket with 1000 and unblocks ReadFrame.
+// Close closes the WebSocket with 1000 and unblocks ReadFrame. It returns
+// within Options.CloseGrace and a few milliseconds, whatever the peer does.
 func (f *Framer) Close() error { return f.CloseWith(CloseNormal, "") }
 
-// CloseWith closes the WebSocket with a status code and reason.
+// CloseWith closes the WebSocket with a status code and reason. The peer
+// gets Options.CloseGrace (DefaultCloseGrace) to answer with its close
+// frame; then, or at once when the connection is already broken, the TCP
+// connection is dropped. It never waits on the peer longer than that: a
+// peer that never sends its close frame, floods pings or fragments, or
+// announces a frame it never finishes cannot hold it.
 func (f *Framer) CloseWith(code int, reason string) error {
+	grace := f.opts.CloseGrace
+	if grace == 0 {
+		grace = DefaultCloseGrace
+	}
+	return f.closeWithin(code, reason, grace)
+}
+
+// CloseContext is Close with the grace cut to what is left of ctx: a
+// caller whose deadline has passed drops the connection at once.
+func (f *Framer) CloseContext(ctx context.Context) error {
+	grace := f.opts.CloseGrace
+	if grace == 0 {
+		grace = DefaultCloseGrace
+	}
+	if ctx.Err() != nil {
+		grace = -1
+	} else if dl, ok := ctx.Deadline(); ok {
+		grace = min(grace, time.Until(dl))
+	}
+	return f.closeWithin(CloseNormal, "", grace)
+}
+
+func (f *Framer) closeWithin(code int, reason string, grace time.Duration) error {
 	var err error
 	f.once.Do(func() {
 		f.closing.Store(true)
-		done := make(chan error, 1)
-		go func() { done <- f.ws.Close(websocket.StatusCode(code), reason) }()
-		select {
-		case err = <-done:
-		case <-time.After(2 * time.Second):
-			err = f.ws.CloseNow()
+		if f.broken.Load() {
+			grace = -1 // the read side failed: no close frame will come
 		}
+		done := make(chan error, 1)
+		if grace > 0 {
+			go func() { done <- f.ws.Close(websocket.StatusCode(code), reason) }()
+			t := time.NewTimer(grace)
+			select {
+			case err = <-done:
+				t.Stop()
+				f.cancel()
+				f.raw.close()
+				err = closeErr(err)
+				return
+			case <-t.C:
+			}
+		} else {
+			go func() { done <- f.ws.CloseNow() }()
+		}
+		// Drop the connection: the library's close handshake, and a read
+		// or write it is stuck in, fail at once.
 		f.cancel()
-		var ce websocket.CloseError
-		if errors.As(err, &ce) || errors.Is(err, net.ErrClosed) {
-			err = nil
+		f.raw.close()
+		t := time.NewTimer(closeAfterDrop)
+		defer t.Stop()
+		select {
+		case <-done: // errors of a connection dropped on purpose say nothing
+		case <-t.C:
+			// The library's goroutine ends by itself on the closed socket.
 		}
 	})
+	return err
+}
+
+func closeErr(err error) error {
+	var ce websocket.CloseError
+	if err == nil || errors.As(err, &ce) || errors.Is(err, net.ErrClosed) {
+		return nil
+	}
 	return err
 }
 

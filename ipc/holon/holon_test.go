@@ -182,19 +182,24 @@ func TestIDlessErrors(t *testing.T) {
 	}
 }
 
-func TestNumericIDs(t *testing.T) {
+// TestNumericIDAnswerIsNotTaken: primalscope sends the string id "1"; a
+// server that answers with the number 1 has not reused the exact id
+// (holon-rpc.md), so the answer is not taken: the call times out, and the
+// trace and the timeout say why.
+func TestNumericIDAnswerIsNotTaken(t *testing.T) {
 	s := startHolon(t, holon.Options{}, ipctest.HolonConfig{NumericIDs: true})
 	rec := &recorder{}
 	c := dialConn(t, s, rec)
-	resp, err := call(t, c, "echo", map[string]int{"n": 2})
-	if err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := c.Call(ctx, "echo", map[string]int{"n": 2})
+	var te *ipc.TimeoutError
+	if !errors.As(err, &te) || !strings.Contains(te.Error(), "id 1 is a number") {
+		t.Fatalf("want a timeout naming the numeric id, got %v", err)
 	}
-	if string(resp.ID) != "1" {
-		t.Errorf("id %s", resp.ID)
-	}
-	if !strings.Contains(rec.warnings(), "numeric id 1") {
-		t.Errorf("warnings: %s", rec.warnings())
+	w := rec.warnings()
+	if !strings.Contains(w, "numeric id 1") || !strings.Contains(w, "unknown_response_id: id 1 is a number") {
+		t.Errorf("warnings: %s", w)
 	}
 }
 
@@ -393,7 +398,7 @@ func TestPlainJSONRPCCallerIsMadeStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := ipc.NewConn(f, opts) // numeric ids, no params: what a generic prober sends
+	c := ipc.NewConn(f, opts) // what a generic prober does: the Conn speaks Holon-RPC over a Holon framer
 	defer c.Close()
 	resp, err := c.Call(ctx, "echo", nil)
 	if err != nil {
@@ -401,6 +406,33 @@ func TestPlainJSONRPCCallerIsMadeStrict(t *testing.T) {
 	}
 	if string(resp.Result) != `{}` || s.ProtocolFaults() != 0 {
 		t.Fatalf("result %s, faults %d", resp.Result, s.ProtocolFaults())
+	}
+	if !strings.Contains(string(resp.Sent), `"id":"1"`) || !strings.Contains(string(resp.Sent), `"params":{}`) {
+		t.Errorf("sent %s", resp.Sent)
+	}
+}
+
+// TestFramerRewritesPlainRequests: a request written straight to the framer
+// with a numeric id and no params is sent as Holon-RPC wants it.
+func TestFramerRewritesPlainRequests(t *testing.T) {
+	s := startHolon(t, holon.Options{}, ipctest.HolonConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rec := &recorder{}
+	f, err := holon.Dial(ctx, s.URL, holon.Options{Trace: ipc.HolonTrace(rec.trace)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.WriteFrame([]byte(`{"jsonrpc":"2.0","id":7,"method":"echo"}`)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.ReadFrame()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), `"id":"7"`) || s.ProtocolFaults() != 0 {
+		t.Fatalf("answer %s, faults %d", got, s.ProtocolFaults())
 	}
 	if !strings.Contains(rec.warnings(), "request rewritten for Holon-RPC") {
 		t.Errorf("warnings: %s", rec.warnings())

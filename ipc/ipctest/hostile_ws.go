@@ -1,0 +1,366 @@
+package ipctest
+
+import (
+	"bufio"
+	"crypto/sha1"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// HostileWSMode says how a HostileWS peer misbehaves once it has read a
+// request.
+type HostileWSMode uint8
+
+const (
+	// WSAnswer answers every request with a result (with AnswerID as the
+	// id when set).
+	WSAnswer HostileWSMode = iota
+	// WSSilent reads requests and never answers them.
+	WSSilent
+	// WSHugeHeader answers with a text frame whose header announces 2^62
+	// bytes, then streams filler as fast as the client reads it.
+	WSHugeHeader
+	// WSHugeHeaderStall announces 2^62 bytes, sends a few, then nothing.
+	WSHugeHeaderStall
+	// WSFragmentFlood starts a text message and never finishes it: empty
+	// continuation frames, without end.
+	WSFragmentFlood
+	// WSPingFlood sends ping frames without end and never answers; it reads
+	// and drops what the client sends meanwhile.
+	WSPingFlood
+	// WSStallUpgrade accepts the TCP connection and never answers the HTTP
+	// upgrade.
+	WSStallUpgrade
+)
+
+// HostileWSConfig describes a hostile Holon-RPC (WebSocket) peer. It is
+// written from RFC 6455 and holon-rpc.md directly, frame by frame, so it
+// shares nothing with the WebSocket library the client uses.
+type HostileWSConfig struct {
+	Mode HostileWSMode
+	// NeverClose ignores the client's close frame: the peer never answers
+	// it and never closes the TCP connection (until the server is closed).
+	NeverClose bool
+	// AnswerID, when set, is the raw JSON id WSAnswer answers with instead
+	// of the request's (for example `"01"`, `1` or `null`).
+	AnswerID json.RawMessage
+	// Result is the result WSAnswer sends (default {"ok":true}).
+	Result json.RawMessage
+	// FragmentSize is the payload of each continuation frame WSFragmentFlood
+	// sends (default 0: empty frames, which never reach a size limit).
+	FragmentSize int
+}
+
+// HostileWS is a running hostile WebSocket peer on a loopback TCP port.
+type HostileWS struct {
+	cfg HostileWSConfig
+	ln  net.Listener
+	// URL is the ws:// URL to dial (path /rpc).
+	URL string
+
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed chan struct{}
+
+	accepted    atomic.Int64
+	requests    atomic.Int64
+	closeFrames atomic.Int64
+	reqMu       sync.Mutex
+	reqs        [][]byte
+}
+
+// ListenHostileWS starts a hostile WebSocket peer on 127.0.0.1.
+func ListenHostileWS(cfg HostileWSConfig) (*HostileWS, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("hostile ws: listen: %w", err)
+	}
+	s := &HostileWS{cfg: cfg, ln: ln, URL: "ws://" + ln.Addr().String() + "/rpc", conns: map[net.Conn]struct{}{}, closed: make(chan struct{})}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Accepted is how many TCP connections the peer accepted.
+func (s *HostileWS) Accepted() int64 { return s.accepted.Load() }
+
+// Requests is how many request frames the peer received.
+func (s *HostileWS) Requests() int64 { return s.requests.Load() }
+
+// CloseFrames is how many close frames the clients sent.
+func (s *HostileWS) CloseFrames() int64 { return s.closeFrames.Load() }
+
+// Received returns copies of the request frames received so far.
+func (s *HostileWS) Received() [][]byte {
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	out := make([][]byte, len(s.reqs))
+	for i, r := range s.reqs {
+		out[i] = append([]byte(nil), r...)
+	}
+	return out
+}
+
+// Close stops the peer: every connection is closed and its goroutine has
+// ended when Close returns.
+func (s *HostileWS) Close() error {
+	select {
+	case <-s.closed:
+		return nil
+	default:
+	}
+	close(s.closed)
+	err := s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return err
+}
+
+func (s *HostileWS) accept() {
+	defer s.wg.Done()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		s.accepted.Add(1)
+		s.mu.Lock()
+		select {
+		case <-s.closed:
+			s.mu.Unlock()
+			c.Close()
+			return
+		default:
+		}
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() {
+				s.mu.Lock()
+				delete(s.conns, c)
+				s.mu.Unlock()
+				c.Close()
+			}()
+			s.serve(c)
+		}()
+	}
+}
+
+const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+// WebSocket opcodes (RFC 6455 5.2).
+const (
+	opCont  = 0x0
+	opText  = 0x1
+	opClose = 0x8
+	opPing  = 0x9
+)
+
+func (s *HostileWS) serve(c net.Conn) {
+	br := bufio.NewReader(c)
+	if s.cfg.Mode == WSStallUpgrade {
+		<-s.closed
+		return
+	}
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	key := req.Header.Get("Sec-WebSocket-Key")
+	if !strings.EqualFold(req.Header.Get("Upgrade"), "websocket") || key == "" {
+		io.WriteString(c, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		return
+	}
+	h := sha1.Sum([]byte(key + wsGUID))
+	resp := "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Accept: " + base64.StdEncoding.EncodeToString(h[:]) + "\r\n"
+	for _, p := range strings.Split(req.Header.Get("Sec-WebSocket-Protocol"), ",") {
+		if strings.TrimSpace(p) == "holon-rpc" {
+			resp += "Sec-WebSocket-Protocol: holon-rpc\r\n"
+		}
+	}
+	if _, err := io.WriteString(c, resp+"\r\n"); err != nil {
+		return
+	}
+	w := &wsWriter{c: c}
+	for {
+		op, payload, err := readWSFrame(br, 1<<20)
+		if err != nil {
+			return
+		}
+		switch op {
+		case opClose:
+			s.closeFrames.Add(1)
+			if s.cfg.NeverClose {
+				continue // neither answered nor closed: the client must not wait for it
+			}
+			_ = w.frame(true, opClose, payload)
+			return
+		case opText:
+		default:
+			continue
+		}
+		s.requests.Add(1)
+		s.reqMu.Lock()
+		s.reqs = append(s.reqs, payload)
+		s.reqMu.Unlock()
+		var env struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(payload, &env) != nil || env.ID == nil {
+			continue
+		}
+		switch s.cfg.Mode {
+		case WSAnswer:
+			id := env.ID
+			if s.cfg.AnswerID != nil {
+				id = s.cfg.AnswerID
+			}
+			res := s.cfg.Result
+			if res == nil {
+				res = json.RawMessage(`{"ok":true}`)
+			}
+			msg := append(append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), res...), '}')
+			if w.frame(true, opText, msg) != nil {
+				return
+			}
+		case WSSilent:
+		case WSHugeHeader, WSHugeHeaderStall:
+			if w.header(true, opText, 1<<62) != nil {
+				return
+			}
+			filler := []byte(strings.Repeat(" ", 32<<10))
+			if s.cfg.Mode == WSHugeHeaderStall {
+				filler = filler[:16]
+			}
+			for {
+				if _, err := c.Write(filler); err != nil || s.cfg.Mode == WSHugeHeaderStall {
+					break
+				}
+			}
+			s.hold(c)
+			return
+		case WSFragmentFlood:
+			if w.frame(false, opText, []byte(`{"jsonrpc":"2.0",`)) != nil {
+				return
+			}
+			frag := make([]byte, s.cfg.FragmentSize)
+			for i := range frag {
+				frag[i] = ' '
+			}
+			for w.frame(false, opCont, frag) == nil {
+			}
+			return
+		case WSPingFlood:
+			// Read (and drop) what the client sends meanwhile, its pongs
+			// and its close frame, so the flood never stalls on a full
+			// socket: the client is kept busy answering pings.
+			go func() { _, _ = io.Copy(io.Discard, br) }()
+			for w.frame(true, opPing, []byte("p")) == nil {
+			}
+			return
+		}
+	}
+}
+
+// hold keeps c open, discarding what the client sends, until the client
+// or the server closes it.
+func (s *HostileWS) hold(c net.Conn) {
+	_, _ = io.Copy(io.Discard, c)
+}
+
+type wsWriter struct{ c net.Conn }
+
+// header writes an unmasked frame header (a server's frames are unmasked).
+func (w *wsWriter) header(fin bool, op byte, n uint64) error {
+	b := make([]byte, 0, 10)
+	first := op
+	if fin {
+		first |= 0x80
+	}
+	b = append(b, first)
+	switch {
+	case n < 126:
+		b = append(b, byte(n))
+	case n <= 0xffff:
+		b = append(b, 126, byte(n>>8), byte(n))
+	default:
+		b = append(b, 127)
+		b = binary.BigEndian.AppendUint64(b, n)
+	}
+	_, err := w.c.Write(b)
+	return err
+}
+
+func (w *wsWriter) frame(fin bool, op byte, p []byte) error {
+	if err := w.header(fin, op, uint64(len(p))); err != nil {
+		return err
+	}
+	if len(p) == 0 {
+		return nil
+	}
+	_, err := w.c.Write(p)
+	return err
+}
+
+// readWSFrame reads one client frame (masked, as RFC 6455 requires of
+// clients) and returns its opcode and unmasked payload.
+func readWSFrame(br *bufio.Reader, limit uint64) (byte, []byte, error) {
+	var h [2]byte
+	if _, err := io.ReadFull(br, h[:]); err != nil {
+		return 0, nil, err
+	}
+	op := h[0] & 0x0f
+	masked := h[1]&0x80 != 0
+	n := uint64(h[1] & 0x7f)
+	switch n {
+	case 126:
+		var b [2]byte
+		if _, err := io.ReadFull(br, b[:]); err != nil {
+			return 0, nil, err
+		}
+		n = uint64(binary.BigEndian.Uint16(b[:]))
+	case 127:
+		var b [8]byte
+		if _, err := io.ReadFull(br, b[:]); err != nil {
+			return 0, nil, err
+		}
+		n = binary.BigEndian.Uint64(b[:])
+	}
+	if n > limit {
+		return 0, nil, errors.New("frame over the limit")
+	}
+	var mask [4]byte
+	if masked {
+		if _, err := io.ReadFull(br, mask[:]); err != nil {
+			return 0, nil, err
+		}
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(br, p); err != nil {
+		return 0, nil, err
+	}
+	if masked {
+		for i := range p {
+			p[i] ^= mask[i%4]
+		}
+	}
+	return op, p, nil
+}
