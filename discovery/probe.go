@@ -293,7 +293,12 @@ func connectTimeoutFor(ep ipc.Endpoint, opts ProbeOptions) time.Duration {
 	return opts.ConnectTimeout
 }
 
+// acquire takes a place in ch, unless ctx ends first (or has ended: a
+// free place does not win over a context already done).
 func acquire(ctx context.Context, ch chan struct{}) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	select {
 	case ch <- struct{}{}:
 		return true

@@ -67,7 +67,8 @@ func TestProbeCutShortIsNotStale(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	r := pr.Probe(ctx, ProbeSpec{Endpoint: unixEP(c.Silent[0])})
-	if r.State != StateUnknown || !r.Incomplete || !strings.Contains(r.Err, "cut short") {
+	// (On a very loaded machine the probe may not even have started.)
+	if r.State != StateUnknown || !r.Incomplete || !strings.Contains(r.Err, "cut short") && !strings.Contains(r.Err, "not probed yet") {
 		t.Errorf("cut short: %s incomplete=%v (%s), want unknown", r.State, r.Incomplete, r.Err)
 	}
 
