@@ -251,8 +251,13 @@ func (d *Discoverer) DefaultSources() []Source {
 // Sweep looks everywhere once and probes every target. onProbe, when not
 // nil, is called (from several goroutines, one target at a time) as each
 // probe finishes, with a snapshot of that target; the returned Snapshot
-// is complete. A sweep takes about the stale timeout at most, whatever
-// the number of hung sockets.
+// is complete. Every target is probed in full, each within its own
+// connect and stale time, however many wait: hung sockets hold a place
+// each (MaxOpen of them at once) for the stale timeout, so a sweep takes
+// about (hung sockets / MaxOpen + 1) stale timeouts, plus the time the
+// answering ones take. Only ctx ending cuts it short; targets not probed
+// then are unknown ("not probed yet"), or keep what the last sweep of
+// this Discoverer judged.
 func (d *Discoverer) Sweep(ctx context.Context, onProbe func(*Target)) (*Snapshot, error) {
 	return d.sweep(ctx, false, onProbe)
 }
@@ -262,11 +267,11 @@ func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Targ
 	defer d.sweepMu.Unlock()
 	start := time.Now()
 	stale := d.prober.opts.StaleTimeout
-	// The whole sweep fits in the stale timeout plus a tenth: a probe that
-	// could not even be dialled at once (a loaded machine) waits less than
-	// the full stale timeout rather than stretching the sweep; registries
-	// answer within the budget, and targets they add are probed in what is
-	// left.
+	// Reading the sources and asking the registries fits in the stale
+	// timeout plus a tenth. The probes have no such budget: one that waited
+	// for its turn still gets its own whole deadline (a budget for the
+	// sweep would turn the targets queued behind hung sockets into
+	// failures); they end when ctx does.
 	sctx, cancel := context.WithDeadline(ctx, start.Add(stale+stale/10))
 	defer cancel()
 
@@ -282,7 +287,7 @@ func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Targ
 	}
 	found := runSources(sctx, d.DefaultSources(), addErr)
 
-	p := &probeRun{d: d, ctx: sctx, backoff: backoff, onProbe: onProbe, probes: map[string]*Probe{}}
+	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: onProbe, probes: map[string]*Probe{}}
 	targets := merge(found)
 	p.start(targets)
 
@@ -362,6 +367,7 @@ type probeRun struct {
 
 	mu     sync.Mutex
 	probes map[string]*Probe
+	stale  []probeJob // first probes that found their target stale
 	wg     sync.WaitGroup
 }
 
@@ -383,27 +389,98 @@ func (p *probeRun) start(targets []*Target) {
 			p.mu.Unlock()
 			continue
 		}
-		tc := t.clone()
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			r := p.d.prober.Probe(p.ctx, spec)
-			if !spec.Full && carry != nil {
-				r = carryOver(r, carry)
-			}
-			p.mu.Lock()
-			p.probes[tc.ID] = &r
-			p.mu.Unlock()
-			if p.onProbe != nil {
-				tc.Probe = &r
-				p.d.finishTarget(tc)
-				p.onProbe(tc)
-			}
-		}()
+		p.run(probeJob{t: t, spec: spec, carry: carry})
 	}
 }
 
-func (p *probeRun) wait() { p.wg.Wait() }
+// probeJob is one target's probe in a sweep.
+type probeJob struct {
+	t     *Target
+	spec  ProbeSpec
+	carry *Probe // the last sweep's probe, if any
+	stale Probe  // a verdict with a timeout, while wait decides whether to believe it
+}
+
+func (p *probeRun) run(j probeJob) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		r := p.d.prober.Probe(p.ctx, j.spec)
+		if r.State == StateStale || r.State == StateLive && r.Full && r.timedOut() {
+			// Decided in wait, once the others are done.
+			j.stale = r
+			p.mu.Lock()
+			p.stale = append(p.stale, j)
+			p.mu.Unlock()
+			return
+		}
+		p.publish(j, r)
+	}()
+}
+
+// publish records the probe of a target (and tells onProbe).
+func (p *probeRun) publish(j probeJob, r Probe) {
+	switch {
+	case r.Incomplete && j.carry != nil:
+		// This sweep did not get to judge it: it keeps its last judged
+		// health until a probe of its own ends.
+		r = *j.carry
+	case !j.spec.Full && j.carry != nil:
+		r = carryOver(r, j.carry)
+	}
+	p.mu.Lock()
+	p.probes[j.t.ID] = &r
+	p.mu.Unlock()
+	if p.onProbe != nil {
+		tc := j.t.clone()
+		tc.Probe = &r
+		p.d.finishTarget(tc)
+		p.onProbe(tc)
+	}
+}
+
+// maxSecondLooks is how many times a sweep probes again a target whose
+// stale verdict is in doubt.
+const maxSecondLooks = 2
+
+// wait waits for every probe. A timeout reached while this process was
+// itself slow (Prober.doubtful) may be this process not reading an answer
+// in time: a stale verdict, or a live target's identity or capabilities
+// call that timed out (it would be judged below its level). Such targets
+// are probed again, together, once the others are done (up to
+// maxSecondLooks times). A stale verdict still in doubt then is not
+// judged (unknown, Incomplete: it keeps its last judged health).
+func (p *probeRun) wait() {
+	p.wg.Wait()
+	for round := 0; ; round++ {
+		p.mu.Lock()
+		stale := p.stale
+		p.stale = nil
+		p.mu.Unlock()
+		var again []probeJob
+		for _, j := range stale {
+			r := j.stale
+			if p.d.prober.doubtful(r) {
+				if round < maxSecondLooks && p.ctx.Err() == nil {
+					again = append(again, j)
+					continue
+				}
+				if r.State == StateStale {
+					r.State, r.Incomplete = StateUnknown, true
+					r.Err = "not judged: " + r.Err + ", but this process was itself too slow to be sure (a loaded machine)"
+				}
+			}
+			p.publish(j, r)
+		}
+		if len(again) == 0 {
+			return
+		}
+		for _, j := range again {
+			p.run(j)
+		}
+		p.wg.Wait()
+	}
+}
 
 // plan decides how to probe t given the last sweep: a full probe for a new
 // or changed target, liveness only for a known live one; in backoff mode a
@@ -417,6 +494,7 @@ func (d *Discoverer) plan(t *Target, backoff bool) (spec ProbeSpec, carry *Probe
 		return spec, nil, false
 	}
 	carry = prev.Probe
+	spec.wasStale = carry.State == StateStale
 	if backoff && carry.State != StateLive {
 		r := d.retry[t.ID]
 		if time.Now().Before(r.next) {

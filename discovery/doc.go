@@ -23,9 +23,16 @@
 // every name and source — and probes them with a Prober: connect, then
 // health.liveness within the stale timeout, then identity.get (or
 // identity), capabilities.list (or capability.list), health.check and
-// health.readiness. A sweep takes at most 1.1× the stale timeout however
-// many sockets hang. Snapshot.Resolve and Discoverer.Lookup find targets by
-// name, alias, address or capability.
+// health.readiness. Each probe has its own deadline from when it starts,
+// not from when it was queued, so every target is judged on its own
+// answer: live, or stale when its own stale timeout passed in silence (a
+// verdict reached while this process was itself slow is looked at again).
+// Hung sockets are waited for together (MaxOpen at a time), so a sweep
+// takes about (hung sockets / MaxOpen + 1) stale timeouts plus the time
+// the answering ones take; a sweep its caller cuts short reports what it
+// did not reach as unknown ("not probed yet"), or keeps the last sweep's
+// verdict. Snapshot.Resolve and Discoverer.Lookup find targets by name,
+// alias, address or capability.
 //
 // # Live
 //

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ const (
 	DefaultRemoteConnectTimeout = 500 * time.Millisecond
 	DefaultStaleTimeout         = 2 * time.Second
 	DefaultDialConcurrency      = 32
+	DefaultBusyConcurrency      = 32
 	DefaultMaxOpen              = 512
 	DefaultDeadTTL              = 30 * time.Second
 )
@@ -44,6 +46,15 @@ type ProbeOptions struct {
 	StaleTimeout time.Duration
 	// DialConcurrency bounds how many connects run at once (32).
 	DialConcurrency int
+	// BusyConcurrency bounds how many probes are busy at once (32): a
+	// probe is busy from its connect until it ends, or until it has waited
+	// twice as long as answers take now (from 20 ms to a quarter of
+	// StaleTimeout): then it gives its place to the next probe and keeps
+	// waiting within its own deadline. Hung sockets thus cost little, and
+	// answering ones are not starved by this process's own work (2,000
+	// answers at once would take longer than StaleTimeout on a loaded
+	// machine, and pass live sockets off as stale).
+	BusyConcurrency int
 	// MaxOpen bounds how many probe connections are open at once (512).
 	// Waiting for an answer holds a connection but not a dial slot, so a
 	// hung socket never delays the others.
@@ -82,6 +93,9 @@ func (o ProbeOptions) withDefaults() ProbeOptions {
 	}
 	if o.DialConcurrency <= 0 {
 		o.DialConcurrency = DefaultDialConcurrency
+	}
+	if o.BusyConcurrency <= 0 {
+		o.BusyConcurrency = DefaultBusyConcurrency
 	}
 	if o.MaxOpen <= 0 {
 		o.MaxOpen = DefaultMaxOpen
@@ -153,6 +167,12 @@ type Probe struct {
 	Cached bool `json:"cached,omitempty"`
 	// Full is true when identity and capabilities were asked too.
 	Full bool `json:"full,omitempty"`
+	// Incomplete is true when the probe did not run to its own end: the
+	// caller's context ended while it waited for its turn ("not probed
+	// yet") or while it ran ("probe cut short"). Its State is then unknown
+	// unless the peer had already answered: nothing was learned, and a
+	// sweep keeps the target's last judged probe instead.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // ProbeSpec says what to probe and how.
@@ -165,6 +185,10 @@ type ProbeSpec struct {
 	// Full also asks identity, capabilities, health.check and
 	// health.readiness; otherwise only health.liveness.
 	Full bool
+	// wasStale says the target's last probe found it stale: it most likely
+	// is again, so its probe does not take a busy place (it costs this
+	// process nothing while it waits).
+	wasStale bool
 }
 
 // Prober probes targets: connect within ConnectTimeout, health.liveness
@@ -175,6 +199,15 @@ type Prober struct {
 	opts ProbeOptions
 	dial chan struct{}
 	open chan struct{}
+	busy chan struct{}
+	// slowAt is when (UnixNano) this process last showed it was slow: a
+	// first answer that took more than a quarter of the stale timeout, or
+	// a connect that took more than half its timeout.
+	slowAt atomic.Int64
+	// answerNS is a moving average of how long answering probes take to
+	// get their first answer (nanoseconds), which sets how long a probe
+	// stays busy (busyHold).
+	answerNS atomic.Int64
 
 	mu   sync.Mutex
 	dead map[string]deadEntry
@@ -217,6 +250,7 @@ func NewProber(opts ProbeOptions) *Prober {
 		opts: opts,
 		dial: make(chan struct{}, opts.DialConcurrency),
 		open: make(chan struct{}, opts.MaxOpen),
+		busy: make(chan struct{}, opts.BusyConcurrency),
 		dead: map[string]deadEntry{},
 	}
 }
@@ -259,7 +293,12 @@ func connectTimeoutFor(ep ipc.Endpoint, opts ProbeOptions) time.Duration {
 	return opts.ConnectTimeout
 }
 
+// acquire takes a place in ch, unless ctx ends first (or has ended: a
+// free place does not win over a context already done).
 func acquire(ctx context.Context, ch chan struct{}) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	select {
 	case ch <- struct{}{}:
 		return true
@@ -302,14 +341,33 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		return res
 	}
 	if !acquire(ctx, p.open) {
-		res.Err = ctx.Err().Error()
-		return res
+		return notReached(ctx, res)
 	}
 	defer func() { <-p.open }()
-	if !acquire(ctx, p.dial) {
-		res.Err = ctx.Err().Error()
-		return res
+	if !spec.wasStale {
+		if !acquire(ctx, p.busy) {
+			return notReached(ctx, res)
+		}
+		// The busy place is given up when the probe ends or, if that
+		// takes longer, after busyHold: the probe then waits on for its
+		// own deadline.
+		idle := sync.OnceFunc(func() { <-p.busy })
+		defer idle()
+		holdTimer := time.AfterFunc(p.busyHold(), idle)
+		defer holdTimer.Stop()
 	}
+	if !acquire(ctx, p.dial) {
+		return notReached(ctx, res)
+	}
+	// The probe's own deadline starts now, when it has its places, not when
+	// it was queued: however many probes wait, each target gets its whole
+	// connect and stale time. The caller's ctx ending first cuts the probe
+	// short, which says nothing about the target (settle).
+	parent := ctx
+	res.At = time.Now()
+	ctx, cancelProbe := context.WithDeadlineCause(parent, res.At.Add(connectTimeoutFor(ep, p.opts)+p.opts.StaleTimeout), errProbeDeadline)
+	defer cancelProbe()
+	defer func() { res = p.settle(parent, ctx, res, spec) }()
 	wire := ipc.WireJSONRPC
 	if spec.Wire == "lean" {
 		wire = ipc.WireLean
@@ -340,7 +398,7 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	defer conn.Close()
 
 	deadline := start.Add(res.Connect + p.opts.StaleTimeout)
-	pctx, cancel := context.WithDeadline(ctx, deadline)
+	pctx, cancel := context.WithDeadlineCause(ctx, deadline, errProbeDeadline)
 	defer cancel()
 	res.Calls = map[string]CallResult{}
 	var mu sync.Mutex
@@ -357,6 +415,7 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 
 	resp, cr, lerr := call("health.liveness")
 	if resp != nil {
+		p.noteAnswer(time.Since(res.At))
 		res.Latency = cr.Latency // only an answer has a latency
 		res.Wire = wireOf(resp.Raw)
 	}
@@ -384,7 +443,13 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 			res.State = StateError
 		case ep.Transport == ipc.Unix && !exists(ep.Path):
 			res.State, res.Err = StateDead, "the socket vanished during the probe"
-		case strings.HasPrefix(cr.Err, "timeout"):
+		case strings.HasPrefix(cr.Err, "timeout") && (errors.Is(context.Cause(pctx), errProbeDeadline) || !time.Now().Before(deadline)):
+			// Its own deadline passed with no answer: only that is stale.
+			// (On a loaded machine the call may see the deadline pass
+			// before the context's timer has fired.)
+			if time.Since(deadline) > p.opts.StaleTimeout/8 {
+				p.noteSlow() // this process noticed the deadline late
+			}
 			res.State = StateStale
 			res.Err = fmt.Sprintf("no answer to health.liveness within %s", p.opts.StaleTimeout)
 		default:
@@ -451,6 +516,105 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		}
 	}()
 	wg.Wait()
+	return res
+}
+
+// minBusyHold is the least time a probe stays busy while it waits for its
+// first answer.
+const minBusyHold = 20 * time.Millisecond
+
+// busyHold is how long a probe keeps its busy place while it waits:
+// twice the recent time to a first answer, from minBusyHold to a quarter
+// of the stale timeout. When this process is slow to read answers (a
+// loaded machine), answers take longer, probes stay busy longer and fewer
+// start at once, so that no answering target waits for its turn to be
+// read past its own deadline.
+func (p *Prober) busyHold() time.Duration {
+	most := p.opts.StaleTimeout / 4
+	avg := p.answerNS.Load()
+	if avg == 0 {
+		return most // nothing measured yet: be slow to let more in
+	}
+	return min(max(2*time.Duration(avg), minBusyHold), most)
+}
+
+// noteSlow records that this process has just shown it is slow.
+func (p *Prober) noteSlow() { p.slowAt.Store(time.Now().UnixNano()) }
+
+// doubtful reports whether a probe's timeout (a stale verdict, or a call
+// that timed out) may be this process's own fault: it showed it was slow
+// (an answer or a connect that took long, a deadline noticed late) after
+// the probe started. Asked once the other probes are done, it sees the
+// slow answers that a jam noted only after the verdict.
+func (p *Prober) doubtful(r Probe) bool {
+	return p.slowAt.Load() >= r.At.UnixNano()
+}
+
+// timedOut reports whether one of the probe's calls got no answer in time.
+func (r Probe) timedOut() bool {
+	for _, c := range r.Calls {
+		if strings.HasPrefix(c.Err, "timeout") {
+			return true
+		}
+	}
+	return false
+}
+
+// noteAnswer adds one first-answer time to the moving average: a slower
+// answer weighs 1/2, a faster one 1/8, so that the hold grows at once when
+// this process falls behind and shrinks only gradually.
+func (p *Prober) noteAnswer(d time.Duration) {
+	if d > p.opts.StaleTimeout/4 {
+		p.noteSlow()
+	}
+	for {
+		old := p.answerNS.Load()
+		next := int64(d)
+		switch {
+		case old == 0:
+		case next > old:
+			next = old + (next-old)/2
+		default:
+			next = old + (next-old)/8
+		}
+		if p.answerNS.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// errProbeDeadline is the cause of a probe's own deadline passing (as
+// opposed to its caller's context ending).
+var errProbeDeadline = errors.New("the probe's own deadline passed")
+
+// notReached is the result of a probe that never started: the caller's ctx
+// ended while it waited for a free place. Nothing was learned.
+func notReached(ctx context.Context, res Probe) Probe {
+	res.State, res.Incomplete = StateUnknown, true
+	res.Err = "not probed yet: " + context.Cause(ctx).Error()
+	return res
+}
+
+// settle keeps a probe that the caller's ctx cut short (before the probe's
+// own deadline) from judging the target: a timeout, a cancelled dial or a
+// closed call then says nothing about the peer, so the state is unknown
+// and the probe is marked Incomplete. A verdict the peer itself gave (it
+// answered, or demanded BTSP) stands. A connect slower than half
+// its timeout is noted as a sign that this process is slow.
+func (p *Prober) settle(parent, ctx context.Context, res Probe, spec ProbeSpec) Probe {
+	if res.Connect > connectTimeoutFor(spec.Endpoint, p.opts)/2 {
+		p.noteSlow()
+	}
+	if parent.Err() == nil || errors.Is(context.Cause(ctx), errProbeDeadline) {
+		return res
+	}
+	res.Incomplete = true
+	switch res.State {
+	case StateLive, StateLocked, StateUnprobed:
+		return res
+	}
+	res.State = StateUnknown
+	res.Err = "probe cut short: " + context.Cause(parent).Error()
 	return res
 }
 

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// runCLILong is runCLI with a bound fit for a 2,000-socket directory on a
+// loaded machine under -race (a hang guard, not a timing assertion).
+func runCLILong(t *testing.T, env map[string]string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	var environ []string
+	for k, v := range env {
+		environ = append(environ, k+"="+v)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	code := run(ctx, args, &stdio{in: strings.NewReader(""), out: &out, err: &errb}, func(k string) string { return env[k] }, environ)
+	return result{code: code, stdout: out.String(), stderr: errb.String()}
+}
+
+// TestCrowdCheck runs check --level 1, with the default flags otherwise,
+// over the directory of issue 11: 2,000 sockets, 500 of them hung (they
+// accept and read but never answer). It judges all 1,500 answering
+// sockets (each at level 1: the crowd's primals answer capabilities.list
+// and health.liveness) and exits 0; each hung one is listed, not judged,
+// as stale after a connection of its own. (discovery's TestCrowd checks
+// the sweep that ls prints, and repeated sweeps.)
+func TestCrowdCheck(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load: not in -short")
+	}
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	crowd, err := ipctest.StartCrowd(dir, 1500, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crowd.Close()
+	// No HOME: the endpoint memory stays in this process (its file is
+	// rewritten on every change, which costs seconds with 2,000 endpoints:
+	// another area's).
+	env := map[string]string{}
+	start := time.Now()
+	r := runCLILong(t, env, "--socket-dir="+dir, "check", "--json", "--level", "1")
+	t.Logf("check took %v", time.Since(start).Round(time.Millisecond))
+	if r.code != 0 {
+		t.Errorf("check --level 1: exit %d: %s", r.code, r.stderr)
+	}
+	var doc struct {
+		Targets []struct {
+			Target string `json:"target"`
+			State  string `json:"state"`
+			Level  int    `json:"level"`
+			Judged bool   `json:"judged"`
+			NotWhy string `json:"not_judged_because"`
+		} `json:"targets"`
+		OK bool `json:"ok"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("%v: %.200s", err, r.stdout)
+	}
+	judged, stale, bad := 0, 0, 0
+	for _, ct := range doc.Targets {
+		live := strings.HasPrefix(ct.Target, "live")
+		switch {
+		case live && ct.Judged && ct.State == "live" && ct.Level >= 1:
+			judged++
+		case live:
+			if bad++; bad <= 5 {
+				t.Errorf("check: %s %s, judged=%v, level %d (%s)", ct.Target, ct.State, ct.Judged, ct.Level, ct.NotWhy)
+			}
+		case ct.Judged:
+			t.Errorf("check: hung %s was judged", ct.Target)
+		case ct.State == "stale" && strings.HasPrefix(ct.NotWhy, "stale: no answer"):
+			stale++
+		default:
+			t.Errorf("check: hung %s is %s, not judged because %q", ct.Target, ct.State, ct.NotWhy)
+		}
+	}
+	if judged != 1500 || stale != 500 || !doc.OK {
+		t.Errorf("check: %d of 1500 live targets judged at level 1 or above, %d of 500 hung ones stale (ok=%v)", judged, stale, doc.OK)
+	}
+	for _, p := range crowd.Silent {
+		if crowd.Accepted(p) == 0 {
+			t.Errorf("%s was never connected to", p)
+		}
+	}
+}
