@@ -103,7 +103,9 @@ var errDeadline = errors.New("the command outlived --timeout")
 func (a *app) withinDeadline(cancel context.CancelFunc, hard time.Time, fn func() error) error {
 	errw := a.io.err
 	outGate, errGate := gate(a.io.out), gate(a.io.err)
-	a.io = &stdio{in: a.io.in, out: outGate, err: errGate}
+	gated := *a.io // keeps what else the streams say (a test's stand-in terminal)
+	gated.out, gated.err = outGate, errGate
+	a.io = &gated
 	done := make(chan error, 1)
 	go func() { done <- fn() }()
 	t := time.NewTimer(time.Until(hard))
