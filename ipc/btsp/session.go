@@ -75,6 +75,7 @@ type Session struct {
 	sessionID  string
 	cipher     Cipher
 	negotiated bool
+	serverAuth bool // client side: the server proved it holds the seed
 
 	closeOnce sync.Once
 	closeErr  error
@@ -147,6 +148,18 @@ func (s *Session) Negotiated() bool {
 	s.infoMu.Lock()
 	defer s.infoMu.Unlock()
 	return s.negotiated
+}
+
+// ServerAuthenticated reports, on a client session, whether the server has
+// proved it holds the family seed: its server_proof verified (length-prefixed
+// handshake), or the btsp.negotiate upgrade, whose keys come from the
+// handshake key (proved by the server's first frame, which nobody without the
+// seed can make authenticate). A JSON-line handshake alone proves nothing
+// about the server: it reports false. Always false on a server session.
+func (s *Session) ServerAuthenticated() bool {
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
+	return s.serverAuth
 }
 
 // Framing is the handshake's framing.
