@@ -316,7 +316,11 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	}
 	opts := ipc.Options{Wire: wire, IncomingBuffer: 8, Endpoint: ep.String(), MaxFrame: p.opts.probeMaxFrame(),
 		ConnectTimeout: connectTimeoutFor(ep, p.opts), Security: p.opts.Security}
-	secured := !opts.Security.Seed.IsZero() && ipc.FamilyScoped(ep, opts.Security.Family)
+	if ep.Transport == ipc.Unix { // a family-scoped name gets nothing in cleartext, even without FAMILY_ID
+		_, fam := NewFamilyMatcher(nil, opts.Security.Family).Split(strings.TrimSuffix(ep.Path[strings.LastIndexByte(ep.Path, '/')+1:], ".sock"))
+		opts.Security.FamilyScoped = opts.Security.FamilyScoped || fam != ""
+	}
+	secured := !opts.Security.Seed.IsZero() && (opts.Security.FamilyScoped || ipc.FamilyScoped(ep, opts.Security.Family))
 	start := time.Now()
 	fr, err := ipc.DialFramer(ctx, ep, opts)
 	res.Connect = time.Since(start)

@@ -63,7 +63,7 @@ func TestLsDemo(t *testing.T) {
 		"floatmail":     "live  lean",
 		"beardog.tarpc": "unprobed  socket-dir",
 		"songbird":      "live  socket-dir,songbird",
-		"neural-api":    "live  socket-dir",
+		"neural-api":    "btsp  socket-dir", // family-scoped by name: no cleartext probe without a seed
 	}
 	for n, w := range want {
 		got := byName[n]

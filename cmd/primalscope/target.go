@@ -73,6 +73,7 @@ func (a *app) options(t target) (ipc.Options, error) {
 	if err != nil {
 		return ipc.Options{}, err
 	}
+	sec.FamilyScoped = sec.FamilyScoped || a.familyScoped(t.Endpoint)
 	return ipc.Options{Wire: w, MaxFrame: a.maxFrame, Endpoint: t.Name, Security: sec}, nil
 }
 
