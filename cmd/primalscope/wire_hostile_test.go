@@ -226,3 +226,178 @@ func TestBTSPReadmeExampleFirstContact(t *testing.T) {
 	}
 	noCleartextCall(t, conns)
 }
+
+// prefixPeer serves p at dir/name.sock.
+func prefixPeer(t *testing.T, dir, name string, p *ipctest.PrefixPeer) *ipctest.PrefixPeer {
+	t.Helper()
+	s, err := ipctest.ListenPrefixPeer(filepath.Join(dir, name+".sock"), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// prefixFact reads what the endpoint memory says about the prefix of path.
+func prefixFact(t *testing.T, state, path string) *bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(state, "primalscope", "endpoints.json"))
+	if err != nil {
+		return nil
+	}
+	var doc struct {
+		Endpoints map[string]struct {
+			Prefix *bool `json:"prefix"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Endpoints["unix://"+path].Prefix
+}
+
+// atMostOnce fails when a request reached the peer more than n times.
+func deliveries(t *testing.T, p *ipctest.PrefixPeer, want int) {
+	t.Helper()
+	n := 0
+	for _, r := range p.Requests() {
+		if strings.HasPrefix(r, sentinelMethod+" ") {
+			n++
+		}
+	}
+	if n != want {
+		t.Fatalf("the call reached the peer %d time(s), want %d: %q", n, want, p.Requests())
+	}
+}
+
+// TestPrefixAutoNeverTwice: with the default --prefix auto, a peer that
+// reads the request and closes, or closes mid-line, gets it once (exit 3,
+// a hint at --prefix on, the memory unchanged); a peer that crashes after
+// the prefix was learned keeps its memory and gets each call once; a peer
+// that silently skips what it cannot parse answers at once; a peer that
+// wants the prefix answers -32002, gets one resend with it, and the next
+// call sends the prefix first.
+func TestPrefixAutoNeverTwice(t *testing.T) {
+	call := func(t *testing.T, state, path string) (result, time.Duration) {
+		t.Helper()
+		env := map[string]string{"HOME": state, "XDG_STATE_HOME": state}
+		return timed(t, env, "call", "--no-history", "--timeout", "4s", path, sentinelMethod, sentinelParams)
+	}
+	checkTime := func(t *testing.T, took time.Duration) {
+		t.Helper()
+		if took > 5*time.Second {
+			t.Fatalf("took %v with --timeout 4s", took)
+		}
+	}
+	for _, crash := range []ipctest.Crash{ipctest.CrashAfterRead, ipctest.CrashMidLine} {
+		name := map[ipctest.Crash]string{ipctest.CrashAfterRead: "read-then-close", ipctest.CrashMidLine: "close-mid-line"}[crash]
+		t.Run(name+"/raw", func(t *testing.T) {
+			t.Parallel()
+			dir := wireDir(t)
+			p := prefixPeer(t, dir, "sweetgrass", &ipctest.PrefixPeer{Crash: func(int) ipctest.Crash { return crash }})
+			r, took := call(t, dir, p.Path())
+			checkTime(t, took)
+			if r.code != exitConnect || !strings.Contains(r.stderr, "--prefix on") || !strings.Contains(r.stderr, "NOT resent") {
+				t.Fatalf("%+v", r)
+			}
+			if p.Connections() != 1 {
+				t.Fatalf("%d connections: the call was retried", p.Connections())
+			}
+			want := 1
+			if crash == ipctest.CrashMidLine {
+				want = 0
+			}
+			deliveries(t, p, want)
+			if f := prefixFact(t, dir, p.Path()); f != nil {
+				t.Fatalf("a close changed the memory: prefix %v", *f)
+			}
+		})
+		t.Run(name+"/prefixed", func(t *testing.T) {
+			t.Parallel()
+			dir := wireDir(t)
+			// Connection 1 refuses raw JSON (-32002), 2 answers the
+			// prefixed resend: the prefix is learned. Then it crashes.
+			p := prefixPeer(t, dir, "sweetgrass", &ipctest.PrefixPeer{WantPrefix: true, Crash: func(n int) ipctest.Crash {
+				if n <= 2 {
+					return ipctest.NoCrash
+				}
+				return crash
+			}})
+			r, took := call(t, dir, p.Path())
+			checkTime(t, took)
+			if r.code != exitOK {
+				t.Fatalf("learning call: %+v", r)
+			}
+			if f := prefixFact(t, dir, p.Path()); f == nil || !*f {
+				t.Fatal("the -32002 answer was not remembered")
+			}
+			// Crash after learning, twice: each call reaches the peer at
+			// most once and the memory does not flip.
+			for i := 0; i < 2; i++ {
+				r, took = call(t, dir, p.Path())
+				checkTime(t, took)
+				if r.code != exitConnect || !strings.Contains(r.stderr, "NOT resent") || strings.Contains(r.stderr, "--prefix on") {
+					t.Fatalf("crash %d: %+v", i+1, r)
+				}
+				if f := prefixFact(t, dir, p.Path()); f == nil || !*f {
+					t.Fatalf("crash %d flipped the memory", i+1)
+				}
+			}
+			if p.Connections() != 4 {
+				t.Fatalf("%d connections, want 4 (2 to learn, one per crashed call)", p.Connections())
+			}
+			conns := p.Received()
+			for i, b := range conns[1:] {
+				if !bytes.HasPrefix(b, []byte{0xEC, 0x01}) {
+					t.Fatalf("connection %d did not start with EC 01: %q", i+2, cut(b))
+				}
+			}
+			want := 3
+			if crash == ipctest.CrashMidLine {
+				want = 1
+			}
+			deliveries(t, p, want)
+		})
+	}
+	t.Run("silent-line-skipper", func(t *testing.T) {
+		t.Parallel()
+		dir := wireDir(t)
+		p := prefixPeer(t, dir, "petaltongue", &ipctest.PrefixPeer{SkipUnparseable: true})
+		r, took := call(t, dir, p.Path())
+		if r.code != exitOK || !strings.Contains(r.stdout, "alive") {
+			t.Fatalf("%+v", r)
+		}
+		if took > 2*time.Second { // a bound for a loaded machine; it answers in milliseconds
+			t.Fatalf("took %v", took)
+		}
+		deliveries(t, p, 1)
+		if conns := p.Received(); len(conns) != 1 || !bytes.HasPrefix(conns[0], []byte(`{"jsonrpc"`)) {
+			t.Fatalf("wire: %q", conns)
+		}
+	})
+	t.Run("prefix-required", func(t *testing.T) {
+		t.Parallel()
+		dir := wireDir(t)
+		p := prefixPeer(t, dir, "rhizocrypt", &ipctest.PrefixPeer{WantPrefix: true})
+		r, took := call(t, dir, p.Path())
+		checkTime(t, took)
+		if r.code != exitOK || !strings.Contains(r.stdout, "alive") {
+			t.Fatalf("%+v", r)
+		}
+		if p.Connections() != 2 {
+			t.Fatalf("%d connections, want 2", p.Connections())
+		}
+		deliveries(t, p, 1)
+		if f := prefixFact(t, dir, p.Path()); f == nil || !*f {
+			t.Fatal("the prefix was not remembered")
+		}
+		r, _ = call(t, dir, p.Path())
+		if r.code != exitOK || p.Connections() != 3 {
+			t.Fatalf("second call: %+v, %d connections", r, p.Connections())
+		}
+		if conns := p.Received(); !bytes.HasPrefix(conns[2], []byte{0xEC, 0x01}) {
+			t.Fatalf("the second call did not send the prefix first: %q", cut(conns[2]))
+		}
+		deliveries(t, p, 2)
+	})
+}
