@@ -401,3 +401,19 @@ func TestPrefixAutoNeverTwice(t *testing.T) {
 		deliveries(t, p, 2)
 	})
 }
+
+// TestCapsShowsTheSession: caps over the demo's family-scoped BearDog names
+// the session, and says when the server is not authenticated.
+func TestCapsShowsTheSession(t *testing.T) {
+	eco := ecosystem(t)
+	env := map[string]string{"HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir(), "FAMILY_SEED": eco.Seed()}
+	target := "beardog-" + eco.Family
+	r := runCLI(t, env, "", "caps", "--socket-dir", eco.Dir, target)
+	if r.code != exitOK || !strings.Contains(r.stdout, "session   unix+btsp(chacha20-poly1305 negotiated)") {
+		t.Fatalf("auto: %+v", r)
+	}
+	r = runCLI(t, env, "", "caps", "--socket-dir", eco.Dir, "--btsp-cipher", "chacha20_poly1305", target)
+	if r.code != exitOK || !strings.Contains(r.stdout, "server not authenticated") || !strings.Contains(r.stderr, "NOT authenticated") {
+		t.Fatalf("chacha20_poly1305: %+v", r)
+	}
+}
