@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -415,5 +416,36 @@ func TestCapsShowsTheSession(t *testing.T) {
 	r = runCLI(t, env, "", "caps", "--socket-dir", eco.Dir, "--btsp-cipher", "chacha20_poly1305", target)
 	if r.code != exitOK || !strings.Contains(r.stdout, "server not authenticated") || !strings.Contains(r.stderr, "NOT authenticated") {
 		t.Fatalf("chacha20_poly1305: %+v", r)
+	}
+}
+
+// TestFamilyScopedByNameOrDirectory: the decision that keeps cleartext off
+// family-scoped sockets on first contact, without FAMILY_ID.
+func TestFamilyScopedByNameOrDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"beardog-westgate-tower-155f.sock", "myprimal-westgate-tower-155f.sock", "other-thing.sock", "beardog.sock", "beardog.tarpc.sock"} {
+		if err := os.WriteFile(filepath.Join(dir, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("beardog-westgate-tower-155f.sock", filepath.Join(dir, "crypto.sock")); err != nil {
+		t.Fatal(err)
+	}
+	a := &app{getenv: func(string) string { return "" }}
+	for name, want := range map[string]bool{
+		"beardog-westgate-tower-155f.sock":  true,  // a known primal's name and a family
+		"myprimal-westgate-tower-155f.sock": true,  // the family id seen on a known primal's socket here
+		"crypto.sock":                       true,  // a symlink to a family-scoped socket
+		"other-thing.sock":                  false, // no known primal, no family seen
+		"beardog.sock":                      false,
+		"beardog.tarpc.sock":                false,
+	} {
+		ep := ipc.Endpoint{Transport: ipc.Unix, Path: filepath.Join(dir, name)}
+		if got := a.familyScoped(ep); got != want {
+			t.Errorf("%s: family-scoped %v, want %v", name, got, want)
+		}
+	}
+	if (&app{getenv: func(string) string { return "" }}).familyScoped(ipc.Endpoint{Transport: ipc.TCP, Address: "127.0.0.1:9200"}) {
+		t.Error("a TCP endpoint is never family-scoped by name")
 	}
 }
