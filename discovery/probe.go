@@ -165,6 +165,9 @@ type ProbeSpec struct {
 	// Full also asks identity, capabilities, health.check and
 	// health.readiness; otherwise only health.liveness.
 	Full bool
+	// Family is the family id discovery split from the target's name; a
+	// socket named -<Family>.sock is family-scoped (see FamilyScoped).
+	Family string
 }
 
 // Prober probes targets: connect within ConnectTimeout, health.liveness
@@ -175,6 +178,8 @@ type Prober struct {
 	opts ProbeOptions
 	dial chan struct{}
 	open chan struct{}
+	// scope decides which sockets are family-scoped.
+	scope FamilyScope
 
 	mu   sync.Mutex
 	dead map[string]deadEntry
@@ -316,10 +321,8 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	}
 	opts := ipc.Options{Wire: wire, IncomingBuffer: 8, Endpoint: ep.String(), MaxFrame: p.opts.probeMaxFrame(),
 		ConnectTimeout: connectTimeoutFor(ep, p.opts), Security: p.opts.Security}
-	if ep.Transport == ipc.Unix { // a family-scoped name gets nothing in cleartext, even without FAMILY_ID
-		_, fam := NewFamilyMatcher(nil, opts.Security.Family).Split(strings.TrimSuffix(ep.Path[strings.LastIndexByte(ep.Path, '/')+1:], ".sock"))
-		opts.Security.FamilyScoped = opts.Security.FamilyScoped || fam != ""
-	}
+	// A family-scoped name gets nothing in cleartext, even without FAMILY_ID.
+	opts.Security.FamilyScoped = opts.Security.FamilyScoped || p.scope.Scoped(ep, spec.Family, opts.Security.Family)
 	secured := !opts.Security.Seed.IsZero() && (opts.Security.FamilyScoped || ipc.FamilyScoped(ep, opts.Security.Family))
 	start := time.Now()
 	fr, err := ipc.DialFramer(ctx, ep, opts)

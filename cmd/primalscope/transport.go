@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/spf13/pflag"
@@ -100,45 +98,13 @@ func (a *app) security() (ipc.Security, error) {
 	return sec, nil
 }
 
-// familyScoped reports whether a Unix socket's name, or the directory it is
+// familyScoped reports whether an endpoint's name, or the directory it is
 // in, says it is family-scoped (so it gets nothing in cleartext, even on
-// first contact without FAMILY_ID): <known-primal>-<family>.sock, or a
-// name ending in -<family>.sock where that family id is carried by a
-// known primal's socket in the same directory, or the same for the socket a
-// symlink points to.
+// first contact without FAMILY_ID): the one decision discovery, the prober
+// and the TUI make too (discovery.FamilyScoped).
 func (a *app) familyScoped(ep ipc.Endpoint) bool {
-	if ep.Transport != ipc.Unix {
-		return false
-	}
-	paths := []string{ep.Path}
-	if real, err := filepath.EvalSymlinks(ep.Path); err == nil && real != ep.Path {
-		paths = append(paths, real)
-	}
-	for _, p := range paths {
-		m := discovery.NewFamilyMatcher(nil, a.familyID())
-		if entries, err := os.ReadDir(filepath.Dir(p)); err == nil {
-			for i, e := range entries {
-				if i >= maxFamilyScan {
-					break
-				}
-				if base, ok := strings.CutSuffix(e.Name(), ".sock"); ok && !strings.HasSuffix(base, ".tarpc") {
-					if _, fam := m.Split(base); fam != "" {
-						m.AddFamily(fam)
-					}
-				}
-			}
-		}
-		if base, ok := strings.CutSuffix(filepath.Base(p), ".sock"); ok {
-			if _, fam := m.Split(base); fam != "" && fam != "default" {
-				return true
-			}
-		}
-	}
-	return false
+	return discovery.FamilyScoped(ep, a.familyID())
 }
-
-// maxFamilyScan bounds the directory entries read to find family ids.
-const maxFamilyScan = 4096
 
 // endpointMemory opens the per-endpoint memory kept for the one-shot CLI in
 // $XDG_STATE_HOME/primalscope/endpoints.json (else ~/.local/state/...). A

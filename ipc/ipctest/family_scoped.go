@@ -1,0 +1,25 @@
+package ipctest
+
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// IsBTSPHello reports whether b, the first bytes a connection carried,
+// start a BTSP client hello as ECOSYSTEM-FACTS.md describes it: the
+// riboCipher BTSP prefix (EC 03 for the JSON-line handshake, EC 02 for the
+// length-prefixed one), a JSON line with "protocol":"btsp", or a big-endian
+// u32 length followed by a JSON object that is no JSON-RPC message.
+func IsBTSPHello(b []byte) bool {
+	if len(b) >= 2 && b[0] == 0xEC && (b[1] == 0x02 || b[1] == 0x03) {
+		return true
+	}
+	if bytes.HasPrefix(b, []byte(`{"protocol":"btsp"`)) {
+		return true
+	}
+	return len(b) >= 5 && binary.BigEndian.Uint32(b) < 1<<16 && b[4] == '{' && !bytes.HasPrefix(b[4:], []byte(`{"jsonrpc"`))
+}
+
+// CleartextJSONRPC reports whether b, what a connection carried, holds a
+// JSON-RPC message readable on the wire.
+func CleartextJSONRPC(b []byte) bool { return bytes.Contains(b, []byte(`{"jsonrpc"`)) }
