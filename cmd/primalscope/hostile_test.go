@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,6 +150,22 @@ func floodBytes(n int, method string) []byte {
 	return b.Bytes()
 }
 
+// neverReadParams are params too large for a Unix socket's buffers (four
+// times the default send buffer, at least 1 MiB), so a peer that never
+// reads blocks the write. Not more: under -race on a loaded machine each
+// pass over a multi-MiB argument (checking it, compacting it, encoding the
+// request) costs hundreds of milliseconds, which is the machine's time, not
+// the command's.
+func neverReadParams() string {
+	n := 1 << 20
+	if b, err := os.ReadFile("/proc/sys/net/core/wmem_default"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && 4*v > n {
+			n = min(4*v, 16<<20)
+		}
+	}
+	return `{"blob":"` + strings.Repeat("x", n) + `"}`
+}
+
 func hostilePeers() []hostilePeer {
 	noAnswer := want{exitTimeout, "no answer within"}
 	return []hostilePeer{
@@ -197,7 +214,7 @@ func hostilePeers() []hostilePeer {
 			call: want{exitOK, `"test.echo"`}, caps: want{exitOK, "echo"},
 			ls: "live", check: "level 2", tail: "flood.event"},
 		{name: "neverread", cfg: with(ipctest.Behavior{NeverRead: true}),
-			params: `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`,
+			params: neverReadParams(),
 			call:   want{exitTimeout, "did not read the request"}, caps: noAnswer, ls: "stale", check: "not judged: stale"},
 	}
 }
@@ -346,7 +363,7 @@ func TestHostileMessagesNameTheCause(t *testing.T) {
 			}},
 		{"neverread says the request was not taken", with(ipctest.Behavior{NeverRead: true})(),
 			func(path, _ string) []string {
-				return []string{"call", "--no-history", "--timeout", "250ms", path, "test.echo", `{"blob":"` + strings.Repeat("x", 4<<20) + `"}`}
+				return []string{"call", "--no-history", "--timeout", "250ms", path, "test.echo", neverReadParams()}
 			},
 			func(r result) bool {
 				return r.code == exitTimeout && (strings.Contains(r.stderr, "not read") || strings.Contains(r.stderr, "not reading") || strings.Contains(r.stderr, "sent"))
