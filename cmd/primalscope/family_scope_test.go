@@ -55,3 +55,45 @@ func TestTailFamilyScopedNoCleartext(t *testing.T) {
 		})
 	}
 }
+
+// TestCallResolvedFamilyNoCleartext: a NAME resolved to NAME-<family>.sock
+// (a primal no built-in list knows, no FAMILY_ID, nothing else in the
+// directory) is family-scoped: without a seed nothing reaches it, with one
+// the first bytes are a BTSP hello. A longer known name is no family:
+// "neural" finding neural-api.sock calls it in cleartext as before.
+func TestCallResolvedFamilyNoCleartext(t *testing.T) {
+	t.Parallel()
+	const seed = "family-seed-for-resolve-tests-0123456789"
+	dir := wireDir(t)
+	h, err := ipctest.ListenHostileBTSP(filepath.Join(dir, "myprimal-east.sock"), &ipctest.HostileBTSP{Seed: []byte(seed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir}
+	r, _ := timed(t, env, "call", "--no-history", "--timeout", "3s", "--socket-dir", dir, "myprimal", sentinelMethod, sentinelParams)
+	if r.code != exitSecurity {
+		t.Fatalf("without a seed: %+v", r)
+	}
+	if n := len(h.Received()); n != 0 {
+		t.Fatalf("%d connection(s) without a seed: %q", n, cut(h.Received()[0]))
+	}
+	env["FAMILY_SEED"] = seed
+	timed(t, env, "call", "--no-history", "--timeout", "3s", "--socket-dir", dir, "myprimal", sentinelMethod, sentinelParams)
+	conns := h.Received()
+	if len(conns) == 0 {
+		t.Fatal("no connection with a seed")
+	}
+	noCleartextCall(t, conns)
+
+	plain := filepath.Join(dir, "neural-api.sock")
+	s, err := ipctest.Listen(plain, healthy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	delete(env, "FAMILY_SEED")
+	if r, _ := timed(t, env, "call", "--no-history", "--timeout", "3s", "--socket-dir", dir, "neural", "test.echo"); r.code != exitOK {
+		t.Fatalf("neural → neural-api.sock: %+v", r)
+	}
+}

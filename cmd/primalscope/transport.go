@@ -98,12 +98,13 @@ func (a *app) security() (ipc.Security, error) {
 	return sec, nil
 }
 
-// familyScoped reports whether an endpoint's name, or the directory it is
-// in, says it is family-scoped (so it gets nothing in cleartext, even on
+// familyScoped reports whether an endpoint's name (with the given family
+// ids, FAMILY_ID and those of its directory), or the directory it is in,
+// says it is family-scoped (so it gets nothing in cleartext, even on
 // first contact without FAMILY_ID): the one decision discovery, the prober
 // and the TUI make too (discovery.FamilyScoped).
-func (a *app) familyScoped(ep ipc.Endpoint) bool {
-	return discovery.FamilyScoped(ep, a.familyID())
+func (a *app) familyScoped(ep ipc.Endpoint, families ...string) bool {
+	return discovery.FamilyScoped(ep, append(families, a.familyID())...)
 }
 
 // endpointMemory opens the per-endpoint memory kept for the one-shot CLI in
