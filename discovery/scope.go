@@ -38,9 +38,15 @@ type FamilyScope struct {
 }
 
 type dirFamilies struct {
-	mod  time.Time
-	fams []string
+	mod    time.Time // the directory's modification time when read
+	readAt time.Time
+	fams   []string
 }
+
+// mtimeGranularity exceeds the coarseness of file timestamps (a clock
+// tick): a directory read this long after its last change gets a new
+// modification time from any later change.
+const mtimeGranularity = 50 * time.Millisecond
 
 // maxScopeDirs bounds the directories a FamilyScope remembers.
 const maxScopeDirs = 256
@@ -92,13 +98,14 @@ func (s *FamilyScope) dirFamilies(dir string) []string {
 		return nil
 	}
 	s.mu.Lock()
-	// A directory changed within the last second may change again within
-	// its modification time's granularity: it is read again.
-	if e, ok := s.dirs[dir]; ok && e.mod.Equal(st.ModTime()) && time.Since(e.mod) > time.Second {
+	// A directory read within a clock tick of its last change may have
+	// changed again since without a new modification time: read it again.
+	if e, ok := s.dirs[dir]; ok && e.mod.Equal(st.ModTime()) && e.readAt.Sub(e.mod) > mtimeGranularity {
 		s.mu.Unlock()
 		return e.fams
 	}
 	s.mu.Unlock()
+	readAt := time.Now()
 	names, _ := readDirNames(dir, MaxDirEntries)
 	m := NewFamilyMatcher(nil)
 	for _, n := range names {
@@ -115,7 +122,7 @@ func (s *FamilyScope) dirFamilies(dir string) []string {
 	if s.dirs == nil || len(s.dirs) >= maxScopeDirs {
 		s.dirs = map[string]dirFamilies{}
 	}
-	s.dirs[dir] = dirFamilies{mod: st.ModTime(), fams: fams}
+	s.dirs[dir] = dirFamilies{mod: st.ModTime(), readAt: readAt, fams: fams}
 	s.mu.Unlock()
 	return fams
 }

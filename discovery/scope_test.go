@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -203,5 +204,27 @@ func TestProbeFamilyFromSpec(t *testing.T) {
 	}
 	if n := len(h.Received()); n != 0 {
 		t.Fatalf("%d connection(s) reached a family-scoped socket without a seed", n)
+	}
+}
+
+// BenchmarkFamilyScope2000 decides for each socket of a 2,000-socket
+// directory whose names all carry a dash (the directory is read once).
+func BenchmarkFamilyScope2000(b *testing.B) {
+	dir := b.TempDir()
+	for i := range 2000 {
+		if err := os.WriteFile(filepath.Join(dir, "svc-"+strconv.Itoa(i)+".sock"), nil, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(dir, old, old); err != nil {
+		b.Fatal(err)
+	}
+	var scope FamilyScope
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if scope.Scoped(ipc.Endpoint{Transport: ipc.Unix, Path: filepath.Join(dir, "svc-"+strconv.Itoa(i%2000)+".sock")}) {
+			b.Fatal("scoped")
+		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -150,20 +149,10 @@ func floodBytes(n int, method string) []byte {
 	return b.Bytes()
 }
 
-// neverReadParams are params too large for a Unix socket's buffers (four
-// times the default send buffer, at least 1 MiB), so a peer that never
-// reads blocks the write. Not more: under -race on a loaded machine each
-// pass over a multi-MiB argument (checking it, compacting it, encoding the
-// request) costs hundreds of milliseconds, which is the machine's time, not
-// the command's.
+// neverReadParams are params a peer that never reads cannot take in (see
+// ipctest.NeverReadSize), so the write blocks.
 func neverReadParams() string {
-	n := 1 << 20
-	if b, err := os.ReadFile("/proc/sys/net/core/wmem_default"); err == nil {
-		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && 4*v > n {
-			n = min(4*v, 16<<20)
-		}
-	}
-	return `{"blob":"` + strings.Repeat("x", n) + `"}`
+	return `{"blob":"` + strings.Repeat("x", ipctest.NeverReadSize()) + `"}`
 }
 
 func hostilePeers() []hostilePeer {

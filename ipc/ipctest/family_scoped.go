@@ -3,6 +3,9 @@ package ipctest
 import (
 	"bytes"
 	"encoding/binary"
+	"os"
+	"strconv"
+	"strings"
 )
 
 // IsBTSPHello reports whether b, the first bytes a connection carried,
@@ -23,3 +26,18 @@ func IsBTSPHello(b []byte) bool {
 // CleartextJSONRPC reports whether b, what a connection carried, holds a
 // JSON-RPC message readable on the wire.
 func CleartextJSONRPC(b []byte) bool { return bytes.Contains(b, []byte(`{"jsonrpc"`)) }
+
+// NeverReadSize is a message size that a peer that never reads cannot
+// take in: four times the default socket send buffer, at least 1 MiB, so a
+// write of it blocks. Not more: under -race on a loaded machine each pass
+// over a multi-MiB message (checking, compacting, encoding it) costs
+// hundreds of milliseconds, the machine's time, not the code's.
+func NeverReadSize() int {
+	n := 1 << 20
+	if b, err := os.ReadFile("/proc/sys/net/core/wmem_default"); err == nil {
+		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && 4*v > n {
+			n = min(4*v, 16<<20)
+		}
+	}
+	return n
+}
