@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -135,7 +136,11 @@ func (e *Ecosystem) neuralAPI() error {
 		ipctest.NeuralEntry{Name: "nestgate", State: "running", Socket: e.Path("nestgate.sock"), PID: os.Getpid(), Hidden: true},
 	)
 	file := "neural-api-" + e.Family + ".sock"
-	if _, err := e.Serve(file, n.Config()); err != nil {
+	// Family-scoped by name, like biomeOS in non-enforced mode: a BTSP
+	// handshake with the family seed, or plain JSON-RPC for local composition.
+	cfg := n.Config()
+	cfg.Accept = ipctest.BTSPGate(btsp.ServerConfig{Seed: []byte(e.seed)}, true)
+	if _, err := e.Serve(file, cfg); err != nil {
 		return err
 	}
 	e.AddEntry(Entry{Name: "neural-api-" + e.Family, Path: e.Path(file), What: "biomeOS Neural API (lifecycle.status, lifecycle.get, topology.primals)"})

@@ -360,8 +360,9 @@ func listWhy(items []string) string {
 // CallAll calls every method t advertises with empty params, to prove each
 // is callable. Methods can have side effects: only do this when the user
 // asked for it. Calls run a few at a time over one connection, each bounded
-// by timeout.
-func CallAll(ctx context.Context, t *Target, timeout time.Duration) (map[string]CallResult, error) {
+// by timeout. sec is how to speak to t (the prober's); a family-scoped
+// target (see FamilyScoped) gets nothing in cleartext whatever it says.
+func CallAll(ctx context.Context, t *Target, timeout time.Duration, sec ipc.Security) (map[string]CallResult, error) {
 	if t.Probe == nil || t.Probe.Capabilities == nil {
 		return nil, fmt.Errorf("%s: no capabilities to call", t.Name)
 	}
@@ -372,7 +373,8 @@ func CallAll(ctx context.Context, t *Target, timeout time.Duration) (map[string]
 	if t.Wire() == "lean" {
 		wire = ipc.WireLean
 	}
-	c, err := ipc.Dial(ctx, t.Endpoint, ipc.Options{Wire: wire, ConnectTimeout: connectTimeoutFor(t.Endpoint, ProbeOptions{}) * 4, Endpoint: t.Address, IncomingBuffer: 16})
+	c, err := ipc.Dial(ctx, t.Endpoint, ipc.Options{Wire: wire, ConnectTimeout: connectTimeoutFor(t.Endpoint, ProbeOptions{}) * 4, Endpoint: t.Address, IncomingBuffer: 16,
+		Security: targetSecurity(sec, t)})
 	if err != nil {
 		return nil, fmt.Errorf("call-all %s: %w", t.Name, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -41,7 +42,7 @@ func TestAuditCallAll(t *testing.T) {
 	if pt := point(Audit(tg, AuditOptions{}), "l2.callable"); pt.Result != Skip || !strings.Contains(pt.Why, "--call-all") {
 		t.Errorf("%+v", pt)
 	}
-	calls, err := CallAll(ctxT(t), tg, time.Second)
+	calls, err := CallAll(ctxT(t), tg, time.Second, ipc.Security{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -292,7 +292,7 @@ func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Targ
 	p.start(targets)
 
 	if !d.opts.NoRegistries {
-		regSrcs := registrySources(targets, stale)
+		regSrcs := registrySources(targets, stale, d.opts.Probe.Security)
 		if len(regSrcs) > 0 {
 			more := d.runRegistries(sctx, regSrcs, addErr)
 			if len(more) > 0 {
@@ -488,7 +488,7 @@ func (p *probeRun) wait() {
 func (d *Discoverer) plan(t *Target, backoff bool) (spec ProbeSpec, carry *Probe, skip bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	spec = ProbeSpec{Endpoint: t.Endpoint, Wire: t.WireHint, Pool: t.Pool, Full: true}
+	spec = ProbeSpec{Endpoint: t.Endpoint, Wire: t.WireHint, Pool: t.Pool, Full: true, Family: t.Family}
 	prev := d.prev[t.ID]
 	if prev == nil || prev.Probe == nil {
 		return spec, nil, false
@@ -624,7 +624,7 @@ func (s *Snapshot) Resolve(arg string) []*Target {
 
 // registrySources are the sources that ask the registries among targets
 // (Songbird, the Neural API) for what they know.
-func registrySources(targets []*Target, timeout time.Duration) []Source {
+func registrySources(targets []*Target, timeout time.Duration, sec ipc.Security) []Source {
 	var out []Source
 	for _, t := range targets {
 		if t.NoProbe || t.Endpoint.Transport == "" {
@@ -632,9 +632,9 @@ func registrySources(targets []*Target, timeout time.Duration) []Source {
 		}
 		switch t.Kind {
 		case KindRegistry:
-			out = append(out, &SongbirdSource{Registry: Registry{Endpoint: t.Endpoint, Timeout: timeout}, Label: t.Address})
+			out = append(out, &SongbirdSource{Registry: Registry{Endpoint: t.Endpoint, Timeout: timeout, Security: targetSecurity(sec, t)}, Label: t.Address})
 		case KindNeural:
-			out = append(out, &NeuralSource{Endpoint: t.Endpoint, Timeout: timeout, Label: t.Address})
+			out = append(out, &NeuralSource{Endpoint: t.Endpoint, Timeout: timeout, Label: t.Address, Security: targetSecurity(sec, t)})
 		}
 	}
 	return out

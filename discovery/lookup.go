@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 // Lookup finds a target by name, alias or address in every source, without
@@ -22,7 +24,7 @@ func (d *Discoverer) Lookup(ctx context.Context, name string) (*Target, error) {
 	found := runSources(ctx, d.DefaultSources(), ignore)
 	targets := merge(found)
 	if !d.opts.NoRegistries {
-		regs := registrySources(targets, stale)
+		regs := registrySources(targets, stale, d.opts.Probe.Security)
 		if len(regs) > 0 {
 			targets = merge(append(found, runSources(ctx, regs, ignore)...))
 		}
@@ -35,7 +37,7 @@ func (d *Discoverer) Lookup(ctx context.Context, name string) (*Target, error) {
 	}
 	if len(hits) == 0 {
 		// A capability: ask the registries who provides it (ipc.discover).
-		for _, r := range AskProviders(ctx, targets, name, stale) {
+		for _, r := range AskProviders(ctx, targets, name, stale, d.opts.Probe.Security) {
 			if r.Endpoint.Transport != "" {
 				t := merge([]Found{{Endpoint: r.Endpoint, Name: r.PrimalID, Source: SrcSongbird, Capabilities: r.Capabilities}})[0]
 				t.Aliases = append(t.Aliases, name)
@@ -68,8 +70,9 @@ func (d *Discoverer) Lookup(ctx context.Context, name string) (*Target, error) {
 
 // AskProviders asks every Songbird registry among targets which primals
 // provide capability (ipc.discover), each within timeout, and returns what
-// they say (a registry that cannot answer is skipped).
-func AskProviders(ctx context.Context, targets []*Target, capability string, timeout time.Duration) []Registration {
+// they say (a registry that cannot answer is skipped). sec is how to speak
+// to them (see Registry.Security).
+func AskProviders(ctx context.Context, targets []*Target, capability string, timeout time.Duration, sec ipc.Security) []Registration {
 	var out []Registration
 	seen := map[string]bool{}
 	for _, t := range targets {
@@ -79,7 +82,7 @@ func AskProviders(ctx context.Context, targets []*Target, capability string, tim
 		if st := t.State(); st != StateLive && st != StateUnknown {
 			continue
 		}
-		r := Registry{Endpoint: t.Endpoint, Timeout: timeout}
+		r := Registry{Endpoint: t.Endpoint, Timeout: timeout, Security: scopedSecurity(sec, t.Endpoint, t.Family)}
 		regs, _ := r.Discover(ctx, capability)
 		for _, g := range regs {
 			if k := g.PrimalID + "|" + g.Endpoint.String(); !seen[k] {

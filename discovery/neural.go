@@ -88,6 +88,9 @@ type NeuralSource struct {
 	Timeout  time.Duration
 	// MaxGet bounds the lifecycle.get calls per sweep (default 64).
 	MaxGet int
+	// Security is how to speak to the Neural API (see Registry.Security):
+	// neural-api-<family>.sock gets nothing in cleartext.
+	Security ipc.Security
 }
 
 // Name implements Source.
@@ -99,7 +102,7 @@ func (s *NeuralSource) Discover(ctx context.Context) ([]Found, error) {
 	if label == "" {
 		label = s.Endpoint.String()
 	}
-	reg := Registry{Endpoint: s.Endpoint, Timeout: s.Timeout}
+	reg := Registry{Endpoint: s.Endpoint, Timeout: s.Timeout, Security: s.Security}
 	byName := map[string]*NeuralPrimal{}
 	var order []string
 	var errs []error
@@ -164,6 +167,9 @@ func (s *NeuralSource) Discover(ctx context.Context) ([]Found, error) {
 		}
 		return nil
 	})
+	if lockedWithoutSeed(err) {
+		return nil, nil // listed as locked, with what to set, by its own probe
+	}
 	if err != nil {
 		return nil, fmt.Errorf("neural api %s: %w", label, err)
 	}

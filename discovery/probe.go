@@ -189,6 +189,9 @@ type ProbeSpec struct {
 	// is again, so its probe does not take a busy place (it costs this
 	// process nothing while it waits).
 	wasStale bool
+	// Family is the family id discovery split from the target's name; a
+	// socket named -<Family>.sock is family-scoped (see FamilyScoped).
+	Family string
 }
 
 // Prober probes targets: connect within ConnectTimeout, health.liveness
@@ -208,6 +211,8 @@ type Prober struct {
 	// get their first answer (nanoseconds), which sets how long a probe
 	// stays busy (busyHold).
 	answerNS atomic.Int64
+	// scope decides which sockets are family-scoped.
+	scope FamilyScope
 
 	mu   sync.Mutex
 	dead map[string]deadEntry
@@ -374,7 +379,9 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	}
 	opts := ipc.Options{Wire: wire, IncomingBuffer: 8, Endpoint: ep.String(), MaxFrame: p.opts.probeMaxFrame(),
 		ConnectTimeout: connectTimeoutFor(ep, p.opts), Security: p.opts.Security}
-	secured := !opts.Security.Seed.IsZero() && ipc.FamilyScoped(ep, opts.Security.Family)
+	// A family-scoped name gets nothing in cleartext, even without FAMILY_ID.
+	opts.Security.FamilyScoped = opts.Security.FamilyScoped || p.scope.Scoped(ep, spec.Family, opts.Security.Family)
+	secured := !opts.Security.Seed.IsZero() && (opts.Security.FamilyScoped || ipc.FamilyScoped(ep, opts.Security.Family))
 	start := time.Now()
 	fr, err := ipc.DialFramer(ctx, ep, opts)
 	res.Connect = time.Since(start)

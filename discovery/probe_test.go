@@ -117,14 +117,14 @@ func TestProbeStaleDeadGarbage(t *testing.T) {
 
 func TestProbeBTSP(t *testing.T) {
 	dir := tempDir(t)
-	serve(t, dir, "beardog-f.sock", ipctest.Config{Behavior: ipctest.Behavior{
+	serve(t, dir, "b1.sock", ipctest.Config{Behavior: ipctest.Behavior{
 		OnConnect: []byte(`{"jsonrpc":"2.0","error":{"code":-32600,"message":"BTSP handshake required","data":{"btsp_version":"2.0"}},"id":null}` + "\n")}})
 	// A peer that answers the first call with the refusal.
 	serve(t, dir, "b2.sock", ipctest.Config{Methods: map[string]ipctest.HandlerFunc{
 		"health.liveness": ipctest.Error(-32600, "BTSP handshake required"),
 	}})
 	pr := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: time.Second})
-	for _, n := range []string{"beardog-f.sock", "b2.sock"} {
+	for _, n := range []string{"b1.sock", "b2.sock"} {
 		r := pr.Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, n)), Full: true})
 		if r.State != StateLocked || !r.BTSPRequired || r.BTSPRejection == nil {
 			t.Errorf("%s: %+v", n, r)

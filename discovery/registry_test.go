@@ -167,7 +167,7 @@ func TestNeuralSource(t *testing.T) {
 		ipctest.NeuralEntry{Name: "nestgate", State: "running", Socket: filepath.Join(dir, "nestgate-f.sock"), Hidden: true},
 		ipctest.NeuralEntry{Name: "toadstool", State: "failed"},
 	)
-	srv := serve(t, dir, "neural-api-f.sock", n.Config())
+	srv := serve(t, dir, "neural-api.sock", n.Config()) // a cleartext fake: not family-scoped by name
 	fs, err := (&NeuralSource{Endpoint: srv.Endpoint()}).Discover(ctxT(t))
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +194,8 @@ func TestNeuralSource(t *testing.T) {
 
 func TestNeuralSourceBTSP(t *testing.T) {
 	dir := tempDir(t)
-	srv := serve(t, dir, "neural-api-f.sock", ipctest.Config{Behavior: ipctest.Behavior{
+	// A name that does not say it is family-scoped: the peer's demand is reported.
+	srv := serve(t, dir, "neural-api.sock", ipctest.Config{Behavior: ipctest.Behavior{
 		OnConnect: []byte(`{"jsonrpc":"2.0","error":{"code":-32000,"message":"BTSP handshake required (enforced)"},"id":null}` + "\n")}})
 	_, err := (&NeuralSource{Endpoint: srv.Endpoint(), Timeout: 500e6}).Discover(ctxT(t))
 	if err == nil || !strings.Contains(err.Error(), "BTSP") {

@@ -264,6 +264,11 @@ type Registry struct {
 	Timeout time.Duration
 	// ConnectTimeout bounds connecting (default 200 ms for local sockets).
 	ConnectTimeout time.Duration
+	// Security is how to speak to the registry (the prober's: the family
+	// seed, the prefix mode, the endpoint memory). Whatever it says, a
+	// family-scoped registry (songbird-<family>.sock, see FamilyScoped) gets
+	// nothing in cleartext: without a seed it is not dialled at all.
+	Security ipc.Security
 }
 
 func (r *Registry) timeout() time.Duration {
@@ -281,7 +286,8 @@ func (r *Registry) session(ctx context.Context, fn func(c *ipc.Conn) error) erro
 		// many targets.
 		ct = max(connectTimeoutFor(r.Endpoint, ProbeOptions{}), 200*time.Millisecond)
 	}
-	c, err := ipc.Dial(ctx, r.Endpoint, ipc.Options{ConnectTimeout: ct, MaxFrame: 16 << 20, IncomingBuffer: 16})
+	c, err := ipc.Dial(ctx, r.Endpoint, ipc.Options{ConnectTimeout: ct, MaxFrame: 16 << 20, IncomingBuffer: 16,
+		Security: scopedSecurity(r.Security, r.Endpoint)})
 	if err != nil {
 		return err
 	}
@@ -489,6 +495,9 @@ func (s *SongbirdSource) Discover(ctx context.Context) ([]Found, error) {
 		}
 		return nil
 	})
+	if lockedWithoutSeed(err) {
+		return nil, nil // listed as locked, with what to set, by its own probe
+	}
 	if err != nil {
 		return out, fmt.Errorf("songbird %s: %w", label, err)
 	}

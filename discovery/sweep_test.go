@@ -95,7 +95,8 @@ func TestSweepOneTargetPerThing(t *testing.T) {
 		t.Errorf("paths %q endpoint %s", sq.Paths, sq.Address)
 	}
 	bd := byName(snap.Targets, "beardog")
-	if bd.Family != "west-1" || bd.State() != StateLive || bd.Level != 2 {
+	// Family-scoped by name and no seed: locked, never probed in cleartext.
+	if bd.Family != "west-1" || bd.State() != StateLocked {
 		t.Errorf("beardog: %+v L%d", bd, bd.Level)
 	}
 	tw := byName(snap.Targets, "towerd")

@@ -475,7 +475,7 @@ func (w *watcher) pollLoop(ctx context.Context) {
 			key := EndpointKey(ep, "")
 			since, known := revs[key]
 			pctx, cancel := context.WithTimeout(ctx, limit)
-			r := Registry{Endpoint: ep, Timeout: limit}
+			r := Registry{Endpoint: ep, Timeout: limit, Security: w.d.opts.Probe.Security}
 			res, err := r.Watch(pctx, since)
 			cancel()
 			if err != nil {

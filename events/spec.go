@@ -109,7 +109,10 @@ func (c Config) Source(s Spec) Source {
 	default:
 		ts.Dial = func(ctx context.Context, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			w, _ := ipc.ParseWire(s.Wire)
-			return ipc.Dial(ctx, s.Endpoint, ipc.Options{Wire: w, Trace: trace, Endpoint: s.Name, MaxFrame: c.MaxFrame, IncomingBuffer: 256})
+			// No Security here (no seed): a family-scoped socket is refused,
+			// never sent cleartext. Set Dial to speak BTSP.
+			sec := ipc.Security{FamilyScoped: discovery.FamilyScoped(s.Endpoint)}
+			return ipc.Dial(ctx, s.Endpoint, ipc.Options{Wire: w, Trace: trace, Endpoint: s.Name, MaxFrame: c.MaxFrame, IncomingBuffer: 256, Security: sec})
 		}
 	}
 	return ts

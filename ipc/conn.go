@@ -359,6 +359,25 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 			}
 			return nil, te
 		}
+		if isPeerGone(err) {
+			// The peer hung up: what it said last (a parse error, a refusal
+			// answered before the request was written) may be in the
+			// reader's hands; let it finish, briefly, to say why.
+			wait := time.NewTimer(50 * time.Millisecond)
+			select {
+			case <-c.done:
+			case <-ctx.Done():
+			case <-wait.C:
+			}
+			wait.Stop()
+			c.mu.Lock()
+			said := c.peerErr != nil
+			cerr := c.closedErrLocked(0)
+			c.mu.Unlock()
+			if said {
+				return nil, cerr
+			}
+		}
 		return nil, c.Err0(err)
 	}
 	if p == nil {

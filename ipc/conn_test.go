@@ -396,7 +396,7 @@ func TestManyConcurrentCalls(t *testing.T) {
 func TestWriteToPeerThatNeverReads(t *testing.T) {
 	s := start(t, ipctest.Config{Behavior: ipctest.Behavior{NeverRead: true}})
 	c := dial(t, s, ipc.Options{})
-	big := json.RawMessage(`"` + strings.Repeat("x", 8<<20) + `"`)
+	big := json.RawMessage(`"` + strings.Repeat("x", ipctest.NeverReadSize()) + `"`)
 	start := time.Now()
 	_, err := c.Send(ctxT(t, 300*time.Millisecond), ipc.Request{Method: "a.b", Params: big})
 	var te *ipc.TimeoutError

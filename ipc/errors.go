@@ -137,7 +137,7 @@ func (e *BTSPRequiredError) Error() string {
 	if e.Endpoint != "" {
 		s += " by " + e.Endpoint
 	}
-	return s + ": set FAMILY_SEED or pass --family-seed-file"
+	return s + ": set FAMILY_SEED or pass --family-seed-file (or --btsp-cipher null to send cleartext on purpose)"
 }
 
 func (e *BTSPRequiredError) Unwrap() error {

@@ -20,13 +20,14 @@ type EndpointFacts struct {
 	// refused (false); nil when unknown.
 	Prefix *bool `json:"prefix,omitempty"`
 	// BTSPRequired: the peer demanded a BTSP handshake (or completed one).
+	// Nothing ever clears it but a new socket file at the path.
 	BTSPRequired bool `json:"btsp_required,omitempty"`
-	// NotBTSP: a handshake was tried because of the socket's name and the
-	// peer does not speak BTSP.
-	NotBTSP bool `json:"not_btsp,omitempty"`
 	// Framing is the BTSP handshake framing that worked: "json-line" or
 	// "length-prefixed".
 	Framing string `json:"btsp_framing,omitempty"`
+	// BTSPPrefix is whether the handshake worked with its riboCipher prefix
+	// (EC 03 / EC 02) or without; nil when unknown.
+	BTSPPrefix *bool `json:"btsp_prefix,omitempty"`
 	// Socket identifies the socket file these facts are about (inode and
 	// change time of a Unix socket); facts about another file at the same
 	// path are not used.
@@ -132,6 +133,10 @@ func (m *EndpointMemory) Update(ep Endpoint, change func(f *EndpointFacts)) {
 		p := *old.Prefix
 		f.Prefix = &p
 	}
+	if old.BTSPPrefix != nil {
+		p := *old.BTSPPrefix
+		f.BTSPPrefix = &p
+	}
 	change(&f)
 	if factsEqual(old, f) {
 		return
@@ -180,11 +185,12 @@ func (m *EndpointMemory) Path() string {
 }
 
 func factsEqual(a, b EndpointFacts) bool {
-	pa, pb := a.Prefix, b.Prefix
-	if (pa == nil) != (pb == nil) || pa != nil && *pa != *pb {
-		return false
-	}
-	return a.BTSPRequired == b.BTSPRequired && a.NotBTSP == b.NotBTSP && a.Framing == b.Framing && a.Socket == b.Socket
+	return boolPtrEqual(a.Prefix, b.Prefix) && boolPtrEqual(a.BTSPPrefix, b.BTSPPrefix) &&
+		a.BTSPRequired == b.BTSPRequired && a.Framing == b.Framing && a.Socket == b.Socket
+}
+
+func boolPtrEqual(a, b *bool) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 func (m *EndpointMemory) trimLocked() {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,15 +19,14 @@ import (
 // riboNDJSON is the riboCipher signal for NDJSON JSON-RPC.
 var riboNDJSON = []byte{0xEC, 0x01}
 
-// defaultHandshakeTimeout bounds one BTSP handshake unless ConnectTimeout
-// says otherwise.
+// defaultHandshakeTimeout bounds one BTSP handshake attempt unless
+// ConnectTimeout says otherwise (the caller's context bounds them all).
 const defaultHandshakeTimeout = 5 * time.Second
 
 // Limits on what an unsettled connection keeps for resending.
 const (
 	maxResendFrames = 256
 	maxResendBytes  = 4 << 20
-	maxReconnects   = 4
 )
 
 // secureDialer opens socket connections with the riboCipher prefix and the
@@ -38,12 +38,13 @@ type secureDialer struct {
 	name  string // the endpoint as errors name it
 	seeds [][]byte
 	stamp string // socketStamp at dial time
+	// forcedCleartext: cleartext to an endpoint that requires BTSP, on purpose.
+	forcedCleartext bool
 }
 
-// plan is how one connection is opened.
+// plan is how one cleartext connection is opened.
 type plan struct {
-	prefix bool // cleartext: EC 01 first; BTSP: EC 03 / EC 02 before the hello
-	btsp   bool
+	prefix bool // EC 01 first
 }
 
 func dialSocket(ctx context.Context, ep Endpoint, opts Options) (Framer, error) {
@@ -61,18 +62,20 @@ func dialSocket(ctx context.Context, ep Endpoint, opts Options) (Framer, error) 
 	if d.sec.Memory != nil {
 		d.stamp = socketStamp(ep)
 	}
-	if d.sec.Cipher == "" {
-		d.sec.Cipher = btsp.CipherChaCha20Poly1305
-	}
-	if d.sec.Negotiate {
-		d.sec.Cipher = btsp.CipherNull
-	}
 	return d.open(ctx)
 }
 
 func (d *secureDialer) note(s string) {
 	if d.opts.Trace != nil {
 		d.opts.Trace(TraceEvent{Time: time.Now(), Dir: Note, Warning: s})
+	}
+}
+
+// warn says something the user must see: to the trace and to Security.Warn.
+func (d *secureDialer) warn(s string) {
+	d.note("WARNING: " + s)
+	if d.sec.Warn != nil {
+		d.sec.Warn(d.name + ": " + s)
 	}
 }
 
@@ -120,47 +123,60 @@ func (d *secureDialer) remember(change func(f *EndpointFacts)) {
 	})
 }
 
-// cleartextPrefix decides whether a cleartext connection starts with EC 01.
-func (d *secureDialer) cleartextPrefix(f EndpointFacts) bool {
-	switch d.sec.Prefix {
-	case PrefixOn:
-		return true
-	case PrefixAuto:
-		return f.Prefix == nil || *f.Prefix
+// btspRequired reports whether the endpoint must get nothing in cleartext,
+// and why.
+func (d *secureDialer) btspRequired(f EndpointFacts) (bool, string) {
+	switch {
+	case d.sec.RequireBTSP:
+		return true, "it announced btsp_required"
+	case d.sec.FamilyScoped || FamilyScoped(d.ep, d.sec.Family):
+		return true, "its name says it is family-scoped"
+	case f.BTSPRequired:
+		return true, "it demanded a BTSP handshake before"
 	}
-	return false
+	return false, ""
 }
 
 func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 	facts := d.facts()
-	known := facts.BTSPRequired || d.sec.RequireBTSP
-	guessed := !known && !facts.NotBTSP && FamilyScoped(d.ep, d.sec.Family)
-	if known && len(d.seeds) == 0 {
-		// Never send cleartext to an endpoint known to require BTSP.
-		d.note("the endpoint requires BTSP and no family seed is set: not connecting")
-		return nil, &BTSPRequiredError{Endpoint: d.name}
-	}
-	if (known || guessed) && len(d.seeds) > 0 {
-		f, err := d.handshake(ctx)
-		if err == nil {
-			return f, nil
+	if req, why := d.btspRequired(facts); req {
+		if len(d.seeds) > 0 {
+			return d.handshake(ctx, facts)
 		}
-		if !guessed || !notBTSPPeer(err) {
-			return nil, err
+		if !d.sec.cleartextOnPurpose() {
+			// Never send cleartext to an endpoint that requires BTSP.
+			d.note("the endpoint requires BTSP (" + why + ") and no family seed is set: not connecting")
+			return nil, &BTSPRequiredError{Endpoint: d.name}
 		}
-		d.note("the peer does not speak BTSP (" + err.Error() + "): trying cleartext")
-		d.remember(func(f *EndpointFacts) { f.NotBTSP = true })
+		d.warn("sending CLEARTEXT to an endpoint that requires BTSP (" + why + "), as --btsp-cipher null asks: no family seed is set, nothing is protected")
+		d.forcedCleartext = true
 	}
+	return d.cleartext(ctx, facts)
+}
+
+// cleartext opens an unsettled cleartext connection (see secureFramer).
+func (d *secureDialer) cleartext(ctx context.Context, facts EndpointFacts) (Framer, error) {
 	p := plan{prefix: d.cleartextPrefix(facts)}
 	nc, err := d.dialCleartext(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	sf := &secureFramer{d: d, plan: p, desc: d.describeCleartext(p)}
+	sf := &secureFramer{d: d, plan: p, desc: d.describeCleartext(p), tried: map[plan]bool{p: true}}
 	sf.setCur(NetFramer(nc, d.opts.MaxFrame))
-	sf.tried = map[plan]bool{p: true}
 	sf.closeCtx, sf.closeCancel = context.WithCancel(context.Background())
 	return sf, nil
+}
+
+// cleartextPrefix decides whether a cleartext connection starts with EC 01:
+// in auto mode only when an answer proved that the peer wants it.
+func (d *secureDialer) cleartextPrefix(f EndpointFacts) bool {
+	switch d.sec.Prefix {
+	case PrefixOn:
+		return true
+	case PrefixAuto:
+		return f.Prefix != nil && *f.Prefix
+	}
+	return false
 }
 
 func (d *secureDialer) dialCleartext(ctx context.Context, p plan) (net.Conn, error) {
@@ -188,9 +204,16 @@ func (d *secureDialer) describeCleartext(p plan) string {
 	if p.prefix {
 		s += "+ribocipher"
 	}
+	if d.forcedCleartext {
+		s += " (CLEARTEXT to a BTSP endpoint, on purpose)"
+	}
 	return s
 }
 
+// describeSession says what a BTSP session puts on the wire and whether the
+// server is authenticated: "unix+btsp(chacha20-poly1305 negotiated)",
+// "unix+btsp(chacha20_poly1305, length-prefixed)",
+// "unix+btsp(null, server not authenticated)".
 func describeSession(t Transport, s *btsp.Session) string {
 	c := string(s.Cipher())
 	if s.Negotiated() {
@@ -199,110 +222,186 @@ func describeSession(t Transport, s *btsp.Session) string {
 	if s.Framing() == btsp.LengthPrefixed {
 		c += ", length-prefixed"
 	}
+	if !s.ServerAuthenticated() {
+		c += ", server not authenticated"
+	}
 	return string(t) + "+btsp(" + c + ")"
 }
 
-// notBTSPPeer reports whether a handshake failure says the peer does not
-// speak BTSP at all (as opposed to a wrong seed, a refusal or a timeout).
-func notBTSPPeer(err error) bool {
-	var he *btsp.HandshakeError
-	if !errors.As(err, &he) {
-		return false
-	}
-	return !he.FromPeer && (he.Reason == btsp.ReasonMalformed || he.Reason == btsp.ReasonClosedWithoutWord)
+// attempt is one way to open a BTSP session.
+type attempt struct {
+	framing   btsp.Framing
+	cipher    btsp.Cipher // asked for in the handshake
+	negotiate bool
 }
 
-// handshake opens a BTSP session: JSON-line framing first (what primalSpring
-// and biomeOS use), then, where the peer closed without a word,
-// length-prefixed; in auto prefix mode with nothing known, with the
-// riboCipher prefix first, then without; each seed candidate in turn after a
-// family_verification failure, each on a new connection.
-func (d *secureDialer) handshake(ctx context.Context) (*secureFramer, error) {
-	facts := d.facts()
-	framings := []btsp.Framing{btsp.JSONLine, btsp.LengthPrefixed}
-	if facts.Framing == btsp.LengthPrefixed.String() {
-		framings = []btsp.Framing{btsp.LengthPrefixed, btsp.JSONLine}
+func (a attempt) String() string {
+	if a.negotiate {
+		return a.framing.String() + " null+btsp.negotiate"
 	}
-	if d.sec.Negotiate {
-		framings = []btsp.Framing{btsp.JSONLine} // the upgrade exists on the NDJSON path only
+	return a.framing.String() + " " + string(a.cipher)
+}
+
+// attempts lists the ways to try, in order. Auto tries the JSON-line
+// handshake with the btsp.negotiate upgrade first (BearDog, primalSpring and
+// biomeOS all do it, and a length-prefixed-only server closes at once on a
+// JSON line) and then the length-prefixed handshake with chacha20_poly1305
+// and server_proof (BearDog); the framing that worked last goes first.
+func (d *secureDialer) attempts(f EndpointFacts) []attempt {
+	var as []attempt
+	switch {
+	case d.sec.Negotiate:
+		return []attempt{{framing: btsp.JSONLine, cipher: btsp.CipherNull, negotiate: true}}
+	case d.sec.Cipher == "":
+		as = []attempt{{framing: btsp.JSONLine, cipher: btsp.CipherNull, negotiate: true},
+			{framing: btsp.LengthPrefixed, cipher: btsp.CipherChaCha20Poly1305}}
+	default:
+		as = []attempt{{framing: btsp.JSONLine, cipher: d.sec.Cipher}, {framing: btsp.LengthPrefixed, cipher: d.sec.Cipher}}
 	}
-	var prefixes []bool
+	if f.Framing == btsp.LengthPrefixed.String() {
+		as[0], as[1] = as[1], as[0]
+	}
+	return as
+}
+
+// btspPrefixes lists whether to send the handshake's riboCipher prefix, in
+// the order to try.
+func (d *secureDialer) btspPrefixes(f EndpointFacts) []bool {
 	switch {
 	case d.sec.Prefix == PrefixOn:
-		prefixes = []bool{true}
+		return []bool{true}
 	case d.sec.Prefix == PrefixOff:
-		prefixes = []bool{false}
-	case facts.Prefix != nil:
-		prefixes = []bool{*facts.Prefix, !*facts.Prefix}
-	default:
-		prefixes = []bool{true, false}
+		return []bool{false}
+	case f.BTSPPrefix != nil:
+		return []bool{*f.BTSPPrefix, !*f.BTSPPrefix}
 	}
-	hsTimeout := d.opts.ConnectTimeout
-	if hsTimeout <= 0 || hsTimeout < defaultHandshakeTimeout {
-		hsTimeout = defaultHandshakeTimeout
-	}
+	return []bool{true, false}
+}
+
+// handshake opens a BTSP session, trying each attempt, each prefix and each
+// seed candidate on a new connection (nothing but handshake messages has
+// been sent, so trying again is safe), all within ctx. Any failure of them
+// all is an error: never a fallback to cleartext.
+func (d *secureDialer) handshake(ctx context.Context, facts EndpointFacts) (*secureFramer, error) {
+	hsTimeout := max(d.opts.ConnectTimeout, defaultHandshakeTimeout)
+	var fails []string
 	var last error
-	for _, fr := range framings {
-		for _, pre := range prefixes {
+	wrongSeed := false
+	// linesOnly: the peer answered a JSON-line hello with a line that is no
+	// BTSP message; a length-prefixed hello would not even be read (it has
+	// no newline) and would cost a whole handshake timeout.
+	linesOnly := false
+attempts:
+	for _, a := range d.attempts(facts) {
+		if linesOnly && a.framing == btsp.LengthPrefixed {
+			fails = append(fails, a.String()+": not tried (the peer answers in lines that are no BTSP messages)")
+			continue
+		}
+	prefixes:
+		for _, pre := range d.btspPrefixes(facts) {
 			for i, seed := range d.seeds {
+				if err := ctx.Err(); err != nil {
+					if last == nil {
+						last = &btsp.HandshakeError{Reason: btsp.ReasonTimeout, Step: "connect", Err: context.Cause(ctx)}
+					}
+					break attempts
+				}
+				how := a.String()
+				if pre {
+					how += fmt.Sprintf(" with prefix EC %02X", btsp.PrefixFor(a.framing)[1])
+				}
+				if len(d.seeds) > 1 {
+					how += fmt.Sprintf(", seed reading %d of %d", i+1, len(d.seeds))
+				}
 				nc, err := DialStream(ctx, d.ep, d.opts.ConnectTimeout)
 				if err != nil {
 					return nil, err
 				}
-				if len(d.seeds) > 1 {
-					d.note(fmt.Sprintf("BTSP handshake (%s framing, seed reading %d of %d)", fr, i+1, len(d.seeds)))
-				} else {
-					d.note(fmt.Sprintf("BTSP handshake (%s framing)", fr))
-				}
+				d.note("BTSP handshake (" + how + ")")
 				hctx, cancel := context.WithTimeout(ctx, hsTimeout)
 				s, err := btsp.Client(hctx, nc, btsp.ClientConfig{
-					Seed: seed, Framing: fr, Cipher: d.sec.Cipher, Negotiate: d.sec.Negotiate,
+					Seed: seed, Framing: a.framing, Cipher: a.cipher, Negotiate: a.negotiate,
 					Prefix: pre, MaxFrame: d.opts.MaxFrame, Trace: d.note,
 				})
 				cancel()
 				if err == nil {
-					d.remember(func(f *EndpointFacts) {
-						f.BTSPRequired, f.NotBTSP, f.Framing = true, false, fr.String()
-						if d.sec.Prefix == PrefixAuto && pre {
-							t := true
-							f.Prefix = &t
-						}
-					})
-					desc := describeSession(d.ep.Transport, s)
-					d.note("BTSP session established: " + s.Describe())
-					sf := &secureFramer{d: d, plan: plan{prefix: pre, btsp: true}, desc: desc}
-					sf.setCur(s)
-					sf.settled.Store(true)
-					sf.closeCtx, sf.closeCancel = context.WithCancel(context.Background())
-					return sf, nil
+					if d.sec.Cipher == "" && !d.sec.Negotiate && (!s.ServerAuthenticated() || s.Cipher() != btsp.CipherChaCha20Poly1305) {
+						// Cannot happen with the attempts above; a guard all the same.
+						s.Close()
+						fails = append(fails, how+": the session is not authenticated and encrypted")
+						continue prefixes
+					}
+					return d.established(s, a, pre), nil
 				}
 				last = err
+				fails = append(fails, how+": "+err.Error())
 				var he *btsp.HandshakeError
 				if !errors.As(err, &he) {
-					return nil, &DialError{Endpoint: d.name, Err: err}
-				}
-				if he.WrongSeed() && i+1 < len(d.seeds) {
-					d.note("family_verification failed: trying the next reading of the seed")
-					continue
-				}
-				if !notBTSPPeer(err) || he.Reason == btsp.ReasonMalformed && !pre {
-					// A refusal, a timeout, or an answer in lines that is no
-					// BTSP message (another framing would not be read at all).
 					return nil, &DialError{Endpoint: d.name, Err: fmt.Errorf("BTSP handshake: %w", err)}
 				}
-				break // this framing/prefix is not understood: try the next
+				d.note("BTSP handshake failed (" + how + "): " + he.Error())
+				switch {
+				case he.WrongSeed() && i+1 < len(d.seeds):
+					d.note("family_verification failed: trying the next reading of the seed")
+					continue
+				case he.WrongSeed():
+					wrongSeed = true // another framing asks the same question
+					break attempts
+				case he.Reason == btsp.ReasonMalformed && a.framing == btsp.JSONLine && !pre:
+					linesOnly = true
+				case he.Reason == btsp.ReasonNegotiateRefused || he.Reason == btsp.ReasonWeakerCipher:
+					// The framing and prefix were understood: the server
+					// will not give this cipher; try the next way.
+					continue attempts
+				}
+				continue prefixes
 			}
 		}
 	}
-	return nil, &DialError{Endpoint: d.name, Err: fmt.Errorf("BTSP handshake: %w", last)}
+	msg := "no BTSP session could be opened, and nothing was sent in cleartext"
+	if d.sec.Cipher == "" && !d.sec.Negotiate {
+		msg = "no authenticated encrypted BTSP session could be opened (--btsp-cipher auto), and nothing was sent in cleartext"
+	}
+	if wrongSeed {
+		msg = "the family seed does not match the peer's; nothing was sent in cleartext"
+	}
+	if len(fails) > 1 {
+		msg += " [tried: " + strings.Join(fails[:len(fails)-1], "; ") + "]"
+	}
+	return nil, &DialError{Endpoint: d.name, Err: fmt.Errorf("%s: %w", msg, last)}
+}
+
+// established records what worked and wraps the session.
+func (d *secureDialer) established(s *btsp.Session, a attempt, pre bool) *secureFramer {
+	d.remember(func(f *EndpointFacts) {
+		f.BTSPRequired, f.Framing = true, a.framing.String()
+		if d.sec.Prefix == PrefixAuto {
+			p := pre
+			f.BTSPPrefix = &p
+		}
+	})
+	desc := describeSession(d.ep.Transport, s)
+	d.note("BTSP session established: " + s.Describe())
+	switch {
+	case s.Cipher() == btsp.CipherNull:
+		d.warn("BTSP session with the null cipher, as --btsp-cipher null asks: calls travel in CLEARTEXT after the handshake (" + desc + ")")
+	case !s.ServerAuthenticated():
+		d.warn("the server is NOT authenticated: a JSON-line handshake does not prove that the peer holds the family seed, so an impostor may read this session (" + desc + "); --btsp-cipher auto accepts only authenticated sessions")
+	}
+	sf := &secureFramer{d: d, desc: desc, keyConfirm: s.Negotiated()}
+	sf.setCur(s)
+	sf.settled.Store(true)
+	sf.closeCtx, sf.closeCancel = context.WithCancel(context.Background())
+	return sf
 }
 
 // secureFramer carries one socket connection that may still be replaced:
-// until the peer has answered something that settles how to speak to it, it
-// keeps what was written, and when the first answer says "BTSP handshake
-// required" (with a seed at hand), refuses the riboCipher prefix, or wants
-// it, it reconnects accordingly and resends what the peer refused unread.
-// Once settled it is a thin pass-through.
+// until the peer's first answer settles how to speak to it, it keeps what
+// was written, and when that answer proves the peer did not process it
+// ("BTSP handshake required" with a seed at hand, -32002 to a raw request,
+// a parse error to a prefixed one) it reconnects accordingly and resends.
+// A close proves nothing: it is never followed by a resend. Once settled it
+// is a thin pass-through.
 type secureFramer struct {
 	d *secureDialer
 
@@ -316,6 +415,11 @@ type secureFramer struct {
 	// mu held, and is read without mu (Close, write deadlines).
 	cur atomic.Pointer[framerBox]
 
+	// keyConfirm: the session's keys come from the handshake key and the
+	// server's first frame has not been read yet; a first frame that does
+	// not authenticate means the server does not hold the seed. Read side only.
+	keyConfirm bool
+
 	mu      sync.Mutex // guards everything below until settled
 	plan    plan
 	desc    string
@@ -323,7 +427,6 @@ type secureFramer struct {
 	written [][]byte
 	wbytes  int
 	noSend  bool // too much written to resend: no reconnects
-	redials int
 
 	closeCtx    context.Context
 	closeCancel context.CancelFunc
@@ -360,7 +463,7 @@ func (f *secureFramer) WriteFrame(p []byte) error {
 	}
 	if !f.noSend {
 		if len(f.written) >= maxResendFrames || f.wbytes+len(p) > maxResendBytes {
-			f.noSend, f.written = true, nil
+			f.noSend, f.written, f.wbytes = true, nil, 0
 		} else {
 			f.written = append(f.written, append([]byte(nil), p...))
 			f.wbytes += len(p)
@@ -368,7 +471,7 @@ func (f *secureFramer) WriteFrame(p []byte) error {
 	}
 	err := f.load().WriteFrame(p)
 	if err != nil && !f.noSend && isPeerGone(err) {
-		return nil // the reader sees why and resends it on the next connection
+		return nil // the reader sees why (and resends only if the peer proves it refused it)
 	}
 	return err
 }
@@ -418,95 +521,136 @@ func (f *secureFramer) Close() error {
 type action uint8
 
 const (
-	actAccept action = iota
-	actBTSP
-	actNoPrefix
-	actPrefix
-	actPass // a frame the peer pushed on its own: deliver it, stay unsettled
+	actAccept   action = iota
+	actBTSP            // the peer demanded BTSP: handshake, resend
+	actNoPrefix        // the peer could not parse the prefixed request: raw, resend
+	actPrefix          // the peer wants the prefix (-32002): prefixed, resend
+	actPass            // a frame the peer pushed on its own: deliver it, stay unsettled
 )
 
 // ReadFrame returns the next message; on an unsettled connection the first
 // answer may make it reconnect (see secureFramer) instead.
 func (f *secureFramer) ReadFrame() ([]byte, error) {
-	if f.settled.Load() {
-		return f.load().ReadFrame()
-	}
 	for {
+		if f.settled.Load() {
+			return f.readSettled()
+		}
 		frame, err := f.load().ReadFrame()
 		if f.closed.Load() {
 			return frame, err
 		}
 		f.mu.Lock()
-		act, why := f.classify(frame, err)
+		if err != nil {
+			// A close, a reset or a cut line proves nothing about what the
+			// peer made of the request: never resend; say what may help.
+			err = f.closedErr(err)
+			f.settle()
+			f.mu.Unlock()
+			return nil, err
+		}
+		act, why := f.classify(frame)
 		if act == actPass {
 			f.mu.Unlock()
 			return frame, nil
 		}
 		if act == actAccept {
-			f.written, f.wbytes = nil, 0
-			f.settled.Store(true)
+			f.settle()
 			f.mu.Unlock()
-			return frame, err
+			return frame, nil
 		}
-		if rerr := f.reconnect(act, why, frame, err); rerr != nil {
-			f.settled.Store(true)
+		if rerr := f.reconnect(act, why, frame); rerr != nil {
+			f.settle()
 			f.mu.Unlock()
 			return nil, rerr
-		}
-		if f.plan.btsp {
-			// A BTSP session is not reopened again.
-			f.written, f.wbytes = nil, 0
-			f.settled.Store(true)
 		}
 		f.mu.Unlock()
 	}
 }
 
-// classify decides, from the first thing the peer sent (or its closing the
-// connection), whether the connection is settled or must be reopened.
-// Called with mu held.
-func (f *secureFramer) classify(frame []byte, rerr error) (action, string) {
+func (f *secureFramer) readSettled() ([]byte, error) {
+	frame, err := f.load().ReadFrame()
+	if f.keyConfirm {
+		f.keyConfirm = false
+		var fe *btsp.FrameError
+		if errors.As(err, &fe) {
+			return nil, &btsp.HandshakeError{Reason: btsp.ReasonKeyConfirmation, Step: "first frame",
+				Detail: "the server's first frame does not authenticate with keys from the family seed: it is not who it claims to be", Err: err}
+		}
+	}
+	return frame, err
+}
+
+// settle ends the unsettled phase. Called with mu held.
+func (f *secureFramer) settle() {
+	f.written, f.wbytes = nil, 0
+	f.settled.Store(true)
+}
+
+// closedErr explains a connection that ended before any answer. Called
+// with mu held.
+func (f *secureFramer) closedErr(err error) error {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+		return err
+	}
+	var what string
+	if len(f.written) > 0 || f.noSend {
+		what = "the peer closed the connection before answering; the request is NOT resent (the peer may have processed it)"
+	} else {
+		what = "the peer closed the connection without a word"
+	}
+	if f.d.sec.Prefix == PrefixAuto && !f.plan.prefix {
+		what += "; it was sent without the riboCipher prefix: if the peer wants the prefix, retry with --prefix on"
+	}
+	f.d.note(what)
+	return fmt.Errorf("%w (%s)", err, what)
+}
+
+// classify decides, from the first thing the peer sent, whether the
+// connection is settled or must be reopened. Called with mu held.
+func (f *secureFramer) classify(frame []byte) (action, string) {
 	d, p := f.d, f.plan
-	if f.noSend || f.redials >= maxReconnects {
-		return actAccept, ""
-	}
-	auto := d.sec.Prefix == PrefixAuto
-	if rerr != nil {
-		if !errors.Is(rerr, io.EOF) && !errors.Is(rerr, syscall.ECONNRESET) && !errors.Is(rerr, io.ErrUnexpectedEOF) {
-			return actAccept, ""
-		}
-		switch {
-		case auto && p.prefix && !f.tried[plan{}]:
-			return actNoPrefix, "the peer closed the connection after the riboCipher prefix"
-		case auto && !p.prefix && !f.tried[plan{prefix: true}]:
-			return actPrefix, "the peer closed the connection without a word (it may want the riboCipher prefix)"
-		}
-		return actAccept, ""
-	}
 	m, derr := DecodeMessage(frame)
-	if derr == nil && m.Error != nil && m.Error.IsBTSPRequired() {
-		d.remember(func(ef *EndpointFacts) { ef.BTSPRequired, ef.NotBTSP = true, false })
-		if len(d.seeds) > 0 {
+	if derr != nil {
+		return actAccept, "" // not JSON: proves nothing, changes nothing
+	}
+	if m.Error != nil && m.Error.IsBTSPRequired() {
+		d.remember(func(ef *EndpointFacts) { ef.BTSPRequired = true })
+		if len(d.seeds) > 0 && !f.noSend {
 			return actBTSP, "the peer demands a BTSP handshake"
 		}
 		return actAccept, ""
 	}
-	var code int64
-	if derr == nil && m.Error != nil {
-		code = m.Error.Code
-	}
-	switch {
-	case auto && p.prefix && (code == -32700 || code == -32002) && !f.tried[plan{}]:
-		return actNoPrefix, fmt.Sprintf("the peer answered the riboCipher prefix with error %d", code)
-	case auto && !p.prefix && code == -32002 && !f.tried[plan{prefix: true}]:
-		return actPrefix, "the peer wants the riboCipher prefix (error -32002)"
-	}
-	if derr == nil && m.Error == nil && (m.Kind == KindNotification || m.Kind == KindEvent || m.Kind == KindRequest) {
+	if m.Error == nil && (m.Kind == KindNotification || m.Kind == KindEvent || m.Kind == KindRequest) {
 		// Pushed by the peer on its own (a heartbeat, a server that speaks
 		// first): it proves nothing about what the peer made of our bytes.
 		return actPass, ""
 	}
-	if auto && derr == nil {
+	auto := d.sec.Prefix == PrefixAuto
+	var code int64
+	if m.Error != nil {
+		code = m.Error.Code
+	}
+	switch {
+	case auto && !p.prefix && code == -32002:
+		// The peer refused the connection for want of the prefix: nothing
+		// on it was processed.
+		d.remember(func(ef *EndpointFacts) { yes := true; ef.Prefix = &yes })
+		if !f.noSend && !f.tried[plan{prefix: true}] {
+			return actPrefix, "the peer wants the riboCipher prefix (error -32002)"
+		}
+		return actAccept, ""
+	case auto && p.prefix && code == -32700:
+		// The prefixed line could not be parsed: the prefix is not wanted.
+		// Only a single request is proven unprocessed by it (a lenient
+		// peer may have read the lines after the first).
+		d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
+		if !f.noSend && len(f.written) == 1 && !f.tried[plan{}] {
+			return actNoPrefix, "the peer answered the riboCipher prefix with a parse error (-32700)"
+		}
+		return actAccept, ""
+	}
+	if auto || d.sec.Prefix == PrefixOn {
+		// An answer: this way of speaking is understood.
 		pre := p.prefix
 		d.remember(func(ef *EndpointFacts) { ef.Prefix = &pre })
 	}
@@ -515,17 +659,14 @@ func (f *secureFramer) classify(frame []byte, rerr error) (action, string) {
 
 // reconnect replaces the connection as act says and resends what was
 // written. Called with mu held; the writer waits meanwhile.
-func (f *secureFramer) reconnect(act action, why string, frame []byte, rerr error) error {
+func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
 	d := f.d
-	f.redials++
-	if rerr == nil {
-		// The refusal itself never reaches the Conn: trace it here.
-		if d.opts.Trace != nil {
-			d.opts.Trace(TraceEvent{Time: time.Now(), Dir: In, Data: frame, Size: len(frame), Warning: "refused: " + why})
-		}
+	// The refusal itself never reaches the Conn: trace it here.
+	if d.opts.Trace != nil {
+		d.opts.Trace(TraceEvent{Time: time.Now(), Dir: In, Data: frame, Size: len(frame), Warning: "refused: " + why})
 	}
 	n := len(f.written)
-	what := fmt.Sprintf("reconnecting %s and resending %d message(s) refused unread", map[action]string{
+	what := fmt.Sprintf("reconnecting %s and resending %d message(s) the peer refused unprocessed", map[action]string{
 		actBTSP: "with a BTSP handshake", actNoPrefix: "without the riboCipher prefix", actPrefix: "with the riboCipher prefix",
 	}[act], n)
 	d.note(why + ": " + what)
@@ -533,34 +674,34 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte, rerr erro
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
 	}
-	ctx, cancel := context.WithTimeout(f.closeCtx, timeout+2*defaultHandshakeTimeout)
+	ctx, cancel := context.WithTimeout(f.closeCtx, timeout+4*defaultHandshakeTimeout)
 	defer cancel()
 	var next Framer
-	var np plan
 	var desc string
 	switch act {
 	case actBTSP:
-		sf, err := d.handshake(ctx)
+		sf, err := d.handshake(ctx, d.facts())
 		if err != nil {
 			return fmt.Errorf("reconnecting with BTSP after the peer demanded it: %w", err)
 		}
-		next, np, desc = sf.load(), sf.plan, sf.desc
+		next, desc = sf.load(), sf.desc
+		f.keyConfirm = sf.keyConfirm
 		sf.closeCancel()
+		// A BTSP session is not reopened again.
+		defer f.settle()
 	case actNoPrefix, actPrefix:
-		np = plan{prefix: act == actPrefix}
+		np := plan{prefix: act == actPrefix}
 		f.tried[np] = true
 		nc, err := d.dialCleartext(ctx, np)
 		if err != nil {
 			return fmt.Errorf("reconnecting %s: %w", map[bool]string{true: "with the riboCipher prefix", false: "without the riboCipher prefix"}[np.prefix], err)
 		}
 		next, desc = NetFramer(nc, d.opts.MaxFrame), d.describeCleartext(np)
-		if act == actNoPrefix {
-			d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
-		}
+		f.plan = np
 	}
 	old := f.load()
 	f.setCur(next)
-	f.plan, f.desc = np, desc
+	f.desc = desc
 	_ = old.Close()
 	for _, w := range f.written {
 		if err := next.WriteFrame(w); err != nil && !isPeerGone(err) {

@@ -86,3 +86,43 @@ func BenchmarkBTSPDial(b *testing.B) {
 		run(b, ss.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), RequireBTSP: true}})
 	})
 }
+
+// BenchmarkOneShotAuto measures a one-shot call (dial, health.liveness,
+// close) against a plain raw-NDJSON peer: with no Security at all (raw),
+// with the default --prefix auto and nothing known (raw JSON first: one
+// connection), and with a memory that says the prefix is wanted, which is
+// what the earlier auto mode did on first contact (EC 01, the peer's parse
+// error, a second connection and the resend).
+func BenchmarkOneShotAuto(b *testing.B) {
+	s := startAt(b, "plain.sock", beardog().Config())
+	ep := s.Endpoint()
+	yes := true
+	for _, tc := range []struct {
+		name string
+		sec  func() ipc.Security
+	}{
+		{"raw", func() ipc.Security { return ipc.Security{} }},
+		{"auto", func() ipc.Security { return ipc.Security{Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()} }},
+		{"prefix-first-then-raw", func() ipc.Security {
+			m := ipc.NewEndpointMemory()
+			m.Update(ep, func(f *ipc.EndpointFacts) { f.Prefix = &yes })
+			return ipc.Security{Prefix: ipc.PrefixAuto, Memory: m}
+		}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				sec := tc.sec()
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				c, err := ipc.Dial(ctx, ep, ipc.Options{Security: sec})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Call(ctx, "health.liveness", nil); err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+				cancel()
+			}
+		})
+	}
+}

@@ -138,9 +138,11 @@ func TestBTSPEveryFramingAndCipher(t *testing.T) {
 		want      string
 		encrypted bool
 	}{
-		{btsp.JSONLine, "null", "unix+btsp(null)", false},
-		{btsp.JSONLine, "chacha20_poly1305", "unix+btsp(chacha20_poly1305)", true},
-		{btsp.JSONLine, "hmac_plain", "unix+btsp(hmac_plain)", false},
+		{btsp.JSONLine, "auto", "unix+btsp(chacha20-poly1305 negotiated)", true},
+		{btsp.LengthPrefixed, "auto", "unix+btsp(chacha20_poly1305, length-prefixed)", true},
+		{btsp.JSONLine, "null", "unix+btsp(null, server not authenticated)", false},
+		{btsp.JSONLine, "chacha20_poly1305", "unix+btsp(chacha20_poly1305, server not authenticated)", true},
+		{btsp.JSONLine, "hmac_plain", "unix+btsp(hmac_plain, server not authenticated)", false},
 		{btsp.JSONLine, "negotiate", "unix+btsp(chacha20-poly1305 negotiated)", true},
 		{btsp.LengthPrefixed, "null", "unix+btsp(null, length-prefixed)", false},
 		{btsp.LengthPrefixed, "chacha20_poly1305", "unix+btsp(chacha20_poly1305, length-prefixed)", true},
@@ -170,6 +172,11 @@ func TestBTSPEveryFramingAndCipher(t *testing.T) {
 				}
 				if strings.Contains(trace.String(), "cleartext") && !strings.Contains(trace.String(), "BTSP session") {
 					t.Fatalf("unexpected trace:\n%s", trace.String())
+				}
+				// A session weaker than the default is said loudly.
+				weak := strings.Contains(tc.want, "not authenticated") || tc.cipher == "null"
+				if got := strings.Contains(trace.String(), "WARNING"); got != weak {
+					t.Fatalf("warning in the trace: %v, want %v:\n%s", got, weak, trace.String())
 				}
 			})
 		}
@@ -214,7 +221,7 @@ func TestBTSPAfterRefusalTransparent(t *testing.T) {
 		t.Fatalf("before: transport %q", got)
 	}
 	mustLive(t, c)
-	if got := c.Transport(); got != "unix+btsp(chacha20_poly1305)" {
+	if got := c.Transport(); got != "unix+btsp(chacha20-poly1305 negotiated)" {
 		t.Fatalf("after: transport %q", got)
 	}
 	if f, _ := mem.Get(s.Endpoint()); !f.BTSPRequired || f.Framing != "json-line" {
@@ -400,12 +407,20 @@ func TestSecretsNeverShown(t *testing.T) {
 	}
 }
 
-// TestNotBTSPByName: a socket named like a family-scoped one whose peer
-// does not speak BTSP is reached in cleartext after the handshake fails.
-func TestNotBTSPByName(t *testing.T) {
+// TestFamilyNameNeverFallsBackToCleartext: a socket named like a
+// family-scoped one whose peer does not speak BTSP gets handshake attempts
+// only, never the call in cleartext, and the dial fails with a
+// *btsp.HandshakeError (exit 5); the memory learns nothing that would
+// lower the guard later.
+func TestFamilyNameNeverFallsBackToCleartext(t *testing.T) {
+	var mu sync.Mutex
+	var lines []string
 	cfg := beardog().Config()
 	cfg.Accept = func(c net.Conn, r *bufio.Reader) (ipc.Framer, bool) {
 		line, err := r.ReadString('\n')
+		mu.Lock()
+		lines = append(lines, line)
+		mu.Unlock()
 		if err != nil {
 			return nil, false
 		}
@@ -418,10 +433,29 @@ func TestNotBTSPByName(t *testing.T) {
 	}
 	s := startAt(t, "songbird-fam.sock", cfg)
 	mem := ipc.NewEndpointMemory()
-	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), Family: "fam", Memory: mem}})
-	mustLive(t, c)
-	if f, _ := mem.Get(s.Endpoint()); !f.NotBTSP || f.BTSPRequired {
-		t.Fatalf("memory %+v", f)
+	for _, sec := range []ipc.Security{
+		{Seed: ipc.NewSeed(testFamilySeed), Family: "fam", Memory: mem, Prefix: ipc.PrefixAuto},
+		{Seed: ipc.NewSeed(testFamilySeed), FamilyScoped: true, Memory: mem, Prefix: ipc.PrefixAuto},
+	} {
+		_, err := dialErr(t, s.Endpoint(), ipc.Options{Security: sec})
+		var he *btsp.HandshakeError
+		if !errors.As(err, &he) {
+			t.Fatalf("want a *btsp.HandshakeError, got %v", err)
+		}
+		if !strings.Contains(err.Error(), "nothing was sent in cleartext") {
+			t.Fatalf("error does not say so: %v", err)
+		}
+	}
+	s.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	for _, l := range lines {
+		if strings.Contains(l, `"jsonrpc"`) {
+			t.Fatalf("cleartext JSON-RPC reached the family-scoped socket: %q", l)
+		}
+	}
+	if len(lines) == 0 {
+		t.Fatal("no handshake was tried")
 	}
 }
 
@@ -451,8 +485,11 @@ func TestRiboCipherPrefix(t *testing.T) {
 		{"rejected/auto-known", ipctest.PrefixRejected, ipc.PrefixAuto, &no, &no, "", "unix"},
 		{"rejected/on", ipctest.PrefixRejected, ipc.PrefixOn, nil, nil, "-32700", "unix+ribocipher"},
 		{"rejected/off", ipctest.PrefixRejected, ipc.PrefixOff, nil, nil, "", "unix"},
-		{"drop/auto", ipctest.PrefixDropWithout, ipc.PrefixAuto, nil, &yes, "", "unix+ribocipher"},
-		{"drop/auto-stale", ipctest.PrefixDropWithout, ipc.PrefixAuto, &no, &yes, "", "unix+ribocipher"},
+		// A silent drop proves nothing: no resend, the memory is unchanged,
+		// the error hints at --prefix on.
+		{"drop/auto", ipctest.PrefixDropWithout, ipc.PrefixAuto, nil, nil, "--prefix on", "unix"},
+		{"drop/auto-stale", ipctest.PrefixDropWithout, ipc.PrefixAuto, &no, &no, "--prefix on", "unix"},
+		{"drop/on", ipctest.PrefixDropWithout, ipc.PrefixOn, nil, &yes, "", "unix+ribocipher"},
 		{"drop/off", ipctest.PrefixDropWithout, ipc.PrefixOff, nil, nil, "closed", "unix"},
 	}
 	for _, tc := range cases {
@@ -479,6 +516,9 @@ func TestRiboCipherPrefix(t *testing.T) {
 			if tc.want != nil && (f.Prefix == nil || *f.Prefix != *tc.want) {
 				t.Fatalf("memory %+v, want prefix %v", f, *tc.want)
 			}
+			if tc.want == nil && tc.known == nil && f.Prefix != nil && tc.mode != ipc.PrefixOn {
+				t.Fatalf("memory %+v, want no prefix fact", f)
+			}
 			// A second connection goes straight to what worked.
 			if tc.wantErr == "" {
 				c.Close()
@@ -503,11 +543,11 @@ func TestPrefixAndBTSP(t *testing.T) {
 	mem := ipc.NewEndpointMemory()
 	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), Prefix: ipc.PrefixAuto, Memory: mem}})
 	mustLive(t, c)
-	if got := c.Transport(); got != "unix+btsp(chacha20_poly1305)" {
+	if got := c.Transport(); got != "unix+btsp(chacha20-poly1305 negotiated)" {
 		t.Fatalf("transport %q", got)
 	}
 	f, _ := mem.Get(s.Endpoint())
-	if !f.BTSPRequired || f.Prefix == nil || !*f.Prefix {
+	if !f.BTSPRequired || f.BTSPPrefix == nil || !*f.BTSPPrefix || f.Prefix == nil || !*f.Prefix {
 		t.Fatalf("memory %+v", f)
 	}
 }
@@ -579,7 +619,7 @@ func TestParseModes(t *testing.T) {
 	if _, err := ipc.ParsePrefixMode("sometimes"); err == nil {
 		t.Error("want an error")
 	}
-	for in, want := range map[string]btsp.Cipher{"chacha20_poly1305": btsp.CipherChaCha20Poly1305, "": btsp.CipherChaCha20Poly1305, "null": btsp.CipherNull, "hmac_plain": btsp.CipherHMACPlain} {
+	for in, want := range map[string]btsp.Cipher{"chacha20_poly1305": btsp.CipherChaCha20Poly1305, "": "", "auto": "", "null": btsp.CipherNull, "hmac_plain": btsp.CipherHMACPlain} {
 		if got, neg, err := ipc.ParseBTSPCipher(in); err != nil || got != want || neg {
 			t.Errorf("ParseBTSPCipher(%q) = %v %v %v", in, got, neg, err)
 		}
@@ -627,6 +667,8 @@ func TestPushBeforeRefusal(t *testing.T) {
 	}
 	s := startAt(t, "p.sock", cfg)
 	mem := ipc.NewEndpointMemory()
+	yes := true // the memory says the prefix is wanted: it goes first
+	mem.Update(s.Endpoint(), func(f *ipc.EndpointFacts) { f.Prefix = &yes })
 	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Prefix: ipc.PrefixAuto, Memory: mem}})
 	mustLive(t, c)
 	if f, _ := mem.Get(s.Endpoint()); f.Prefix == nil || *f.Prefix {

@@ -15,10 +15,12 @@ type PrefixMode uint8
 const (
 	// PrefixOff never sends the prefix (the zero value: the wire as it was).
 	PrefixOff PrefixMode = iota
-	// PrefixAuto sends EC 01 unless the endpoint is known to refuse it; where
-	// the peer closes, answers a parse error or -32002, it reconnects
-	// without it (and the other way round for a peer that wants it), and
-	// remembers per endpoint what worked.
+	// PrefixAuto sends raw JSON first (no EC 01) unless the endpoint memory
+	// says the peer wants the prefix. Only an explicit answer that proves the
+	// request was not processed makes it reconnect and resend: -32002
+	// (prefix required) to a raw request, a -32700 parse error to a
+	// prefixed one. A close is no proof: nothing is resent then. What an
+	// answer proved is remembered per endpoint; a close never changes it.
 	PrefixAuto
 	// PrefixOn always sends the prefix.
 	PrefixOn
@@ -78,37 +80,60 @@ type Security struct {
 	// Seed is the family seed; without one, an endpoint that requires BTSP
 	// fails with *BTSPRequiredError.
 	Seed Seed
-	// Cipher is the cipher to prefer in the handshake; "" means
-	// btsp.CipherChaCha20Poly1305 (encrypted). The server decides.
+	// Cipher is the cipher asked for. "" (auto, the default) accepts only a
+	// session that is encrypted AND whose server proved it holds the seed:
+	// the JSON-line handshake upgraded by btsp.negotiate, or the
+	// length-prefixed handshake with chacha20_poly1305 and a verified
+	// server_proof. A named cipher is asked for as such; a server choosing a
+	// weaker one fails the handshake, and a session whose server is not
+	// authenticated is allowed but warned about (Warn and the trace).
 	Cipher btsp.Cipher
 	// Negotiate asks for a null-cipher JSON-line handshake followed by the
 	// btsp.negotiate upgrade to chacha20-poly1305 (what primalSpring and
-	// biomeOS do) instead of a handshake-chosen cipher.
+	// biomeOS do), and nothing else: a refused upgrade fails.
 	Negotiate bool
 	// RequireBTSP says the endpoint announced that it requires BTSP
 	// (transport_security.btsp_required): never send it cleartext.
 	RequireBTSP bool
+	// FamilyScoped says the target's name or directory shows it is
+	// family-scoped (<primal>-<family>.sock, as discovery splits names): it
+	// gets nothing in cleartext, like RequireBTSP, even on first contact.
+	FamilyScoped bool
 	// Family is the family id; a socket named <primal>-<family>.sock is
-	// family-scoped and gets the handshake first when a seed is set.
+	// family-scoped (see FamilyScoped) whatever FamilyScoped says.
 	Family string
 	// Prefix is the riboCipher prefix mode.
 	Prefix PrefixMode
 	// Memory remembers per endpoint what worked (prefix, BTSP, framing);
 	// may be nil. It holds facts only, never secrets.
 	Memory *EndpointMemory
+	// Warn, if set, receives what the user must see even without a trace: a
+	// session weaker than the default (cleartext on purpose, a server that
+	// is not authenticated). It never carries secrets. The same words go to
+	// the trace.
+	Warn func(string) `json:"-"`
 }
 
 func (s *Security) active() bool {
-	return !s.Seed.IsZero() || s.RequireBTSP || s.Prefix != PrefixOff || s.Memory != nil
+	return !s.Seed.IsZero() || s.RequireBTSP || s.FamilyScoped || s.Family != "" ||
+		s.Prefix != PrefixOff || s.Memory != nil || s.Cipher != "" || s.Negotiate
 }
 
-// ParseBTSPCipher reads a --btsp-cipher value: chacha20_poly1305 (also
-// chacha20, chacha20-poly1305), null, hmac_plain, or negotiate (a null
-// handshake upgraded by btsp.negotiate). Unlike the handshake's own rule,
-// an unknown name is an error here.
+// cleartextOnPurpose reports whether the user asked for the null cipher by
+// name: with a seed, a null-cipher handshake; without one, cleartext to a
+// family-scoped endpoint.
+func (s *Security) cleartextOnPurpose() bool { return s.Cipher == btsp.CipherNull && !s.Negotiate }
+
+// ParseBTSPCipher reads a --btsp-cipher value: auto (or "": an
+// authenticated encrypted session, returned as Cipher ""),
+// chacha20_poly1305 (also chacha20, chacha20-poly1305), null, hmac_plain, or
+// negotiate (a null handshake upgraded by btsp.negotiate). Unlike the
+// handshake's own rule, an unknown name is an error here.
 func ParseBTSPCipher(s string) (c btsp.Cipher, negotiate bool, err error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "chacha20_poly1305", "chacha20", "chacha20-poly1305":
+	case "", "auto":
+		return "", false, nil
+	case "chacha20_poly1305", "chacha20", "chacha20-poly1305":
 		return btsp.CipherChaCha20Poly1305, false, nil
 	case "null", "none":
 		return btsp.CipherNull, false, nil
@@ -117,7 +142,7 @@ func ParseBTSPCipher(s string) (c btsp.Cipher, negotiate bool, err error) {
 	case "negotiate":
 		return btsp.CipherNull, true, nil
 	}
-	return "", false, fmt.Errorf("unknown BTSP cipher %q (want chacha20_poly1305, null, hmac_plain or negotiate)", s)
+	return "", false, fmt.Errorf("unknown BTSP cipher %q (want auto, chacha20_poly1305, null, hmac_plain or negotiate)", s)
 }
 
 // FamilyScoped reports whether a socket endpoint's file name is

@@ -120,7 +120,7 @@ func TestFamilySeedNeverOnScreen(t *testing.T) {
 			// The handshake's notes were opened and read like any frame.
 			sawHandshake := false
 			for i := 0; i < n; i++ {
-				sawHandshake = sawHandshake || strings.Contains(ansi.Strip(screens[fmt.Sprintf("trace frame %d", i)]), "BTSP handshake (json-line framing")
+				sawHandshake = sawHandshake || strings.Contains(ansi.Strip(screens[fmt.Sprintf("trace frame %d", i)]), "BTSP handshake (json-line")
 			}
 			if !sawHandshake {
 				t.Error("no opened trace frame shows the BTSP handshake")

@@ -12,6 +12,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -86,6 +87,8 @@ type client struct {
 	feed *feed
 	max  int64
 	sec  ipc.Security
+	// scope decides which targets are family-scoped.
+	scope discovery.FamilyScope
 
 	mu     sync.Mutex
 	conns  map[string]*ipc.Conn
@@ -122,6 +125,12 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 	src := t.Name
 	sec := c.sec
 	sec.RequireBTSP = sec.RequireBTSP || t.BTSP
+	// The same decision as the CLI's and the prober's, made here at every
+	// dial: a call or a listen made before the target's probe has finished
+	// (or when it failed) sends nothing in cleartext to a family-scoped name.
+	if ep, err := ipc.ParseEndpoint(t.Endpoint); err == nil {
+		sec.FamilyScoped = sec.FamilyScoped || c.scope.Scoped(ep, t.Family, sec.Family)
+	}
 	opts := ipc.Options{
 		Endpoint: t.Endpoint,
 		MaxFrame: c.max,

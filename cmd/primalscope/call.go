@@ -191,6 +191,10 @@ func CheckJSON(data []byte) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return &JSONError{Line: 1, Column: 1, Msg: "empty input"}
 	}
+	if json.Valid(data) {
+		// One pass, nothing built: large params cost little before the call.
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

@@ -62,14 +62,17 @@ func (a *app) caps(ctx context.Context, arg string, asJSON bool, jq jqFlag) erro
 	if asJSON {
 		return a.encodeJSON(a.io.out, capsDoc{Target: t.Name, Endpoint: t.Endpoint.String(), Description: d}, true)
 	}
-	a.printCaps(a.io.out, t, d)
+	a.printCaps(a.io.out, t, d, conn.Transport())
 	if d.Capabilities == nil {
 		return &quietError{code: exitPeer, err: fmt.Errorf("%s: no capabilities", t.Name)}
 	}
 	return nil
 }
 
-func (a *app) printCaps(w io.Writer, t target, d *discovery.Description) {
+// printCaps prints a description; session is what the connection put on
+// the wire ("unix+btsp(chacha20-poly1305 negotiated)"), shown for BTSP
+// sessions and cleartext sent on purpose.
+func (a *app) printCaps(w io.Writer, t target, d *discovery.Description, session string) {
 	s := render.Sanitize
 	caps := d.Capabilities
 	var head []string
@@ -106,6 +109,9 @@ func (a *app) printCaps(w io.Writer, t target, d *discovery.Description) {
 	}
 	fmt.Fprintln(w, strings.Join(head, " · "))
 	fmt.Fprintf(w, "endpoint  %s\n", s(t.Endpoint.String()))
+	if strings.Contains(session, "+btsp(") || strings.Contains(session, "CLEARTEXT") {
+		fmt.Fprintf(w, "session   %s\n", s(session))
+	}
 	if d.Health != nil {
 		state := "not alive"
 		if d.Health.Alive {

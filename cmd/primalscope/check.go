@@ -97,6 +97,9 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 		return err
 	}
 	stale := d.Prober().Options().StaleTimeout
+	// The calls below speak as the prober does (the seed, the prefix mode,
+	// the endpoint memory); family-scoped targets get nothing in cleartext.
+	sec := d.Prober().Options().Security
 	if callAll {
 		n := 0
 		for _, t := range selected {
@@ -110,7 +113,7 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	for _, t := range selected {
 		opts := discovery.AuditOptions{}
 		if callAll && t.State() == discovery.StateLive && t.Probe.Capabilities != nil {
-			calls, err := discovery.CallAll(ctx, t, max(stale, 2*time.Second))
+			calls, err := discovery.CallAll(ctx, t, max(stale, 2*time.Second), sec)
 			if err != nil {
 				fmt.Fprintln(a.io.err, "primalscope: "+render.Sanitize(err.Error()))
 			} else {
@@ -143,7 +146,7 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 			caps = append(caps, dom)
 		}
 		for _, c := range caps {
-			for _, r := range discovery.AskProviders(ctx, snap.Targets, c, stale) {
+			for _, r := range discovery.AskProviders(ctx, snap.Targets, c, stale, sec) {
 				if !slices.Contains(g.Registered, r.PrimalID) {
 					g.Registered = append(g.Registered, r.PrimalID)
 				}

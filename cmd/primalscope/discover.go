@@ -286,5 +286,5 @@ func (a *app) lookupWide(arg string) (target, bool) {
 	if err != nil {
 		return target{}, false
 	}
-	return target{Arg: arg, Name: arg, Endpoint: t.Endpoint}, true
+	return target{Arg: arg, Name: arg, Endpoint: t.Endpoint, Family: t.Family}, true
 }

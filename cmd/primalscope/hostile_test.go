@@ -149,6 +149,12 @@ func floodBytes(n int, method string) []byte {
 	return b.Bytes()
 }
 
+// neverReadParams are params a peer that never reads cannot take in (see
+// ipctest.NeverReadSize), so the write blocks.
+func neverReadParams() string {
+	return `{"blob":"` + strings.Repeat("x", ipctest.NeverReadSize()) + `"}`
+}
+
 func hostilePeers() []hostilePeer {
 	noAnswer := want{exitTimeout, "no answer within"}
 	return []hostilePeer{
@@ -197,7 +203,7 @@ func hostilePeers() []hostilePeer {
 			call: want{exitOK, `"test.echo"`}, caps: want{exitOK, "echo"},
 			ls: "live", check: "level 2", tail: "flood.event"},
 		{name: "neverread", cfg: with(ipctest.Behavior{NeverRead: true}),
-			params:  `{"blob":"` + strings.Repeat("x", 1<<20) + `"}`,
+			params:  neverReadParams(),
 			timeout: "1s", // checking the params comes out of --timeout too
 			call:    want{exitTimeout, "did not read the request"}, caps: noAnswer, ls: "stale", check: "not judged: stale"},
 	}
@@ -353,7 +359,7 @@ func TestHostileMessagesNameTheCause(t *testing.T) {
 			}},
 		{"neverread says the request was not taken", with(ipctest.Behavior{NeverRead: true})(),
 			func(path, _ string) []string {
-				return []string{"call", "--no-history", "--timeout", "1s", path, "test.echo", `{"blob":"` + strings.Repeat("x", 1<<20) + `"}`}
+				return []string{"call", "--no-history", "--timeout", "1s", path, "test.echo", neverReadParams()}
 			},
 			func(r result) bool {
 				return r.code == exitTimeout && (strings.Contains(r.stderr, "not read") || strings.Contains(r.stderr, "not reading") || strings.Contains(r.stderr, "sent"))

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,15 +56,17 @@ func TestLsDemo(t *testing.T) {
 		byName[tg.Name] = append(byName[tg.Name], tg.State+" "+strings.Join(tg.Aliases, ",")+" "+strings.Join(srcs, ","))
 	}
 	want := map[string]string{
-		"rhizocrypt":    "live dag neural-api,socket-dir,socket-registry,songbird,symlink",
+		// Without a seed the family-scoped Neural API is not asked (nothing
+		// in cleartext): it is no source.
+		"rhizocrypt":    "live dag socket-dir,socket-registry,songbird,symlink",
 		"squirrel":      "live ai socket-dir,socket-registry,songbird,symlink",
-		"nestgate":      "live  manifest,neural-api,socket-dir,songbird",
+		"nestgate":      "live  manifest,socket-dir,songbird",
 		"toadstool":     "live  songbird",
 		"lostprimal":    "stale  socket-dir",
 		"floatmail":     "live  lean",
 		"beardog.tarpc": "unprobed  socket-dir",
 		"songbird":      "live  socket-dir,songbird",
-		"neural-api":    "live  socket-dir",
+		"neural-api":    "btsp  socket-dir", // family-scoped by name: no cleartext probe without a seed
 	}
 	for n, w := range want {
 		got := byName[n]
@@ -73,6 +76,25 @@ func TestLsDemo(t *testing.T) {
 	}
 	if len(byName["beardog"]) != 2 { // beardog.sock and the family-scoped socket
 		t.Errorf("beardog: %q", byName["beardog"])
+	}
+	// With the seed, the Neural API is probed and asked through BTSP.
+	r = runCLI(t, map[string]string{"FAMILY_SEED": eco.Seed(), "HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir()}, "",
+		"ls", "--socket-dir", eco.Dir, "--json", "--stale", "3s", "--no-proc")
+	doc = lsDocT{}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); r.code != 0 || err != nil {
+		t.Fatalf("ls with the seed: exit %d %v\n%s", r.code, err, r.stderr)
+	}
+	for _, tg := range doc.Targets {
+		var srcs []string
+		for _, s := range tg.Sources {
+			srcs = append(srcs, s.Source)
+		}
+		if (tg.Name == "rhizocrypt" || tg.Name == "nestgate") && !slices.Contains(srcs, "neural-api") {
+			t.Errorf("with the seed, %s: sources %q, want neural-api among them", tg.Name, srcs)
+		}
+		if tg.Name == "neural-api" && tg.State != "live" {
+			t.Errorf("with the seed, neural-api is %s", tg.State)
+		}
 	}
 
 	// The table fits the terminal.

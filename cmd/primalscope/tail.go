@@ -118,6 +118,8 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 			}
 			opts.Trace = trace
 			opts.IncomingBuffer = 256
+			// Each source is decided on its own: base was made for no target.
+			opts.Security.FamilyScoped = opts.Security.FamilyScoped || a.familyScoped(s.Endpoint)
 			return ipc.Dial(ctx, s.Endpoint, opts)
 		},
 	}

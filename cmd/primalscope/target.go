@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/charmbracelet/colorprofile"
 
@@ -21,6 +23,9 @@ type target struct {
 	Arg      string       // as the user typed it
 	Name     string       // the name it was resolved by, or the endpoint
 	Endpoint ipc.Endpoint // where it lives
+	// Family is the family id the name was resolved with (Arg-<family>.sock)
+	// or that discovery split from it: it says the socket is family-scoped.
+	Family string
 }
 
 // familyID is --family, else $FAMILY_ID / $BIOMEOS_FAMILY_ID.
@@ -58,7 +63,12 @@ func (a *app) resolve(arg string) (target, error) {
 		}
 		return target{}, err
 	}
-	return target{Arg: arg, Name: arg, Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: path}}, nil
+	t := target{Arg: arg, Name: arg, Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: path}}
+	// NAME resolved to NAME-<family>.sock: split as discovery does, with
+	// NAME as one more known primal (a longer known name still wins:
+	// "neural" finding neural-api.sock is no family "api").
+	_, t.Family = discovery.NewFamilyMatcher([]string{arg}).Split(strings.TrimSuffix(filepath.Base(path), ".sock"))
+	return t, nil
 }
 
 // options returns the ipc options the global flags ask for.
@@ -74,6 +84,7 @@ func (a *app) options(t target) (ipc.Options, error) {
 	if err != nil {
 		return ipc.Options{}, err
 	}
+	sec.FamilyScoped = sec.FamilyScoped || a.familyScoped(t.Endpoint, t.Family)
 	return ipc.Options{Wire: w, MaxFrame: a.maxFrame, Endpoint: t.Name, Security: sec}, nil
 }
 

@@ -3,25 +3,60 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/pflag"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
+	"github.com/ecoPrimals/primalscope/render"
 )
 
 // securityState is what the BTSP and prefix flags resolve to, once per run:
 // the seed is read once and the endpoint memory opened once.
 type securityState struct {
 	sec ipc.Security
+	w   *warnings
+}
+
+// warnings prints the secure dial path's warnings on stderr, each once per
+// run; the TUI silences them (they are in its trace, and stderr would
+// spoil its screen).
+type warnings struct {
+	mu    sync.Mutex
+	out   io.Writer
+	quiet bool
+	seen  map[string]bool
+}
+
+func (w *warnings) warn(msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.quiet || w.seen[msg] {
+		return
+	}
+	w.seen[msg] = true
+	fmt.Fprintln(w.out, "primalscope: WARNING: "+render.SanitizeMultiline(msg))
+}
+
+// quietWarnings stops the secure dial path's warnings from reaching
+// stderr (the TUI shows them in its trace).
+func (a *app) quietWarnings() {
+	if a.sec != nil {
+		a.sec.w.mu.Lock()
+		a.sec.w.quiet = true
+		a.sec.w.mu.Unlock()
+	}
 }
 
 // securityFlags adds the global BTSP and riboCipher flags.
 func (a *app) securityFlags(pf *pflag.FlagSet) {
 	pf.StringVar(&a.seedFile, "family-seed-file", "", "read the BTSP family seed from this file (mode 0600; default: $FAMILY_SEED)")
-	pf.StringVar(&a.prefix, "prefix", "auto", "riboCipher first-byte signal on sockets: auto (send EC 01, fall back and remember), on or off")
-	pf.StringVar(&a.btspCipher, "btsp-cipher", "chacha20_poly1305", "BTSP cipher to ask for: chacha20_poly1305, null, hmac_plain or negotiate (null then the btsp.negotiate upgrade)")
+	pf.StringVar(&a.prefix, "prefix", "auto", "riboCipher first-byte signal on sockets: auto (raw JSON first; EC 01 once the peer answered -32002, remembered per endpoint), on or off")
+	pf.StringVar(&a.btspCipher, "btsp-cipher", "auto", "BTSP session to insist on: auto (encrypted, server authenticated: btsp.negotiate or length-prefixed with server_proof), chacha20_poly1305, hmac_plain, negotiate, or null (cleartext on purpose)")
 }
 
 // security resolves the BTSP and prefix flags: the family seed from
@@ -39,7 +74,11 @@ func (a *app) security() (ipc.Security, error) {
 	if err != nil {
 		return ipc.Security{}, usageErr(fmt.Errorf("--btsp-cipher: %w", err))
 	}
-	sec := ipc.Security{Cipher: cipher, Negotiate: negotiate, Prefix: mode, Family: a.familyID()}
+	w := &warnings{out: a.io.err, seen: map[string]bool{}}
+	sec := ipc.Security{Cipher: cipher, Negotiate: negotiate, Prefix: mode, Family: a.familyID(), Warn: w.warn}
+	if sec.Cipher == btsp.CipherNull && !negotiate {
+		fmt.Fprintln(a.io.err, "primalscope: WARNING: --btsp-cipher null: BTSP sessions (and, without a family seed, family-scoped sockets) carry calls in CLEARTEXT")
+	}
 	switch {
 	case a.seedFile != "":
 		s, err := btsp.ReadSeedFile(a.seedFile)
@@ -55,8 +94,17 @@ func (a *app) security() (ipc.Security, error) {
 		sec.Seed = ipc.NewSeed(a.getenv("FAMILY_SEED"))
 	}
 	sec.Memory = a.endpointMemory()
-	a.sec = &securityState{sec: sec}
+	a.sec = &securityState{sec: sec, w: w}
 	return sec, nil
+}
+
+// familyScoped reports whether an endpoint's name (with the given family
+// ids, FAMILY_ID and those of its directory), or the directory it is in,
+// says it is family-scoped (so it gets nothing in cleartext, even on
+// first contact without FAMILY_ID): the one decision discovery, the prober
+// and the TUI make too (discovery.FamilyScoped).
+func (a *app) familyScoped(ep ipc.Endpoint, families ...string) bool {
+	return discovery.FamilyScoped(ep, append(families, a.familyID())...)
 }
 
 // endpointMemory opens the per-endpoint memory kept for the one-shot CLI in

@@ -155,7 +155,10 @@ func TestCallPrefixModes(t *testing.T) {
 		{rejected, "auto", 0, ""},
 		{rejected, "off", 0, ""},
 		{rejected, "on", -1, "-32700"}, // the error answers the call (1) or the close wins the race (3)
-		{dropped, "auto", 0, ""},
+		// A silent drop proves nothing: not resent, exit 3 with a hint.
+		{dropped, "auto", 3, "--prefix on"},
+		{dropped, "on", 0, ""},
+		{dropped, "auto", 0, ""}, // the answer to --prefix on was remembered
 		{dropped, "off", 3, "closed"},
 	} {
 		r := runCLI(t, env, "", "call", "--no-history", "--prefix", tc.mode, tc.path, "health.liveness")

@@ -54,6 +54,7 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return err
 	}
 	cfg.Security, cfg.CanBTSP = sec, a.seedFile != "" || a.getenv("FAMILY_SEED") != ""
+	a.quietWarnings() // the trace shows them; stderr would spoil the screen
 	// The same discovery as ls: the config file's targets, the process
 	// table's buses, and family-scoped sockets probed through BTSP.
 	d, err := a.discoverer(discoverFlags{}, nil)

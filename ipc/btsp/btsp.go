@@ -80,6 +80,19 @@ const (
 	CipherHMACPlain Cipher = "hmac_plain"
 )
 
+// Strength orders ciphers by protection: null (0) < hmac_plain (1) <
+// chacha20_poly1305 (2). A server that chooses a cipher weaker than the one a
+// client asked for fails the client's handshake.
+func (c Cipher) Strength() int {
+	switch c {
+	case CipherChaCha20Poly1305:
+		return 2
+	case CipherHMACPlain:
+		return 1
+	}
+	return 0
+}
+
 // NegotiatedCipher is the only cipher name btsp.negotiate upgrades to (hyphen).
 const NegotiatedCipher = "chacha20-poly1305"
 

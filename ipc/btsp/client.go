@@ -25,8 +25,11 @@ type ClientConfig struct {
 	// Cipher is the preferred cipher; "" means CipherNull. The server decides.
 	Cipher Cipher
 	// Negotiate asks, after a JSON-line handshake that settled on the null
-	// cipher, for a btsp.negotiate upgrade to chacha20-poly1305. A server that
-	// answers "cipher":"null" or an error leaves the session plaintext NDJSON.
+	// cipher, for a btsp.negotiate upgrade to chacha20-poly1305, whose keys
+	// come from the handshake key (so they authenticate the server). Anything
+	// else (a refusal, "cipher":"null", a handshake cipher other than null, the
+	// length-prefixed framing) fails the handshake with reason
+	// negotiate_refused: the session never silently stays plaintext.
 	Negotiate bool
 	// Prefix sends the riboCipher bytes (EC 03 for JSON-line, EC 02 for
 	// length-prefixed) before the hello.
@@ -140,6 +143,10 @@ func clientHandshake(ctx context.Context, conn net.Conn, cfg ClientConfig) (*Ses
 		}
 		h.note("server proof verified")
 	}
+	if c.Cipher.Strength() < ParseCipher(string(pref)).Strength() {
+		return nil, &HandshakeError{Reason: ReasonWeakerCipher, Step: "completion",
+			Detail: fmt.Sprintf("the server chose %s, weaker than the %s asked for", sanitize(c.CipherName), pref)}
+	}
 	sid := c.SessionID
 	if sid == "" {
 		sid = sh.SessionID
@@ -163,12 +170,15 @@ func clientHandshake(ctx context.Context, conn net.Conn, cfg ClientConfig) (*Ses
 	if err := s.setCipher(c.Cipher, shared); err != nil {
 		return nil, err
 	}
+	s.serverAuth = cfg.Framing == LengthPrefixed // server_proof verified above
 	h.note("handshake complete: " + s.Describe())
 
 	if cfg.Negotiate {
 		if cfg.Framing != JSONLine || c.Cipher != CipherNull {
-			h.note("btsp.negotiate skipped: it only upgrades a JSON-line null-cipher session")
-		} else if err := clientNegotiate(h, s, hk); err != nil {
+			return nil, &HandshakeError{Reason: ReasonNegotiateRefused, Step: "negotiate",
+				Detail: fmt.Sprintf("btsp.negotiate only upgrades a JSON-line null-cipher session (this one is %s, cipher %s)", cfg.Framing, sanitize(c.CipherName))}
+		}
+		if err := clientNegotiate(h, s, hk); err != nil {
 			return nil, err
 		}
 	}
@@ -232,12 +242,16 @@ func clientNegotiate(h *hsConn, s *Session, hk []byte) error {
 			continue
 		}
 		if m.Error != nil {
-			h.note(fmt.Sprintf("btsp.negotiate refused (%d %s): staying plaintext NDJSON", m.Error.Code, sanitize(m.Error.Message)))
-			return nil
+			return &HandshakeError{Reason: ReasonNegotiateRefused, Step: step, FromPeer: true,
+				Detail: fmt.Sprintf("the server answered error %d %q", m.Error.Code, sanitize(m.Error.Message))}
 		}
 		if m.Result == nil || m.Result.Cipher != NegotiatedCipher {
-			h.note("server kept cipher null: staying plaintext NDJSON")
-			return nil
+			name := ""
+			if m.Result != nil {
+				name = m.Result.Cipher
+			}
+			return &HandshakeError{Reason: ReasonNegotiateRefused, Step: step, FromPeer: true,
+				Detail: fmt.Sprintf("the server kept cipher %q: the session would stay plaintext", sanitize(name))}
 		}
 		sn, ok := decodeB64(m.Result.ServerNonce)
 		if !ok || len(sn) != 32 {
@@ -268,6 +282,7 @@ func (s *Session) upgradeNegotiated(rk, wk []byte) error {
 	s.rmode, s.wmode = modeRandomAEAD, modeRandomAEAD
 	s.infoMu.Lock()
 	s.cipher, s.negotiated = CipherChaCha20Poly1305, true
+	s.serverAuth = !s.isServer // keys from the handshake key: only a seed holder can use them
 	s.infoMu.Unlock()
 	return nil
 }

@@ -27,6 +27,17 @@ const (
 	ReasonTimeout = "timeout"
 	// ReasonIO: reading or writing the connection failed (Err says how).
 	ReasonIO = "io"
+	// ReasonWeakerCipher: the server chose a cipher weaker than the one asked
+	// for (null < hmac_plain < chacha20_poly1305).
+	ReasonWeakerCipher = "weaker_cipher"
+	// ReasonNegotiateRefused: btsp.negotiate was asked for (ClientConfig.Negotiate)
+	// and the server refused it, kept the null cipher, or chose a handshake
+	// cipher that the upgrade does not apply to.
+	ReasonNegotiateRefused = "negotiate_refused"
+	// ReasonKeyConfirmation: the first frame of a session whose keys come from
+	// the handshake key (btsp.negotiate) does not authenticate, so the server
+	// does not hold the family seed.
+	ReasonKeyConfirmation = "key_confirmation"
 )
 
 // HandshakeError is a failed BTSP handshake. Tell a wrong seed apart with

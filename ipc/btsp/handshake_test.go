@@ -132,6 +132,9 @@ func TestHandshakeMatrix(t *testing.T) {
 				if cs.Cipher() != wantCipher || cs.Negotiated() != c.negotiate {
 					t.Errorf("client cipher %s negotiated %v", cs.Cipher(), cs.Negotiated())
 				}
+				if wantAuth := c.negotiate || c.framing == LengthPrefixed; cs.ServerAuthenticated() != wantAuth || ss.ServerAuthenticated() {
+					t.Errorf("client says server authenticated %v, want %v (server side %v)", cs.ServerAuthenticated(), wantAuth, ss.ServerAuthenticated())
+				}
 				if c.negotiate && (ss.Cipher() != CipherChaCha20Poly1305 || !ss.Negotiated()) {
 					t.Errorf("server cipher %s negotiated %v after the exchange", ss.Cipher(), ss.Negotiated())
 				}
@@ -290,30 +293,53 @@ func TestServerForcesCipherAndFallbacks(t *testing.T) {
 	}
 }
 
-func TestNegotiateRefusedStaysPlaintext(t *testing.T) {
-	cs, ss, cerr, serr := handshake(t, ClientConfig{Seed: testSeed, Negotiate: true},
-		ServerConfig{Seed: testSeed, NoNegotiate: true}, 3)
-	if cerr != nil || serr != nil {
-		t.Fatalf("%v %v", cerr, serr)
-	}
-	if cs.Cipher() != CipherNull || cs.Negotiated() {
-		t.Fatalf("cipher %s negotiated %v", cs.Cipher(), cs.Negotiated())
-	}
-	if ss.Negotiated() {
-		t.Error("server says negotiated")
+// TestNegotiateRefusedFails: a server that keeps the null cipher (or refuses
+// the upgrade for a short seed) fails a client that asked for btsp.negotiate:
+// the session never silently stays plaintext.
+func TestNegotiateRefusedFails(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		seed []byte
+		scfg ServerConfig
+	}{
+		{"kept-null", testSeed, ServerConfig{Seed: testSeed, NoNegotiate: true}},
+		{"short-seed", []byte("short-seed"), ServerConfig{Seed: []byte("short-seed")}},
+		{"handshake-chacha", testSeed, ServerConfig{Seed: testSeed, Cipher: CipherChaCha20Poly1305}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, _, cerr, _ := handshake(t, ClientConfig{Seed: tc.seed, Negotiate: true}, tc.scfg, 1)
+			wantReason(t, cerr, ReasonNegotiateRefused)
+			if cs != nil {
+				t.Fatal("a session was returned")
+			}
+		})
 	}
 }
 
-func TestNegotiateShortSeedStaysPlaintext(t *testing.T) {
-	seed := []byte("short-seed")
-	cs, ss, cerr, serr := handshake(t, ClientConfig{Seed: seed, Negotiate: true}, ServerConfig{Seed: seed}, 2)
-	if cerr != nil || serr != nil {
-		t.Fatalf("%v %v", cerr, serr)
+// TestWeakerCipherFails: a server choosing a weaker cipher than asked fails
+// the handshake; a stronger one is accepted.
+func TestWeakerCipherFails(t *testing.T) {
+	for _, tc := range []struct {
+		pref, force Cipher
+		ok          bool
+	}{
+		{CipherChaCha20Poly1305, CipherNull, false},
+		{CipherChaCha20Poly1305, CipherHMACPlain, false},
+		{CipherHMACPlain, CipherNull, false},
+		{CipherHMACPlain, CipherChaCha20Poly1305, true},
+		{CipherNull, CipherHMACPlain, true},
+	} {
+		for _, f := range []Framing{JSONLine, LengthPrefixed} {
+			_, _, cerr, _ := handshake(t, ClientConfig{Seed: testSeed, Framing: f, Cipher: tc.pref},
+				ServerConfig{Seed: testSeed, Cipher: tc.force}, 0)
+			if tc.ok && cerr != nil {
+				t.Errorf("%s: asked %s, got %s: %v", f, tc.pref, tc.force, cerr)
+			}
+			if !tc.ok {
+				wantReason(t, cerr, ReasonWeakerCipher)
+			}
+		}
 	}
-	if cs.Negotiated() {
-		t.Fatal("negotiated with a 10-byte seed")
-	}
-	_ = ss
 }
 
 func TestServerAnswersNegotiateOnOtherPathsWithNull(t *testing.T) {

@@ -56,7 +56,11 @@ func (h *hsConn) read(step string) ([]byte, error) {
 		if h.framing == LengthPrefixed {
 			msg, err = readLP(h.r, MaxHandshakeMessage, 0)
 		} else {
-			msg, err = readLine(h.r, MaxHandshakeMessage)
+			var cut bool
+			msg, cut, err = readLineCut(h.r, MaxHandshakeMessage)
+			if err == nil && cut {
+				return nil, &HandshakeError{Reason: ReasonClosedWithoutWord, Step: step, Detail: "the peer closed the connection in the middle of a message"}
+			}
 		}
 		if err != nil {
 			var big *FrameTooLargeError

@@ -75,6 +75,7 @@ type Session struct {
 	sessionID  string
 	cipher     Cipher
 	negotiated bool
+	serverAuth bool // client side: the server proved it holds the seed
 
 	closeOnce sync.Once
 	closeErr  error
@@ -147,6 +148,18 @@ func (s *Session) Negotiated() bool {
 	s.infoMu.Lock()
 	defer s.infoMu.Unlock()
 	return s.negotiated
+}
+
+// ServerAuthenticated reports, on a client session, whether the server has
+// proved it holds the family seed: its server_proof verified (length-prefixed
+// handshake), or the btsp.negotiate upgrade, whose keys come from the
+// handshake key (proved by the server's first frame, which nobody without the
+// seed can make authenticate). A JSON-line handshake alone proves nothing
+// about the server: it reports false. Always false on a server session.
+func (s *Session) ServerAuthenticated() bool {
+	s.infoMu.Lock()
+	defer s.infoMu.Unlock()
+	return s.serverAuth
 }
 
 // Framing is the handshake's framing.
@@ -377,11 +390,18 @@ func (s *Session) encode(p []byte) ([]byte, error) {
 // "\r\n"), returning it without the terminator. A last line without "\n"
 // before EOF is returned as a line. It never buffers more than limit+2 bytes.
 func readLine(r *bufio.Reader, limit int64) ([]byte, error) {
+	line, _, err := readLineCut(r, limit)
+	return line, err
+}
+
+// readLineCut is readLine that also reports whether the line was cut short
+// by EOF (no "\n" at its end).
+func readLineCut(r *bufio.Reader, limit int64) (line []byte, cut bool, err error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if int64(len(buf))+int64(len(chunk)) > limit+2 {
-			return nil, &FrameTooLargeError{Limit: limit, Size: -1}
+			return nil, false, &FrameTooLargeError{Limit: limit, Size: -1}
 		}
 		if need := len(buf) + len(chunk); need > cap(buf) {
 			// Double, so a long line costs about twice its size in total.
@@ -402,17 +422,18 @@ func readLine(r *bufio.Reader, limit int64) ([]byte, error) {
 			continue
 		case io.EOF:
 			if len(buf) == 0 {
-				return nil, io.EOF
+				return nil, false, io.EOF
 			}
+			cut = true
 		default:
-			return nil, err
+			return nil, false, err
 		}
 		buf = bytes.TrimSuffix(buf, []byte("\n"))
 		buf = bytes.TrimSuffix(buf, []byte("\r"))
 		if int64(len(buf)) > limit {
-			return nil, &FrameTooLargeError{Limit: limit, Size: -1}
+			return nil, false, &FrameTooLargeError{Limit: limit, Size: -1}
 		}
-		return buf, nil
+		return buf, cut, nil
 	}
 }
 

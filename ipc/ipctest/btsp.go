@@ -29,10 +29,11 @@ func BTSPGate(cfg btsp.ServerConfig, cleartext bool) func(net.Conn, *bufio.Reade
 			return nil, false
 		}
 		if btsp.IsHandshakeStart(first) {
-			cfg.Reader = r
+			cc := cfg // per connection: connections are served concurrently
+			cc.Reader = r
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			s, err := btsp.Server(ctx, c, cfg)
+			s, err := btsp.Server(ctx, c, cc)
 			if err != nil {
 				return nil, false
 			}
