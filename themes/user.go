@@ -16,7 +16,6 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/BurntSushi/toml"
-	"github.com/alecthomas/chroma/v2"
 )
 
 // MaxThemeFileSize bounds a user theme file; larger files are rejected.
@@ -211,13 +210,13 @@ func ParseColor(s string) (color.Color, error) {
 
 // ParseTokenStyle parses a chroma style entry such as "bold #ff0000 bg:#000000".
 func ParseTokenStyle(s string) (TokenStyle, error) {
-	e, err := chroma.ParseStyleEntry(s)
+	e, err := parseStyleEntry(s)
 	if err != nil {
 		return TokenStyle{}, fmt.Errorf("bad style %q: %w", s, err)
 	}
 	ts := fromEntry(e)
-	if e.Background.IsSet() {
-		ts.Bg = chromaColour(e.Background)
+	if e.Background.isSet() {
+		ts.Bg = rgbOf(e.Background)
 	}
 	return ts, nil
 }
