@@ -16,8 +16,8 @@
 # method answers about 10 MB of small objects (numbers, booleans, nulls,
 # strings).
 #
-# Rows (hyperfine medians; each comparison is one hyperfine call, so the
-# commands of a row share the machine's load):
+# Rows (medians of hyperfine runs; the commands of a comparison are timed in
+# interleaved rounds, so they share the machine's load as it drifts):
 #   1. one-shot `call health.liveness` against `printf ... | socat`;
 #   2. the 10 MB answer printed with --color always against `jq -C .` on the
 #      same bytes (the peer's answer saved to a file);
@@ -25,7 +25,7 @@
 #   4. `ls` over 200 sockets (100 live, 50 stale, 50 dead).
 # Rows 1-3 are printed for the default path first and for --no-history as a
 # second, labelled row. A command that fails its check before timing (it
-# exits non-zero, or takes more than 5 s) is reported as failing, not timed;
+# exits non-zero, or takes more than 60 s) is reported as failing, not timed;
 # the call rows are then also timed with --prefix off, labelled as not the
 # default path, so the start-up cost can still be followed.
 #
@@ -92,19 +92,22 @@ bigsize=$(wc -c <"$work/big.json")
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "primalscope: $built"
 echo "peer: bench/ndjsonpeer (raw NDJSON, skips unparseable lines); 10 MB answer: ${bigsize} bytes on the wire"
-echo "runs: $RUNS per command (hyperfine medians; shell start-up subtracted by hyperfine)"
+echo "runs: about $RUNS per command, in interleaved rounds of 3 (hyperfine; medians; shell start-up subtracted by hyperfine)"
 echo
 
-# works CMD: the command exits 0 within 5 s (checked once before timing).
-works() { timeout 5 sh -c "$1" >/dev/null 2>"$work/check.err"; }
-# median of command N (0-based) of a hyperfine JSON export, in ms
-median() { jq -r ".results[$2].median * 1000" "$1"; }
+# works CMD: the command exits 0 within 60 s (checked once before timing).
+works() { timeout 60 sh -c "$1" >/dev/null 2>"$work/check.err"; }
+# median of a file of times in seconds, printed in ms
+median_ms() { sort -g "$1" | awk '{a[NR]=$1} END {printf "%.2f", a[int((NR+1)/2)] * 1000}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 row() { printf '%-52s %9.1f ms  %-10s %9.1f ms  %6sx\n' "$1" "$2" "$3" "$4" "$(ratio "$2" "$4")"; }
 
-# compare LABEL... REF_NAME REF_CMD : hyperfine over the labelled primalscope
-# commands (pairs "label" "cmd") and the reference, one call; prints a row
-# for each. A command that fails its check is reported and left out.
+# compare REF_NAME REF_CMD OUTPUT LABEL CMD [LABEL CMD ...]: times the
+# primalscope commands and the reference in rounds of 3 runs each (hyperfine,
+# one warm-up run per command and round, the order rotated every round) so
+# that all of them share the machine's load as it drifts, then prints the
+# median of all runs of each and its ratio to the reference's. A command
+# that fails its check is reported and left out.
 compare() {
   local ref_name=$1 ref_cmd=$2 output=$3; shift 3
   local labels=() cmds=()
@@ -112,17 +115,24 @@ compare() {
     if works "$2"; then labels+=("$1"); cmds+=("$2")
     else
       local rc=$?
-      printf '%-52s FAILS: exit %s%s\n' "$1" "$rc" "$( [ "$rc" = 124 ] && echo ' (still running after 5 s)' || echo ": $(tail -1 "$work/check.err")")"
+      printf '%-52s FAILS: exit %s%s\n' "$1" "$rc" "$( [ "$rc" = 124 ] && echo ' (still running after 60 s)' || echo ": $(tail -1 "$work/check.err")")"
     fi
     shift 2
   done
   [ ${#cmds[@]} -gt 0 ] || return 0
-  local js="$work/hf.json"
-  hyperfine -S sh --style none --output="$output" -w 3 -r "$RUNS" --export-json "$js" "${cmds[@]}" "$ref_cmd" >/dev/null 2>"$work/hf.err" ||
-    { echo "hyperfine failed: $(tail -3 "$work/hf.err")" >&2; return 0; }
-  local n=${#cmds[@]} ref i
-  ref=$(median "$js" "$n")
-  for i in $(seq 0 $((n - 1))); do row "${labels[$i]}" "$(median "$js" "$i")" "$ref_name" "$ref"; done
+  local all=("${cmds[@]}" "$ref_cmd") n k r
+  n=${#all[@]}
+  for k in $(seq 0 $((n - 1))); do : >"$work/times.$k"; done
+  for r in $(seq $(( (RUNS + 2) / 3 ))); do
+    local order=() list=()
+    for k in $(seq 0 $((n - 1))); do order+=($(( (k + r) % n ))); list+=("${all[$(( (k + r) % n ))]}"); done
+    hyperfine -S sh --style none --output="$output" -w 1 -r 3 --export-json "$work/hf.json" "${list[@]}" >/dev/null 2>"$work/hf.err" ||
+      { echo "hyperfine failed: $(tail -3 "$work/hf.err")" >&2; return 0; }
+    for k in $(seq 0 $((n - 1))); do jq -r ".results[$k].times[]" "$work/hf.json" >>"$work/times.${order[$k]}"; done
+  done
+  local ref
+  ref=$(median_ms "$work/times.$((n - 1))")
+  for k in $(seq 0 $((n - 2))); do row "${labels[$k]}" "$(median_ms "$work/times.$k")" "$ref_name" "$ref"; done
 }
 
 printf '%-52s %12s  %-10s %12s  %7s\n' "comparison" "primalscope" "reference" "" "ratio"
@@ -158,7 +168,8 @@ for _ in $(seq 200); do [ -s "$work/sockets.out" ] && break; sleep 0.05; done
 sdir=$(head -1 "$work/sockets.out")
 if [ -d "$sdir" ]; then
   hyperfine -N --style none --output=pipe -w 1 -r 5 -i --export-json "$work/ls.json" "$ps ls --socket-dir $sdir" >/dev/null 2>&1 &&
-    printf '%-52s %9.1f ms  (100 live, 50 stale, 50 dead; stale timeout default; 5 runs)\n' "ls over 200 sockets" "$(median "$work/ls.json" 0)"
+    jq -r '.results[0].times[]' "$work/ls.json" >"$work/times.ls" &&
+    printf '%-52s %9.1f ms  (100 live, 50 stale, 50 dead; stale timeout default; 5 runs)\n' "ls over 200 sockets" "$(median_ms "$work/times.ls")"
 fi
 
 echo
