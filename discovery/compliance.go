@@ -61,18 +61,24 @@ type AuditOptions struct {
 	Calls map[string]CallResult
 }
 
+// The naming rules, compiled on first use rather than at every start of
+// the binary (a one-shot call never audits).
 var (
-	methodNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
-	primalNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	methodNameRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
+	})
+	primalNameRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+	})
 )
 
 // ValidMethodName reports whether name follows the Semantic Method Naming
 // Standard: <domain>.<operation>, lowercase, dotted, underscores for words.
-func ValidMethodName(name string) bool { return methodNameRE.MatchString(name) }
+func ValidMethodName(name string) bool { return methodNameRE().MatchString(name) }
 
 // ValidPrimalName reports whether name is a canonical primal name:
 // lowercase, no spaces.
-func ValidPrimalName(name string) bool { return primalNameRE.MatchString(name) }
+func ValidPrimalName(name string) bool { return primalNameRE().MatchString(name) }
 
 // Audit judges a probed target against the Capability Wire Standard audit
 // checklist, level 1 to 3, point by point, plus naming rules,

@@ -4,8 +4,6 @@ import (
 	"embed"
 	"sort"
 	"strings"
-
-	"github.com/alecthomas/chroma/v2"
 )
 
 // The chroma styles, copied from github.com/alecthomas/chroma/v2/styles (MIT,
@@ -20,26 +18,25 @@ const chromaFallback = "swapoff"
 
 // chromaStyle parses the named chroma style (case-insensitive), or chroma's
 // fallback style when there is no such style.
-func chromaStyle(name string) *chroma.Style {
+func chromaStyle(name string) *ChromaStyle {
 	if s := loadChromaStyle(strings.ToLower(name)); s != nil {
 		return s
 	}
 	if s := loadChromaStyle(chromaFallback); s != nil {
 		return s
 	}
-	return chroma.MustNewStyle(chromaFallback, chroma.StyleEntries{chroma.Text: "#ffffff"})
+	return &ChromaStyle{Name: chromaFallback, entries: map[tokenType]StyleEntry{ttText: {Colour: parseChromaColour("#ffffff")}}}
 }
 
-func loadChromaStyle(name string) *chroma.Style {
+func loadChromaStyle(name string) *ChromaStyle {
 	if name == "" || strings.ContainsAny(name, "/\\") {
 		return nil
 	}
-	f, err := chromaXML.Open("chroma/" + name + ".xml")
+	data, err := chromaXML.ReadFile("chroma/" + name + ".xml")
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
-	s, err := chroma.NewXMLStyle(f)
+	s, err := parseChromaXML(data)
 	if err != nil {
 		return nil
 	}

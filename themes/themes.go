@@ -14,7 +14,6 @@ import (
 	"image/color"
 
 	"charm.land/lipgloss/v2"
-	"github.com/alecthomas/chroma/v2"
 )
 
 // TokenStyle is how one kind of JSON token is drawn.
@@ -82,7 +81,7 @@ type Theme struct {
 
 // Chroma returns the theme's chroma style (chroma's fallback style if the
 // name is unknown). The returned style is shared and must not be modified.
-func (t Theme) Chroma() *chroma.Style { return chromaStyle(t.ChromaStyle) }
+func (t Theme) Chroma() *ChromaStyle { return chromaStyle(t.ChromaStyle) }
 
 // Names of the built-in themes.
 const (
@@ -193,34 +192,34 @@ func HighContrast() Theme {
 // NameTag (chroma's JSON lexer), else NameAttribute, Name or Keyword; strings
 // from LiteralString; numbers from LiteralNumber; true, false and null from
 // KeywordConstant; punctuation from Punctuation; errors from Error.
-func JSONFromChroma(s *chroma.Style) JSONColors {
+func JSONFromChroma(s *ChromaStyle) JSONColors {
 	if s == nil {
 		s = chromaStyle(chromaFallback)
 	}
-	key := s.Get(chroma.Text)
-	for _, tt := range []chroma.TokenType{chroma.NameTag, chroma.NameAttribute, chroma.Name, chroma.Keyword} {
-		if s.Has(tt) && s.Get(tt).Colour.IsSet() {
-			key = s.Get(tt)
+	key := s.entry(ttText)
+	for _, tt := range []tokenType{ttNameTag, ttNameAttribute, ttName, ttKeyword} {
+		if s.has(tt) && s.entry(tt).Colour.isSet() {
+			key = s.entry(tt)
 			break
 		}
 	}
-	constant := s.Get(chroma.KeywordConstant)
+	constant := s.entry(ttKeywordConstant)
 	return JSONColors{
 		Key:    fromEntry(key),
-		String: fromEntry(s.Get(chroma.LiteralString)),
-		Number: fromEntry(s.Get(chroma.LiteralNumber)),
+		String: fromEntry(s.entry(ttLiteralString)),
+		Number: fromEntry(s.entry(ttLiteralNumber)),
 		True:   fromEntry(constant),
 		False:  fromEntry(constant),
 		Null:   fromEntry(constant),
-		Punct:  fromEntry(s.Get(chroma.Punctuation)),
-		Error:  errorStyle(s.Get(chroma.Error)),
+		Punct:  fromEntry(s.entry(ttPunctuation)),
+		Error:  errorStyle(s.entry(ttError)),
 	}
 }
 
-func errorStyle(e chroma.StyleEntry) TokenStyle {
+func errorStyle(e StyleEntry) TokenStyle {
 	ts := fromEntry(e)
-	if e.Background.IsSet() {
-		ts.Bg = chromaColour(e.Background)
+	if e.Background.isSet() {
+		ts.Bg = rgbOf(e.Background)
 	}
 	return ts
 }
@@ -228,20 +227,20 @@ func errorStyle(e chroma.StyleEntry) TokenStyle {
 // fromEntry converts one chroma style entry. The background is kept only
 // for error tokens' sake: chroma sets a page background on Background,
 // which is never copied here.
-func fromEntry(e chroma.StyleEntry) TokenStyle {
+func fromEntry(e StyleEntry) TokenStyle {
 	ts := TokenStyle{
-		Bold:      e.Bold == chroma.Yes,
-		Italic:    e.Italic == chroma.Yes,
-		Underline: e.Underline == chroma.Yes,
+		Bold:      e.Bold == yes,
+		Italic:    e.Italic == yes,
+		Underline: e.Underline == yes,
 	}
-	if e.Colour.IsSet() {
-		ts.Fg = chromaColour(e.Colour)
+	if e.Colour.isSet() {
+		ts.Fg = rgbOf(e.Colour)
 	}
 	return ts
 }
 
-func chromaColour(c chroma.Colour) color.Color {
-	return color.RGBA{R: c.Red(), G: c.Green(), B: c.Blue(), A: 0xff}
+func rgbOf(c chromaColour) color.Color {
+	return color.RGBA{R: c.red(), G: c.green(), B: c.blue(), A: 0xff}
 }
 
 // ChromaStyles lists the chroma style names a user theme may name.

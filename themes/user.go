@@ -12,10 +12,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"charm.land/lipgloss/v2"
 	"github.com/BurntSushi/toml"
-	"github.com/alecthomas/chroma/v2"
 )
 
 // MaxThemeFileSize bounds a user theme file; larger files are rejected.
@@ -103,7 +103,7 @@ func (f File) Theme(fallbackName string) (Theme, error) {
 	var errs []error
 	uiv := reflect.ValueOf(&t.UI).Elem()
 	for _, k := range sortedKeys(f.UI) {
-		fi, ok := uiFields[k]
+		fi, ok := uiFields()[k]
 		if !ok {
 			errs = append(errs, fmt.Errorf("ui.%s: no such colour", k))
 			continue
@@ -143,20 +143,30 @@ func sortedKeys(m map[string]string) []string {
 	return k
 }
 
-// uiFields maps snake_case names to UIColors field indexes.
-var uiFields = func() map[string]int {
+// uiFields maps snake_case names to UIColors field indexes. Built on first
+// use, not at start: a one-shot command that loads no user theme never pays
+// for it.
+var uiFields = sync.OnceValue(func() map[string]int {
 	m := map[string]int{}
 	t := reflect.TypeOf(UIColors{})
 	for i := 0; i < t.NumField(); i++ {
 		m[snake(t.Field(i).Name)] = i
 	}
 	return m
-}()
+})
 
-var camelBoundary = regexp.MustCompile(`([a-z])([A-Z])`)
-
+// snake turns a Go field name into snake_case: an underscore goes between a
+// lower-case ASCII letter and the upper-case one after it ("FocusBorder" ->
+// "focus_border", "URLText" -> "urltext"), then everything is lower-cased.
 func snake(s string) string {
-	return strings.ToLower(camelBoundary.ReplaceAllString(s, "${1}_${2}"))
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if i > 0 && s[i] >= 'A' && s[i] <= 'Z' && s[i-1] >= 'a' && s[i-1] <= 'z' {
+			b.WriteByte('_')
+		}
+		b.WriteByte(s[i])
+	}
+	return strings.ToLower(b.String())
 }
 
 func jsonField(j *JSONColors, k string) *TokenStyle {
@@ -181,12 +191,15 @@ func jsonField(j *JSONColors, k string) *TokenStyle {
 	return nil
 }
 
-var hexColour = regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+// hexColour matches "#rgb" and "#rrggbb"; compiled on first use.
+var hexColour = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^#(?:[0-9a-fA-F]{3}|[0-9a-fA-F]{6})$`)
+})
 
 // ParseColor parses "#rgb", "#rrggbb" or an ANSI colour index "0".."255".
 func ParseColor(s string) (color.Color, error) {
 	s = strings.TrimSpace(s)
-	if hexColour.MatchString(s) {
+	if hexColour().MatchString(s) {
 		return lipgloss.Color(s), nil
 	}
 	if n, err := strconv.Atoi(s); err == nil && n >= 0 && n <= 255 {
@@ -197,13 +210,13 @@ func ParseColor(s string) (color.Color, error) {
 
 // ParseTokenStyle parses a chroma style entry such as "bold #ff0000 bg:#000000".
 func ParseTokenStyle(s string) (TokenStyle, error) {
-	e, err := chroma.ParseStyleEntry(s)
+	e, err := parseStyleEntry(s)
 	if err != nil {
 		return TokenStyle{}, fmt.Errorf("bad style %q: %w", s, err)
 	}
 	ts := fromEntry(e)
-	if e.Background.IsSet() {
-		ts.Bg = chromaColour(e.Background)
+	if e.Background.isSet() {
+		ts.Bg = rgbOf(e.Background)
 	}
 	return ts, nil
 }

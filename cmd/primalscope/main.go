@@ -64,6 +64,7 @@ type app struct {
 func run(ctx context.Context, args []string, s *stdio, getenv func(string) string, environ []string) int {
 	a := &app{io: s, getenv: getenv, environ: environ}
 	root := a.rootCmd()
+	skipCompletionCmd(root, args)
 	root.SetArgs(args)
 	root.SetIn(s.in)
 	root.SetOut(s.out)
@@ -135,5 +136,26 @@ func argsFor(v cobra.PositionalArgs) cobra.PositionalArgs {
 			return usageErr(fmt.Errorf("%s: %w (see %s --help)", cmd.CommandPath(), err, cmd.CommandPath()))
 		}
 		return nil
+	}
+}
+
+// skipCompletionCmd spares a command line that starts with one of root's own
+// subcommands (call, ls, ...) the building of cobra's `completion` command,
+// which cobra otherwise does at every start: only the root reaches it (its
+// help, `completion` itself, shell completion requests). About 3 % of the
+// page faults of a one-shot call.
+func skipCompletionCmd(root *cobra.Command, args []string) {
+	if len(args) == 0 {
+		return
+	}
+	switch args[0] {
+	case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
+		return
+	}
+	for _, c := range root.Commands() {
+		if c.Name() == args[0] || c.HasAlias(args[0]) {
+			root.CompletionOptions.DisableDefaultCmd = true
+			return
+		}
 	}
 }
