@@ -85,7 +85,7 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	if err != nil {
 		return err
 	}
-	snap, err := d.Sweep(ctx, nil)
+	snap, cut, err := a.sweepWithin(ctx, d)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	doc := checkDoc{LevelRequired: level, CalledAll: callAll, Targets: []checkTarget{}, Below: []checkTarget{}}
 	for _, t := range selected {
 		opts := discovery.AuditOptions{}
-		if callAll && t.State() == discovery.StateLive && t.Probe.Capabilities != nil {
+		if callAll && !cut && t.State() == discovery.StateLive && t.Probe.Capabilities != nil {
 			calls, err := discovery.CallAll(ctx, t, max(stale, 2*time.Second), sec)
 			if err != nil {
 				fmt.Fprintln(a.io.err, "primalscope: "+render.Sanitize(err.Error()))
@@ -140,6 +140,9 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	// For each gap, ask the registries whether someone unreachable from
 	// here provides it (ipc.discover), by name and by domain.
 	for i := range doc.Composition.Gaps {
+		if cut {
+			break // no time left to ask the registries
+		}
 		g := &doc.Composition.Gaps[i]
 		caps := []string{g.Capability}
 		if dom, _, ok := strings.Cut(g.Capability, "."); ok {
@@ -170,6 +173,9 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 		}
 	} else {
 		a.printCheck(a.io.out, doc, len(snap.Targets))
+	}
+	if cut {
+		return a.cutShort(snap) // 4: not every target could be judged
 	}
 	if level > 0 && !doc.OK {
 		return &quietError{code: exitPeer, err: errors.New("below the required level")}

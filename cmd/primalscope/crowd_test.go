@@ -53,7 +53,11 @@ func TestCrowdCheck(t *testing.T) {
 	// another area's).
 	env := map[string]string{}
 	start := time.Now()
-	r := runCLILong(t, env, "--socket-dir="+dir, "check", "--json", "--level", "1")
+	// --timeout 60s: the default 10 s bounds the whole command, and this
+	// directory under -race on a loaded 2-core CI machine can take longer
+	// (without -race it takes a few seconds; BENCHMARKS.md). What a cut
+	// sweep prints is TestSweepCutByTimeout's.
+	r := runCLILong(t, env, "--socket-dir="+dir, "--timeout", "60s", "check", "--json", "--level", "1")
 	t.Logf("check took %v", time.Since(start).Round(time.Millisecond))
 	if r.code != 0 {
 		t.Errorf("check --level 1: exit %d: %s", r.code, r.stderr)
@@ -95,6 +99,63 @@ func TestCrowdCheck(t *testing.T) {
 	for _, p := range crowd.Silent {
 		if crowd.Accepted(p) == 0 {
 			t.Errorf("%s was never connected to", p)
+		}
+	}
+}
+
+// TestSweepCutByTimeout: ls and check are bounded by --timeout whole. When
+// hung sockets would keep the sweep past it, the sweep ends early enough to
+// print every target, the ones it could not judge as unknown (never stale,
+// never dropped), and the command exits 4 within the bound.
+func TestSweepCutByTimeout(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load: not in -short")
+	}
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	crowd, err := ipctest.StartCrowd(dir, 20, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer crowd.Close()
+	for _, cmd := range [][]string{{"ls", "--json"}, {"check", "--json"}} {
+		start := time.Now()
+		// --stale 5s: a hung socket's own probe would outlast --timeout.
+		r := runCLILong(t, map[string]string{}, append([]string{"--socket-dir=" + dir, "--timeout", "1s", "--stale", "5s"}, cmd...)...)
+		took := time.Since(start)
+		if r.code != exitTimeout || !strings.Contains(r.stderr, "--timeout (1s) ran out: 20 target(s)") {
+			t.Errorf("%s: exit %d, stderr %q; want 4 and the count of unjudged targets", cmd[0], r.code, r.stderr)
+		}
+		if took > 1*time.Second+1500*time.Millisecond { // the bound is 1s+200ms; slack for -race on a loaded machine
+			t.Errorf("%s took %v with --timeout 1s", cmd[0], took)
+		}
+		var doc struct {
+			Targets []struct {
+				Name   string `json:"name"`
+				Target string `json:"target"`
+				State  string `json:"state"`
+			} `json:"targets"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+			t.Fatalf("%s: %v: %.300s", cmd[0], err, r.stdout)
+		}
+		live, unknown := 0, 0
+		for _, x := range doc.Targets {
+			name := x.Name + x.Target
+			switch {
+			case strings.HasPrefix(name, "live") && x.State == "live":
+				live++
+			case strings.HasPrefix(name, "mute") && x.State == "unknown":
+				unknown++
+			default:
+				t.Errorf("%s: %s is %q", cmd[0], name, x.State)
+			}
+		}
+		if live != 20 || unknown != 20 {
+			t.Errorf("%s: %d live, %d unknown of 20 + 20", cmd[0], live, unknown)
 		}
 	}
 }

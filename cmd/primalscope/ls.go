@@ -79,10 +79,18 @@ func (a *app) ls(ctx context.Context, df discoverFlags, asJSON bool, jq jqFlag) 
 	if err != nil {
 		return err
 	}
-	snap, err := d.Sweep(ctx, nil)
+	snap, cut, err := a.sweepWithin(ctx, d)
 	if err != nil {
 		return err
 	}
+	if err := a.printLs(ctx, snap, asJSON, jq); err != nil || !cut {
+		return err
+	}
+	return a.cutShort(snap)
+}
+
+// printLs prints one sweep as ls does: a table, or one JSON document.
+func (a *app) printLs(ctx context.Context, snap *discovery.Snapshot, asJSON bool, jq jqFlag) error {
 	if asJSON {
 		doc := lsDoc{SocketDirs: snap.Dirs, TookMS: float64(snap.Took) / float64(time.Millisecond), Errors: snap.Errors, Targets: []lsTarget{}}
 		if doc.SocketDirs == nil {
