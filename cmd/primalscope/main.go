@@ -41,6 +41,7 @@ type app struct {
 	io      *stdio
 	getenv  func(string) string
 	environ []string
+	args    []string // the command line, as run got it
 
 	socketDirs  []string
 	family      string
@@ -62,13 +63,9 @@ type app struct {
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, args []string, s *stdio, getenv func(string) string, environ []string) int {
-	a := &app{io: s, getenv: getenv, environ: environ}
+	a := &app{io: s, getenv: getenv, environ: environ, args: args}
 	root := a.rootCmd()
-	skipCompletionCmd(root, args)
 	root.SetArgs(args)
-	root.SetIn(s.in)
-	root.SetOut(s.out)
-	root.SetErr(s.err)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return 0
@@ -123,7 +120,13 @@ More: primalscope help targets | exit-codes | config.`,
 	root.AddCommand(a.lsCmd(), a.checkCmd())
 	root.AddCommand(a.tailCmd())
 	a.holonFlags(root) // --insecure for wss://
-	a.shellFit(root)   // version, help topics, completion, usage errors (exit 2)
+	// The streams before shellFit: cobra's completion command, built there,
+	// keeps the writer it finds then.
+	root.SetIn(a.io.in)
+	root.SetOut(a.io.out)
+	root.SetErr(a.io.err)
+	skipCompletionCmd(root, a.args)
+	a.shellFit(root) // version, help topics, completion, usage errors (exit 2)
 	// --timeout bounds each one-shot command whole (deadline.go); keep last.
 	a.boundOneShot(root)
 	return root

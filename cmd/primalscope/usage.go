@@ -21,7 +21,9 @@ func usageEverywhere(root *cobra.Command) {
 	})
 	root.Args = unknownCommand
 	root.InitDefaultHelpCmd()
-	root.InitDefaultCompletionCmd()
+	if !root.CompletionOptions.DisableDefaultCmd { // see skipCompletionCmd
+		root.InitDefaultCompletionCmd()
+	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c != root && !c.Runnable() && c.HasSubCommands() {
