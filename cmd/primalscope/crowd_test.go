@@ -78,6 +78,9 @@ func TestCrowdCheck(t *testing.T) {
 	judged, stale, bad := 0, 0, 0
 	for _, ct := range doc.Targets {
 		live := strings.HasPrefix(ct.Target, "live")
+		if !live && !strings.HasPrefix(ct.Target, "mute") {
+			continue // a stdio bus of another process on this machine (found in /proc), not the crowd's
+		}
 		switch {
 		case live && ct.Judged && ct.State == "live" && ct.Level >= 1:
 			judged++
@@ -145,6 +148,9 @@ func TestSweepCutByTimeout(t *testing.T) {
 		live, unknown := 0, 0
 		for _, x := range doc.Targets {
 			name := x.Name + x.Target
+			if !strings.HasPrefix(name, "live") && !strings.HasPrefix(name, "mute") {
+				continue // a stdio bus of another process on this machine, not the crowd's
+			}
 			switch {
 			case strings.HasPrefix(name, "live") && x.State == "live":
 				live++
