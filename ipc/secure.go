@@ -388,7 +388,7 @@ func (d *secureDialer) established(s *btsp.Session, a attempt, pre bool) *secure
 	case !s.ServerAuthenticated():
 		d.warn("the server is NOT authenticated: a JSON-line handshake does not prove that the peer holds the family seed, so an impostor may read this session (" + desc + "); --btsp-cipher auto accepts only authenticated sessions")
 	}
-	sf := &secureFramer{d: d, desc: desc, keyConfirm: s.Negotiated()}
+	sf := &secureFramer{d: d, desc: desc, sess: s, keyConfirm: s.Negotiated()}
 	sf.setCur(s)
 	sf.settled.Store(true)
 	sf.closeCtx, sf.closeCancel = context.WithCancel(context.Background())
@@ -423,6 +423,7 @@ type secureFramer struct {
 	mu      sync.Mutex // guards everything below until settled
 	plan    plan
 	desc    string
+	sess    *btsp.Session // the BTSP session, nil for cleartext
 	tried   map[plan]bool
 	written [][]byte
 	wbytes  int
@@ -445,6 +446,25 @@ func (f *secureFramer) TransportDescription() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.desc
+}
+
+// SessionSecurity says what protects the connection: its BTSP session, or
+// cleartext to a BTSP endpoint on purpose; false for plain cleartext to an
+// endpoint that asked for nothing.
+func (f *secureFramer) SessionSecurity() (SessionSecurity, bool) {
+	var s *btsp.Session
+	if f.settled.Load() {
+		s = f.sess
+	} else {
+		f.mu.Lock()
+		s = f.sess
+		f.mu.Unlock()
+	}
+	if s == nil {
+		return SessionSecurity{}, f.d.forcedCleartext
+	}
+	return SessionSecurity{BTSP: true, Cipher: string(s.Cipher()), Negotiated: s.Negotiated(),
+		Encrypted: s.Encrypted(), Authenticated: s.ServerAuthenticated()}, true
 }
 
 // WriteFrame writes one message; before the connection is settled it is
@@ -678,13 +698,14 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
 	defer cancel()
 	var next Framer
 	var desc string
+	var sess *btsp.Session
 	switch act {
 	case actBTSP:
 		sf, err := d.handshake(ctx, d.facts())
 		if err != nil {
 			return fmt.Errorf("reconnecting with BTSP after the peer demanded it: %w", err)
 		}
-		next, desc = sf.load(), sf.desc
+		next, desc, sess = sf.load(), sf.desc, sf.sess
 		f.keyConfirm = sf.keyConfirm
 		sf.closeCancel()
 		// A BTSP session is not reopened again.
@@ -701,7 +722,7 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
 	}
 	old := f.load()
 	f.setCur(next)
-	f.desc = desc
+	f.desc, f.sess = desc, sess
 	_ = old.Close()
 	for _, w := range f.written {
 		if err := next.WriteFrame(w); err != nil && !isPeerGone(err) {

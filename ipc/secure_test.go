@@ -137,16 +137,17 @@ func TestBTSPEveryFramingAndCipher(t *testing.T) {
 		cipher    string
 		want      string
 		encrypted bool
+		weakness  string // what Conn.Session says the session lacks
 	}{
-		{btsp.JSONLine, "auto", "unix+btsp(chacha20-poly1305 negotiated)", true},
-		{btsp.LengthPrefixed, "auto", "unix+btsp(chacha20_poly1305, length-prefixed)", true},
-		{btsp.JSONLine, "null", "unix+btsp(null, server not authenticated)", false},
-		{btsp.JSONLine, "chacha20_poly1305", "unix+btsp(chacha20_poly1305, server not authenticated)", true},
-		{btsp.JSONLine, "hmac_plain", "unix+btsp(hmac_plain, server not authenticated)", false},
-		{btsp.JSONLine, "negotiate", "unix+btsp(chacha20-poly1305 negotiated)", true},
-		{btsp.LengthPrefixed, "null", "unix+btsp(null, length-prefixed)", false},
-		{btsp.LengthPrefixed, "chacha20_poly1305", "unix+btsp(chacha20_poly1305, length-prefixed)", true},
-		{btsp.LengthPrefixed, "hmac_plain", "unix+btsp(hmac_plain, length-prefixed)", false},
+		{btsp.JSONLine, "auto", "unix+btsp(chacha20-poly1305 negotiated)", true, ""},
+		{btsp.LengthPrefixed, "auto", "unix+btsp(chacha20_poly1305, length-prefixed)", true, ""},
+		{btsp.JSONLine, "null", "unix+btsp(null, server not authenticated)", false, "cleartext"},
+		{btsp.JSONLine, "chacha20_poly1305", "unix+btsp(chacha20_poly1305, server not authenticated)", true, "unauthenticated"},
+		{btsp.JSONLine, "hmac_plain", "unix+btsp(hmac_plain, server not authenticated)", false, "unauthenticated, not encrypted"},
+		{btsp.JSONLine, "negotiate", "unix+btsp(chacha20-poly1305 negotiated)", true, ""},
+		{btsp.LengthPrefixed, "null", "unix+btsp(null, length-prefixed)", false, "cleartext"},
+		{btsp.LengthPrefixed, "chacha20_poly1305", "unix+btsp(chacha20_poly1305, length-prefixed)", true, ""},
+		{btsp.LengthPrefixed, "hmac_plain", "unix+btsp(hmac_plain, length-prefixed)", false, "not encrypted"},
 	}
 	for _, tc := range cases {
 		for _, prefix := range []ipc.PrefixMode{ipc.PrefixOff, ipc.PrefixOn} {
@@ -169,6 +170,10 @@ func TestBTSPEveryFramingAndCipher(t *testing.T) {
 				}
 				if got := c.Transport(); got != tc.want {
 					t.Fatalf("transport %q, want %q", got, tc.want)
+				}
+				ss, ok := c.Session()
+				if !ok || !ss.BTSP || ss.Encrypted != tc.encrypted || ss.Weakness() != tc.weakness {
+					t.Fatalf("session %+v (ok %v, weakness %q), want encrypted %v, weakness %q", ss, ok, ss.Weakness(), tc.encrypted, tc.weakness)
 				}
 				if strings.Contains(trace.String(), "cleartext") && !strings.Contains(trace.String(), "BTSP session") {
 					t.Fatalf("unexpected trace:\n%s", trace.String())
@@ -220,9 +225,15 @@ func TestBTSPAfterRefusalTransparent(t *testing.T) {
 	if got := c.Transport(); got != "unix" {
 		t.Fatalf("before: transport %q", got)
 	}
+	if ss, ok := c.Session(); ok {
+		t.Fatalf("before: session %+v", ss)
+	}
 	mustLive(t, c)
 	if got := c.Transport(); got != "unix+btsp(chacha20-poly1305 negotiated)" {
 		t.Fatalf("after: transport %q", got)
+	}
+	if ss, ok := c.Session(); !ok || !ss.Authenticated || !ss.Encrypted || ss.Weakness() != "" {
+		t.Fatalf("after: session %+v (ok %v)", ss, ok)
 	}
 	if f, _ := mem.Get(s.Endpoint()); !f.BTSPRequired || f.Framing != "json-line" {
 		t.Fatalf("memory %+v", f)
@@ -792,5 +803,24 @@ func TestWriteDuringReconnectHonoursItsDeadline(t *testing.T) {
 	}
 	if err := <-first; err != nil {
 		t.Fatalf("the first call failed after the reconnect: %v", err)
+	}
+}
+
+// TestSessionOfCleartext: cleartext sent to a BTSP endpoint on purpose
+// (--btsp-cipher null without a seed) is reported as such by Conn.Session;
+// a connection that involves no BTSP reports nothing.
+func TestSessionOfCleartext(t *testing.T) {
+	s := startAt(t, "beardog-fam-2.sock", beardog().Config())
+	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{RequireBTSP: true, Cipher: btsp.CipherNull}})
+	mustLive(t, c)
+	if ss, ok := c.Session(); !ok || ss.BTSP || ss.Authenticated || ss.Weakness() != "cleartext" {
+		t.Fatalf("forced cleartext: session %+v (ok %v, weakness %q)", ss, ok, ss.Weakness())
+	}
+	for _, sec := range []ipc.Security{{}, {Prefix: ipc.PrefixAuto}} {
+		c := mustDial(t, s.Endpoint(), ipc.Options{Security: sec})
+		mustLive(t, c)
+		if ss, ok := c.Session(); ok {
+			t.Fatalf("plain connection (%+v): session %+v", sec, ss)
+		}
 	}
 }

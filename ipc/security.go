@@ -172,3 +172,59 @@ func (c *Conn) Transport() string {
 	}
 	return ""
 }
+
+// SessionSecurity says what protects a connection to an endpoint that uses,
+// or requires, BTSP, for display: whether the server is authenticated and
+// whether messages travel encrypted.
+type SessionSecurity struct {
+	// BTSP is true when a BTSP handshake opened the connection; false for
+	// cleartext to a BTSP endpoint sent on purpose (--btsp-cipher null
+	// without a family seed).
+	BTSP bool `json:"btsp"`
+	// Cipher is the session's cipher in force: "chacha20_poly1305" (also
+	// after a btsp.negotiate upgrade), "hmac_plain" or "null"; "" without BTSP.
+	Cipher string `json:"cipher,omitempty"`
+	// Negotiated is true after a btsp.negotiate upgrade.
+	Negotiated bool `json:"negotiated,omitempty"`
+	// Encrypted is true when messages travel encrypted.
+	Encrypted bool `json:"encrypted"`
+	// Authenticated is true when the server proved it holds the family
+	// seed (see btsp.Session.ServerAuthenticated). A JSON-line handshake
+	// with a named cipher proves nothing: such sessions are not.
+	Authenticated bool `json:"authenticated"`
+}
+
+// Weakness says in a few words what the session does not guarantee:
+// "cleartext" (no BTSP, or the null cipher), "unauthenticated",
+// "not encrypted" (hmac_plain), "unauthenticated, not encrypted"; "" for an
+// authenticated encrypted session.
+func (s SessionSecurity) Weakness() string {
+	switch {
+	case !s.BTSP || s.Cipher == "" || s.Cipher == string(btsp.CipherNull):
+		return "cleartext"
+	case !s.Authenticated && !s.Encrypted:
+		return "unauthenticated, not encrypted"
+	case !s.Authenticated:
+		return "unauthenticated"
+	case !s.Encrypted:
+		return "not encrypted"
+	}
+	return ""
+}
+
+// sessionReporter is implemented by framers that know what protects them.
+type sessionReporter interface {
+	SessionSecurity() (SessionSecurity, bool)
+}
+
+// Session says what protects the connection when it was opened for an
+// endpoint that uses or requires BTSP (a session, or cleartext on purpose);
+// ok is false for connections that involve no BTSP at all. It is read at the
+// time of the call: a connection that is told to start a BTSP handshake by
+// its peer's first answer reports the session only after that answer.
+func (c *Conn) Session() (s SessionSecurity, ok bool) {
+	if r, isR := c.f.(sessionReporter); isR {
+		return r.SessionSecurity()
+	}
+	return SessionSecurity{}, false
+}
