@@ -163,6 +163,10 @@ type Probe struct {
 	BTSPRejection *ipc.RPCError `json:"btsp_rejection,omitempty"`
 	// Secured is true when the probe went through a BTSP handshake.
 	Secured bool `json:"secured,omitempty"`
+	// Session says what protected the probe's connection when BTSP was
+	// involved (a session, or cleartext sent on purpose): whether the
+	// server was authenticated and the messages encrypted. Nil otherwise.
+	Session *ipc.SessionSecurity `json:"session,omitempty"`
 	// Cached is true when the result came from the dead-endpoint cache.
 	Cached bool `json:"cached,omitempty"`
 	// Full is true when identity and capabilities were asked too.
@@ -403,6 +407,14 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	res.Secured = secured
 	conn := ipc.NewConn(fr, opts)
 	defer conn.Close()
+	// What protected the connection, read when the probe ends: a peer's
+	// first answer may have turned it into a BTSP session.
+	defer func() {
+		if ss, ok := conn.Session(); ok {
+			res.Session = &ss
+			res.Secured = res.Secured || ss.BTSP
+		}
+	}()
 
 	deadline := start.Add(res.Connect + p.opts.StaleTimeout)
 	pctx, cancel := context.WithDeadlineCause(ctx, deadline, errProbeDeadline)

@@ -275,6 +275,41 @@ func TestProbeThroughBTSP(t *testing.T) {
 	}
 }
 
+// TestProbeSessionSecurity: the probe says what protected its connection:
+// the default (auto) session is authenticated and encrypted; a cipher named
+// on the JSON-line handshake is not authenticated; null is cleartext.
+func TestProbeSessionSecurity(t *testing.T) {
+	dir := tempDir(t)
+	const seed = "0123456789abcdef-family-seed"
+	cfg := primal("beardog", false).Config()
+	cfg.Accept = ipctest.BTSPGate(btsp.ServerConfig{Seed: []byte(seed)}, false)
+	serve(t, dir, "beardog-west-1.sock", cfg)
+	ep := unixEP(filepath.Join(dir, "beardog-west-1.sock"))
+	for _, tc := range []struct {
+		cipher, weak string
+	}{{"auto", ""}, {"chacha20_poly1305", "unauthenticated"}, {"null", "cleartext"}} {
+		cipher, negotiate, err := ipc.ParseBTSPCipher(tc.cipher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec := ipc.Security{Seed: ipc.NewSeed(seed), Family: "west-1", Cipher: cipher, Negotiate: negotiate}
+		r := NewProber(ProbeOptions{ConnectTimeout: time.Second, Security: sec}).Probe(ctxT(t), ProbeSpec{Endpoint: ep})
+		if r.State != StateLive || !r.Secured || r.Session == nil || !r.Session.BTSP {
+			t.Fatalf("%s: %+v", tc.cipher, r)
+		}
+		tg := &Target{Probe: &r}
+		if got := tg.WeakSession(); got != tc.weak || r.Session.Authenticated != (tc.weak == "") {
+			t.Errorf("%s: session %+v, weakness %q, want %q", tc.cipher, *r.Session, got, tc.weak)
+		}
+	}
+	// No BTSP involved: nothing to say.
+	serve(t, dir, "plain.sock", primal("towerd", false).Config())
+	r := NewProber(ProbeOptions{ConnectTimeout: time.Second, Security: ipc.Security{Prefix: ipc.PrefixAuto}}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(filepath.Join(dir, "plain.sock"))})
+	if r.State != StateLive || r.Session != nil || r.Secured {
+		t.Errorf("plain: %+v", r)
+	}
+}
+
 func TestProbeTCPAndStdio(t *testing.T) {
 	srv, err := ipctest.ListenTCP("127.0.0.1:0", primal("towerd", false).Config())
 	if err != nil {

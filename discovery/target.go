@@ -195,6 +195,17 @@ func (t *Target) HasName(s string) bool {
 	return false
 }
 
+// WeakSession says what the BTSP session the target was last probed
+// through does not guarantee ("unauthenticated", "cleartext", ...; see
+// ipc.SessionSecurity.Weakness); "" when it was authenticated and
+// encrypted, or no BTSP was involved.
+func (t *Target) WeakSession() string {
+	if t.Probe == nil || t.Probe.Session == nil {
+		return ""
+	}
+	return t.Probe.Session.Weakness()
+}
+
 // BTSP reports whether the target needs (or says it needs) a BTSP handshake.
 func (t *Target) BTSP() bool {
 	if t.Probe == nil {

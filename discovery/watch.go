@@ -333,6 +333,7 @@ func Diff(a, b *Target) []string {
 	add(!reflect.DeepEqual(a.Capabilities, b.Capabilities), "registered_capabilities")
 	add(a.Level != b.Level, "level")
 	add(a.BTSP() != b.BTSP(), "btsp")
+	add(a.WeakSession() != b.WeakSession(), "session")
 	add(!reflect.DeepEqual(a.Notes, b.Notes), "notes")
 	var ai, bi, ac, bc any
 	if a.Probe != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -153,6 +154,13 @@ func TestDiff(t *testing.T) {
 	b.Aliases = []string{"z"}
 	if d := Diff(a, b); len(d) != 2 || d[0] != "state" || d[1] != "aliases" {
 		t.Errorf("%v", d)
+	}
+	// The session becoming unauthenticated is a change (the TUI's lock).
+	b = a.clone()
+	b.Probe = &Probe{State: StateLive, Secured: true, Session: &ipc.SessionSecurity{BTSP: true, Cipher: "chacha20_poly1305", Encrypted: true}}
+	a.Probe.Secured = true
+	if d := Diff(a, b); len(d) != 1 || d[0] != "session" {
+		t.Errorf("unauthenticated session: %v", d)
 	}
 	_ = filepath.Join
 }
