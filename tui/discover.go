@@ -90,6 +90,7 @@ func fromDiscovery(d *discovery.Target) Target {
 	}
 	if p := d.Probe; p != nil {
 		t.Err = p.Err
+		t.Session = p.Session
 		t.Identity = p.Identity
 		if p.Capabilities != nil {
 			t.Caps = p.Capabilities

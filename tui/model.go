@@ -107,6 +107,8 @@ type (
 		key  string
 		desc *discovery.Description
 		err  error
+		// session is what protected the connection, when BTSP was involved.
+		session *ipc.SessionSecurity
 	}
 	listenFailedMsg struct {
 		key, name string
@@ -460,6 +462,9 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		if msg.err != nil {
 			nt.Err = msg.err.Error()
 		}
+		if msg.session != nil {
+			nt.Session = msg.session
+		}
 		if d := msg.desc; d != nil {
 			if d.Identity != nil {
 				nt.Identity = d.Identity
@@ -535,6 +540,9 @@ func (m *model) absorb(items []any) tea.Cmd {
 				if old := m.targets.targets[t.Key]; old != nil && t.Caps == nil && old.Caps != nil && t.BTSP {
 					// keep what the TUI learnt itself through the handshake
 					t.Caps, t.Tree, t.Identity = old.Caps, old.Tree, old.Identity
+					if t.Session == nil {
+						t.Session = old.Session
+					}
 				}
 				m.targets.targets[t.Key] = &t
 			}
@@ -800,7 +808,12 @@ func (m *model) describe(t Target) tea.Cmd {
 			return describedMsg{key: t.Key, err: err}
 		}
 		d, err := discovery.Describe(ctx, c)
-		return describedMsg{key: t.Key, desc: d, err: err}
+		msg := describedMsg{key: t.Key, desc: d, err: err}
+		// Read after the answers: a refusal may have made it a BTSP session.
+		if ss, ok := c.Session(); ok {
+			msg.session = &ss
+		}
+		return msg
 	})
 }
 

@@ -225,7 +225,11 @@ func (p *targetsPane) View(st *styles, w, h int, focused bool, dirs []string) []
 
 func (p *targetsPane) row(st *styles, t *Target, w int, sel, focused bool) string {
 	right := ""
-	if t.BTSP {
+	switch {
+	case t.weakSession() != "":
+		// Not the plain lock: the session does not protect what it seems to.
+		right += st.Err.Render("⚿! ")
+	case t.BTSP:
 		right += st.Warn.Render("⚿ ")
 	}
 	if t.Level > 0 {
@@ -405,7 +409,12 @@ func capsTitle(st *styles, t *Target) (string, string) {
 			parts = append(parts, "signature "+render.Sanitize(string(t.Caps.Signature.State))+" ✗")
 		}
 	}
+	weak := t.weakSession()
 	switch ts := (*capability.TransportSecurity)(nil); {
+	case weak != "" && !t.Session.BTSP:
+		parts = append(parts, "cleartext, BTSP skipped")
+	case weak != "":
+		parts = append(parts, "BTSP "+weak)
 	case t.BTSP:
 		parts = append(parts, "BTSP")
 	case t.Caps != nil && t.Caps.TransportSecurity != nil:
@@ -416,11 +425,16 @@ func capsTitle(st *styles, t *Target) (string, string) {
 			parts = append(parts, "cleartext")
 		}
 	}
-	right := ""
-	if t.Caps != nil {
-		right = st.Dim.Render(fmt.Sprintf("%d methods", len(t.Caps.Methods)))
+	var right []string
+	if weak != "" {
+		// The title (which says the word) is drawn in the title's style:
+		// the styled marker is here.
+		right = append(right, st.Err.Render("⚿!"))
 	}
-	return strings.Join(parts, " · "), right
+	if t.Caps != nil {
+		right = append(right, st.Dim.Render(fmt.Sprintf("%d methods", len(t.Caps.Methods))))
+	}
+	return strings.Join(parts, " · "), strings.Join(right, " ")
 }
 
 func costText(c *capability.Cost) string {

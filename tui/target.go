@@ -48,6 +48,10 @@ type Target struct {
 	Latency  time.Duration
 	Level    int // compliance level 1..3, 0 when unknown
 	BTSP     bool
+	// Session says what protected the connection the target was last
+	// reached through (discovery's probe, or the TUI's own connection)
+	// when BTSP was involved; nil when unknown or no BTSP was involved.
+	Session *ipc.SessionSecurity
 	// Bus marks a stdio bus: calls may carry a session and a pool.
 	Bus  bool
 	Pool string // the bus pool this target is
@@ -62,6 +66,16 @@ type Target struct {
 	// discovered targets): the biomeOS API is read as server-sent events.
 	stream    events.Spec
 	hasStream bool
+}
+
+// weakSession says what the target's BTSP session does not guarantee
+// ("unauthenticated", "cleartext", ...); "" when it is authenticated and
+// encrypted, or unknown.
+func (t *Target) weakSession() string {
+	if t.Session == nil {
+		return ""
+	}
+	return t.Session.Weakness()
 }
 
 // Version is the best version string known for t.
