@@ -1,6 +1,7 @@
 package ipc_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,7 +33,7 @@ func FuzzEndpointMemoryFile(f *testing.F) {
 		}
 		ep := ipc.Endpoint{Transport: ipc.Unix, Path: "/run/fuzz.sock"}
 		m.Update(ep, func(f *ipc.EndpointFacts) { f.BTSPRequired = !f.BTSPRequired })
-		if err := m.Err(); err != nil {
+		if err := m.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		m2, err := ipc.OpenEndpointMemory(path)

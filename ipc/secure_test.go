@@ -573,7 +573,7 @@ func TestEndpointMemoryFile(t *testing.T) {
 	ep := ipc.Endpoint{Transport: ipc.Unix, Path: "/run/x/beardog-fam.sock"}
 	yes := true
 	m.Update(ep, func(f *ipc.EndpointFacts) { f.BTSPRequired, f.Prefix, f.Framing = true, &yes, "json-line" })
-	if err := m.Err(); err != nil {
+	if err := m.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	st, err := os.Stat(path)

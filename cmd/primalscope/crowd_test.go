@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,10 +49,10 @@ func TestCrowdCheck(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer crowd.Close()
-	// No HOME: the endpoint memory stays in this process (its file is
-	// rewritten on every change, which costs seconds with 2,000 endpoints:
-	// another area's).
-	env := map[string]string{}
+	// HOME set, as a user's: the endpoint memory is kept in its file
+	// (written once, at the end).
+	home := t.TempDir()
+	env := map[string]string{"HOME": home}
 	start := time.Now()
 	// --timeout 60s: the default 10 s bounds the whole command, and this
 	// directory under -race on a loaded 2-core CI machine can take longer
@@ -98,6 +99,29 @@ func TestCrowdCheck(t *testing.T) {
 	}
 	if judged != 1500 || stale != 500 || !doc.OK {
 		t.Errorf("check: %d of 1500 live targets judged at level 1 or above, %d of 500 hung ones stale (ok=%v)", judged, stale, doc.OK)
+	}
+	// What the run learned reached the file: each answering socket's
+	// prefix (it answered raw JSON).
+	b, err := os.ReadFile(filepath.Join(home, ".local", "state", "primalscope", "endpoints.json"))
+	if err != nil {
+		t.Fatalf("endpoint memory: %v", err)
+	}
+	var mem struct {
+		Endpoints map[string]struct {
+			Prefix *bool `json:"prefix"`
+		} `json:"endpoints"`
+	}
+	if err := json.Unmarshal(b, &mem); err != nil {
+		t.Fatalf("endpoint memory: %v", err)
+	}
+	remembered := 0
+	for k, f := range mem.Endpoints {
+		if strings.Contains(k, "/live") && f.Prefix != nil && !*f.Prefix {
+			remembered++
+		}
+	}
+	if remembered != 1500 {
+		t.Errorf("endpoint memory: %d of 1500 answering sockets remembered as prefix=false", remembered)
 	}
 	for _, p := range crowd.Silent {
 		if crowd.Accepted(p) == 0 {

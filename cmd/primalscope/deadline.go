@@ -60,6 +60,7 @@ func (a *app) boundOneShot(root *cobra.Command) {
 			if a.timeout <= 0 {
 				return runE(cmd, args)
 			}
+			a.bounded = true
 			// The command's context ends at --timeout after the start, so
 			// every wait in it (parsing big params included) shares one
 			// budget; the backstop ends it deadlineMargin later.
@@ -70,7 +71,11 @@ func (a *app) boundOneShot(root *cobra.Command) {
 			ctx, cancel := context.WithDeadline(cmd.Context(), start.Add(a.timeout))
 			defer cancel()
 			cmd.SetContext(withWaitDeadline(ctx, start.Add(a.timeout+deadlineMargin/2)))
-			err := a.withinDeadline(cancel, hard, func() error { return runE(cmd, args) })
+			err := a.withinDeadline(cancel, hard, func() error {
+				err := runE(cmd, args)
+				a.flushMemory(cmd.Context())
+				return err
+			})
 			var te *ipc.TimeoutError
 			if err != nil && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &te) && !isQuiet(err) {
 				// A bare "context deadline exceeded": say whose deadline.

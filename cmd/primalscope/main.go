@@ -59,6 +59,9 @@ type app struct {
 	prefix     string
 	btspCipher string
 	sec        *securityState
+	// bounded: the command runs under --timeout (boundOneShot), so it
+	// flushes the endpoint memory itself, within its deadline.
+	bounded bool
 }
 
 // run executes one command line and returns the process exit code.
@@ -67,6 +70,7 @@ func run(ctx context.Context, args []string, s *stdio, getenv func(string) strin
 	root := a.rootCmd()
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
+	a.closeMemory()
 	if err == nil {
 		return 0
 	}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -20,6 +22,9 @@ import (
 type securityState struct {
 	sec ipc.Security
 	w   *warnings
+	// stopFlush ends the memory's background flusher (a command that is
+	// not bounded by --timeout: the TUI, tail, --watch); nil without one.
+	stopFlush func()
 }
 
 // warnings prints the secure dial path's warnings on stderr, each once per
@@ -95,7 +100,39 @@ func (a *app) security() (ipc.Security, error) {
 	}
 	sec.Memory = a.endpointMemory()
 	a.sec = &securityState{sec: sec, w: w}
+	if !a.bounded {
+		a.sec.stopFlush = sec.Memory.AutoFlush(memoryFlushEvery)
+	}
 	return sec, nil
+}
+
+// memoryFlushEvery is how often a long-running command (the TUI, tail,
+// --watch) writes what it learned about endpoints, while it learns.
+const memoryFlushEvery = time.Second
+
+// flushMemory writes what this bounded command learned about endpoints,
+// within the command's deadline (a write that would outlast it is skipped:
+// facts, learned again next time).
+func (a *app) flushMemory(ctx context.Context) {
+	if a.sec == nil {
+		return
+	}
+	ctx, cancel := boundWait(context.WithoutCancel(ctx))
+	defer cancel()
+	a.sec.sec.Memory.Flush(ctx) // a failure is kept in the memory's Err
+}
+
+// closeMemory ends the background flusher of a command that is not bounded
+// by --timeout and writes what is left; a bounded command flushed within
+// its deadline (flushMemory), and one that was cut may still be running.
+func (a *app) closeMemory() {
+	if a.bounded || a.sec == nil {
+		return
+	}
+	if a.sec.stopFlush != nil {
+		a.sec.stopFlush()
+	}
+	a.sec.sec.Memory.Flush(context.Background())
 }
 
 // familyScoped reports whether an endpoint's name (with the given family
@@ -107,7 +144,7 @@ func (a *app) familyScoped(ep ipc.Endpoint, families ...string) bool {
 	return discovery.FamilyScoped(ep, append(families, a.familyID())...)
 }
 
-// endpointMemory opens the per-endpoint memory kept for the one-shot CLI in
+// endpointMemory opens the per-endpoint memory kept for the CLI in
 // $XDG_STATE_HOME/primalscope/endpoints.json (else ~/.local/state/...). A
 // memory that cannot be read starts empty; without a state directory it
 // lives in this process only.
