@@ -3,7 +3,6 @@ package tui
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -144,36 +143,14 @@ func jqRun(ctx context.Context, filter string, input any) (*doc, error) {
 	return prettyDoc(buf.Bytes()), nil
 }
 
-// parseForJQ decodes data into the values gojq works on.
+// parseForJQ decodes data into the values gojq works on (render.JQInput,
+// as the command line's --jq does).
 func parseForJQ(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := render.JQInput(data)
+	if err != nil {
 		return nil, fmt.Errorf("jq input: %w", err)
 	}
-	return normalizeNumbers(v), nil
-}
-
-// normalizeNumbers turns json.Number into int or float64, which gojq takes.
-func normalizeNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil && i >= -1<<53 && i <= 1<<53 {
-			return int(i)
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeNumbers(e)
-		}
-	}
-	return v
+	return v, nil
 }
 
 // searchDoc finds the lines containing q (case-insensitive).

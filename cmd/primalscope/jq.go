@@ -83,37 +83,9 @@ func compileJQ(expr string) (*gojq.Code, error) {
 	return code, nil
 }
 
-// jqInput decodes a JSON document into the values gojq works on (numbers
-// as int or float64, as the TUI's filter does).
-func jqInput(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return jqNumbers(v), nil
-}
-
-func jqNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil && i >= -1<<53 && i <= 1<<53 {
-			return int(i)
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, e := range x {
-			x[k] = jqNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = jqNumbers(e)
-		}
-	}
-	return v
-}
+// jqInput decodes a JSON document into the values gojq works on, as the
+// TUI's filter does (render.JQInput).
+func jqInput(data []byte) (any, error) { return render.JQInput(data) }
 
 // emitJSON prints one JSON document: through --jq when it is set (each
 // output on its own; a string raw, anything else as JSON), else as it is.
