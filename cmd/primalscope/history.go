@@ -254,6 +254,46 @@ func (c *callRecorder) record(_ context.Context, e history.Entry) string {
 	return id
 }
 
+// pendingRecord is a journal write under way (recordAsync).
+type pendingRecord struct {
+	c    *callRecorder
+	done chan struct{} // closed when the write has ended
+	id   string        // set before done is closed
+	err  error         // set before done is closed
+	told bool          // the warning for err has been printed
+}
+
+// recordAsync starts writing e to the journal, as record does, in a
+// goroutine, and returns at once. The caller owns the goroutine: it must
+// call wait before the command returns. e's byte slices are only read, so
+// the caller may print them meanwhile. A nil *callRecorder returns a
+// pendingRecord that is already done.
+func (c *callRecorder) recordAsync(e history.Entry) *pendingRecord {
+	p := &pendingRecord{c: c, done: make(chan struct{})}
+	if c == nil {
+		close(p.done)
+		return p
+	}
+	e.Source = history.SourceCLI
+	go func() {
+		defer close(p.done)
+		p.id, p.err = c.journal.Append(e)
+	}()
+	return p
+}
+
+// wait waits for the journal write to end and returns the record's id (""
+// when the call was not recorded). A failed write is a warning on stderr,
+// printed once, from the caller's goroutine.
+func (p *pendingRecord) wait() string {
+	<-p.done
+	if p.err != nil && !p.told {
+		p.told = true
+		fmt.Fprintln(p.c.a.io.err, "primalscope: warning: history: "+render.Sanitize(p.err.Error()))
+	}
+	return p.id
+}
+
 // close runs after the answer is printed. When the journal has grown to
 // foldBacklog records it folds them into the database, but only if the
 // write lock is free at once and only within what is left of --timeout:
