@@ -5,8 +5,9 @@ import (
 )
 
 // holdBuffer bounds the output a heldWriter holds while its gate is
-// closed; past it, Write waits for the gate.
-const holdBuffer = 4 << 20
+// closed; past it, Write waits for the gate. A 10 MB answer's record takes
+// about 10 ms to write, in which the renderer makes about 1 MiB of output.
+const holdBuffer = 1 << 20
 
 // heldWriter passes writes on to a stream once a gate has opened (the
 // call's history record is written) and holds them in memory until then.
@@ -14,15 +15,17 @@ const holdBuffer = 4 << 20
 // starts as soon as the answer is in, while the record is written, and
 // not one byte of the answer reaches the stream before the record exists,
 // so an answer that was printed, even in part, is never lost to a kill -9
-// (see history.Journal). What is held is bounded by holdBuffer; a writer
-// that reaches it waits for the gate. Close waits for the gate and writes
-// what is held; it must be called once the answer is rendered.
+// (see history.Journal). What is held is bounded by holdBuffer (each write
+// is copied once, never moved again); a writer that reaches it waits for
+// the gate. Close waits for the gate and writes what is held; it must be
+// called once the answer is rendered.
 //
 // Terminal decisions (colour, escaping) are the stream's: see stream.
 type heldWriter struct {
 	w    io.Writer
 	gate <-chan struct{}
-	buf  []byte
+	held [][]byte
+	size int
 	open bool
 }
 
@@ -38,8 +41,9 @@ func (g *heldWriter) Write(p []byte) (int, error) {
 		select {
 		case <-g.gate:
 		default:
-			if len(g.buf)+len(p) <= holdBuffer {
-				g.buf = append(g.buf, p...)
+			if g.size+len(p) <= holdBuffer {
+				g.held = append(g.held, append([]byte(nil), p...))
+				g.size += len(p)
 				return len(p), nil
 			}
 			<-g.gate
@@ -54,13 +58,14 @@ func (g *heldWriter) Write(p []byte) (int, error) {
 // release opens the gate (which must have opened) and writes what is held.
 func (g *heldWriter) release() error {
 	g.open = true
-	if len(g.buf) == 0 {
-		return nil
+	held := g.held
+	g.held, g.size = nil, 0
+	for _, b := range held {
+		if _, err := g.w.Write(b); err != nil {
+			return err
+		}
 	}
-	b := g.buf
-	g.buf = nil
-	_, err := g.w.Write(b)
-	return err
+	return nil
 }
 
 // Close waits for the gate and writes what is held. It does not close the
