@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"modernc.org/sqlite"
 )
@@ -683,10 +684,29 @@ func insertRow(ctx context.Context, tx *sql.Tx, r row, rec string) (int64, error
 	}
 	if _, err := tx.ExecContext(ctx,
 		"INSERT INTO calls_fts(rowid, target, method, params, error) VALUES (?,?,?,?,?)",
-		id, e.Target+" "+e.Endpoint, e.Method, string(e.Params), r.errText); err != nil {
+		id, e.Target+" "+e.Endpoint, e.Method, ftsPrefix(string(e.Params)), ftsPrefix(r.errText)); err != nil {
 		return 0, fmt.Errorf("index: %w", err)
 	}
 	return id, nil
+}
+
+// ftsIndexed is how much of the params and of the error text the
+// full-text index holds: search finds words in their first 64 KiB.
+// Tokenizing megabytes of params would make storing a call (a fold) cost
+// more than storing its text.
+const ftsIndexed = 64 << 10
+
+// ftsPrefix returns the first ftsIndexed bytes of s, cut at a character
+// boundary.
+func ftsPrefix(s string) string {
+	if len(s) <= ftsIndexed {
+		return s
+	}
+	i := ftsIndexed
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
 
 func nullText(b []byte) any {
@@ -752,7 +772,8 @@ func (s *Store) Get(ctx context.Context, id int64) (Entry, error) {
 // Query selects calls. Zero fields do not filter.
 type Query struct {
 	// Text is searched (full-text, each word as a prefix, all words must
-	// match) in the target and endpoint, method, params and error text.
+	// match) in the target and endpoint, method, and the first 64 KiB of
+	// the params and of the error text (ftsIndexed).
 	Text    string
 	Target  string  // exact target name or endpoint
 	Method  string  // exact method

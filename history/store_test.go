@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func testCtx(t testing.TB) context.Context {
@@ -452,5 +453,38 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// The full-text index holds the first 64 KiB of the params: a word there
+// is found, one past it is not, and the stored params are whole.
+func TestSearchCoversParamsPrefix(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "h.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	filler := strings.Repeat("é", ftsIndexed) // two bytes each: the cut falls inside one
+	params := `{"a":"nearword","b":"` + filler + `","c":"farword"}`
+	if _, err := s.Add(ctx, Entry{Target: "t", Method: "m", Params: json.RawMessage(params)}); err != nil {
+		t.Fatal(err)
+	}
+	for word, want := range map[string]int{"nearword": 1, "farword": 0} {
+		got, err := s.Search(ctx, Query{Text: word})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != want {
+			t.Errorf("search %q: %d calls, want %d", word, len(got), want)
+		}
+		for _, e := range got {
+			if string(e.Params) != params {
+				t.Error("stored params were cut")
+			}
+		}
+	}
+	if p := ftsPrefix("x" + filler); !utf8.ValidString(p) || len(p) > ftsIndexed {
+		t.Errorf("ftsPrefix cut a character or kept too much: %d bytes", len(p))
 	}
 }

@@ -68,10 +68,11 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 	if err != nil {
 		return err
 	}
-	// Ready the history's journal while the call is made; the entry is
-	// journalled (one small file, no database) before the answer is
-	// printed, so a printed answer is never lost, and rec.close folds the
-	// journal into the database after printing only when that is free.
+	// Ready the history's journal while the call is made. The entry is
+	// journalled (one file, no database) while the answer is rendered, and
+	// no byte of the answer is printed before the record exists
+	// (heldWriter), so a printed answer is never lost; rec.close folds
+	// the journal into the database after printing only when that is free.
 	recCh := make(chan *callRecorder, 1)
 	go func() { recCh <- a.startRecording(ctx) }()
 	rec := (*callRecorder)(nil)
@@ -99,7 +100,10 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)
 	resp, err := conn.Send(callCtx, req)
 	join()
-	rec.record(ctx, a.callEntry(t, conn, req, resp, err, start))
+	entry := a.callEntry(t, conn, req, resp, err, start)
+	if err != nil {
+		rec.record(ctx, entry)
+	}
 	var re *ipc.RPCError
 	switch {
 	case err == nil:
@@ -117,17 +121,31 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 	if resp.Warning != "" {
 		fmt.Fprintf(a.io.err, "primalscope: warning: %s\n", render.Sanitize(resp.Warning))
 	}
+	// The answer is rendered while its record is written; out lets no byte
+	// through before the record exists (or has failed: a warning).
+	pending := rec.recordAsync(entry)
+	out := newHeldWriter(a.io.out, pending.done)
+	perr := a.printAnswer(ctx, out, resp, f)
+	if cerr := out.Close(); perr == nil {
+		perr = cerr
+	}
+	pending.wait()
+	return perr
+}
+
+// printAnswer prints a successful call's answer to w as f asks.
+func (a *app) printAnswer(ctx context.Context, w io.Writer, resp *ipc.Response, f callFlags) error {
 	if f.jq.set() { // on the result (the envelope with --raw)
 		doc := resp.Result
 		if f.raw {
 			doc = resp.Raw
 		}
-		return a.emitJSON(ctx, a.io.out, f.jq, doc, false)
+		return a.emitJSON(ctx, w, f.jq, doc, false)
 	}
 	if f.raw {
-		return a.printJSON(a.io.out, resp.Raw, true)
+		return a.printJSON(w, resp.Raw, true)
 	}
-	return a.printJSON(a.io.out, resp.Result, false)
+	return a.printJSON(w, resp.Result, false)
 }
 
 // readParams reads PARAMS (inline JSON, @file or - for stdin) and checks it.

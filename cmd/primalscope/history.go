@@ -36,6 +36,14 @@ const recordWait = 2 * time.Second
 // costs one file write, and the database work is paid once every 32 calls
 // (or 64 MiB), after printing, so the journal stays short even when history
 // is never read.
+//
+// Large records are folded by bytes too, on purpose: storing a 4 MiB entry
+// in the database costs about 15 ms a MiB (its pages through the WAL and
+// the checkpoint) whoever pays it, so folding them only when history is
+// read would just make one later call or reader pay for 32 of them at
+// once. By bytes, every 16th 10 MB call pays for 16 after printing: the
+// median call pays nothing, and a fold never waits for the lock and never
+// outlasts --timeout.
 const (
 	foldBacklog      = 32
 	foldBacklogBytes = 64 << 20
@@ -237,10 +245,11 @@ func (a *app) startRecording(ctx context.Context) *callRecorder {
 	return &callRecorder{a: a, journal: j, path: path, opts: opts, deadline: deadline}
 }
 
-// record writes e to the journal, redacted and cut, before the answer is
-// printed: once it returns, the call is in history even if the process is
-// killed (see history.Journal). It costs one small file write. It returns
-// the journal record's id ("" when the call was not recorded).
+// record writes e to the journal, redacted and cut, and returns when it is
+// there: from then on the call is in history even if the process is
+// killed (see history.Journal). It costs one file write. It returns the
+// journal record's id ("" when the call was not recorded). A call that
+// printed an answer records it with recordAsync instead, beside printing.
 func (c *callRecorder) record(_ context.Context, e history.Entry) string {
 	if c == nil {
 		return ""
@@ -252,6 +261,46 @@ func (c *callRecorder) record(_ context.Context, e history.Entry) string {
 		return ""
 	}
 	return id
+}
+
+// pendingRecord is a journal write under way (recordAsync).
+type pendingRecord struct {
+	c    *callRecorder
+	done chan struct{} // closed when the write has ended
+	id   string        // set before done is closed
+	err  error         // set before done is closed
+	told bool          // the warning for err has been printed
+}
+
+// recordAsync starts writing e to the journal, as record does, in a
+// goroutine, and returns at once. The caller owns the goroutine: it must
+// call wait before the command returns. e's byte slices are only read, so
+// the caller may print them meanwhile. A nil *callRecorder returns a
+// pendingRecord that is already done.
+func (c *callRecorder) recordAsync(e history.Entry) *pendingRecord {
+	p := &pendingRecord{c: c, done: make(chan struct{})}
+	if c == nil {
+		close(p.done)
+		return p
+	}
+	e.Source = history.SourceCLI
+	go func() {
+		defer close(p.done)
+		p.id, p.err = c.journal.Append(e)
+	}()
+	return p
+}
+
+// wait waits for the journal write to end and returns the record's id (""
+// when the call was not recorded). A failed write is a warning on stderr,
+// printed once, from the caller's goroutine.
+func (p *pendingRecord) wait() string {
+	<-p.done
+	if p.err != nil && !p.told {
+		p.told = true
+		fmt.Fprintln(p.c.a.io.err, "primalscope: warning: history: "+render.Sanitize(p.err.Error()))
+	}
+	return p.id
 }
 
 // close runs after the answer is printed. When the journal has grown to

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,6 +84,77 @@ func BenchmarkCallRecording(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkCallRecordingPaired is BenchmarkCallRecording with the two
+// paths interleaved (one call with history, one without, in turn), so that
+// a machine whose load changes during the run weighs on both alike. It
+// reports both medians and the median of the per-pair ratios
+// (history/no-history): what recording adds to the call.
+func BenchmarkCallRecordingPaired(b *testing.B) {
+	big := bigResult(10 << 20)
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	sock := filepath.Join(dir, "peer.sock")
+	srv, err := ipctest.Listen(sock, ipctest.Config{Methods: map[string]ipctest.HandlerFunc{
+		"health.liveness": func(context.Context, json.RawMessage) (any, error) {
+			return json.RawMessage(`{"status":"alive"}`), nil
+		},
+		"big": func(context.Context, json.RawMessage) (any, error) { return big, nil },
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	for _, c := range []struct{ name, method string }{{"oneshot", "health.liveness"}, {"10MB", "big"}} {
+		b.Run(c.name, func(b *testing.B) {
+			home := b.TempDir()
+			env := map[string]string{"HOME": home, "PRIMALSCOPE_HISTORY": filepath.Join(home, "history.db")}
+			args := []string{"call", "--timeout", "60s", sock, c.method, `{"message":"hello"}`}
+			off := append([]string{"--no-history"}, args...)
+			var on, no []time.Duration
+			var ratios []float64
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				var pair [2]time.Duration
+				for k, a := range [][]string{args, off} {
+					if i%2 == 1 {
+						k = 1 - k
+						a = [][]string{args, off}[k]
+					}
+					t0 := time.Now()
+					code, stderr := benchCLIDiscard(env, a...)
+					pair[k] = time.Since(t0)
+					if code != 0 {
+						b.Fatalf("exit %d: %s", code, stderr)
+					}
+				}
+				on, no = append(on, pair[0]), append(no, pair[1])
+				ratios = append(ratios, float64(pair[0])/float64(pair[1]))
+			}
+			b.StopTimer()
+			slices.Sort(on)
+			slices.Sort(no)
+			slices.Sort(ratios)
+			b.ReportMetric(float64(on[len(on)/2].Microseconds()), "history-median-µs")
+			b.ReportMetric(float64(no[len(no)/2].Microseconds()), "no-history-median-µs")
+			b.ReportMetric(ratios[len(ratios)/2], "median-ratio")
+		})
+	}
+}
+
+// benchCLIDiscard is benchCLI writing stdout to nowhere: a 10 MB answer
+// then costs no buffer growth that the process would not have.
+func benchCLIDiscard(env map[string]string, args ...string) (int, string) {
+	var errb bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := run(ctx, args, &stdio{in: strings.NewReader(""), out: io.Discard, err: &errb}, getenv, nil)
+	return code, errb.String()
 }
 
 // benchCLI is runCLI without a testing.T.

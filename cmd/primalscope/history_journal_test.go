@@ -147,6 +147,73 @@ func TestKilledCallKeepsItsPrintedAnswer(t *testing.T) {
 	checkIntegrity(t, home)
 }
 
+// Calls of a 2 MiB answer killed (SIGKILL) at every stage of printing it,
+// from before its first byte to after its last: whenever the output is
+// complete (and whenever any of it was printed) the call is in history
+// after a fold. The answer is rendered while its record is written, so
+// this is the race the held-back output must win.
+func TestKilledDuringPrintingKeepsCompleteAnswers(t *testing.T) {
+	t.Parallel()
+	home := t.TempDir()
+	bin, env := psBinary(t, home)
+	const size = 2 << 20 // the answer is a little more
+	sock := echoPeer(t, size)
+	const calls = 8
+	printed := map[int]bool{}
+	complete := 0
+	for i := 0; i < calls; i++ {
+		cmd := exec.Command(bin, "call", "--timeout", "30s", sock, "echo", fmt.Sprintf(`{"k":%d}`, i))
+		cmd.Env = env
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		// Read a different share of the answer each time (none, some, all),
+		// then kill.
+		want := int64(i) * (size + size/4) / (calls - 2)
+		var tail tailWriter
+		n, _ := io.Copy(&tail, io.LimitReader(stdout, want))
+		if i >= calls-2 {
+			m, _ := io.Copy(&tail, stdout) // to the end: the process may exit first
+			n += m
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		if n > 0 {
+			printed[i] = true
+		}
+		if n > size && string(tail.last) == "}\n" {
+			complete++
+		}
+	}
+	if complete == 0 {
+		t.Fatal("no call printed its whole answer: the test saw nothing of what it checks")
+	}
+	got := historyParams(t, home)
+	for i := range printed {
+		if p := fmt.Sprintf(`{"k":%d}`, i); got[p] != 1 {
+			t.Errorf("call %d printed (part of) its answer before it was killed, but is in history %d times", i, got[p])
+		}
+	}
+	checkIntegrity(t, home)
+}
+
+// tailWriter keeps the last two bytes written to it.
+type tailWriter struct{ last []byte }
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.last = append(w.last, p...)
+	if len(w.last) > 2 {
+		w.last = append(w.last[:0], w.last[len(w.last)-2:]...)
+	}
+	return len(p), nil
+}
+
 // 200 calls at once, each its own process: every answer printed is in
 // history once, and the database is sound. Not parallel: it loads the
 // machine, and the other process tests measure time.

@@ -118,6 +118,7 @@ func (a *app) dial(ctx context.Context, arg string, trace func(ipc.TraceEvent)) 
 // always means colour (even with NO_COLOR set), auto asks NO_COLOR and the
 // terminal.
 func (a *app) colorProfile(w io.Writer) (colorprofile.Profile, error) {
+	w = stream(w)
 	c, err := a.colorChoice()
 	if err != nil {
 		return colorprofile.NoTTY, err

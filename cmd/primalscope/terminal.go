@@ -15,6 +15,7 @@ import (
 // behind colour (--color auto) and the escaping of peer text in JSON. The
 // process asks the OS; a test sets stdio.terminal to stand in for one.
 func (a *app) terminal(w io.Writer) bool {
+	w = stream(w)
 	if a.io.terminal != nil {
 		return a.io.terminal(w)
 	}

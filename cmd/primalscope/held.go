@@ -1,0 +1,88 @@
+package main
+
+import (
+	"io"
+)
+
+// holdBuffer bounds the output a heldWriter holds while its gate is
+// closed; past it, Write waits for the gate. A 10 MB answer's record takes
+// about 10 ms to write, in which the renderer makes about 1 MiB of output.
+const holdBuffer = 1 << 20
+
+// heldWriter passes writes on to a stream once a gate has opened (the
+// call's history record is written) and holds them in memory until then.
+// This is how `call` prints its answer beside recording it: rendering
+// starts as soon as the answer is in, while the record is written, and
+// not one byte of the answer reaches the stream before the record exists,
+// so an answer that was printed, even in part, is never lost to a kill -9
+// (see history.Journal). What is held is bounded by holdBuffer (each write
+// is copied once, never moved again); a writer that reaches it waits for
+// the gate. Close waits for the gate and writes what is held; it must be
+// called once the answer is rendered.
+//
+// Terminal decisions (colour, escaping) are the stream's: see stream.
+type heldWriter struct {
+	w    io.Writer
+	gate <-chan struct{}
+	held [][]byte
+	size int
+	open bool
+}
+
+func newHeldWriter(w io.Writer, gate <-chan struct{}) *heldWriter {
+	return &heldWriter{w: w, gate: gate}
+}
+
+// Stream returns the stream written to.
+func (g *heldWriter) Stream() io.Writer { return g.w }
+
+func (g *heldWriter) Write(p []byte) (int, error) {
+	if !g.open {
+		select {
+		case <-g.gate:
+		default:
+			if g.size+len(p) <= holdBuffer {
+				g.held = append(g.held, append([]byte(nil), p...))
+				g.size += len(p)
+				return len(p), nil
+			}
+			<-g.gate
+		}
+		if err := g.release(); err != nil {
+			return 0, err
+		}
+	}
+	return g.w.Write(p)
+}
+
+// release opens the gate (which must have opened) and writes what is held.
+func (g *heldWriter) release() error {
+	g.open = true
+	held := g.held
+	g.held, g.size = nil, 0
+	for _, b := range held {
+		if _, err := g.w.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close waits for the gate and writes what is held. It does not close the
+// stream.
+func (g *heldWriter) Close() error {
+	if g.open {
+		return nil
+	}
+	<-g.gate
+	return g.release()
+}
+
+// stream returns the stream w writes to: w itself, or the stream under a
+// heldWriter.
+func stream(w io.Writer) io.Writer {
+	if s, ok := w.(interface{ Stream() io.Writer }); ok {
+		return s.Stream()
+	}
+	return w
+}
