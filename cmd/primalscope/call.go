@@ -123,13 +123,17 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 	}
 	// The answer is rendered while its record is written; out lets no byte
 	// through before the record exists (or has failed: a warning).
+	// Both waits end at the command's bound (boundWait), so a stuck record
+	// never holds the answer back past --timeout.
+	wctx, wcancel := boundWait(ctx)
+	defer wcancel()
 	pending := rec.recordAsync(entry)
-	out := newHeldWriter(a.io.out, pending.done)
+	out := newHeldWriter(a.io.out, pending.gate(wctx))
 	perr := a.printAnswer(ctx, out, resp, f)
 	if cerr := out.Close(); perr == nil {
 		perr = cerr
 	}
-	pending.wait()
+	pending.wait(wctx)
 	return perr
 }
 
