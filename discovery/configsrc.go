@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/ecoPrimals/primalscope/config"
+	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/config"
+	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 

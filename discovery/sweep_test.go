@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/config"
+	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 

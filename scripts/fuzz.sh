@@ -5,7 +5,7 @@
 #
 #   scripts/fuzz.sh                       # every target, 10 minutes each, 2 at a time
 #   FUZZTIME=1m JOBS=4 scripts/fuzz.sh    # shorter, more at once
-#   scripts/fuzz.sh FuzzReadFrame FuzzInspect ./config:FuzzParse
+#   scripts/fuzz.sh FuzzReadFrame FuzzInspect ./internal/config:FuzzParse
 #
 # A bare name runs that target in every package that has it; pkg:Target
 # names the package by its path from the module root (ipc/sse:FuzzReader).

@@ -3,7 +3,7 @@ package tui
 import (
 	"testing"
 
-	"github.com/ecoPrimals/primalscope/render"
+	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
 // TestColourDecidedOnce: the TUI takes the CLI's colour decision as it is

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
-	"github.com/ecoPrimals/primalscope/events"
+	"github.com/ecoPrimals/primalscope/internal/events"
 )
 
 // DiscoveryWatcher adapts discovery's live watcher to the TUI: added,

@@ -10,7 +10,7 @@ import (
 
 	"github.com/itchyny/gojq"
 
-	"github.com/ecoPrimals/primalscope/render"
+	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
 // doc is a pretty-printed JSON document split into lines, with the matching

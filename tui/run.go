@@ -17,8 +17,8 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 

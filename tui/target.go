@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
-	"github.com/ecoPrimals/primalscope/events"
+	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/holon"
 )

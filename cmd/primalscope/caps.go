@@ -11,7 +11,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
-	"github.com/ecoPrimals/primalscope/render"
+	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
 func (a *app) capsCmd() *cobra.Command {

@@ -1,6 +1,6 @@
 package main
 
-import "github.com/ecoPrimals/primalscope/render"
+import "github.com/ecoPrimals/primalscope/internal/render"
 
 // colorChoice is the global colour flags and NO_COLOR decided by the one
 // rule the CLI and the TUI share; a bad --color is a usage error.

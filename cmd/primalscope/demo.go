@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/ecoPrimals/primalscope/demo"
+	"github.com/ecoPrimals/primalscope/internal/demo"
 )
 
 func (a *app) demoCmd() *cobra.Command {

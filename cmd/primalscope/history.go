@@ -17,11 +17,11 @@ import (
 	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
-	"github.com/ecoPrimals/primalscope/config"
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
-	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/tui"
 )
 

@@ -12,7 +12,7 @@ import (
 	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 
-	"github.com/ecoPrimals/primalscope/render"
+	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
 // jqFlag is --jq EXPR: a jq filter (gojq, the engine the TUI's filter uses)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/ecoPrimals/primalscope/demo"
+	"github.com/ecoPrimals/primalscope/internal/demo"
 )
 
 type lsDocT struct {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/demo"
+	"github.com/ecoPrimals/primalscope/internal/demo"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 

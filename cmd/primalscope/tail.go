@@ -15,10 +15,10 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/spf13/cobra"
 
-	"github.com/ecoPrimals/primalscope/events"
+	"github.com/ecoPrimals/primalscope/internal/events"
+	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/holon"
-	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/demo"
+	"github.com/ecoPrimals/primalscope/internal/demo"
 )
 
 // lineWatcher collects output lines and cancels when every wanted line has

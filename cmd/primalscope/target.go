@@ -12,9 +12,9 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/ecoPrimals/primalscope/discovery"
-	"github.com/ecoPrimals/primalscope/events"
+	"github.com/ecoPrimals/primalscope/internal/events"
+	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/render"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 

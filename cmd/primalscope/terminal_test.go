@@ -14,9 +14,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
-	"github.com/ecoPrimals/primalscope/render"
 )
 
 // charClass is one class of characters a hostile peer puts in its text.

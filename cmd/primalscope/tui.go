@@ -8,7 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
-	"github.com/ecoPrimals/primalscope/render"
+	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/themes"
 	"github.com/ecoPrimals/primalscope/tui"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/events"
+	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
