@@ -570,7 +570,7 @@ func (a *app) userThemeDir() string {
 // historyForCompletion opens the history only if it exists (completing
 // must not create a database).
 func (a *app) historyForCompletion(ctx context.Context) (*history.Store, bool) {
-	if a.noHistory {
+	if a.historyOff() {
 		return nil, false
 	}
 	path, err := a.historyLocation(a.historySettings())

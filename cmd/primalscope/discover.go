@@ -26,17 +26,33 @@ type discoverFlags struct {
 	noProc bool
 }
 
-// loadConfig reads the user's configuration file; a broken one is reported
-// and ignored, so that discovery still works.
-func (a *app) loadConfig() *config.Config {
-	c, err := config.Load(config.DefaultPath(a.getenv))
-	if err != nil {
-		fmt.Fprintln(a.io.err, "primalscope: "+render.Sanitize(err.Error())+" (ignored)")
-		return &config.Config{}
-	}
-	// c.Unknown lists sections of other concerns ([keys], [history], read
-	// by the TUI and history) and of newer versions: not an error.
-	return c
+// config is the user's configuration file, read once (internal/config is
+// its one reader): discovery, the TUI's keys and the history take their
+// sections from it. A broken file is reported once and ignored, so that
+// discovery and calls still work (the TUI refuses to start on it, see
+// configErr); what the file has that this version does not read is said
+// once on stderr.
+func (a *app) config() *config.Config {
+	a.cfgOnce.Do(func() {
+		c, err := config.LoadDefault(a.getenv)
+		if err != nil {
+			a.cfgErr = err
+			fmt.Fprintln(a.io.err, "primalscope: "+render.Sanitize(err.Error())+" (ignored)")
+			c = &config.Config{}
+		}
+		for _, w := range c.Warnings() {
+			fmt.Fprintln(a.io.err, "primalscope: warning: config: "+render.Sanitize(w))
+		}
+		a.cfg = c
+	})
+	return a.cfg
+}
+
+// configErr is why the config file could not be used (nil when it was,
+// or when there is none).
+func (a *app) configErr() error {
+	a.config()
+	return a.cfgErr
 }
 
 // discoverer builds a Discoverer from the global flags (the BTSP and
@@ -54,7 +70,7 @@ func (a *app) discoverer(f discoverFlags, extra []discovery.Found) (*discovery.D
 		Environ:    func() []string { return environ },
 		SocketDirs: a.socketDirs,
 		Family:     a.familyID(),
-		Config:     a.loadConfig(),
+		Config:     a.config(),
 		Probe:      discovery.ProbeOptions{StaleTimeout: f.stale, Security: sec, MaxFrame: a.maxFrame},
 		NoProc:     f.noProc,
 	}

@@ -7,14 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
-	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
 	"github.com/ecoPrimals/primalscope/history"
@@ -49,82 +47,19 @@ const (
 	foldBacklogBytes = 64 << 20
 )
 
-// historySettings is the [history] section of the config file:
-//
-//	[history]
-//	path        = "/somewhere/history.db"
-//	max_rows    = 100000
-//	max_bytes   = "512MiB"   # or a number of bytes
-//	entry_limit = "4MiB"
-type historySettings struct {
-	Path       string   `toml:"path"`
-	MaxRows    int64    `toml:"max_rows"`
-	MaxBytes   byteSize `toml:"max_bytes"`
-	EntryLimit byteSize `toml:"entry_limit"`
-}
+// historySettings is the [history] section of the config file.
+func (a *app) historySettings() config.History { return a.config().History }
 
-// byteSize is a size in TOML: a number of bytes or a string like "512MiB".
-type byteSize int64
-
-func (b *byteSize) UnmarshalTOML(v any) error {
-	switch x := v.(type) {
-	case int64:
-		*b = byteSize(x)
-		return nil
-	case string:
-		n, err := parseSize(x)
-		*b = byteSize(n)
-		return err
-	}
-	return fmt.Errorf("size must be a number of bytes or a string like \"512MiB\", not %T", v)
-}
-
-// parseSize reads "4096", "4KiB", "512MiB", "1GiB" (KB/MB/GB are taken as
-// powers of 1024 too).
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		m      int64
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
-		if strings.HasSuffix(strings.ToLower(t), u.suffix) {
-			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return n * mult, nil
-}
-
-// historySettings reads [history] from the config file; a broken section is
-// reported and ignored.
-func (a *app) historySettings() historySettings {
-	var doc struct {
-		History historySettings `toml:"history"`
-	}
-	path := config.DefaultPath(a.getenv)
-	if path == "" {
-		return historySettings{}
-	}
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) > config.MaxFileSize {
-		return historySettings{}
-	}
-	if _, err := toml.Decode(string(b), &doc); err != nil {
-		fmt.Fprintln(a.io.err, "primalscope: config [history]: "+render.Sanitize(err.Error())+" (ignored)")
-		return historySettings{}
-	}
-	return doc.History
+// historyOff says whether calls go unrecorded: --no-history, or
+// enabled = false in [history] unless --history names a database.
+func (a *app) historyOff() bool {
+	return a.noHistory || a.historyPath == "" && !a.historySettings().On()
 }
 
 // historyLocation is where the history lives: --history, else
 // $PRIMALSCOPE_HISTORY, else the config file's [history] path, else the
 // default under $XDG_STATE_HOME.
-func (a *app) historyLocation(hs historySettings) (string, error) {
+func (a *app) historyLocation(hs config.History) (string, error) {
 	switch {
 	case a.historyPath != "":
 		return a.historyPath, nil
@@ -226,7 +161,7 @@ type callRecorder struct {
 // --no-history. It does not open the database. A journal that cannot be
 // made is a warning, never a failed call.
 func (a *app) startRecording(ctx context.Context) *callRecorder {
-	if a.noHistory {
+	if a.historyOff() {
 		return nil
 	}
 	var deadline time.Time

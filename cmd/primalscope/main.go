@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
@@ -62,6 +64,11 @@ type app struct {
 	// bounded: the command runs under --timeout (boundOneShot), so it
 	// flushes the endpoint memory itself, within its deadline.
 	bounded bool
+
+	// The config file, read once by config() (discover.go).
+	cfgOnce sync.Once
+	cfg     *config.Config
+	cfgErr  error
 }
 
 // run executes one command line and returns the process exit code.

@@ -68,7 +68,7 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return usageErr(err)
 	}
 	cfg.Keys = keys
-	if !a.noHistory {
+	if !a.historyOff() {
 		h, closeHistory := a.tuiHistory(ctx)
 		defer closeHistory()
 		cfg.History = h
