@@ -16,13 +16,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 func main() {
-	ipctest.WorkerMain() // as a stdio Bus worker or daemon (the demo's bus), serve and exit
+	peer.WorkerMain() // as a stdio Bus worker or daemon (the demo's bus), serve and exit
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	code := run(ctx, os.Args[1:], &stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv, os.Environ())
 	stop()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 // HolonID is the registry id of the demo's Holon-RPC server.
@@ -16,10 +16,10 @@ const HolonID = "holon-greeter"
 // (client.v1.Client/Hello), sends rpc.heartbeat every tick, and is registered
 // with the registry under a ws:// endpoint so discovery finds it.
 func (e *Ecosystem) holonServer() error {
-	s, err := ipctest.ListenHolon("127.0.0.1:0", ipctest.HolonConfig{
+	s, err := peer.ListenHolon("127.0.0.1:0", peer.HolonConfig{
 		SpeakFirst: true,
 		Heartbeat:  e.opts.Tick,
-		Methods: map[string]ipctest.HandlerFunc{
+		Methods: map[string]peer.HandlerFunc{
 			"greeting.v1.Greeting/SayHello": func(_ context.Context, p json.RawMessage) (any, error) {
 				var in struct {
 					Name string `json:"name"`
@@ -60,7 +60,7 @@ func (e *Ecosystem) BiomeOSAPIPath() string { return e.Path("biomeos-api-" + e.F
 // biomeOSAPI is the biomeOS API socket (riboCipher prefix, then HTTP) with
 // its server-sent event stream: a heartbeat and one typed event every tick.
 func (e *Ecosystem) biomeOSAPI() error {
-	b, err := ipctest.ListenBiomeOS(e.BiomeOSAPIPath())
+	b, err := peer.ListenBiomeOS(e.BiomeOSAPIPath())
 	if err != nil {
 		return fmt.Errorf("demo: biomeOS API: %w", err)
 	}

@@ -1,4 +1,4 @@
-package ipctest
+package peer
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ type BusPool struct {
 	Command   string   `json:"command"`
 	Args      []string `json:"args,omitempty"`
 	Instances int      `json:"instances,omitempty"` // default 1
-	// Env is extra environment for the workers (an extension of this fake:
+	// Env is extra environment for the workers (an extension of this simulation:
 	// the real daemon passes its own environment on).
 	Env map[string]string `json:"env,omitempty"`
 }
@@ -65,7 +65,7 @@ func LoadBusConfig(path string) (BusConfig, error) {
 	return cfg, nil
 }
 
-// StdioBus is a running fake stdio Bus daemon (stdiobus/stdiobus kernel
+// StdioBus is a running simulated stdio Bus daemon (stdiobus/stdiobus kernel
 // v0.1.0 as the ecosystem facts describe it): it spawns real worker
 // processes per pool and routes NDJSON between clients and workers,
 // forwarding every message byte for byte. Routing:

@@ -1,10 +1,4 @@
-// Package ipctest runs in-process fake peers for every wire primalscope speaks,
-// like net/http/httptest: configurable JSON-RPC primals, a lean NDJSON daemon,
-// and the misbehaving peers real deployments show (slow, silent, garbage,
-// oversize lines, closes mid-line, duplicate and unknown ids, control
-// sequences, floods, a peer that never reads). The demo ecosystem is built
-// from the same servers.
-package ipctest
+package peer
 
 import (
 	"bufio"
@@ -16,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,7 +45,7 @@ type Behavior struct {
 	OnConnect []byte
 }
 
-// Config describes a fake peer.
+// Config describes a simulated peer.
 type Config struct {
 	// Methods answer requests by method name.
 	Methods map[string]HandlerFunc
@@ -75,7 +68,7 @@ type Config struct {
 	MaxLine int
 }
 
-// Server is a running fake peer on a Unix socket or TCP port.
+// Server is a running simulated peer on a Unix socket or TCP port.
 type Server struct {
 	cfg Config
 	ln  net.Listener
@@ -128,10 +121,6 @@ func ListenTCP(addr string, cfg Config) (*Server, error) {
 	}
 	return serve(ln, cfg), nil
 }
-
-// TempDir makes a short temporary directory for sockets (Unix socket paths
-// must stay under 108 bytes, which t.TempDir() paths can exceed).
-func TempDir() (string, error) { return os.MkdirTemp("", "ps") }
 
 func serve(ln net.Listener, cfg Config) *Server {
 	if cfg.MaxLine <= 0 {
@@ -399,7 +388,7 @@ func (sc *ServerConn) dispatch(m *ipc.Message, flush bool) {
 }
 
 // encodeResponse builds a response line without reflection on the envelope
-// (the fake must not be the bottleneck of a throughput benchmark).
+// (the server must not be the bottleneck of a throughput benchmark).
 func (sc *ServerConn) encodeResponse(id json.RawMessage, res any, herr error) []byte {
 	b := make([]byte, 0, 128)
 	b = append(b, '{')
@@ -536,8 +525,5 @@ func (sc *ServerConn) settle(m *ipc.Message) {
 
 // Close closes this connection from the server side.
 func (sc *ServerConn) Close() error { return sc.c.Close() }
-
-// SocketPath joins dir and name (a helper for tests laying out socket dirs).
-func SocketPath(dir, name string) string { return filepath.Join(dir, name) }
 
 var _ io.Closer = (*Server)(nil)
