@@ -228,7 +228,7 @@ func recordFor(t Target, req ipc.Request, start time.Time, resp *ipc.Response, e
 		e.Outcome = OutcomeCancelled
 		e.Err = &ipc.RPCError{Message: "cancelled"}
 	default:
-		e.Outcome = OutcomeClosed
+		e.Outcome = string(history.OutcomeOf(err)) // unreachable, refused (handshake), closed...
 		e.Err = &ipc.RPCError{Message: err.Error()}
 	}
 	if e.Duration == 0 {

@@ -48,7 +48,7 @@ var (
 	cipherValues = []string{"auto\tthe best the peer offers", "chacha20_poly1305\tencrypted session", "hmac_plain\tauthenticated, not encrypted", "negotiate\tnull, then the btsp.negotiate upgrade", "null\tno session protection"}
 	prefixValues = []string{"auto\tsend EC 01, fall back and remember", "on\talways send the riboCipher prefix", "off\tnever send it"}
 	asValues     = []string{"command\tthe primalscope command line", "socat\ta printf | socat line", "json\tthe request envelope"}
-	outcomeValue = []string{"ok", "error", "timeout", "closed", "refused", "cancelled"}
+	outcomeValue = []string{"ok", "error", "timeout", "unreachable", "closed", "refused", "cancelled"}
 )
 
 // completions registers dynamic completion on every command and flag that

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/internal/render"
@@ -369,22 +370,24 @@ func (a *app) callEntry(t target, conn *ipc.Conn, req ipc.Request, resp *ipc.Res
 	return e
 }
 
-// outcomeOf names how a call ended, in the terms of the exit codes.
+// outcomeOf names how a call ended, in the terms of the exit codes: this
+// command line's own refusals and "nothing to connect to" first, then
+// history.OutcomeOf (the classification the TUI records with too).
 func outcomeOf(err error) history.Outcome {
-	if err == nil {
+	var (
+		sec *securityError
+		cn  *connectError
+		nf  *discovery.NotFoundError
+	)
+	switch {
+	case err == nil:
 		return history.OutcomeOK
-	}
-	switch exitCode(err) {
-	case exitPeer:
-		return history.OutcomeError
-	case exitTimeout:
-		return history.OutcomeTimeout
-	case exitSecurity:
+	case errors.As(err, &sec):
 		return history.OutcomeRefused
-	case 130:
-		return history.OutcomeCancelled
+	case errors.As(err, &cn), errors.As(err, &nf):
+		return history.OutcomeUnreachable
 	}
-	return history.OutcomeClosed
+	return history.OutcomeOf(err)
 }
 
 type historyFlags struct {
@@ -426,7 +429,7 @@ the config file); named calls are kept.`,
 	fl.BoolVar(&f.asJSON, "json", false, "print a JSON array of the calls, with their results")
 	fl.StringVar(&f.target, "target", "", "only calls to this target (name or endpoint)")
 	fl.StringVar(&f.method, "method", "", "only calls of this method")
-	fl.StringVar(&f.outcome, "outcome", "", "only calls that ended so: ok, error, timeout, closed, refused or cancelled")
+	fl.StringVar(&f.outcome, "outcome", "", "only calls that ended so: "+history.OutcomeList())
 	fl.StringVar(&f.since, "since", "", "only calls since then: a duration back (90s, 2h, 3d) or a date (2026-11-22, RFC 3339)")
 	fl.IntVar(&f.limit, "limit", 50, "most calls to show (0: all)")
 	f.jq.add(cmd)
@@ -462,7 +465,7 @@ func (a *app) listHistory(ctx context.Context, text string, f historyFlags) erro
 	q := history.Query{Text: text, Target: f.target, Method: f.method, Outcome: history.Outcome(f.outcome),
 		Limit: f.limit, WithResults: f.asJSON}
 	if f.outcome != "" && !q.Outcome.Valid() {
-		return usageErr(fmt.Errorf("--outcome %q: want ok, error, timeout, closed, refused or cancelled", f.outcome))
+		return usageErr(fmt.Errorf("--outcome %q: want %s", f.outcome, history.OutcomeList()))
 	}
 	if f.limit < 0 {
 		return usageErr(fmt.Errorf("--limit must not be negative"))
@@ -543,7 +546,7 @@ func (a *app) printHistoryTable(w io.Writer, entries []history.Entry, names map[
 func paintOutcome(st styler, line string) string {
 	for _, o := range []struct {
 		word, code string
-	}{{" ok ", "32"}, {" error ", "31"}, {" timeout ", "33"}, {" closed ", "31"}, {" refused ", "35"}, {" cancelled ", "33"}} {
+	}{{" ok ", "32"}, {" error ", "31"}, {" timeout ", "33"}, {" unreachable ", "31"}, {" closed ", "31"}, {" refused ", "35"}, {" cancelled ", "33"}} {
 		// The outcome column follows the method column; find it from the
 		// left so a method named "ok" is not painted instead.
 		if i := strings.Index(line, o.word); i >= 0 && outcomeColumn(line, i) {
