@@ -97,10 +97,22 @@ type TraceEvent struct {
 	Warning string `json:"warning,omitempty"`
 }
 
-// Handler answers a server-initiated request inside the Conn (for example
-// Holon-RPC heartbeats). It runs on the reading goroutine and must be quick.
-// It returns handled=false to let the request reach Incoming instead.
-type Handler func(m *Message) (result json.RawMessage, rpcErr *RPCError, handled bool)
+// Handler answers a server-initiated request inside the Conn (a holon's
+// Hello, say). Each request runs on its own goroutine, off the reading
+// goroutine, so a slow handler delays only its own answer; at most
+// Options.MaxHandlers run at once, and a request beyond them is answered
+// with an ErrResourceExhausted error without running the handler. ctx ends
+// when the connection does (Close waits for running handlers, so a handler
+// must return once ctx is done). It returns handled=false to let the request
+// reach Incoming instead (after what arrived while it ran).
+type Handler func(ctx context.Context, m *Message) (result json.RawMessage, rpcErr *RPCError, handled bool)
+
+// DefaultMaxHandlers is how many server-initiated requests a Conn's Handler
+// works on at once unless Options.MaxHandlers says otherwise.
+const DefaultMaxHandlers = 32
+
+// replyTimeout bounds writing the answer to one server-initiated request.
+const replyTimeout = 5 * time.Second
 
 // Options configure a Conn (and, through Dial, its transport).
 type Options struct {
@@ -116,6 +128,9 @@ type Options struct {
 	IncomingBuffer int
 	// Handler answers server-initiated requests automatically; may be nil.
 	Handler Handler
+	// MaxHandlers bounds how many Handler calls run at once (default
+	// DefaultMaxHandlers); the requests beyond it are refused.
+	MaxHandlers int
 	// Endpoint names the peer in errors.
 	Endpoint string
 	// ConnectTimeout bounds establishing the transport (default 2 s).
@@ -187,6 +202,15 @@ type Conn struct {
 	wmu         sync.Mutex
 	incoming    chan *Message
 	done        chan struct{}
+
+	// Server-initiated requests run off the reading goroutine: handlers
+	// holds a token per running Handler call, handlerCtx ends with the
+	// connection, and the reading goroutine waits for handlerWG before it
+	// closes Incoming and Done.
+	handlers      chan struct{}
+	handlerCtx    context.Context
+	handlerCancel context.CancelFunc
+	handlerWG     sync.WaitGroup
 }
 
 // NewConn starts a Conn over f. The Conn owns f from now on.
@@ -202,6 +226,9 @@ func NewConn(f Framer, opts Options) *Conn {
 	if opts.IncomingBuffer <= 0 {
 		opts.IncomingBuffer = 1024
 	}
+	if opts.MaxHandlers <= 0 {
+		opts.MaxHandlers = DefaultMaxHandlers
+	}
 	c := &Conn{
 		f:        f,
 		opts:     opts,
@@ -210,6 +237,10 @@ func NewConn(f Framer, opts Options) *Conn {
 		timedOut: newIDRing(4096),
 		incoming: make(chan *Message, opts.IncomingBuffer),
 		done:     make(chan struct{}),
+	}
+	if opts.Handler != nil {
+		c.handlers = make(chan struct{}, opts.MaxHandlers)
+		c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
 	}
 	go c.readLoop()
 	return c
@@ -554,6 +585,10 @@ func (c *Conn) readLoop() {
 			delete(c.pending, id)
 		}
 		c.mu.Unlock()
+		if c.handlerCancel != nil {
+			c.handlerCancel()
+			c.handlerWG.Wait() // a handler may still deliver to Incoming
+		}
 		close(c.incoming)
 		close(c.done)
 	}()
@@ -730,19 +765,62 @@ func (c *Conn) handle(frame []byte) {
 	case KindRequest:
 		c.trace(In, frame, m.Warning)
 		if c.opts.Handler != nil {
-			if res, rerr, ok := c.opts.Handler(m); ok {
-				frame := c.encodeReply(m.ID, res, rerr)
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_ = c.write(ctx, frame)
-				cancel()
-				return
-			}
+			c.handOff(m)
+			return
 		}
 		c.deliver(m)
 	default:
 		c.trace(In, frame, m.Warning)
 		c.deliver(m)
 	}
+}
+
+// handOff runs the Handler on a server-initiated request on a goroutine of
+// its own, or refuses the request when MaxHandlers are already running: a
+// peer waiting on the answer (a holon's Hello) learns at once that it will
+// not come, rather than at its own timeout.
+func (c *Conn) handOff(m *Message) {
+	select {
+	case c.handlers <- struct{}{}:
+	default:
+		c.trace(Note, nil, fmt.Sprintf("refused server request %s: %d handlers already running", cut(m.ID, 40), c.opts.MaxHandlers))
+		c.reply(m.ID, nil, c.exhausted())
+		return
+	}
+	c.handlerWG.Add(1)
+	go func() {
+		defer c.handlerWG.Done()
+		defer func() { <-c.handlers }()
+		res, rerr, ok := c.opts.Handler(c.handlerCtx, m)
+		if !ok {
+			c.deliver(m)
+			return
+		}
+		c.reply(m.ID, res, rerr)
+	}()
+}
+
+// reply answers a server-initiated request, bounded by replyTimeout and by
+// the connection's life.
+func (c *Conn) reply(id json.RawMessage, res json.RawMessage, rerr *RPCError) {
+	if len(id) == 0 {
+		return // a notification: nothing to answer
+	}
+	ctx, cancel := context.WithTimeout(c.handlerCtx, replyTimeout)
+	defer cancel()
+	_ = c.write(ctx, c.encodeReply(id, res, rerr))
+}
+
+// exhausted is the error a refused server request is answered with: the
+// Holon-RPC spec's code 8 (resource exhausted) on the Holon wire, and an
+// implementation-defined server error (JSON-RPC 2.0 reserves -32000 to
+// -32099 for them) on the others.
+func (c *Conn) exhausted() *RPCError {
+	code := int64(-32000)
+	if c.opts.Wire == WireHolon {
+		code = 8
+	}
+	return &RPCError{Code: code, Message: fmt.Sprintf("resource exhausted: primalscope is already handling %d requests from this peer", c.opts.MaxHandlers)}
 }
 
 // deliver hands m to Incoming, dropping the oldest unread message when full.

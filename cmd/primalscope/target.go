@@ -102,7 +102,7 @@ func (a *app) dial(ctx context.Context, arg string, trace func(ipc.TraceEvent)) 
 	// A holon that speaks first waits for an answer to its Hello; a
 	// one-shot command answers it (and "method not found" to anything else
 	// a peer asks) so the peer never waits on us.
-	opts.Handler = func(m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
+	opts.Handler = func(_ context.Context, m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
 		res, rerr := events.DefaultAnswer(m)
 		return res, rerr, true
 	}
