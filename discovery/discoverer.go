@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -193,15 +194,15 @@ func (d *Discoverer) Dirs() []string {
 // the socket directories, the manifests directory and the runtime directory
 // (for lean daemons), those that exist.
 func (d *Discoverer) WatchPaths() []string {
-	paths := d.Dirs()
+	dirs := d.Dirs()
 	var more []string
-	for _, dir := range paths {
+	for _, dir := range dirs {
 		more = append(more, filepath.Join(dir, "manifests"))
 	}
-	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+	if rt := paths.RuntimeDir(d.opts.Getenv); rt != "" {
 		more = append(more, filepath.Join(rt, "ecoPrimals"), filepath.Join(rt, "ecoPrimals", "manifests"), rt)
 	}
-	return dedupe(append(paths, existing(more)...))
+	return dedupe(append(dirs, existing(more)...))
 }
 
 // DefaultSources returns the local sources a sweep runs: socket
@@ -218,7 +219,7 @@ func (d *Discoverer) DefaultSources() []Source {
 	dirs := d.Dirs()
 	m := NewFamilyMatcher(known, d.opts.Family)
 	sockDirs := dirs
-	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+	if rt := paths.RuntimeDir(d.opts.Getenv); rt != "" {
 		// Songbird's other home: $XDG_RUNTIME_DIR/ecoPrimals/discovery(-<family>).sock.
 		sockDirs = dedupe(append(append([]string(nil), dirs...), existing([]string{filepath.Join(rt, "ecoPrimals")})...))
 	}
@@ -226,7 +227,7 @@ func (d *Discoverer) DefaultSources() []Source {
 		&SocketDirSource{Dirs: sockDirs, Matcher: m},
 		&EnvSource{Environ: d.opts.Environ, Matcher: m},
 	}
-	rt := d.opts.Getenv("XDG_RUNTIME_DIR")
+	rt := paths.RuntimeDir(d.opts.Getenv)
 	var regFiles, manDirs, leanRoots []string
 	if rt != "" {
 		manDirs = append(manDirs, filepath.Join(rt, "ecoPrimals", "manifests"))

@@ -17,6 +17,8 @@ import (
 	"unicode/utf8"
 
 	"modernc.org/sqlite"
+
+	"github.com/ecoPrimals/primalscope/internal/paths"
 )
 
 // Defaults for Options.
@@ -106,19 +108,15 @@ const checkpointEvery = 4 << 20
 
 // DefaultPath returns $XDG_STATE_HOME/primalscope/history.db, or
 // ~/.local/state/primalscope/history.db when XDG_STATE_HOME is unset or not
-// absolute.
+// absolute (paths.HistoryFile).
 func DefaultPath() (string, error) { return DefaultPathEnv(os.Getenv) }
 
 // DefaultPathEnv is DefaultPath reading the environment through getenv.
 func DefaultPathEnv(getenv func(string) string) (string, error) {
-	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "primalscope", "history.db"), nil
+	if p := paths.HistoryFile(getenv); p != "" {
+		return p, nil
 	}
-	home := getenv("HOME")
-	if home == "" {
-		return "", errors.New("history path: neither $XDG_STATE_HOME nor $HOME is set")
-	}
-	return filepath.Join(home, ".local", "state", "primalscope", "history.db"), nil
+	return "", errors.New("history path: neither $XDG_STATE_HOME nor $HOME is set (to an absolute path)")
 }
 
 // Open opens (creating if needed) the history database at path ("" means
