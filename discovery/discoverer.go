@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -145,8 +146,8 @@ func (d *Discoverer) runRegistries(ctx context.Context, srcs []Source, addErr fu
 }
 
 type retryState struct {
-	next    time.Time
-	backoff time.Duration
+	next time.Time
+	wait backoff.Backoff
 }
 
 // New returns a Discoverer.
@@ -590,15 +591,8 @@ func (d *Discoverer) noteRetry(t *Target, base, max time.Duration) {
 	if time.Now().Before(r.next) {
 		return // skipped this time; keep the schedule
 	}
-	if r.backoff == 0 {
-		r.backoff = base
-	} else {
-		r.backoff *= 2
-		if r.backoff > max {
-			r.backoff = max
-		}
-	}
-	r.next = time.Now().Add(r.backoff)
+	r.wait.Min, r.wait.Max = base, max
+	r.next = time.Now().Add(r.wait.Next())
 	d.retry[t.ID] = r
 }
 
