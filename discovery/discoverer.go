@@ -9,7 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -144,8 +146,8 @@ func (d *Discoverer) runRegistries(ctx context.Context, srcs []Source, addErr fu
 }
 
 type retryState struct {
-	next    time.Time
-	backoff time.Duration
+	next time.Time
+	wait backoff.Backoff
 }
 
 // New returns a Discoverer.
@@ -193,15 +195,15 @@ func (d *Discoverer) Dirs() []string {
 // the socket directories, the manifests directory and the runtime directory
 // (for lean daemons), those that exist.
 func (d *Discoverer) WatchPaths() []string {
-	paths := d.Dirs()
+	dirs := d.Dirs()
 	var more []string
-	for _, dir := range paths {
+	for _, dir := range dirs {
 		more = append(more, filepath.Join(dir, "manifests"))
 	}
-	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+	if rt := paths.RuntimeDir(d.opts.Getenv); rt != "" {
 		more = append(more, filepath.Join(rt, "ecoPrimals"), filepath.Join(rt, "ecoPrimals", "manifests"), rt)
 	}
-	return dedupe(append(paths, existing(more)...))
+	return dedupe(append(dirs, existing(more)...))
 }
 
 // DefaultSources returns the local sources a sweep runs: socket
@@ -218,7 +220,7 @@ func (d *Discoverer) DefaultSources() []Source {
 	dirs := d.Dirs()
 	m := NewFamilyMatcher(known, d.opts.Family)
 	sockDirs := dirs
-	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+	if rt := paths.RuntimeDir(d.opts.Getenv); rt != "" {
 		// Songbird's other home: $XDG_RUNTIME_DIR/ecoPrimals/discovery(-<family>).sock.
 		sockDirs = dedupe(append(append([]string(nil), dirs...), existing([]string{filepath.Join(rt, "ecoPrimals")})...))
 	}
@@ -226,7 +228,7 @@ func (d *Discoverer) DefaultSources() []Source {
 		&SocketDirSource{Dirs: sockDirs, Matcher: m},
 		&EnvSource{Environ: d.opts.Environ, Matcher: m},
 	}
-	rt := d.opts.Getenv("XDG_RUNTIME_DIR")
+	rt := paths.RuntimeDir(d.opts.Getenv)
 	var regFiles, manDirs, leanRoots []string
 	if rt != "" {
 		manDirs = append(manDirs, filepath.Join(rt, "ecoPrimals", "manifests"))
@@ -589,15 +591,8 @@ func (d *Discoverer) noteRetry(t *Target, base, max time.Duration) {
 	if time.Now().Before(r.next) {
 		return // skipped this time; keep the schedule
 	}
-	if r.backoff == 0 {
-		r.backoff = base
-	} else {
-		r.backoff *= 2
-		if r.backoff > max {
-			r.backoff = max
-		}
-	}
-	r.next = time.Now().Add(r.backoff)
+	r.wait.Min, r.wait.Max = base, max
+	r.next = time.Now().Add(r.wait.Next())
 	d.retry[t.ID] = r
 }
 

@@ -138,11 +138,7 @@ func (a *app) themeFor() (themes.Theme, error) {
 	if a.theme == "" {
 		return themes.Default(true), nil
 	}
-	var users []themes.Theme
-	if dir, err := themes.UserDir(); err == nil {
-		users, _ = themes.LoadDir(dir) // a broken user theme must not stop a call
-	}
-	cat := themes.NewCatalog(users)
+	cat := a.themeCatalog()
 	t, err := cat.Lookup(a.theme)
 	if err != nil {
 		return themes.Theme{}, usageErr(fmt.Errorf("unknown theme %q (there are: %v)", a.theme, cat.Names()))

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
@@ -149,16 +149,11 @@ func (a *app) familyScoped(ep ipc.Endpoint, families ...string) bool {
 // memory that cannot be read starts empty; without a state directory it
 // lives in this process only.
 func (a *app) endpointMemory() *ipc.EndpointMemory {
-	dir := a.getenv("XDG_STATE_HOME")
-	if dir == "" {
-		if home := a.getenv("HOME"); home != "" {
-			dir = filepath.Join(home, ".local", "state")
-		}
-	}
-	if dir == "" || !filepath.IsAbs(dir) {
+	path := paths.EndpointMemoryFile(a.getenv)
+	if path == "" {
 		return ipc.NewEndpointMemory()
 	}
-	m, err := ipc.OpenEndpointMemory(filepath.Join(dir, "primalscope", "endpoints.json"))
+	m, err := ipc.OpenEndpointMemory(path)
 	if err != nil {
 		fmt.Fprintf(a.io.err, "primalscope: warning: %v\n", err)
 	}

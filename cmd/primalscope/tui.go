@@ -8,8 +8,8 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/internal/render"
-	"github.com/ecoPrimals/primalscope/themes"
 	"github.com/ecoPrimals/primalscope/tui"
 )
 
@@ -39,11 +39,7 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 	}
 	cfg.Color, cfg.NoColor = colour, colour == render.ColorNever
 	if a.theme != "" {
-		var users []themes.Theme
-		if dir, err := themes.UserDir(); err == nil {
-			users, _ = themes.LoadDir(dir)
-		}
-		cat := themes.NewCatalog(users)
+		cat := a.themeCatalog()
 		if _, err := cat.Lookup(a.theme); err != nil {
 			return usageErr(fmt.Errorf("unknown theme %q (there are: %v)", a.theme, cat.Names()))
 		}
@@ -62,12 +58,14 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return err
 	}
 	cfg.Discoverer = &tui.DiscoveryWatcher{D: d}
-	cfg.ConfigPath = tui.ConfigPath(a.getenv)
-	keys, err := tui.LoadKeys(cfg.ConfigPath)
-	if err != nil {
+	// The keys come from the config file the CLI read once; a broken file
+	// stops the TUI (its warning would vanish under the full screen and
+	// the user's bindings silently not apply).
+	if err := a.configErr(); err != nil {
 		return usageErr(err)
 	}
-	cfg.Keys = keys
+	cfg.ConfigPath = paths.ConfigFile(a.getenv)
+	cfg.Keys = a.config().Keys
 	if !a.historyOff() {
 		h, closeHistory := a.tuiHistory(ctx)
 		defer closeHistory()

@@ -38,12 +38,19 @@ func TestJitterDeterministic(t *testing.T) {
 			t.Errorf("second wait %v", d)
 		}
 	}
-	// With the default source, every wait stays within ±Jitter.
+	// With the default source, every wait stays within ±Jitter, and the
+	// waits do spread.
 	b := Backoff{Min: 100 * time.Millisecond, Max: 100 * time.Millisecond, Jitter: 0.2}
-	for range 200 {
-		if d := b.Next(); d < 80*time.Millisecond || d > 120*time.Millisecond {
+	lo, hi := time.Hour, time.Duration(0)
+	for range 2000 {
+		d := b.Next()
+		if d < 80*time.Millisecond || d > 120*time.Millisecond {
 			t.Fatalf("wait %v outside ±20 %%", d)
 		}
+		lo, hi = min(lo, d), max(hi, d)
+	}
+	if hi-lo < 20*time.Millisecond {
+		t.Errorf("no spread: %v..%v", lo, hi)
 	}
 }
 
