@@ -138,6 +138,9 @@ type Options struct {
 	// Security says how socket transports handle the riboCipher prefix and
 	// BTSP (see security.go); the zero value is the plain wire.
 	Security Security
+	// Insecure skips TLS certificate verification of wss:// peers (the
+	// CLI's --insecure). Off by default.
+	Insecure bool
 }
 
 // Request is one call or notification with full control over the envelope.

@@ -211,6 +211,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 	}
 	m.caps.canBTSP = cfg.CanBTSP
 	m.client = newClient(ctx, cfg.Dial, m.feed, cfg.MaxFrame, cfg.Security)
+	m.client.useDialer(cfg.Dialer)
 	if cfg.Keys != nil {
 		if err := m.keys.Remap(cfg.Keys); err != nil {
 			m.setErr(err.Error())

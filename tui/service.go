@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
-	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -82,13 +81,13 @@ func (f *feed) next(ctx context.Context) tea.Cmd {
 // client owns the connections the TUI calls through. It is used only from
 // commands (never from Update) and is safe for concurrent use.
 type client struct {
-	ctx  context.Context
+	ctx context.Context
+	// dialer is the one dialer the CLI shares (internal/dial): it decides
+	// the security, the wire and the endpoint of every connection.
+	dialer *dial.Dialer
+	// dial, when set, stands in for the connection step (tests).
 	dial Dialer
 	feed *feed
-	max  int64
-	sec  ipc.Security
-	// scope decides which targets are family-scoped.
-	scope discovery.FamilyScope
 
 	mu     sync.Mutex
 	conns  map[string]*ipc.Conn
@@ -99,11 +98,31 @@ type client struct {
 	wg       sync.WaitGroup
 }
 
-func newClient(ctx context.Context, dial Dialer, f *feed, maxFrame int64, sec ipc.Security) *client {
-	if dial == nil {
-		dial = defaultDialer
+// newClient returns a client dialling with sec and maxFrame (a dialer of
+// its own: useDialer gives it the run's).
+func newClient(ctx context.Context, dialFn Dialer, f *feed, maxFrame int64, sec ipc.Security) *client {
+	d, err := dial.New(dial.Settings{Security: sec, Family: sec.Family, MaxFrame: maxFrame})
+	if err != nil { // cannot happen: no wire is named
+		panic(err)
 	}
-	return &client{ctx: ctx, dial: dial, feed: f, max: maxFrame, sec: sec, conns: map[string]*ipc.Conn{}, dropping: map[*ipc.Conn]bool{}}
+	return &client{ctx: ctx, dialer: d, dial: dialFn, feed: f, conns: map[string]*ipc.Conn{}, dropping: map[*ipc.Conn]bool{}}
+}
+
+// useDialer makes the client dial through d (the run's one dialer, which
+// the CLI's commands use too); nil keeps its own.
+func (c *client) useDialer(d *dial.Dialer) {
+	if d != nil {
+		c.dialer = d
+	}
+}
+
+// dialTarget is the one dialer's view of a TUI target.
+func dialTarget(t Target) (dial.Target, error) {
+	ep, err := ipc.ParseEndpoint(t.Endpoint)
+	if err != nil {
+		return dial.Target{}, &ipc.DialError{Endpoint: t.Endpoint, Err: err}
+	}
+	return dial.Target{Name: t.Name, Endpoint: ep, Family: t.Family, Pool: t.Pool, Wire: t.Wire, BTSPRequired: t.BTSP}, nil
 }
 
 // conn returns the open connection to t, dialling it when needed.
@@ -123,29 +142,31 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 	}
 	c.mu.Unlock()
 	src := t.Name
-	sec := c.sec
-	sec.RequireBTSP = sec.RequireBTSP || t.BTSP
-	// The same decision as the CLI's and the prober's, made here at every
+	dt, err := dialTarget(t)
+	if err != nil {
+		return nil, err
+	}
+	// The same decisions as the CLI's, made by the same dialer at every
 	// dial: a call or a listen made before the target's probe has finished
 	// (or when it failed) sends nothing in cleartext to a family-scoped name.
-	if ep, err := ipc.ParseEndpoint(t.Endpoint); err == nil {
-		sec.FamilyScoped = sec.FamilyScoped || c.scope.Scoped(ep, t.Family, sec.Family)
-	}
-	opts := ipc.Options{
-		Endpoint: t.Endpoint,
-		MaxFrame: c.max,
-		Security: sec,
+	o := dial.Options{
+		Persistent: true,
 		Trace: func(ev ipc.TraceEvent) {
 			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
 		},
 	}
 	dctx := ctx
-	if strings.HasPrefix(t.Endpoint, "ws://") || strings.HasPrefix(t.Endpoint, "wss://") {
+	if dt.Endpoint.Transport == ipc.WS || dt.Endpoint.Transport == ipc.WSS {
 		// A holon session lives as long as the context it was opened with
 		// (it reconnects inside), so it gets the client's, not the call's.
 		dctx = c.ctx
 	}
-	cn, err := c.dial(dctx, t, opts)
+	var cn *ipc.Conn
+	if c.dial != nil {
+		cn, err = c.dial(dctx, t, c.dialer.IPCOptions(dt, o))
+	} else {
+		cn, err = c.dialer.Dial(dctx, dt, o)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,9 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 		return err
 	}
 	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)
+	if req.Pool == "" {
+		req.Pool = t.Pool // a bus pool named as ls names it (stdiobus/echo)
+	}
 	resp, err := conn.Send(callCtx, req)
 	join()
 	entry := a.callEntry(t, conn, req, resp, err, start)

@@ -52,7 +52,7 @@ func (a *app) caps(ctx context.Context, arg string, asJSON bool, jq jqFlag) erro
 		return err
 	}
 	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)
-	d, err := discovery.Describe(ctx, conn)
+	d, err := discovery.DescribePool(ctx, conn, t.Pool)
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.Name, err)
 	}

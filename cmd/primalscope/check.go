@@ -92,7 +92,7 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	if !asJSON {
 		a.reportSourceErrors(snap.Errors)
 	}
-	selected, explicit, err := a.selectTargets(snap, args)
+	selected, explicit, err := a.selectTargets(ctx, snap, args)
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 // selectTargets picks the targets to audit: those the arguments name (by
 // name, alias, path or address; a name is also resolved the way call
 // resolves it), or every target discovery found except tarpc sidecars.
-func (a *app) selectTargets(snap *discovery.Snapshot, args []string) ([]*discovery.Target, bool, error) {
+func (a *app) selectTargets(ctx context.Context, snap *discovery.Snapshot, args []string) ([]*discovery.Target, bool, error) {
 	if len(args) == 0 {
 		var out []*discovery.Target
 		for _, t := range snap.Targets {
@@ -201,7 +201,7 @@ func (a *app) selectTargets(snap *discovery.Snapshot, args []string) ([]*discove
 	for _, arg := range args {
 		ts := snap.Resolve(arg)
 		if len(ts) == 0 {
-			if r, err := a.resolve(arg); err == nil {
+			if r, err := a.resolve(ctx, arg); err == nil {
 				ts = snap.Resolve(r.Endpoint.String())
 			} else {
 				return nil, true, err

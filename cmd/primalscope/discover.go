@@ -290,17 +290,14 @@ func latency(d time.Duration) string {
 
 // lookupWide finds a name that no socket file carries in every other
 // source (Songbird registrations, env variables, manifests, the config
-// file), for commands that take a TARGET.
-func (a *app) lookupWide(arg string) (target, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+// file, stdio Bus daemons in the process table), within ctx: the one
+// dialer's Settings.Lookup.
+func (a *app) lookupWide(ctx context.Context, arg string) (*discovery.Target, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	d, err := a.discoverer(discoverFlags{noProc: true}, nil)
+	d, err := a.discoverer(discoverFlags{}, nil)
 	if err != nil {
-		return target{}, false
+		return nil, err
 	}
-	t, err := d.Lookup(ctx, arg)
-	if err != nil {
-		return target{}, false
-	}
-	return target{Arg: arg, Name: arg, Endpoint: t.Endpoint, Family: t.Family}, true
+	return d.Lookup(ctx, arg)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -61,6 +62,10 @@ type app struct {
 	prefix     string
 	btspCipher string
 	sec        *securityState
+	// insecure is --insecure: TLS certificates of wss:// peers unchecked.
+	insecure bool
+	// dl is the one dialer, made from the flags on first use (target.go).
+	dl *dial.Dialer
 	// bounded: the command runs under --timeout (boundOneShot), so it
 	// flushes the endpoint memory itself, within its deadline.
 	bounded bool

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -133,15 +132,6 @@ func (a *app) closeMemory() {
 		a.sec.stopFlush()
 	}
 	a.sec.sec.Memory.Flush(context.Background())
-}
-
-// familyScoped reports whether an endpoint's name (with the given family
-// ids, FAMILY_ID and those of its directory), or the directory it is in,
-// says it is family-scoped (so it gets nothing in cleartext, even on
-// first contact without FAMILY_ID): the one decision discovery, the prober
-// and the TUI make too (discovery.FamilyScoped).
-func (a *app) familyScoped(ep ipc.Endpoint, families ...string) bool {
-	return discovery.FamilyScoped(ep, append(families, a.familyID())...)
 }
 
 // endpointMemory opens the per-endpoint memory kept for the CLI in

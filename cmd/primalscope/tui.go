@@ -50,6 +50,9 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return err
 	}
 	cfg.Security, cfg.CanBTSP = sec, a.seedFile != "" || a.getenv("FAMILY_SEED") != ""
+	if cfg.Dialer, err = a.dialer(); err != nil { // the one the commands use
+		return err
+	}
 	a.quietWarnings() // the trace shows them; stderr would spoil the screen
 	// The same discovery as ls: the config file's targets, the process
 	// table's buses, and family-scoped sockets probed through BTSP.
