@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/ecoPrimals/primalscope/internal/render"
@@ -183,11 +184,13 @@ func equalJSON(a, b any) bool {
 	}
 }
 
-var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// identRe is compiled on first use: only diffs need it, and every
+// process pays what package init does.
+var identRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func keyPath(parent, key string) string {
 	var seg string
-	if identRe.MatchString(key) {
+	if identRe().MatchString(key) {
 		seg = "." + key
 	} else {
 		q, _ := json.Marshal(key)

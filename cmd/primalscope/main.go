@@ -24,10 +24,12 @@ import (
 
 func main() {
 	peer.WorkerMain() // as a stdio Bus worker or daemon (the demo's bus), serve and exit
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	code := run(ctx, os.Args[1:], &stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv, os.Environ())
-	stop()
-	os.Exit(code)
+	// The stop function is not called: os.Exit ends the signal handling
+	// with the process, and stopping it first would wait for a round trip
+	// per signal to the runtime's signal thread (about 0.25 ms of CPU in a
+	// one-shot call).
+	ctx, _ := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	os.Exit(run(ctx, os.Args[1:], &stdio{in: os.Stdin, out: os.Stdout, err: os.Stderr}, os.Getenv, os.Environ()))
 }
 
 // stdio is the process's standard streams, replaceable in tests.
