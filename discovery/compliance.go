@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -270,18 +271,18 @@ func Audit(t *Target, opts AuditOptions) *Report {
 		if ValidPrimalName(c.Primal) {
 			add(0, "primal_name", "Primal name is canonical (lowercase, no spaces)", Pass, "")
 		} else {
-			add(0, "primal_name", "Primal name is canonical (lowercase, no spaces)", Warn, fmt.Sprintf("%q", truncate(c.Primal, 60)))
+			add(0, "primal_name", "Primal name is canonical (lowercase, no spaces)", Warn, fmt.Sprintf("%q", human.Clip(c.Primal, 60)))
 		}
 		if id != nil && id.Primal != "" && id.Primal != c.Primal {
 			add(0, "identity_match", "identity.get and capabilities.list name the same primal", Warn,
-				fmt.Sprintf("%q vs %q", truncate(id.Primal, 60), truncate(c.Primal, 60)))
+				fmt.Sprintf("%q vs %q", human.Clip(id.Primal, 60), human.Clip(c.Primal, 60)))
 		}
 	}
 	auditBTSP(t, add)
 	if c != nil {
 		switch c.Signature.State {
 		case capability.Verified:
-			add(0, "signature", "signed_announcement verifies", Pass, "key "+truncate(c.Signature.PublicKey, 16))
+			add(0, "signature", "signed_announcement verifies", Pass, "key "+human.Clip(c.Signature.PublicKey, 16))
 		case capability.Invalid:
 			add(0, "signature", "signed_announcement verifies", Fail, c.Signature.Reason)
 		default:
@@ -320,7 +321,7 @@ func auditBTSP(t *Target, add func(int, string, string, Result, string)) {
 	if p != nil && p.State == StateLocked {
 		if p.BTSPRejection != nil && (p.BTSPRejection.Code == -32600 || p.BTSPRejection.Code == -32000) {
 			add(0, "btsp_rejection", "Non-BTSP connection answered with a JSON-RPC error before the drop", Pass,
-				fmt.Sprintf("%d %s", p.BTSPRejection.Code, truncate(p.BTSPRejection.Message, 60)))
+				fmt.Sprintf("%d %s", p.BTSPRejection.Code, human.Clip(p.BTSPRejection.Message, 60)))
 		} else {
 			add(0, "btsp_rejection", "Non-BTSP connection answered with a JSON-RPC error before the drop", Warn, "no rejection error object")
 		}
@@ -401,7 +402,7 @@ func CallAll(ctx context.Context, t *Target, timeout time.Duration, sec ipc.Secu
 			cr := CallResult{Latency: time.Since(start)}
 			switch {
 			case resp != nil && resp.Error != nil:
-				cr.Code, cr.Message = resp.Error.Code, truncate(resp.Error.Message, 256)
+				cr.Code, cr.Message = resp.Error.Code, human.Clip(resp.Error.Message, 256)
 			case err != nil:
 				cr.Err = describeCallErr(err)
 			default:

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
@@ -676,7 +677,7 @@ func callWatching(ctx context.Context, c *ipc.Conn, method, pool string) (resp *
 	finish := func(o out) (*ipc.Response, CallResult, string, error) {
 		cr := CallResult{Latency: time.Since(start)}
 		if o.resp != nil && o.resp.Error != nil {
-			cr.Code, cr.Message = o.resp.Error.Code, truncate(o.resp.Error.Message, 256)
+			cr.Code, cr.Message = o.resp.Error.Code, human.Clip(o.resp.Error.Message, 256)
 			return o.resp, cr, "", o.err
 		}
 		if o.err != nil {
@@ -700,7 +701,7 @@ func callWatching(ctx context.Context, c *ipc.Conn, method, pool string) (resp *
 				// The answer is not JSON-RPC: do not wait for the deadline.
 				// The call's goroutine ends when the Conn is closed.
 				return nil, CallResult{Err: "garbage answer", Latency: time.Since(start)},
-					"answered with something that is not JSON-RPC: " + truncate(string(m.Raw), 60), errGarbage
+					"answered with something that is not JSON-RPC: " + human.Clip(string(m.Raw), 60), errGarbage
 			}
 		}
 	}
@@ -740,7 +741,7 @@ func topKeys(raw json.RawMessage) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		if len(out) < 256 {
-			out = append(out, truncate(k, 64))
+			out = append(out, human.Clip(k, 64))
 		}
 	}
 	sort.Strings(out)

@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
@@ -257,7 +257,7 @@ func FormatDiff(w io.Writer, changes []Change, f DiffFormat) error {
 			fmt.Fprintf(&sb, "… and %d more changes\n", len(changes)-i)
 			break
 		}
-		p := Sanitize(c.Path)
+		p := render.Sanitize(c.Path)
 		switch c.Kind {
 		case Added:
 			sb.WriteString(paint("32", "+ "+p+": "+clip(c.New, f.MaxValue)))
@@ -273,40 +273,6 @@ func FormatDiff(w io.Writer, changes []Change, f DiffFormat) error {
 	return err
 }
 
-func clip(v json.RawMessage, n int) string {
-	s := Sanitize(string(v))
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
-}
-
-// Sanitize escapes what a terminal would act on or that would reorder or
-// hide text: every character render.Classify does not call Safe (C0 and C1
-// controls, DEL, bidirectional controls, line separators, invisible
-// characters) as \uXXXX (\UXXXXXXXX above U+FFFF), and invalid UTF-8 as
-// \xXX.
-func Sanitize(s string) string {
-	var sb strings.Builder
-	var prev rune
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&sb, `\x%02x`, s[i])
-			r = 0
-		case render.Classify(prev, r) == render.Safe:
-			sb.WriteString(s[i : i+size])
-		case r > 0xffff:
-			fmt.Fprintf(&sb, `\U%08x`, r)
-			r = 0
-		default:
-			fmt.Fprintf(&sb, `\u%04x`, r)
-			r = 0
-		}
-		prev = r
-		i += size
-	}
-	return sb.String()
-}
+// clip is a peer's value for one line of the diff: escaped, at most n
+// cells wide.
+func clip(v json.RawMessage, n int) string { return human.Truncate(render.Sanitize(string(v)), n) }

@@ -76,18 +76,3 @@ func TestFormatDiff(t *testing.T) {
 		t.Errorf("capped output:\n%s", capped.String())
 	}
 }
-
-func TestSanitize(t *testing.T) {
-	for in, want := range map[string]string{
-		"plain é":      "plain é",
-		"\x1b[31m":     `\u001b[31m`,
-		"a\u202eb":     `a\u202eb`,
-		"\xff\xfe":     `\xff\xfe`,
-		"tab\tnl\n":    `tab\u0009nl\u000a`,
-		"\u009b\u007f": `\u009b\u007f`,
-	} {
-		if got := Sanitize(in); got != want {
-			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

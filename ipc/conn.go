@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc/holon"
 )
 
@@ -859,11 +860,10 @@ func (c *Conn) closedErrLocked(inFlight int) error {
 	return &ClosedError{InFlight: inFlight, Cause: cause}
 }
 
+// cut is a copy of at most n bytes of b, for a message (human.Clip); b
+// may be a large frame, so only what can be kept is converted.
 func cut(b []byte, n int) []byte {
-	if len(b) <= n {
-		return append([]byte(nil), b...)
-	}
-	return append(append([]byte(nil), b[:n]...), "…"...)
+	return []byte(human.Clip(string(b[:min(len(b), n+1)]), n))
 }
 
 func marshalParams(params any) (json.RawMessage, error) {

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/human"
 )
 
 // EndpointFacts is what primalscope learned about reaching one endpoint.
@@ -119,7 +121,7 @@ func readMemoryFile(path string) (map[string]EndpointFacts, error) {
 		return out, fmt.Errorf("endpoint memory %s: %w", path, err)
 	}
 	if len(b) > maxMemoryFile {
-		return out, fmt.Errorf("endpoint memory %s: larger than %s, ignored", path, FormatBytes(maxMemoryFile))
+		return out, fmt.Errorf("endpoint memory %s: larger than %s, ignored", path, human.Bytes(maxMemoryFile))
 	}
 	var doc struct {
 		Endpoints map[string]EndpointFacts `json:"endpoints"`

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -253,9 +254,9 @@ func (t *table) render(w io.Writer, width int) {
 			first = false
 			if ansi.StringWidth(c) > widths[i] {
 				if t.left != nil && t.left[i] {
-					c = "…" + ansi.TruncateLeft(c, ansi.StringWidth(c)-widths[i]+1, "")
+					c = human.Ellipsis + ansi.TruncateLeft(c, ansi.StringWidth(c)-widths[i]+1, "")
 				} else {
-					c = ansi.Truncate(c, widths[i], "…")
+					c = human.Truncate(c, widths[i])
 				}
 			}
 			pad := widths[i] - ansi.StringWidth(c)

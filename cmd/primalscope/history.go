@@ -11,13 +11,13 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
@@ -521,7 +521,7 @@ func (a *app) printHistoryTable(w io.Writer, entries []history.Entry, names map[
 	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tWHEN\tTARGET\tMETHOD\tOUTCOME\tTIME\tSIZE\tNAME")
 	for _, e := range entries {
-		size := ipc.FormatBytes(e.ResponseSize)
+		size := human.Bytes(e.ResponseSize)
 		if e.Truncated {
 			size += " (cut)"
 		}
@@ -562,7 +562,7 @@ func outcomeColumn(line string, i int) bool {
 	return len(strings.Fields(line[:i])) == 5 // id, date, clock, target, method
 }
 
-// cell makes user or peer text safe for one table cell, at most n runes.
+// cell makes user or peer text safe for one table cell, at most n cells wide.
 func cell(s string, n int) string {
 	if s == "" {
 		return "-"
@@ -574,10 +574,7 @@ func cell(s string, n int) string {
 		}
 		return r
 	}, s)
-	if utf8.RuneCountInString(s) > n {
-		return string([]rune(s)[:n-1]) + "…"
-	}
-	return s
+	return human.Truncate(s, n)
 }
 
 func (a *app) historySaveCmd() *cobra.Command {
@@ -812,7 +809,7 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 			old.Outcome, doc.Outcome, elapsed(resp.Elapsed), idNote)
 		if !doc.Comparable {
 			fmt.Fprintf(a.io.err, "primalscope: the stored answer was cut (%s of it kept): no diff; the new answer follows\n",
-				ipc.FormatBytes(old.ResponseSize))
+				human.Bytes(old.ResponseSize))
 			if err := a.printJSON(a.io.out, resp.Result, false); err != nil {
 				return err
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/events"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/themes"
@@ -328,14 +329,7 @@ func (p *tailPrinter) detail(ev events.Event) string {
 	if err := json.Compact(&p.buf, ev.Payload); err != nil {
 		return render.Sanitize(string(ev.Payload))
 	}
-	s := render.Sanitize(p.buf.String())
-	if len(s) > maxTailPayload {
-		cut := maxTailPayload
-		for cut > 0 && s[cut]&0xc0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
+	s := human.Clip(render.Sanitize(p.buf.String()), maxTailPayload)
 	if p.hl != nil {
 		return p.hl.Line(s)
 	}

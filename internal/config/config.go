@@ -9,7 +9,7 @@
 // newer file, but they are not silently ignored either: they are listed in
 // Config.Unknown and Config.Warnings says them (with the nearest known name,
 // for a misspelling). To add a section, add a field with a toml tag to
-// Config, its name to knownSections, and a Validate step if it needs one.
+// Config and a Validate step if it needs one.
 //
 //	[discovery]
 //	socket_dirs   = ["/run/user/1000/biomeos"]
@@ -52,6 +52,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -100,9 +101,6 @@ type Config struct {
 	// dotted ("keymap", "discovery.socket_dir"), sorted; see Warnings.
 	Unknown []string `toml:"-" json:"unknown,omitempty"`
 }
-
-// knownSections are the top-level names Config reads.
-var knownSections = []string{"discovery", "target", "bus", "keys", "history"}
 
 // Keys is the [keys] table: TUI action name -> key names.
 type Keys map[string][]string
@@ -404,14 +402,14 @@ func (c *Config) Warnings() []string {
 		sec, key, nested := strings.Cut(k, ".")
 		if !nested {
 			w := fmt.Sprintf("unknown section or key %q%s (ignored", sec, where)
-			if near := nearest(sec, knownSections); near != "" {
+			if near := nearest(sec, tomlKeys(reflect.TypeOf(Config{}))); near != "" {
 				w += fmt.Sprintf("; did you mean %q?", near)
 			}
 			out = append(out, w+")")
 			continue
 		}
 		w := fmt.Sprintf("unknown key %q%s (ignored", k, where)
-		if near := nearest(key, sectionKeys[sec]); near != "" {
+		if near := nearest(key, sectionKeys(sec)); near != "" {
 			w += fmt.Sprintf("; did you mean %q?", sec+"."+near)
 		}
 		out = append(out, w+")")
@@ -419,12 +417,34 @@ func (c *Config) Warnings() []string {
 	return out
 }
 
-// sectionKeys are the keys each known section reads ([keys] takes any).
-var sectionKeys = map[string][]string{
-	"discovery": {"socket_dirs", "family", "stale_timeout", "known_primals", "no_proc"},
-	"target":    {"name", "endpoint", "wire", "pool", "aliases", "probe"},
-	"bus":       {"name", "config", "unix", "tcp", "command", "pools"},
-	"history":   {"enabled", "path", "max_rows", "max_bytes", "entry_limit"},
+// tomlKeys lists the toml names of a struct type's fields, for the
+// warnings' suggestions: read from the tags, so they cannot drift.
+func tomlKeys(t reflect.Type) []string {
+	for t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// sectionKeys lists the keys a known section reads (none for [keys],
+// which takes any action name).
+func sectionKeys(section string) []string {
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Tag.Get("toml") == section && f.Type != reflect.TypeOf(Keys{}) {
+			return tomlKeys(f.Type)
+		}
+	}
+	return nil
 }
 
 // nearest is the name in known closest to s, if it is close enough to be

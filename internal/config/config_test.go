@@ -194,6 +194,10 @@ socket_dir = ["/run/a"]
 max_row = 5
 [future_feature]
 on = true
+[[target]]
+name = "t"
+endpoint = "/t.sock"
+endpont = "/typo.sock"
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +210,7 @@ on = true
 		`unknown key "discovery.socket_dir" in /home/u/.config/primalscope/config.toml (ignored; did you mean "discovery.socket_dirs"?)`,
 		`unknown key "history.max_row" in /home/u/.config/primalscope/config.toml (ignored; did you mean "history.max_rows"?)`,
 		`unknown section or key "future_feature" in /home/u/.config/primalscope/config.toml (ignored)`,
+		`unknown key "target.endpont" in /home/u/.config/primalscope/config.toml (ignored; did you mean "target.endpoint"?)`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("warnings lack %s:\n%s", want, got)

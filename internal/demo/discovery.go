@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
@@ -69,7 +70,7 @@ func (e *Ecosystem) petaltongue() error {
 	cfg := p.Config()
 	e.AddEntry(Entry{Name: "petaltongue", Path: "tcp://127.0.0.1:<port>", What: fmt.Sprintf("TCP primal that registers and leaves every %s (seen through ipc.watch)", e.opts.Churn)})
 	e.goLoop(func(ctx context.Context) {
-		if !sleep(ctx, e.opts.Churn/2) {
+		if !backoff.Sleep(ctx, e.opts.Churn/2) {
 			return
 		}
 		for {
@@ -77,12 +78,12 @@ func (e *Ecosystem) petaltongue() error {
 			if err == nil {
 				e.Registry.Register(Registration{PrimalID: "petaltongue", Capabilities: []string{"visualization"}, Endpoint: "tcp://" + s.Addr})
 			}
-			ok := sleep(ctx, e.opts.Churn)
+			ok := backoff.Sleep(ctx, e.opts.Churn)
 			e.Registry.Unregister("petaltongue")
 			if s != nil {
 				s.Close()
 			}
-			if !ok || !sleep(ctx, e.opts.Churn) {
+			if !ok || !backoff.Sleep(ctx, e.opts.Churn) {
 				return
 			}
 		}

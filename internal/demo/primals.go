@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
@@ -302,28 +303,17 @@ func (e *Ecosystem) transient() error {
 			if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
 				e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
 			}
-			if !sleep(ctx, e.opts.Churn) {
+			if !backoff.Sleep(ctx, e.opts.Churn) {
 				return
 			}
 			e.Stop("sweetgrass.sock")
 			e.Registry.Unregister("sweetgrass")
-			if !sleep(ctx, e.opts.Churn) {
+			if !backoff.Sleep(ctx, e.opts.Churn) {
 				return
 			}
 		}
 	})
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // pulse pushes heartbeats and events to every connected client each tick.

@@ -1,4 +1,10 @@
-package render
+// Package human formats values for people to read: byte counts (Bytes),
+// text cut to a terminal width (Truncate) and text cut to a size in bytes
+// (Clip). It is the one source of each, for
+// every layer: it sits below ipc (which formats byte limits in its errors),
+// so it imports nothing of primalscope; making peer text safe is
+// render.Sanitize's job, above it.
+package human
 
 import (
 	"strconv"
@@ -36,7 +42,7 @@ func Bytes(n int64) string {
 // measured by grapheme cluster, so wide characters and emoji are not split,
 // and ANSI escape sequences (styles) take no width and are kept. Text that
 // fits comes back unchanged. Truncate does not make text safe: give it
-// peer text only after Sanitize. However wide, text longer than 256 bytes a
+// peer text only after render.Sanitize. However wide, text longer than 256 bytes a
 // cell (plus 1 KiB) is cut too, so a hostile string of zero-width marks
 // cannot make the result large.
 func Truncate(s string, width int) string {
@@ -55,4 +61,27 @@ func Truncate(s string, width int) string {
 		i--
 	}
 	return ansi.Truncate(s[:i], width-1, "") + Ellipsis
+}
+
+// Clip cuts s to at most n bytes, ending it with Ellipsis when anything was
+// cut (the ellipsis counts in the n bytes), without splitting a UTF-8
+// sequence. It bounds how much of a peer's text is kept or repeated (in
+// an error, a stored field); to fit text on a screen, use Truncate. For n
+// smaller than the ellipsis, the result is the first n bytes that are
+// whole characters, unmarked.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	if n <= 0 {
+		return ""
+	}
+	cut, mark := n-len(Ellipsis), Ellipsis
+	if cut < 0 {
+		cut, mark = n, ""
+	}
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + mark
 }

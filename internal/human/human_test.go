@@ -1,4 +1,4 @@
-package render
+package human
 
 import (
 	"strings"
@@ -59,5 +59,31 @@ func TestTruncateBoundsBytes(t *testing.T) {
 	}
 	if strings.ContainsRune(got, '\uFFFD') {
 		t.Error("cut inside a character")
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"hello", 5, "hello"},
+		{"hello world", 8, "hello…"},
+		{"héllo", 4, "h…"}, // é is not split: "h" + 3-byte ellipsis
+		{"日本語", 7, "日…"},   // 3-byte characters
+		{"日本語", 9, "日本語"},
+		{"日本語", 2, ""},   // too small for the ellipsis, and for 日
+		{"abc", 2, "ab"}, // too small for the ellipsis
+		{"abc", 0, ""},
+		{"\xff\xfe\xfd\xfc\xfb", 4, "\xff…"}, // invalid UTF-8: each byte is a start
+	} {
+		got := Clip(c.s, c.n)
+		if got != c.want {
+			t.Errorf("Clip(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
+		if len(got) > max(c.n, 0) {
+			t.Errorf("Clip(%q, %d) is %d bytes", c.s, c.n, len(got))
+		}
 	}
 }
