@@ -297,48 +297,28 @@ func (e *Ecosystem) transient() error {
 	}
 	cfg := p.Config()
 	e.AddEntry(Entry{Name: "sweetgrass", Path: e.Path("sweetgrass.sock"), What: fmt.Sprintf("comes and goes every %s", e.opts.Churn)})
-	e.goLoop(func(ctx context.Context) {
-		for {
-			if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
-				e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
-			}
-			if !sleep(ctx, e.opts.Churn) {
-				return
-			}
-			e.Stop("sweetgrass.sock")
-			e.Registry.Unregister("sweetgrass")
-			if !sleep(ctx, e.opts.Churn) {
-				return
-			}
+	come := func() {
+		if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
+			e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
 		}
+	}
+	come()
+	e.every(e.opts.Churn, func(n int64) {
+		if n%2 == 0 {
+			come()
+			return
+		}
+		e.Stop("sweetgrass.sock")
+		e.Registry.Unregister("sweetgrass")
 	})
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// pulse pushes heartbeats and events to every connected client each tick.
-func (e *Ecosystem) pulse(ctx context.Context) {
-	t := time.NewTicker(e.opts.Tick)
-	defer t.Stop()
-	var seq int64
+// pulse returns what pushes heartbeats and events to every connected client
+// on tick seq.
+func (e *Ecosystem) pulse() func(seq int64) {
 	lastRev := int64(0)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		seq++
+	return func(seq int64) {
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		for file, s := range e.Servers() {
 			name := strings.TrimSuffix(file, ".sock")
