@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 // blocker is a Handler whose "client.block" requests wait until release is
@@ -59,23 +60,40 @@ type asked struct {
 	err error
 }
 
-func TestSlowHandlerDoesNotStallCalls(t *testing.T) {
-	checkNoLeak(t)
+// handlerSetup serves a primal, dials it with b as the Handler (opts may set
+// more), and returns the Conn and its server-side connection, after one call
+// has made sure the connection is up.
+func handlerSetup(t *testing.T, b *blocker, opts ipc.Options) (*ipc.Conn, *ipctest.Server, *ipctest.ServerConn) {
+	t.Helper()
 	s := start(t, beardog().Config())
-	b := newBlocker()
-	c := dial(t, s, ipc.Options{Handler: b.handle})
+	opts.Handler = b.handle
+	c := dial(t, s, opts)
 	if _, err := c.Call(ctxT(t, 5*time.Second), "health.liveness", nil); err != nil {
 		t.Fatal(err)
 	}
-	sc := s.Conns()[0]
-	blocked := make(chan asked, 1)
+	return c, s, s.Conns()[0]
+}
+
+// askBlocked sends "client.block" from the server side and waits until its
+// handler has started; the answer arrives on the channel returned.
+func askBlocked(t *testing.T, b *blocker, sc *ipctest.ServerConn) <-chan asked {
+	t.Helper()
+	out := make(chan asked, 1)
 	go func() {
 		m, err := sc.Ask(ctxT(t, 10*time.Second), "client.block", nil)
-		blocked <- asked{m, err}
+		out <- asked{m, err}
 	}()
 	if got := waitFor(t, b.started, 5*time.Second, "handler start"); got != "client.block" {
 		t.Fatalf("handler started on %q", got)
 	}
+	return out
+}
+
+func TestSlowHandlerDoesNotStallCalls(t *testing.T) {
+	checkNoLeak(t)
+	b := newBlocker()
+	c, s, sc := handlerSetup(t, b, ipc.Options{})
+	blocked := askBlocked(t, b, sc)
 
 	// The handler is blocked: calls and other server requests go on.
 	for i := 0; i < 3; i++ {
@@ -98,19 +116,9 @@ func TestSlowHandlerDoesNotStallCalls(t *testing.T) {
 }
 
 func TestHandlerOverflowIsRefused(t *testing.T) {
-	s := start(t, beardog().Config())
 	b := newBlocker()
-	c := dial(t, s, ipc.Options{Handler: b.handle, MaxHandlers: 1})
-	if _, err := c.Call(ctxT(t, 5*time.Second), "health.liveness", nil); err != nil {
-		t.Fatal(err)
-	}
-	sc := s.Conns()[0]
-	blocked := make(chan asked, 1)
-	go func() {
-		m, err := sc.Ask(ctxT(t, 10*time.Second), "client.block", nil)
-		blocked <- asked{m, err}
-	}()
-	waitFor(t, b.started, 5*time.Second, "handler start")
+	c, _, sc := handlerSetup(t, b, ipc.Options{MaxHandlers: 1})
+	blocked := askBlocked(t, b, sc)
 
 	refused, err := sc.Ask(ctxT(t, 5*time.Second), "client.quick", nil)
 	if err != nil {
@@ -133,15 +141,9 @@ func TestHandlerOverflowIsRefused(t *testing.T) {
 
 func TestCloseEndsRunningHandlers(t *testing.T) {
 	checkNoLeak(t)
-	s := start(t, beardog().Config())
 	b := newBlocker()
-	c := dial(t, s, ipc.Options{Handler: b.handle})
-	if _, err := c.Call(ctxT(t, 5*time.Second), "health.liveness", nil); err != nil {
-		t.Fatal(err)
-	}
-	sc := s.Conns()[0]
-	go func() { _, _ = sc.Ask(ctxT(t, 10*time.Second), "client.block", nil) }()
-	waitFor(t, b.started, 5*time.Second, "handler start")
+	c, s, sc := handlerSetup(t, b, ipc.Options{})
+	askBlocked(t, b, sc)
 
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()

@@ -131,7 +131,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 			return nil, err
 		}
 	}
-	e.goLoop(e.pulse)
+	e.every(e.opts.Tick, e.pulse())
 	return e, nil
 }
 
@@ -267,6 +267,23 @@ func (e *Ecosystem) goLoop(f func(ctx context.Context)) {
 		defer e.wg.Done()
 		f(e.ctx)
 	}()
+}
+
+// every runs f each period d until the ecosystem stops, on a goroutine the
+// ecosystem owns; n counts the runs from 1.
+func (e *Ecosystem) every(d time.Duration, f func(n int64)) {
+	e.goLoop(func(ctx context.Context) {
+		t := time.NewTicker(max(d, 1))
+		defer t.Stop()
+		for n := int64(1); ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			f(n)
+		}
+	})
 }
 
 func (e *Ecosystem) writeSeed() error {

@@ -1,13 +1,11 @@
 package demo
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
@@ -69,23 +67,26 @@ func (e *Ecosystem) petaltongue() error {
 	}
 	cfg := p.Config()
 	e.AddEntry(Entry{Name: "petaltongue", Path: "tcp://127.0.0.1:<port>", What: fmt.Sprintf("TCP primal that registers and leaves every %s (seen through ipc.watch)", e.opts.Churn)})
-	e.goLoop(func(ctx context.Context) {
-		if !backoff.Sleep(ctx, e.opts.Churn/2) {
-			return
+	// s is the running server: the ticker's goroutine owns it, and Close
+	// (which runs closers after that goroutine ended) stops the last one.
+	var s *peer.Server
+	leave := func() {
+		e.Registry.Unregister("petaltongue")
+		if s != nil {
+			s.Close()
+			s = nil
 		}
-		for {
-			s, err := peer.ListenTCP("127.0.0.1:0", cfg)
-			if err == nil {
+	}
+	e.OnClose(leave)
+	e.every(e.opts.Churn/2, func(n int64) {
+		switch n % 4 {
+		case 1: // comes at half a period, stays one, is away one
+			var err error
+			if s, err = peer.ListenTCP("127.0.0.1:0", cfg); err == nil {
 				e.Registry.Register(Registration{PrimalID: "petaltongue", Capabilities: []string{"visualization"}, Endpoint: "tcp://" + s.Addr})
 			}
-			ok := backoff.Sleep(ctx, e.opts.Churn)
-			e.Registry.Unregister("petaltongue")
-			if s != nil {
-				s.Close()
-			}
-			if !ok || !backoff.Sleep(ctx, e.opts.Churn) {
-				return
-			}
+		case 3:
+			leave()
 		}
 	})
 	return nil

@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
@@ -298,37 +297,28 @@ func (e *Ecosystem) transient() error {
 	}
 	cfg := p.Config()
 	e.AddEntry(Entry{Name: "sweetgrass", Path: e.Path("sweetgrass.sock"), What: fmt.Sprintf("comes and goes every %s", e.opts.Churn)})
-	e.goLoop(func(ctx context.Context) {
-		for {
-			if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
-				e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
-			}
-			if !backoff.Sleep(ctx, e.opts.Churn) {
-				return
-			}
-			e.Stop("sweetgrass.sock")
-			e.Registry.Unregister("sweetgrass")
-			if !backoff.Sleep(ctx, e.opts.Churn) {
-				return
-			}
+	come := func() {
+		if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
+			e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
 		}
+	}
+	come()
+	e.every(e.opts.Churn, func(n int64) {
+		if n%2 == 0 {
+			come()
+			return
+		}
+		e.Stop("sweetgrass.sock")
+		e.Registry.Unregister("sweetgrass")
 	})
 	return nil
 }
 
-// pulse pushes heartbeats and events to every connected client each tick.
-func (e *Ecosystem) pulse(ctx context.Context) {
-	t := time.NewTicker(e.opts.Tick)
-	defer t.Stop()
-	var seq int64
+// pulse returns what pushes heartbeats and events to every connected client
+// on tick seq.
+func (e *Ecosystem) pulse() func(seq int64) {
 	lastRev := int64(0)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		seq++
+	return func(seq int64) {
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		for file, s := range e.Servers() {
 			name := strings.TrimSuffix(file, ".sock")

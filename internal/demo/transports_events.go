@@ -66,32 +66,21 @@ func (e *Ecosystem) biomeOSAPI() error {
 	}
 	e.OnClose(func() { b.Close() })
 	e.AddEntry(Entry{Name: "biomeos-api", Path: e.BiomeOSAPIPath(), What: "biomeOS API: HTTP after the riboCipher prefix, /api/v1/events/stream"})
-	e.goLoop(func(ctx context.Context) {
-		t := time.NewTicker(e.opts.Tick)
-		defer t.Stop()
-		var seq int
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			seq++
-			servers := e.Servers()
-			_ = b.Heartbeat(len(servers), len(servers)-1, []string{e.Family})
-			now := time.Now().UTC().Format(time.RFC3339Nano)
-			switch seq % 5 {
-			case 1:
-				_ = b.Publish("graph_started", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq), "name": "tower-sync", "nodes": 3, "timestamp": now})
-			case 2:
-				_ = b.Publish("node_completed", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq-1), "node": "sign", "duration_ms": 12, "timestamp": now})
-			case 3:
-				_ = b.Publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket": e.Path("sweetgrass.sock"), "timestamp": now})
-			case 4:
-				_ = b.Publish("health_changed", map[string]any{"primal": "lostprimal", "from": "healthy", "to": "stale", "timestamp": now})
-			case 0:
-				_ = b.Publish("topology_changed", map[string]any{"primals": len(servers), "edges": 4, "timestamp": now})
-			}
+	e.every(e.opts.Tick, func(seq int64) {
+		servers := e.Servers()
+		_ = b.Heartbeat(len(servers), len(servers)-1, []string{e.Family})
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		switch seq % 5 {
+		case 1:
+			_ = b.Publish("graph_started", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq), "name": "tower-sync", "nodes": 3, "timestamp": now})
+		case 2:
+			_ = b.Publish("node_completed", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq-1), "node": "sign", "duration_ms": 12, "timestamp": now})
+		case 3:
+			_ = b.Publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket": e.Path("sweetgrass.sock"), "timestamp": now})
+		case 4:
+			_ = b.Publish("health_changed", map[string]any{"primal": "lostprimal", "from": "healthy", "to": "stale", "timestamp": now})
+		case 0:
+			_ = b.Publish("topology_changed", map[string]any{"primals": len(servers), "edges": 4, "timestamp": now})
 		}
 	})
 	return nil

@@ -132,7 +132,7 @@ func RunBusWorker(kind string, in io.Reader, out io.Writer) int {
 
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
-		line, err := readLine(br, maxWorkerLine)
+		line, err := ReadLine(br, maxWorkerLine)
 		if err != nil {
 			return workerExitOK
 		}

@@ -71,7 +71,7 @@ type Config struct {
 // Server is a running simulated peer on a Unix socket or TCP port.
 type Server struct {
 	cfg Config
-	ln  net.Listener
+	acc *Acceptor
 	// Path is the socket path (empty for TCP servers).
 	Path string
 	// Addr is the listener address (the path, or host:port).
@@ -80,7 +80,6 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[*ServerConn]struct{}
 	closed bool
-	wg     sync.WaitGroup
 	ctx    context.Context
 	cancel context.CancelFunc
 	calls  atomic.Int64
@@ -130,9 +129,8 @@ func serve(ln net.Listener, cfg Config) *Server {
 		cfg.Concurrent = true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, ln: ln, Addr: ln.Addr().String(), conns: map[*ServerConn]struct{}{}, ctx: ctx, cancel: cancel}
-	s.wg.Add(1)
-	go s.acceptLoop()
+	s := &Server{cfg: cfg, Addr: ln.Addr().String(), conns: map[*ServerConn]struct{}{}, ctx: ctx, cancel: cancel}
+	s.acc = Serve(ln, s.serveConn)
 	return s
 }
 
@@ -156,17 +154,9 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	conns := make([]*ServerConn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
 	s.mu.Unlock()
 	s.cancel()
-	err := s.ln.Close()
-	for _, c := range conns {
-		c.c.Close()
-	}
-	s.wg.Wait()
+	err := s.acc.Close()
 	if s.Path != "" {
 		_ = os.Remove(s.Path)
 	}
@@ -196,34 +186,18 @@ func (s *Server) Notify(method string, params any) {
 	}
 }
 
-func (s *Server) acceptLoop() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
+// serveConn serves one connection the acceptor took.
+func (s *Server) serveConn(_ context.Context, c net.Conn) {
+	sc := &ServerConn{srv: s, c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[string]chan *ipc.Message{}}
+	s.mu.Lock()
+	s.conns[sc] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
 		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			c.Close()
-			return
-		}
-		sc := &ServerConn{srv: s, c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[string]chan *ipc.Message{}}
-		s.conns[sc] = struct{}{}
-		s.wg.Add(1)
+		delete(s.conns, sc)
 		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			defer func() {
-				s.mu.Lock()
-				delete(s.conns, sc)
-				s.mu.Unlock()
-				sc.c.Close()
-			}()
-			sc.serve()
-		}()
-	}
+	}()
+	sc.serve()
 }
 
 func (sc *ServerConn) serve() {
@@ -257,7 +231,7 @@ func (sc *ServerConn) serve() {
 		if sc.fr != nil {
 			line, err = sc.fr.ReadFrame()
 		} else {
-			line, err = readLine(r, s.cfg.MaxLine)
+			line, err = ReadLine(r, s.cfg.MaxLine)
 		}
 		if err != nil {
 			return
@@ -300,7 +274,11 @@ func (sc *ServerConn) serve() {
 	}
 }
 
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
+// ReadLine reads one line from r and returns it without its newline; a line
+// longer than max bytes is an error (the simulated peers drop the
+// connection). It is the peers' own reader, not the client's, so a test
+// pitting the two against each other does not share a bug between them.
+func ReadLine(r *bufio.Reader, max int) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
