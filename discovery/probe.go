@@ -121,7 +121,23 @@ type CallResult struct {
 // Implemented reports whether the method exists: it answered with a result
 // or with an error other than "method not found".
 func (c CallResult) Implemented() bool {
-	return c.OK || (c.Err == "" && !isMethodNotFound(c.Code, c.Message))
+	return c.OK || (c.Err == "" && c.Refused() == "" && !isMethodNotFound(c.Code, c.Message))
+}
+
+// Refused says why the peer answered that it did not process the call
+// ("riboCipher prefix required (-32002)", "BTSP handshake required"), or
+// "" when it did not say so: such an answer proves neither that the
+// method exists nor that it does not.
+func (c CallResult) Refused() string {
+	switch {
+	case c.OK || c.Err != "":
+		return ""
+	case c.Code == -32002:
+		return "riboCipher prefix required (-32002)"
+	case (&ipc.RPCError{Code: c.Code, Message: c.Message}).IsBTSPRequired():
+		return "BTSP handshake required"
+	}
+	return ""
 }
 
 func isMethodNotFound(code int64, msg string) bool {
