@@ -86,12 +86,13 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	if err != nil {
 		return err
 	}
-	snap, cut, err := a.sweepWithin(ctx, d)
+	snap, cut, err := a.sweepWithin(ctx, d, df)
 	if err != nil {
 		return err
 	}
 	if !asJSON {
 		a.reportSourceErrors(snap.Errors)
+		a.reportCutOff(snap.Targets)
 	}
 	selected, explicit, err := a.selectTargets(ctx, snap, args)
 	if err != nil {
