@@ -226,7 +226,7 @@ func (w *watcher) sweeper(ctx context.Context) {
 		}
 		w.running.Store(true)
 		w.missed.Store(false)
-		snap, err := w.d.sweep(ctx, !first, nil)
+		snap, err := w.d.sweep(ctx, !first, false, nil)
 		if err != nil && ctx.Err() != nil {
 			return
 		}
