@@ -450,13 +450,15 @@ func CallMethods(ctx context.Context, c *ipc.Conn, methods []string, pool string
 	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
-	for i, m := range methods {
-		if i == first {
-			continue
+	asked := map[string]bool{}
+	if first >= 0 {
+		asked[methods[first]] = true
+	}
+	for _, m := range methods {
+		if asked[m] {
+			continue // listed twice: called once
 		}
-		if _, dup := out[m]; dup {
-			continue
-		}
+		asked[m] = true
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(m string) {

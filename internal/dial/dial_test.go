@@ -176,6 +176,12 @@ func TestResolveForms(t *testing.T) {
 		if got.Endpoint.String() != tc.ep.String() || got.Pool != tc.pool || got.Family != tc.family {
 			t.Errorf("%s: %s pool %q family %q, want %s pool %q family %q", tc.arg, got.Endpoint, got.Pool, got.Family, tc.ep, tc.pool, tc.family)
 		}
+		// Its Address reads back to the same place from anywhere, without
+		// the socket directories.
+		again, err := newDialer(t, dial.Settings{}).Resolve(ctx, got.Address())
+		if err != nil || again.Endpoint.String() != got.Endpoint.String() || again.Pool != got.Pool {
+			t.Errorf("%s: Address %q reads back as %s pool %q (%v)", tc.arg, got.Address(), again.Endpoint, again.Pool, err)
+		}
 	}
 	// A name found nowhere, and a malformed TARGET, say which they are.
 	_, err := d.Resolve(ctx, "nosuch")

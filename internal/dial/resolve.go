@@ -45,7 +45,7 @@ func (d *Dialer) Dirs() []string { return discovery.SocketDirs(d.s.Getenv, d.s.S
 // *BadTargetError.
 func (d *Dialer) Resolve(ctx context.Context, arg string) (Target, error) {
 	ep, perr := ipc.ParseEndpoint(arg)
-	if perr == nil && !relativeMissing(ep) {
+	if perr == nil && !missing(ep) {
 		return Target{Arg: arg, Name: ep.String(), Endpoint: ep, Family: d.fileFamily(ep, ""), Via: "address"}, nil
 	}
 	if perr != nil && !errors.Is(perr, ipc.ErrNotAddress) && !strings.ContainsAny(arg, "@/") {
@@ -64,7 +64,7 @@ func (d *Dialer) Resolve(ctx context.Context, arg string) (Target, error) {
 		}
 	}
 	// A path relative to a socket directory.
-	if perr == nil && ep.Transport == ipc.Unix {
+	if perr == nil && ep.Transport == ipc.Unix && !filepath.IsAbs(ep.Path) {
 		for _, dir := range dirs {
 			p := filepath.Join(dir, ep.Path)
 			if exists(p) {
@@ -88,8 +88,8 @@ func (d *Dialer) Resolve(ctx context.Context, arg string) (Target, error) {
 			return t, nil
 		}
 	}
-	// Every other source.
-	if d.s.Lookup != nil {
+	// Every other source (for names: an absolute path is no name).
+	if d.s.Lookup != nil && (perr != nil || !filepath.IsAbs(ep.Path)) {
 		dt, err := d.s.Lookup(ctx, arg)
 		if err == nil && dt != nil {
 			t := FromDiscovery(dt)
@@ -148,7 +148,7 @@ func (d *Dialer) resolveBus(ctx context.Context, bus string, dirs []string) (Tar
 	}
 	ep, err := ipc.ParseEndpoint(bus)
 	switch {
-	case err == nil && !relativeMissing(ep):
+	case err == nil && !missing(ep):
 		return Target{Endpoint: ep, Family: d.fileFamily(ep, "")}, nil
 	case errors.Is(err, ipc.ErrNotAddress):
 		path, err := discovery.ResolveName(dirs, bus, d.s.Family)
@@ -173,11 +173,33 @@ func cutPool(arg string) (bus, pool string, ok bool) {
 	return bus, pool, true
 }
 
-// relativeMissing reports a relative socket path that does not exist from
-// here: it may be a name ls printed (BUS/POOL, a socket inside a socket
-// directory) rather than a path.
-func relativeMissing(ep ipc.Endpoint) bool {
-	return ep.Transport == ipc.Unix && !filepath.IsAbs(ep.Path) && !exists(ep.Path)
+// missing reports a socket path that does not exist: it may be a name ls
+// printed (BUS/POOL, a socket inside a socket directory) or a bus socket's
+// path with a pool after it, rather than a path.
+func missing(ep ipc.Endpoint) bool {
+	return ep.Transport == ipc.Unix && !exists(ep.Path)
+}
+
+// Address is a TARGET that reaches t from any directory, without
+// --socket-dir or --family: its endpoint (a Unix socket by its absolute
+// path, whose file name carries the family), with /POOL after it for a stdio
+// Bus pool ("/run/…/stdiobus.sock/echo", "stdio_bus@127.0.0.1:9000/echo").
+// Resolve reads it back to the same endpoint and pool.
+func (t Target) Address() string {
+	ep := t.Endpoint
+	if ep.Transport == ipc.Unix && !filepath.IsAbs(ep.Path) {
+		if abs, err := filepath.Abs(ep.Path); err == nil {
+			ep.Path = abs
+		}
+	}
+	s := ep.String()
+	if t.Pool == "" {
+		return s
+	}
+	if ep.Transport == ipc.TCP {
+		s = "stdio_bus@" + ep.Address
+	}
+	return s + "/" + t.Pool
 }
 
 func exists(p string) bool {
