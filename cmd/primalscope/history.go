@@ -785,8 +785,14 @@ func (a *app) replayCmd() *cobra.Command {
 		Short: "Send a past call again and show what changed in the answer",
 		Long: `Send the call ID (or the call saved as NAME) again, to the same target or
 to --target, and show how the answer differs from the stored one: one line a
-change, "+" added, "-" removed, "~" changed, with jq-style paths (.a.b[3]).
-The new call is recorded too.
+change, "+" added, "-" removed, "~" changed, with jq-style paths (.a.b[3]);
+arrays are aligned by element, so an inserted element is one "+". The new
+call is recorded too.
+
+The call goes to the name it was made to when that still resolves, else to
+the endpoint it was made at (said on stderr), with the family, wire and
+riboCipher prefix it was made with (the flags override them). A BTSP call
+needs the family seed as call does ($FAMILY_SEED or --family-seed-file).
 
 Params stored as "[redacted]" are not sent: give the real ones with --params.
 
