@@ -125,15 +125,16 @@ func CommandFor(e Entry) (Command, error) {
 		args = append(args, "--prefix", "on")
 	}
 	btspCall := strings.Contains(e.Transport, "+btsp")
+	cleartext := strings.Contains(e.Transport, "CLEARTEXT") // to a BTSP endpoint, on purpose: no seed
 	switch cipher := btspCipher(e.Transport); {
-	case strings.Contains(e.Transport, "CLEARTEXT"):
+	case cleartext:
 		args = append(args, "--btsp-cipher", "null")
 		c.Notes = append(c.Notes, "the call was sent in cleartext to a BTSP endpoint on purpose (--btsp-cipher null), and so is this one")
 	case cipher == "null" || cipher == "hmac_plain":
 		args = append(args, "--btsp-cipher", cipher)
 		c.Notes = append(c.Notes, "the call's BTSP session was not encrypted ("+cipher+", asked for with --btsp-cipher), and so is this one's")
 	}
-	if btspCall || e.Outcome == OutcomeRefused || epErr == nil && ipc.FamilyScoped(ep, e.Family) {
+	if !cleartext && (btspCall || e.Outcome == OutcomeRefused || epErr == nil && ipc.FamilyScoped(ep, e.Family)) {
 		c.Notes = append(c.Notes, "set FAMILY_SEED (or add --family-seed-file FILE) where the line runs: the call needs the family seed, which is never exported")
 	}
 	if e.Session != "" {

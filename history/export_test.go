@@ -61,7 +61,7 @@ func TestCommandFor(t *testing.T) {
 			`primalscope call --wire lean --prefix on /run/b/rhizocrypt.sock dag.get`, nil},
 		{"cleartext on purpose",
 			Entry{Endpoint: "/run/b/x-fam1.sock", Family: "fam1", Transport: "unix (CLEARTEXT to a BTSP endpoint, on purpose)", Method: "m"},
-			`primalscope call --family fam1 --btsp-cipher null /run/b/x-fam1.sock m`, []string{"cleartext", seedNote}},
+			`primalscope call --family fam1 --btsp-cipher null /run/b/x-fam1.sock m`, []string{"cleartext"}},
 		{"an unencrypted session asked for",
 			Entry{Endpoint: "/run/b/x.sock", Transport: "unix+btsp(hmac_plain, length-prefixed)", Method: "m"},
 			`primalscope call --btsp-cipher hmac_plain /run/b/x.sock m`, []string{"hmac_plain", seedNote}},

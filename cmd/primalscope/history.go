@@ -823,8 +823,9 @@ with an error, 2 unknown call or bad input, 3 cannot connect, 4 timed out,
 // to, when that still resolves (a note on stderr when it now leads
 // elsewhere), else the endpoint it was made at (history records it
 // absolute), saying so on stderr; a call made to an address (a bus pool
-// too: its endpoint is the bus) goes to its recorded endpoint. It returns what to dial and, when that is not
-// the name, the name to record the new call under.
+// too: its endpoint is the bus) goes to its recorded endpoint. It returns
+// what to dial and, when that is not the name, the name to record the new
+// call under.
 func (a *app) replayTarget(old history.Entry) (arg, recordAs string) {
 	name := old.Target
 	switch {
