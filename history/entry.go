@@ -67,6 +67,11 @@ type Entry struct {
 	// "unix+btsp(chacha20_poly1305)", "tcp", "ws", "stdio".
 	Transport string
 	Prefix    bool // the riboCipher first-byte prefix was sent
+	// Family is the family id the call was made with (--family, $FAMILY_ID,
+	// or the one a family-scoped socket's name carries): with Endpoint, Wire,
+	// Prefix, Session and Pool it is what reaching the target again needs.
+	// The family seed is not: it is never recorded.
+	Family string
 
 	Method string
 	// Params is the JSON params as sent (redacted before storing). When
@@ -105,6 +110,7 @@ type entryJSON struct {
 	Wire            string          `json:"wire,omitempty"`
 	Transport       string          `json:"transport,omitempty"`
 	Prefix          bool            `json:"prefix"`
+	Family          string          `json:"family,omitempty"`
 	Method          string          `json:"method"`
 	Params          json.RawMessage `json:"params,omitempty"`
 	Result          json.RawMessage `json:"result,omitempty"`
@@ -125,7 +131,7 @@ func (e Entry) MarshalJSON() ([]byte, error) {
 	j := entryJSON{
 		ID: e.ID, Time: e.Time.UTC(), DurationMS: float64(e.Duration) / float64(time.Millisecond),
 		Target: e.Target, Endpoint: e.Endpoint, Wire: e.Wire, Transport: e.Transport, Prefix: e.Prefix,
-		Method: e.Method, Params: asJSON(e.Params), Result: asJSON(e.Result),
+		Family: e.Family, Method: e.Method, Params: asJSON(e.Params), Result: asJSON(e.Result),
 		Session: e.Session, Pool: e.Pool, Outcome: e.Outcome, ResponseSize: e.ResponseSize,
 		Truncated: e.Truncated, ParamsTruncated: e.ParamsTruncated, Source: e.Source,
 	}
@@ -146,7 +152,7 @@ func (e *Entry) UnmarshalJSON(b []byte) error {
 	*e = Entry{
 		ID: j.ID, Time: j.Time, Duration: time.Duration(j.DurationMS * float64(time.Millisecond)),
 		Target: j.Target, Endpoint: j.Endpoint, Wire: j.Wire, Transport: j.Transport, Prefix: j.Prefix,
-		Method: j.Method, Params: j.Params, Result: j.Result, Error: j.Error,
+		Family: j.Family, Method: j.Method, Params: j.Params, Result: j.Result, Error: j.Error,
 		Session: j.Session, Pool: j.Pool, Outcome: j.Outcome, ResponseSize: j.ResponseSize,
 		Truncated: j.Truncated, ParamsTruncated: j.ParamsTruncated, Source: j.Source,
 	}

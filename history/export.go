@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -65,24 +66,76 @@ func Envelope(e Entry, id uint64) ([]byte, error) {
 	return SafeJSON(b.Bytes()), nil
 }
 
-// CommandLine returns the primalscope command that makes the call again,
-// shell-quoted: primalscope call TARGET METHOD 'PARAMS' with --wire,
-// --session and --pool when the call had them. TARGET is the name the call
-// was made with (else its endpoint).
-func CommandLine(e Entry) (string, error) {
+// Command is a call written as the primalscope command line that makes it
+// again, pasted into a POSIX shell in any directory.
+type Command struct {
+	// Line is one shell line, every word quoted as it needs: params with
+	// quotes, newlines or $(...) reach primalscope as they were sent.
+	Line string
+	// Notes say what the line needs that it cannot carry (the family seed)
+	// or what it does on purpose; a front end shows them beside the line,
+	// never in it.
+	Notes []string
+}
+
+// CommandFor returns the command that makes the call e again from anywhere:
+//
+//	primalscope call [--family F] [--wire W] [--prefix on] [--btsp-cipher C]
+//	    [--session S] [--pool P] [--] ENDPOINT METHOD ['PARAMS']
+//
+// It calls the recorded endpoint itself (absolute, as history records it;
+// a bus pool as its bus with --pool), not the name, which may resolve to
+// something else or nothing where the line is run; with the family id, wire
+// and riboCipher prefix the call was made with, and a BTSP cipher other than
+// the default when one was asked for. The family seed is never in the
+// line: a note says FAMILY_SEED must be set when the call went through BTSP
+// or the socket is family-scoped. A call recorded without an endpoint is
+// exported by its name, with a note. Params stored cut cannot be exported
+// (ErrParamsCut); words holding control characters are refused.
+func CommandFor(e Entry) (Command, error) {
 	if e.ParamsTruncated {
-		return "", ErrParamsCut
+		return Command{}, ErrParamsCut
 	}
-	target := e.Target
-	if target == "" {
-		target = e.Endpoint
+	if (e.Target == "" && e.Endpoint == "") || e.Method == "" {
+		return Command{}, errors.New("the call has no target or no method")
 	}
-	if target == "" || e.Method == "" {
-		return "", errors.New("the call has no target or no method")
+	var c Command
+	target := e.Endpoint
+	ep, epErr := ipc.ParseEndpoint(e.Endpoint)
+	switch {
+	case e.Endpoint == "":
+		target = e.Target
+		c.Notes = append(c.Notes, fmt.Sprintf("the call's endpoint was not recorded: %q is looked up again where the line runs (add --socket-dir if it is not found there)", render.Sanitize(e.Target)))
+	case epErr != nil:
+		return Command{}, fmt.Errorf("recorded endpoint %q: %w", render.Sanitize(e.Endpoint), epErr)
+	default:
+		target = ep.String()
+		if ep.Transport == ipc.Unix && !filepath.IsAbs(ep.Path) {
+			c.Notes = append(c.Notes, fmt.Sprintf("the socket path %q is relative: run the line in the directory the call was made from", render.Sanitize(ep.Path)))
+		}
 	}
 	args := []string{"primalscope", "call"}
+	if e.Family != "" {
+		args = append(args, "--family", e.Family)
+	}
 	if e.Wire == "lean" || e.Wire == "holon" {
 		args = append(args, "--wire", e.Wire)
+	}
+	if e.Prefix {
+		args = append(args, "--prefix", "on")
+	}
+	btspCall := strings.Contains(e.Transport, "+btsp")
+	cleartext := strings.Contains(e.Transport, "CLEARTEXT") // to a BTSP endpoint, on purpose: no seed
+	switch cipher := btspCipher(e.Transport); {
+	case cleartext:
+		args = append(args, "--btsp-cipher", "null")
+		c.Notes = append(c.Notes, "the call was sent in cleartext to a BTSP endpoint on purpose (--btsp-cipher null), and so is this one")
+	case cipher == "null" || cipher == "hmac_plain":
+		args = append(args, "--btsp-cipher", cipher)
+		c.Notes = append(c.Notes, "the call's BTSP session was not encrypted ("+cipher+", asked for with --btsp-cipher), and so is this one's")
+	}
+	if !cleartext && (btspCall || e.Outcome == OutcomeRefused || epErr == nil && ipc.FamilyScoped(ep, e.Family)) {
+		c.Notes = append(c.Notes, "set FAMILY_SEED (or add --family-seed-file FILE) where the line runs: the call needs the family seed, which is never exported")
 	}
 	if e.Session != "" {
 		args = append(args, "--session", e.Session)
@@ -96,38 +149,73 @@ func CommandLine(e Entry) (string, error) {
 	}
 	args = append(args, target, e.Method)
 	if len(e.Params) > 0 {
-		var c bytes.Buffer
-		if err := json.Compact(&c, e.Params); err != nil {
-			return "", fmt.Errorf("stored params: %w", err)
+		var b bytes.Buffer
+		if err := json.Compact(&b, e.Params); err != nil {
+			return Command{}, fmt.Errorf("stored params: %w", err)
 		}
-		args = append(args, string(SafeJSON(c.Bytes())))
+		args = append(args, string(SafeJSON(b.Bytes())))
 	}
 	for _, a := range args {
 		if hasControl(a) {
-			return "", fmt.Errorf("cannot export %q: it holds control characters", render.Sanitize(a))
+			return Command{}, fmt.Errorf("cannot export %q: it holds control characters", render.Sanitize(a))
 		}
 	}
 	q := make([]string, len(args))
 	for i, a := range args {
 		q[i] = ipc.ShellQuote(a)
 	}
-	return strings.Join(q, " "), nil
+	c.Line = strings.Join(q, " ")
+	return c, nil
 }
 
-// SocatLine returns a shell line that sends e's request line raw with socat:
+// CommandLine is CommandFor's line, without its notes.
+func CommandLine(e Entry) (string, error) {
+	c, err := CommandFor(e)
+	return c.Line, err
+}
+
+// btspCipher returns the cipher named in a transport description
+// ("unix+btsp(null, server not authenticated)" gives "null"), or "".
+func btspCipher(transport string) string {
+	_, rest, ok := strings.Cut(transport, "+btsp(")
+	if !ok {
+		return ""
+	}
+	end := strings.IndexAny(rest, ", )")
+	if end < 0 {
+		return rest
+	}
+	return rest[:end]
+}
+
+// SocatLine is SocatFor's line, without its notes.
+func SocatLine(e Entry) (string, error) {
+	c, err := SocatFor(e)
+	return c.Line, err
+}
+
+// SocatFor returns a shell line that sends e's request line raw with socat:
 //
 //	printf '%s\n' '<json line>' | socat - UNIX-CONNECT:<path>
 //
 // (TCP-CONNECT for TCP, ABSTRACT-CONNECT for abstract sockets; the printf
 // format starts with the riboCipher bytes \354\001 when the call used the
-// prefix). WebSocket, stdio and BTSP calls have no such line (ErrNoRawWire).
-func SocatLine(e Entry) (string, error) {
-	if strings.Contains(strings.ToLower(e.Transport), "btsp") {
-		return "", fmt.Errorf("%w: the call went through a BTSP handshake, which socat cannot do", ErrNoRawWire)
-	}
+// prefix, which a note says). A call that needs BTSP (it went through a
+// handshake, was refused for security, or its socket is family-scoped) has
+// no such line: socat cannot do the handshake, and cleartext would be
+// refused (ErrNoRawWire); nor have WebSocket and stdio calls.
+func SocatFor(e Entry) (Command, error) {
 	ep, err := ipc.ParseEndpoint(e.Endpoint)
 	if err != nil {
-		return "", fmt.Errorf("%w: endpoint %q: %v", ErrNoRawWire, render.Sanitize(e.Endpoint), err)
+		return Command{}, fmt.Errorf("%w: endpoint %q: %v", ErrNoRawWire, render.Sanitize(e.Endpoint), err)
+	}
+	switch {
+	case strings.Contains(strings.ToLower(e.Transport), "btsp"):
+		return Command{}, fmt.Errorf("%w: the call went through a BTSP handshake, which socat cannot do (use --as command)", ErrNoRawWire)
+	case e.Outcome == OutcomeRefused:
+		return Command{}, fmt.Errorf("%w: the peer refused the call for security (BTSP): socat cannot do the handshake (use --as command)", ErrNoRawWire)
+	case ipc.FamilyScoped(ep, e.Family):
+		return Command{}, fmt.Errorf("%w: %s is family-scoped: it takes calls only through a BTSP handshake, which socat cannot do (use --as command)", ErrNoRawWire, render.Sanitize(ep.String()))
 	}
 	var addr string
 	switch ep.Transport {
@@ -138,20 +226,28 @@ func SocatLine(e Entry) (string, error) {
 	case ipc.TCP:
 		addr = "TCP-CONNECT:" + ep.Address
 	default:
-		return "", fmt.Errorf("%w: %s endpoints are not a plain socket (use the command export)", ErrNoRawWire, ep.Transport)
+		return Command{}, fmt.Errorf("%w: %s endpoints are not a plain socket (use --as command)", ErrNoRawWire, ep.Transport)
 	}
 	if strings.ContainsAny(addr, ",!") || hasControl(addr) {
-		return "", fmt.Errorf("%w: socat cannot take the address %q", ErrNoRawWire, render.Sanitize(addr))
+		return Command{}, fmt.Errorf("%w: socat cannot take the address %q", ErrNoRawWire, render.Sanitize(addr))
 	}
 	line, err := Envelope(e, 1)
 	if err != nil {
-		return "", err
+		return Command{}, err
 	}
+	var c Command
 	format := `%s\n`
 	if e.Prefix {
 		format = `\354\001%s\n`
+		c.Notes = append(c.Notes, "the line sends the riboCipher prefix (bytes EC 01) before the request, as the call did")
+	} else if e.Error != nil && e.Error.Code == -32002 {
+		c.Notes = append(c.Notes, "the peer answered this call -32002 (riboCipher prefix required): the line, without the prefix, gets the same answer")
 	}
-	return "printf " + ipc.ShellQuote(format) + " " + ipc.ShellQuote(string(line)) + " | socat - " + ipc.ShellQuote(addr), nil
+	if ep.Transport == ipc.Unix && !filepath.IsAbs(ep.Path) {
+		c.Notes = append(c.Notes, fmt.Sprintf("the socket path %q is relative: run the line in the directory the call was made from", render.Sanitize(ep.Path)))
+	}
+	c.Line = "printf " + ipc.ShellQuote(format) + " " + ipc.ShellQuote(string(line)) + " | socat - " + ipc.ShellQuote(addr)
+	return c, nil
 }
 
 // SafeJSON rewrites valid JSON so that it holds no character a terminal acts

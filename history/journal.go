@@ -243,6 +243,10 @@ func encodeRecord(id string, e Entry) [][]byte {
 	w.flag(e.Truncated)
 	w.flag(e.ParamsTruncated)
 	w.str(string(e.Source))
+	// Fields added after version 1 of the framing follow, in order; a
+	// record that ends before them (written by an older primalscope) reads
+	// them as empty.
+	w.str(e.Family)
 	return w.done()
 }
 
@@ -345,6 +349,9 @@ func decodeRecord(file []byte) (string, Entry, error) {
 	e.Truncated = d.flag("truncated")
 	e.ParamsTruncated = d.flag("params truncated")
 	e.Source = Source(d.str("source"))
+	if d.err == nil && len(d.b) != 0 {
+		e.Family = d.str("family")
+	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail("length (data after the record)")
 	}

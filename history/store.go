@@ -301,11 +301,13 @@ var migrations = []string{
 	// The journal record a call was folded from: a record is folded once.
 	`ALTER TABLE calls ADD COLUMN record TEXT;
 	CREATE UNIQUE INDEX calls_record ON calls(record) WHERE record IS NOT NULL;`,
+	// The family id a call was made with, to reach its target again.
+	`ALTER TABLE calls ADD COLUMN family TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the user_version this package writes: the number of
 // migrations.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 func (s *Store) migrate(ctx context.Context) error {
 	conn, err := s.db.Conn(ctx)
@@ -514,7 +516,7 @@ func prepareEntry(e Entry, opts Options) row {
 		}
 		e.Error = &er
 	}
-	for _, f := range []*string{&e.Target, &e.Endpoint, &e.Method, &e.Session, &e.Pool} {
+	for _, f := range []*string{&e.Target, &e.Endpoint, &e.Method, &e.Session, &e.Pool, &e.Family} {
 		*f = sc.scrubText(*f)
 	}
 	return countRow(e)
@@ -534,7 +536,7 @@ func countRow(e Entry) row {
 		}
 	}
 	r.bytes = 64 + int64(len(e.Target)+len(e.Endpoint)+len(e.Wire)+len(e.Transport)+len(e.Method)+
-		len(e.Params)+len(e.Result)+len(e.Session)+len(e.Pool)+len(e.Source)) + int64(len(r.errText))
+		len(e.Params)+len(e.Result)+len(e.Session)+len(e.Pool)+len(e.Source)+len(e.Family)) + int64(len(r.errText))
 	return r
 }
 
@@ -654,12 +656,12 @@ func insertRow(ctx context.Context, tx *sql.Tx, r row, rec string) (int64, error
 	}
 	res, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO calls(time_ns, duration_ns, target, endpoint, wire,
 		transport, prefix, method, params, result, err_code, err_message, err_data, session, pool,
-		outcome, response_size, truncated, params_truncated, source, bytes, record)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+		outcome, response_size, truncated, params_truncated, source, bytes, record, family)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		e.Time.UnixNano(), int64(e.Duration), e.Target, e.Endpoint, e.Wire,
 		e.Transport, e.Prefix, e.Method, nullText(e.Params), nullText(e.Result), code, msg, data,
 		e.Session, e.Pool, string(e.Outcome), e.ResponseSize, e.Truncated, e.ParamsTruncated,
-		string(e.Source), r.bytes, record)
+		string(e.Source), r.bytes, record, e.Family)
 	if err != nil {
 		return 0, fmt.Errorf("insert: %w", err)
 	}
@@ -706,7 +708,7 @@ func nullText(b []byte) any {
 
 const columns = `c.id, c.time_ns, c.duration_ns, c.target, c.endpoint, c.wire, c.transport,
 	c.prefix, c.method, c.params, %s, c.err_code, c.err_message, c.err_data, c.session, c.pool,
-	c.outcome, c.response_size, c.truncated, c.params_truncated, c.source`
+	c.outcome, c.response_size, c.truncated, c.params_truncated, c.source, c.family`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -722,7 +724,7 @@ func scanEntry(sc scanner) (Entry, error) {
 	)
 	if err := sc.Scan(&e.ID, &tns, &dns, &e.Target, &e.Endpoint, &e.Wire, &e.Transport,
 		&prefix, &e.Method, &params, &result, &code, &msg, &data, &e.Session, &e.Pool,
-		&outcome, &e.ResponseSize, &trunc, &ptrun, &source); err != nil {
+		&outcome, &e.ResponseSize, &trunc, &ptrun, &source, &e.Family); err != nil {
 		return Entry{}, err
 	}
 	e.Time = time.Unix(0, tns)

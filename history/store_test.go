@@ -144,6 +144,7 @@ func TestAddGetRoundTrip(t *testing.T) {
 	e.Prefix = true
 	e.Transport = "unix+btsp(chacha20_poly1305)"
 	e.Session, e.Pool = "sess-1", "pool-a"
+	e.Family = "westgate-tower-155f"
 	e.Result = nil
 	e.Error = &RPCError{Code: -32601, Message: "Method not found", Data: json.RawMessage(`{"method":"x"}`)}
 	e.Outcome = OutcomeError
@@ -433,6 +434,65 @@ func TestOpenFailures(t *testing.T) {
 	db.Close()
 	if _, err := Open(ctx, newer, Options{}); !errors.Is(err, ErrNewerSchema) {
 		t.Errorf("Open of a newer schema = %v", err)
+	}
+}
+
+// A database of schema 2 (before the family column), with a call and a
+// saved name in it, is brought to the current schema when opened: its calls
+// read as before (no family), new calls keep their family, and the name
+// still finds its call.
+func TestMigrateFromSchema2(t *testing.T) {
+	ctx := testCtx(t)
+	path := filepath.Join(t.TempDir(), "v2.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range migrations[:2] {
+		if _, err := db.Exec(m); err != nil {
+			t.Fatalf("schema %d: %v", i+1, err)
+		}
+	}
+	if _, err := db.Exec(`PRAGMA user_version = 2;
+		INSERT INTO calls(time_ns, target, endpoint, wire, transport, method, params, outcome, source, bytes, record)
+		VALUES (1700000000000000000, 'rhizocrypt', '/run/b/rhizocrypt.sock', 'jsonrpc', 'unix', 'health.liveness', NULL, 'ok', 'cli', 100, NULL);
+		INSERT INTO saved(name, call_id, saved_ns) VALUES ('old-one', 1, 1);
+		UPDATE totals SET rows = 1, bytes = 100;`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var v int
+	if err := s.db.QueryRow("PRAGMA user_version").Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("user_version = %d, %v; want %d", v, err, SchemaVersion)
+	}
+	old, err := s.Resolve(ctx, "old-one")
+	if err != nil || old.Target != "rhizocrypt" || old.Endpoint != "/run/b/rhizocrypt.sock" || old.Family != "" {
+		t.Fatalf("the schema-2 call: %+v %v", old, err)
+	}
+	e := sample(2)
+	e.Family = "westgate-tower-155f"
+	ids, err := s.Add(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, ids[0]); err != nil || got.Family != e.Family {
+		t.Errorf("a call after the migration: %+v %v", got, err)
+	}
+	s.Close()
+	// Opening again does not migrate again.
+	s2, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if es, err := s2.Search(ctx, Query{Limit: -1}); err != nil || len(es) != 2 {
+		t.Errorf("after reopening: %d calls, %v", len(es), err)
 	}
 }
 

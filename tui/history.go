@@ -249,8 +249,11 @@ func transportOf(t Target) string {
 	return s
 }
 
-// callCommand renders a call as the primalscope command line that repeats it
-// (history's exporter: one shell quoting, refusal of control characters).
-func callCommand(target, method string, params []byte, session, pool string) (string, error) {
-	return history.CommandLine(history.Entry{Target: target, Method: method, Params: params, Session: session, Pool: pool})
+// callCommand renders a call as the primalscope command line that makes it
+// again from any directory (history.CommandFor: the CLI's export), with the
+// notes to show beside it.
+func callCommand(c CallRecord, family string) (history.Command, error) {
+	return history.CommandFor(history.Entry{Target: c.Target, Endpoint: c.Endpoint, Family: family, Wire: c.Wire,
+		Transport: c.Transport, Method: c.Method, Params: c.Params, Session: c.Session, Pool: c.Pool,
+		Outcome: history.Outcome(c.Outcome), ParamsTruncated: c.ParamsTruncated})
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -1622,7 +1623,7 @@ func (m *model) keyResponse(kp tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		a := r.ans
-		return m.copyCommand(callCommand(a.target.Name, a.req.Method, a.req.Params, a.req.SessionID, a.req.Pool))
+		return m.copyCommand(callCommand(recordFor(a.target, a.req, time.Time{}, nil, nil), a.target.Family))
 	}
 	return nil
 }
@@ -1631,12 +1632,16 @@ func (m *model) keyResponse(kp tea.KeyPressMsg) tea.Cmd {
 const maxClipboard = 1 << 20
 
 // copyCommand copies a call's command line, or says why there is none.
-func (m *model) copyCommand(line string, err error) tea.Cmd {
+func (m *model) copyCommand(c history.Command, err error) tea.Cmd {
 	if err != nil {
 		m.setErr("cannot copy the call as a command: " + render.Sanitize(err.Error()))
 		return nil
 	}
-	return m.copyText("command", line)
+	cmd := m.copyText("command", c.Line)
+	if len(c.Notes) > 0 && cmd != nil {
+		m.setInfo(m.status + " · " + render.Sanitize(strings.Join(c.Notes, "; ")))
+	}
+	return cmd
 }
 
 func (m *model) copyText(what, s string) tea.Cmd {
@@ -1824,7 +1829,7 @@ func (m *model) keyHistory(kp tea.KeyPressMsg) tea.Cmd {
 		}
 	case key.Matches(kp, k.Export), key.Matches(kp, k.CopyCmd):
 		if e := h.selected(); e != nil {
-			return m.copyCommand(callCommand(e.Target, e.Method, e.Params, e.Session, e.Pool))
+			return m.copyCommand(callCommand(*e, ""))
 		}
 	case key.Matches(kp, k.Select):
 		e := h.selected()

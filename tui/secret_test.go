@@ -139,8 +139,8 @@ func TestFamilySeedNeverOnScreen(t *testing.T) {
 				t.Fatalf("history: %d calls, %v", len(es), err)
 			}
 			check(t, "the recorded calls", fmt.Sprintf("%+v", es))
-			line, _ := callCommand(ans.target.Name, ans.req.Method, ans.req.Params, ans.req.SessionID, ans.req.Pool)
-			check(t, "the command copied", line)
+			c, _ := callCommand(recordFor(ans.target, ans.req, time.Time{}, nil, nil), ans.target.Family)
+			check(t, "the command copied", c.Line+strings.Join(c.Notes, ""))
 		})
 	}
 }

@@ -405,11 +405,15 @@ func TestEventsRingBounded(t *testing.T) {
 	}
 }
 
+// TestCallCommand: the copied command calls the target's endpoint with its
+// family, and says that the family seed must be set (never copied).
 func TestCallCommand(t *testing.T) {
-	got, err := callCommand("beardog", "crypto.sign_ed25519", []byte(` { "message" : "it's" } `), "S1", "")
-	want := `primalscope call --session S1 beardog crypto.sign_ed25519 '{"message":"it'\''s"}'`
-	if err != nil || got != want {
-		t.Fatalf("got  %s\nwant %s", got, want)
+	tg := Target{Name: "beardog", Endpoint: "/run/b/beardog-fam1.sock", Family: "fam1", BTSP: true}
+	req := ipc.Request{Method: "crypto.sign_ed25519", Params: []byte(` { "message" : "it's" } `), SessionID: "S1"}
+	got, err := callCommand(recordFor(tg, req, time.Time{}, nil, nil), tg.Family)
+	want := `primalscope call --family fam1 --session S1 /run/b/beardog-fam1.sock crypto.sign_ed25519 '{"message":"it'\''s"}'`
+	if err != nil || got.Line != want || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "FAMILY_SEED") {
+		t.Fatalf("got  %s %q\nwant %s", got.Line, got.Notes, want)
 	}
 }
 

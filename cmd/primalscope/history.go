@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -340,7 +341,8 @@ func (a *app) callEntry(t target, conn *ipc.Conn, req ipc.Request, resp *ipc.Res
 		Time:      start,
 		Duration:  time.Since(start),
 		Target:    t.Arg,
-		Endpoint:  t.Endpoint.String(),
+		Endpoint:  absEndpoint(t.Endpoint).String(),
+		Family:    t.Family,
 		Wire:      wire,
 		Transport: string(t.Endpoint.Transport),
 		Method:    req.Method,
@@ -356,6 +358,18 @@ func (a *app) callEntry(t target, conn *ipc.Conn, req ipc.Request, resp *ipc.Res
 		}
 	}
 	e.Prefix = strings.Contains(e.Transport, "ribocipher")
+	if e.Family == "" && t.Endpoint.Transport == ipc.Unix {
+		// A known primal's family-scoped socket names its family
+		// (beardog-<family>.sock), as discovery reads it.
+		if base, ok := strings.CutSuffix(filepath.Base(t.Endpoint.Path), ".sock"); ok {
+			if _, fam := discovery.NewFamilyMatcher(nil).Split(base); fam != "default" {
+				e.Family = fam
+			}
+		}
+	}
+	if e.Family == "" {
+		e.Family = a.familyID() // --family or $FAMILY_ID: what the name was resolved with
+	}
 	if resp != nil {
 		e.Duration = resp.Elapsed
 		e.Result = resp.Result
@@ -368,6 +382,18 @@ func (a *app) callEntry(t target, conn *ipc.Conn, req ipc.Request, resp *ipc.Res
 		e.Error = &history.RPCError{Message: err.Error()}
 	}
 	return e
+}
+
+// absEndpoint makes a relative socket path absolute (from the working
+// directory), so that a recorded call can be replayed or exported and run
+// from anywhere. Other endpoints are returned as they are.
+func absEndpoint(ep ipc.Endpoint) ipc.Endpoint {
+	if ep.Transport == ipc.Unix && ep.Path != "" && !filepath.IsAbs(ep.Path) {
+		if p, err := filepath.Abs(ep.Path); err == nil {
+			ep.Path = p
+		}
+	}
+	return ep
 }
 
 // outcomeOf names how a call ended, in the terms of the exit codes: this
@@ -623,10 +649,16 @@ func (a *app) historyExportCmd() *cobra.Command {
 		Use:   "export ID|NAME",
 		Short: "Print a past call as a command line, a socat line or its JSON envelope",
 		Long: `Print a past call in a form to share or script:
-  --as command  the primalscope command line that makes the call (shell-quoted)
+  --as command  the primalscope command line that makes the call again, from
+                any directory: its endpoint (not the name, which may resolve
+                to something else there), family, wire, riboCipher prefix,
+                bus session and pool, shell-quoted. The family seed is never
+                printed: stderr says when FAMILY_SEED must be set.
   --as socat    a printf ... | socat line that sends the raw request line
-                (Unix, abstract and TCP sockets only; not through BTSP)
-  --as json     the request envelope, one line, as primalscope sends it`,
+                (Unix, abstract and TCP sockets only; not to a socket that
+                takes calls only through BTSP)
+  --as json     the request envelope, one line, as primalscope sends it
+Notes on what the line needs or does on purpose are printed on stderr.`,
 		Args: argsFor(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := a.openHistory(cmd.Context())
@@ -638,16 +670,16 @@ func (a *app) historyExportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var out string
+			var out history.Command
 			switch as {
 			case "command":
-				out, err = history.CommandLine(e)
+				out, err = history.CommandFor(e)
 			case "socat":
-				out, err = history.SocatLine(e)
+				out, err = history.SocatFor(e)
 			case "json":
 				var b []byte
 				b, err = history.Envelope(e, 1)
-				out = string(b)
+				out.Line = string(b)
 			default:
 				return usageErr(fmt.Errorf("--as %q: want command, socat or json", as))
 			}
@@ -657,7 +689,10 @@ func (a *app) historyExportCmd() *cobra.Command {
 			if history.HasRedacted(e.Params) {
 				fmt.Fprintln(a.io.err, `primalscope: warning: secret params were stored as "[redacted]"; put the real values back before use`)
 			}
-			_, err = fmt.Fprintln(a.io.out, render.Sanitize(out))
+			for _, n := range out.Notes {
+				fmt.Fprintln(a.io.err, "primalscope: note: "+render.Sanitize(n))
+			}
+			_, err = fmt.Fprintln(a.io.out, render.Sanitize(out.Line))
 			return err
 		},
 	}
@@ -670,6 +705,9 @@ type replayFlags struct {
 	params string
 	asJSON bool
 	jq     jqFlag
+	// The global flags the user gave, which the recorded call's own do not
+	// override.
+	wireSet, familySet, prefixSet bool
 }
 
 func (a *app) replayCmd() *cobra.Command {
@@ -679,8 +717,14 @@ func (a *app) replayCmd() *cobra.Command {
 		Short: "Send a past call again and show what changed in the answer",
 		Long: `Send the call ID (or the call saved as NAME) again, to the same target or
 to --target, and show how the answer differs from the stored one: one line a
-change, "+" added, "-" removed, "~" changed, with jq-style paths (.a.b[3]).
-The new call is recorded too.
+change, "+" added, "-" removed, "~" changed, with jq-style paths (.a.b[3]);
+arrays are aligned by element, so an inserted element is one "+". The new
+call is recorded too.
+
+The call goes to the name it was made to when that still resolves, else to
+the endpoint it was made at (said on stderr), with the family, wire and
+riboCipher prefix it was made with (the flags override them). A BTSP call
+needs the family seed as call does ($FAMILY_SEED or --family-seed-file).
 
 Params stored as "[redacted]" are not sent: give the real ones with --params.
 
@@ -692,11 +736,12 @@ with an error, 2 unknown call or bad input, 3 cannot connect, 4 timed out,
   primalscope replay 42 --json`,
 		Args: argsFor(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			wireSet := false
-			if fl := cmd.Flag("wire"); fl != nil {
-				wireSet = fl.Changed
+			changed := func(name string) bool {
+				fl := cmd.Flag(name)
+				return fl != nil && fl.Changed
 			}
-			return a.replay(cmd.Context(), args[0], f, wireSet)
+			f.wireSet, f.familySet, f.prefixSet = changed("wire"), changed("family"), changed("prefix")
+			return a.replay(cmd.Context(), args[0], f)
 		},
 	}
 	cmd.Flags().StringVar(&f.target, "target", "", "send to this TARGET instead of the original one")
@@ -704,6 +749,44 @@ with an error, 2 unknown call or bad input, 3 cannot connect, 4 timed out,
 	cmd.Flags().BoolVar(&f.asJSON, "json", false, "print the changes as JSON")
 	f.jq.add(cmd)
 	return cmd
+}
+
+// replayTarget chooses where a replayed call goes: the name it was made
+// to, when that still resolves (a note on stderr when it now leads
+// elsewhere), else the endpoint it was made at (history records it
+// absolute), saying so on stderr; a call made to an address (a bus pool
+// too: its endpoint is the bus) goes to its recorded endpoint. It returns
+// what to dial and, when that is not the name, the name to record the new
+// call under.
+func (a *app) replayTarget(ctx context.Context, old history.Entry) (arg, recordAs string) {
+	name := old.Target
+	switch {
+	case name == "":
+		return old.Endpoint, ""
+	case old.Endpoint == "":
+		return name, ""
+	}
+	if _, err := ipc.ParseEndpoint(name); err == nil {
+		return old.Endpoint, "" // an address typed relative resolves only where it was typed
+	}
+	t, err := a.resolve(ctx, name)
+	if err != nil {
+		fmt.Fprintf(a.io.err, "primalscope: %s does not resolve now (%s); replaying to the endpoint the call was made at: %s\n",
+			render.Sanitize(name), render.Sanitize(err.Error()), render.Sanitize(old.Endpoint))
+		return old.Endpoint, name
+	}
+	was := old.Endpoint
+	if ep, err := ipc.ParseEndpoint(was); err == nil {
+		was = absEndpoint(ep).String()
+	}
+	if now := absEndpoint(t.Endpoint).String(); now != was {
+		fmt.Fprintf(a.io.err, "primalscope: note: %s now resolves to %s (the call was made at %s)\n",
+			render.Sanitize(name), render.Sanitize(now), render.Sanitize(old.Endpoint))
+	}
+	if t.Family != "" && a.family == "" {
+		a.family = t.Family // the family the name carried, as dialing by name would use
+	}
+	return t.Endpoint.String(), name
 }
 
 // replayDoc is replay's --json output.
@@ -719,7 +802,7 @@ type replayDoc struct {
 	Error      *history.RPCError `json:"error,omitempty"`
 }
 
-func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet bool) error {
+func (a *app) replay(ctx context.Context, ref string, f replayFlags) error {
 	s, err := a.openHistory(ctx)
 	if err != nil {
 		return err
@@ -740,15 +823,20 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 	} else if history.HasRedacted(params) {
 		return usageErr(fmt.Errorf(`call %d had secret params, stored as "[redacted]"; give them with --params`, old.ID))
 	}
-	targetArg := f.target
-	if targetArg == "" {
-		targetArg = old.Target
-	}
-	if targetArg == "" {
-		targetArg = old.Endpoint
-	}
-	if !wireSet && old.Wire != "" {
+	// The call is made as it was: its wire, family and prefix, unless the
+	// user says otherwise (the seed is the user's to give, as for call).
+	if !f.wireSet && old.Wire != "" {
 		a.wire = old.Wire
+	}
+	if !f.familySet && old.Family != "" {
+		a.family = old.Family
+	}
+	if !f.prefixSet && old.Prefix {
+		a.prefix = "on"
+	}
+	targetArg, recordAs := f.target, ""
+	if targetArg == "" {
+		targetArg, recordAs = a.replayTarget(ctx, old)
 	}
 
 	rec := a.startRecording(ctx)
@@ -758,6 +846,9 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 	defer cancel()
 	start := time.Now()
 	conn, t, err := a.dial(cctx, targetArg, nil)
+	if recordAs != "" && t.Arg != "" {
+		t.Arg, t.Name = recordAs, recordAs // the name it was called by, reached at its endpoint
+	}
 	if err != nil {
 		if t.Arg != "" {
 			rec.record(ctx, a.callEntry(t, nil, req, nil, err, start))

@@ -118,7 +118,7 @@ func TestHistoryListSaveExport(t *testing.T) {
 	}
 
 	exports := map[string]string{
-		"command": `primalscope call beardog crypto.sign_ed25519 '{"message":"hi it'\''s me"}'`,
+		"command": `primalscope call /run/b/beardog.sock crypto.sign_ed25519 '{"message":"hi it'\''s me"}'`,
 		"socat":   `printf '%s\n' '{"jsonrpc":"2.0","id":1,"method":"crypto.sign_ed25519","params":{"message":"hi it'\''s me"}}' | socat - UNIX-CONNECT:/run/b/beardog.sock`,
 		"json":    `{"jsonrpc":"2.0","id":1,"method":"crypto.sign_ed25519","params":{"message":"hi it's me"}}`,
 	}
