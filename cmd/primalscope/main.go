@@ -181,10 +181,21 @@ func skipCompletionCmd(root *cobra.Command, args []string) {
 	case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 		return
 	}
+	if namesCommand(root, args) {
+		root.CompletionOptions.DisableDefaultCmd = true
+	}
+}
+
+// namesCommand reports whether the command line starts with the name (or
+// an alias) of one of root's subcommands, which then runs instead of root.
+func namesCommand(root *cobra.Command, args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
 	for _, c := range root.Commands() {
 		if c.Name() == args[0] || c.HasAlias(args[0]) {
-			root.CompletionOptions.DisableDefaultCmd = true
-			return
+			return true
 		}
 	}
+	return false
 }
