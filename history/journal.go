@@ -117,12 +117,18 @@ func (j *Journal) Append(e Entry) (string, error) {
 		return "", fmt.Errorf("record call: unknown outcome %q", e.Outcome)
 	}
 	r := prepareEntry(e, j.opts)
-	id := fmt.Sprintf("%020d-%d-%08x", time.Now().UnixNano(), os.Getpid(), rand.Uint32())
+	id := newRecordID()
 	chunks := encodeRecord(id, r.e)
 	if err := writeRecord(j.dir, id, chunks); err != nil {
 		return "", fmt.Errorf("record call: %w", err)
 	}
 	return id, nil
+}
+
+// newRecordID names a new record: the time first, so that names sort
+// oldest first, then what keeps names apart across processes.
+func newRecordID() string {
+	return fmt.Sprintf("%020d-%d-%08x", time.Now().UnixNano(), os.Getpid(), rand.Uint32())
 }
 
 // Pending reports how many records wait to be folded. It reads only the
@@ -144,6 +150,24 @@ func (j *Journal) Backlog() (n int, size int64, err error) {
 }
 
 func writeRecord(dir, id string, chunks [][]byte) error {
+	f, tmp, err := createRecordFile(dir, id)
+	if err != nil {
+		return err
+	}
+	return finishRecord(f, tmp, dir, id, chunks)
+}
+
+// createRecordFile creates the temporary file of record id, mode 0600.
+func createRecordFile(dir, id string) (*os.File, string, error) {
+	tmp := filepath.Join(dir, tmpPrefix+id)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	return f, tmp, err
+}
+
+// finishRecord writes the record's framing and chunks to f, the new and
+// empty temporary file tmp, closes it and renames it into place as record
+// id; on failure it removes tmp.
+func finishRecord(f *os.File, tmp, dir, id string, chunks [][]byte) error {
 	var size int
 	for _, c := range chunks {
 		size += len(c)
@@ -153,11 +177,6 @@ func writeRecord(dir, id string, chunks [][]byte) error {
 	copy(hdr, recordMagic)
 	binary.LittleEndian.PutUint32(hdr[4:], crc)
 	binary.LittleEndian.PutUint64(hdr[8:], uint64(size))
-	tmp := filepath.Join(dir, tmpPrefix+id)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
 	werr := func() error {
 		if _, err := f.Write(hdr); err != nil {
 			return err

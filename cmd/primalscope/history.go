@@ -157,6 +157,9 @@ type callRecorder struct {
 	path     string
 	opts     history.Options
 	deadline time.Time // the end of the command's --timeout (zero: none)
+	// res is the record file created ahead for the first entry (nil: none,
+	// or used); later entries are appended to the journal as usual.
+	res *history.Reservation
 }
 
 // startRecording readies the history's journal for recording, unless
@@ -179,7 +182,27 @@ func (a *app) startRecording(ctx context.Context) *callRecorder {
 		fmt.Fprintln(a.io.err, "primalscope: warning: history: "+render.Sanitize(err.Error())+" (the call is not recorded)")
 		return nil
 	}
-	return &callRecorder{a: a, journal: j, path: path, opts: opts, deadline: deadline}
+	// The record's file is created now, while the call is made: creating a
+	// file is the dearest step of a record on some file systems. If it
+	// cannot be, the entry is appended as usual (and a failure said then).
+	res, _ := j.Reserve()
+	return &callRecorder{a: a, journal: j, path: path, opts: opts, deadline: deadline, res: res}
+}
+
+// takeReservation returns the reserved record file, if one is left, for
+// the entry about to be recorded (called from the command's goroutine).
+func (c *callRecorder) takeReservation() *history.Reservation {
+	res := c.res
+	c.res = nil
+	return res
+}
+
+// appendEntry writes e to the journal, into res if it is not nil.
+func (c *callRecorder) appendEntry(res *history.Reservation, e history.Entry) (string, error) {
+	if res != nil {
+		return res.Append(e)
+	}
+	return c.journal.Append(e)
 }
 
 // record writes e to the journal, redacted and cut, and returns when it is
@@ -192,7 +215,7 @@ func (c *callRecorder) record(_ context.Context, e history.Entry) string {
 		return ""
 	}
 	e.Source = history.SourceCLI
-	id, err := c.journal.Append(e)
+	id, err := c.appendEntry(c.takeReservation(), e)
 	if err != nil {
 		fmt.Fprintln(c.a.io.err, "primalscope: warning: history: "+render.Sanitize(err.Error()))
 		return ""
@@ -221,9 +244,10 @@ func (c *callRecorder) recordAsync(e history.Entry) *pendingRecord {
 		return p
 	}
 	e.Source = history.SourceCLI
+	res := c.takeReservation()
 	go func() {
 		defer close(p.done)
-		p.id, p.err = c.journal.Append(e)
+		p.id, p.err = c.appendEntry(res, e)
 	}()
 	return p
 }
@@ -266,15 +290,20 @@ func (p *pendingRecord) wait(ctx context.Context) string {
 	return p.id
 }
 
-// close runs after the answer is printed. When the journal has grown to
-// foldBacklog records it folds them into the database, but only if the
-// write lock is free at once and only within what is left of --timeout:
-// another process holding the lock never holds up this one. It folds at
-// most 4*foldBacklog records: a backlog left by a lock held for long is
-// worked off by the next calls a share at a time (or by a reader at once).
+// close runs after the answer is printed. It removes the reserved record
+// file if nothing was recorded. When the journal has grown to foldBacklog
+// records it folds them into the database, but only if the write lock is
+// free at once and only within what is left of --timeout: another process
+// holding the lock never holds up this one. It folds at most
+// 4*foldBacklog records: a backlog left by a lock held for long is worked
+// off by the next calls a share at a time (or by a reader at once).
 func (c *callRecorder) close() {
 	if c == nil {
 		return
+	}
+	if c.res != nil {
+		c.res.Release() // nothing was recorded
+		c.res = nil
 	}
 	if n, size, err := c.journal.Backlog(); err != nil || n < foldBacklog && size < foldBacklogBytes {
 		return

@@ -132,11 +132,13 @@ More: primalscope help targets | exit-codes | config.`,
 	pf.BoolVar(&a.noHistory, "no-history", false, "do not record calls")
 	a.securityFlags(pf)
 
-	root.AddCommand(a.callCmd(), a.capsCmd(), a.demoCmd())
-	// Commands of other concerns register here, one line each.
-	root.AddCommand(a.historyCmd(), a.replayCmd())
-	root.AddCommand(a.lsCmd(), a.checkCmd())
-	root.AddCommand(a.tailCmd())
+	root.AddCommand(a.commands(
+		a.callCmd, a.capsCmd, a.demoCmd,
+		// Commands of other concerns register here, one line each.
+		a.historyCmd, a.replayCmd,
+		a.lsCmd, a.checkCmd,
+		a.tailCmd,
+	)...)
 	a.holonFlags(root) // --insecure for wss://
 	// The streams before shellFit: cobra's completion command, built there,
 	// keeps the writer it finds then.
@@ -148,6 +150,24 @@ More: primalscope help targets | exit-codes | config.`,
 	// --timeout bounds each one-shot command whole (deadline.go); keep last.
 	a.boundOneShot(root)
 	return root
+}
+
+// commands builds root's commands in order, but when the command line
+// starts with the name of one of them it stops there and returns only that
+// one: the others are never run, and building them all (their flags, the
+// examples and completions shellFit adds to each) costs a one-shot call
+// about 0.15 ms. Any other command line (help, completion, flags first, a
+// mistyped name that cobra suggests a command for) gets them all.
+func (a *app) commands(build ...func() *cobra.Command) []*cobra.Command {
+	var all []*cobra.Command
+	for _, b := range build {
+		c := b()
+		if len(a.args) > 0 && c.Name() == a.args[0] {
+			return []*cobra.Command{c}
+		}
+		all = append(all, c)
+	}
+	return all
 }
 
 // argsFor wraps a cobra argument validator so its failures are usage errors.
@@ -173,10 +193,21 @@ func skipCompletionCmd(root *cobra.Command, args []string) {
 	case "help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd:
 		return
 	}
+	if namesCommand(root, args) {
+		root.CompletionOptions.DisableDefaultCmd = true
+	}
+}
+
+// namesCommand reports whether the command line starts with the name (or
+// an alias) of one of root's subcommands, which then runs instead of root.
+func namesCommand(root *cobra.Command, args []string) bool {
+	if len(args) == 0 {
+		return false
+	}
 	for _, c := range root.Commands() {
 		if c.Name() == args[0] || c.HasAlias(args[0]) {
-			root.CompletionOptions.DisableDefaultCmd = true
-			return
+			return true
 		}
 	}
+	return false
 }

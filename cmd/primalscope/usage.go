@@ -81,7 +81,11 @@ func unknownCommand(cmd *cobra.Command, args []string) error {
 // runs once the commands are all added.
 func (a *app) shellFit(root *cobra.Command) {
 	root.SuggestionsMinimumDistance = 2
-	versionFlag(root)
+	if !namesCommand(root, a.args) {
+		// root's own --version: of no use when another command runs
+		// (reading the build information costs a one-shot call 0.05 ms).
+		versionFlag(root)
+	}
 	root.AddCommand(a.versionCmd(), a.refreshCmd())
 	root.SetHelpCommand(a.helpCmd(root))
 	usageEverywhere(root)
