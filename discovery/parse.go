@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -269,7 +271,7 @@ func ParseSocketRegistry(b []byte) ([]Found, error) {
 				}
 			}
 		case map[string]any:
-			keys := sortedKeys(x)
+			keys := slices.Sorted(maps.Keys(x))
 			for _, k := range keys {
 				switch k {
 				case "entries", "primals", "services", "sockets", "registry":
@@ -308,13 +310,4 @@ func firstOf(m map[string]any, keys ...string) any {
 		}
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

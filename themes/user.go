@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"image/color"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,7 +91,7 @@ func (f File) Theme(fallbackName string) (Theme, error) {
 	}
 	var errs []error
 	uiv := reflect.ValueOf(&t.UI).Elem()
-	for _, k := range sortedKeys(f.UI) {
+	for _, k := range slices.Sorted(maps.Keys(f.UI)) {
 		fi, ok := uiFields()[k]
 		if !ok {
 			errs = append(errs, fmt.Errorf("ui.%s: no such colour", k))
@@ -102,7 +104,7 @@ func (f File) Theme(fallbackName string) (Theme, error) {
 		}
 		uiv.Field(fi).Set(reflect.ValueOf(&c).Elem())
 	}
-	for _, k := range sortedKeys(f.JSON) {
+	for _, k := range slices.Sorted(maps.Keys(f.JSON)) {
 		dst := jsonField(&t.JSON, k)
 		if dst == nil {
 			errs = append(errs, fmt.Errorf("json.%s: no such token kind", k))
@@ -119,15 +121,6 @@ func (f File) Theme(fallbackName string) (Theme, error) {
 		return Theme{}, fmt.Errorf("theme %s: %w", t.Name, err)
 	}
 	return t, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
 }
 
 // uiFields maps snake_case names to UIColors field indexes. Built on first

@@ -7,6 +7,8 @@ package capability
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 func parseText(w *warner, field string, raw json.RawMessage) string {
@@ -162,7 +164,7 @@ func parseCosts(w *warner, raw json.RawMessage) map[string]Cost {
 	}
 	out := make(map[string]Cost, min(len(m), MaxMethods))
 	skipped := 0
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if k == "" || len(out) >= MaxMethods {
 			skipped++
 			continue
@@ -178,7 +180,7 @@ func parseCosts(w *warner, raw json.RawMessage) map[string]Cost {
 			continue
 		}
 		var c Cost
-		for _, f := range sortedKeys(fields) {
+		for _, f := range slices.Sorted(maps.Keys(fields)) {
 			v := fields[f]
 			good := true
 			switch f {
@@ -235,7 +237,7 @@ func parseDeps(w *warner, raw json.RawMessage) map[string][]string {
 	}
 	out := make(map[string][]string, min(len(m), MaxMethods))
 	skipped, total := 0, 0
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if k == "" || len(out) >= MaxMethods {
 			skipped++
 			continue
@@ -388,7 +390,7 @@ func parseMethodInfo(w *warner, raw json.RawMessage) map[string]MethodInfo {
 	case 'o':
 		// Tolerate {method: {description, params}}.
 		m, _ := object(raw)
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			inner, _ := object(m[k])
 			add(k, inner)
 		}

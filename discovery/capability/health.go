@@ -2,6 +2,8 @@ package capability
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -131,7 +133,7 @@ func parseSubsystems(w *warner, raw json.RawMessage) map[string]string {
 	}
 	out := make(map[string]string, min(len(m), MaxExtraKeys))
 	skipped := 0
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if len(out) >= MaxExtraKeys*16 || k == "" {
 			skipped++
 			continue

@@ -6,6 +6,8 @@ package capability
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 )
 
 // parseCapabilityMethods finds Songbird's capability token → methods map:
@@ -56,7 +58,7 @@ func methodMap(w *warner, raw json.RawMessage) (map[string][]string, error) {
 	}
 	out := make(map[string][]string, min(len(m), MaxMethods))
 	total, bad := 0, 0
-	for _, tok := range sortedKeys(m) {
+	for _, tok := range slices.Sorted(maps.Keys(m)) {
 		list, n, ok := nameList(m[tok])
 		bad += n
 		if !ok {

@@ -7,6 +7,8 @@ package capability
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -216,14 +218,14 @@ func parseObject(c *Capabilities, w *warner, top map[string]json.RawMessage) {
 		capabilityItems(col, items)
 		c.Format = FormatB
 	case kind(capsRaw) == 'o' && len(c.CapabilityMethods) > 0:
-		for _, tok := range sortedKeys(c.CapabilityMethods) {
+		for _, tok := range slices.Sorted(maps.Keys(c.CapabilityMethods)) {
 			for _, m := range c.CapabilityMethods[tok] {
 				col.add(m)
 			}
 		}
 		c.Format = FormatB
 	case len(c.MethodInfo) > 0 || kind(top["method_info"]) == 'a':
-		for _, m := range sortedKeys(c.MethodInfo) {
+		for _, m := range slices.Sorted(maps.Keys(c.MethodInfo)) {
 			col.add(m)
 		}
 		c.Format = FormatC
@@ -288,12 +290,12 @@ func capabilityItems(col *collector, items []json.RawMessage) {
 // semanticMappings reads format D: {domain: {method: {...}}}.
 func semanticMappings(w *warner, col *collector, raw json.RawMessage) {
 	doms, _ := object(raw)
-	for _, d := range sortedKeys(doms) {
+	for _, d := range slices.Sorted(maps.Keys(doms)) {
 		v := doms[d]
 		switch kind(v) {
 		case 'o':
 			ms, _ := object(v)
-			for _, m := range sortedKeys(ms) {
+			for _, m := range slices.Sorted(maps.Keys(ms)) {
 				if m == "" {
 					w.emptyNames++
 					continue
