@@ -17,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 )
 
 // BusConfig is a stdio Bus daemon's configuration file:
@@ -625,9 +627,7 @@ func (w *busWorker) died() {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		select {
-		case <-time.After(time.Duration(delay) * time.Millisecond):
-		case <-b.ctx.Done():
+		if !backoff.Sleep(b.ctx, time.Duration(delay)*time.Millisecond) {
 			return
 		}
 		b.mu.Lock()
