@@ -27,7 +27,7 @@ type NeuralPrimal struct {
 func ParseNeuralPrimals(result json.RawMessage) ([]NeuralPrimal, error) {
 	v, err := decodeAny(result)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
 	var arr []any
 	switch x := v.(type) {

@@ -85,13 +85,9 @@ type BusPool struct {
 // instances}], "limits":{...}}) and returns its pools. Pools without an id
 // are skipped.
 func ParseBusConfig(b []byte) ([]BusPool, error) {
-	v, err := decodeAny(b)
+	m, err := decodeObject(b)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("not a JSON object")
+		return nil, err
 	}
 	arr, ok := m["pools"].([]any)
 	if !ok {
