@@ -216,16 +216,7 @@ func (s *ManifestSource) Name() string { return SrcManifest }
 // Discover implements Source. A missing directory finds nothing; a bad
 // manifest is reported in the error and skipped.
 func (s *ManifestSource) Discover(ctx context.Context) ([]Found, error) {
-	var out []Found
-	var errs []error
-	for _, d := range dedupe(s.Dirs) {
-		fs, err := s.discover(ctx, d)
-		out = append(out, fs...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return out, errors.Join(errs...)
+	return eachPath(ctx, s.Dirs, s.discover)
 }
 
 func (s *ManifestSource) discover(ctx context.Context, dir string) ([]Found, error) {
@@ -262,6 +253,21 @@ func (s *ManifestSource) discover(ctx context.Context, dir string) ([]Found, err
 		}
 		f.Detail = p
 		out = append(out, f)
+	}
+	return out, errors.Join(errs...)
+}
+
+// eachPath runs discover on each of paths once (see dedupe) and gathers
+// what it finds and every error.
+func eachPath(ctx context.Context, paths []string, discover func(context.Context, string) ([]Found, error)) ([]Found, error) {
+	var out []Found
+	var errs []error
+	for _, d := range dedupe(paths) {
+		fs, err := discover(ctx, d)
+		out = append(out, fs...)
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return out, errors.Join(errs...)
 }
@@ -309,33 +315,28 @@ func (s *RegistryFileSource) Name() string { return SrcRegistry }
 
 // Discover implements Source.
 func (s *RegistryFileSource) Discover(ctx context.Context) ([]Found, error) {
-	var out []Found
-	var errs []error
-	seen := map[string]bool{}
-	for _, p := range s.Paths {
-		p = filepath.Clean(p)
-		if seen[p] || ctx.Err() != nil {
-			continue
-		}
-		seen[p] = true
-		b, err := readSmallFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read socket registry: %w", err))
-			continue
-		}
-		fs, err := ParseSocketRegistry(b)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("socket registry %s: %w", p, err))
-		}
-		for i := range fs {
-			fs[i].Detail = p
-		}
-		out = append(out, fs...)
+	return eachPath(ctx, s.Paths, s.read)
+}
+
+func (s *RegistryFileSource) read(ctx context.Context, p string) ([]Found, error) {
+	if ctx.Err() != nil {
+		return nil, nil
 	}
-	return out, errors.Join(errs...)
+	b, err := readSmallFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read socket registry: %w", err)
+	}
+	fs, err := ParseSocketRegistry(b)
+	if err != nil {
+		err = fmt.Errorf("socket registry %s: %w", p, err)
+	}
+	for i := range fs {
+		fs[i].Detail = p
+	}
+	return fs, err
 }
 
 // LeanSource finds lean NDJSON daemons: <root>/<app>/<app>.sock with a pid
@@ -354,16 +355,7 @@ func (s *LeanSource) Name() string { return SrcLean }
 
 // Discover implements Source.
 func (s *LeanSource) Discover(ctx context.Context) ([]Found, error) {
-	var out []Found
-	var errs []error
-	for _, root := range dedupe(s.Roots) {
-		fs, err := s.discover(ctx, root)
-		out = append(out, fs...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return out, errors.Join(errs...)
+	return eachPath(ctx, s.Roots, s.discover)
 }
 
 func (s *LeanSource) discover(ctx context.Context, root string) ([]Found, error) {
