@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -241,7 +242,7 @@ func (s *ManifestSource) discover(ctx context.Context, dir string) ([]Found, err
 			break
 		}
 		p := filepath.Join(dir, name)
-		b, err := readSmallFile(p)
+		b, err := readfile.Regular(p, MaxFileRead)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read manifest: %w", err))
 			continue
@@ -272,36 +273,6 @@ func eachPath(ctx context.Context, paths []string, discover func(context.Context
 	return out, errors.Join(errs...)
 }
 
-// readSmallFile reads a regular file of at most MaxFileRead bytes. It opens
-// without blocking: a named pipe planted where a manifest or config is
-// expected (or named by a fake stdio_bus command line) would otherwise block
-// the open forever, past every timeout.
-func readSmallFile(p string) ([]byte, error) {
-	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileRead+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
-	}
-	if len(b) > MaxFileRead {
-		return nil, fmt.Errorf("%s: larger than %d bytes", p, MaxFileRead)
-	}
-	return b, nil
-}
-
 // RegistryFileSource reads a biomeOS socket-registry.json
 // ($XDG_RUNTIME_DIR/biomeos/socket-registry.json, and one in each socket
 // directory). Both shapes seen are read: {"entries":[{primal, socket,
@@ -322,7 +293,7 @@ func (s *RegistryFileSource) read(ctx context.Context, p string) ([]Found, error
 	if ctx.Err() != nil {
 		return nil, nil
 	}
-	b, err := readSmallFile(p)
+	b, err := readfile.Regular(p, MaxFileRead)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -413,7 +384,7 @@ func (s *LeanSource) discover(ctx context.Context, root string) ([]Found, error)
 }
 
 func readPid(p string) (int, bool) {
-	b, err := readSmallFile(p)
+	b, err := readfile.Regular(p, MaxFileRead)
 	if err != nil || len(b) > 64 {
 		return 0, false
 	}

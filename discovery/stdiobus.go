@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -165,7 +166,7 @@ func (s *ProcSource) Discover(ctx context.Context) ([]Found, error) {
 		if err != nil || pid <= 0 {
 			continue
 		}
-		cl, err := readSmallFile(filepath.Join(root, n, "cmdline"))
+		cl, err := readfile.Regular(filepath.Join(root, n, "cmdline"), MaxFileRead)
 		if err != nil {
 			continue // gone, or not ours to read
 		}
@@ -199,7 +200,7 @@ func (s *ProcSource) bus(root string, pid int, bc BusCommand) []Found {
 				p = filepath.Join(cwd, p)
 			}
 		}
-		if b, err := readSmallFile(p); err == nil {
+		if b, err := readfile.Regular(p, MaxFileRead); err == nil {
 			ps, err := ParseBusConfig(b)
 			if err != nil {
 				note = "bus config " + p + ": " + err.Error()

@@ -4,9 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -18,6 +16,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/BurntSushi/toml"
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
 
 // MaxThemeFileSize bounds a user theme file; larger files are rejected.
@@ -225,24 +224,9 @@ func LoadDir(dir string) ([]Theme, error) {
 
 // LoadFile loads one user theme file.
 func LoadFile(path string) (Theme, error) {
-	f, err := os.Open(path)
+	data, err := readfile.Regular(path, MaxThemeFileSize)
 	if err != nil {
 		return Theme{}, fmt.Errorf("load theme: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return Theme{}, fmt.Errorf("load theme: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return Theme{}, fmt.Errorf("load theme %s: not a regular file", path)
-	}
-	if st.Size() > MaxThemeFileSize {
-		return Theme{}, fmt.Errorf("load theme %s: %d bytes, limit %d", path, st.Size(), MaxThemeFileSize)
-	}
-	data := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, data); err != nil {
-		return Theme{}, fmt.Errorf("load theme %s: %w", path, err)
 	}
 	t, err := Parse(strings.TrimSuffix(filepath.Base(path), ".toml"), data)
 	if err != nil {
