@@ -25,12 +25,8 @@ func parseText(w *warner, field string, raw json.RawMessage) string {
 
 // parseNameList reads an array of names (strings or {name} objects), sorted and unique.
 func parseNameList(w *warner, field string, raw json.RawMessage) []string {
-	if isNull(raw) {
-		return nil
-	}
-	items, ok := array(raw)
+	items, ok := arrayField(w, field, raw)
 	if !ok {
-		w.warnf("%s is %s, not an array", field, aKind(raw))
 		return nil
 	}
 	out := make([]string, 0, min(len(items), MaxMethods))
@@ -89,12 +85,8 @@ func parseStringOrList(w *warner, field string, raw json.RawMessage) []string {
 }
 
 func parseGroups(w *warner, raw json.RawMessage) []Group {
-	if isNull(raw) {
-		return nil
-	}
-	items, ok := array(raw)
+	items, ok := arrayField(w, "provided_capabilities", raw)
 	if !ok {
-		w.warnf("provided_capabilities is %s, not an array", aKind(raw))
 		return nil
 	}
 	out := []Group{}
@@ -154,12 +146,8 @@ func parseGroups(w *warner, raw json.RawMessage) []Group {
 var knownCost = map[string]bool{"cpu": true, "latency_ms": true, "memory_bytes": true, "gpu_eligible": true}
 
 func parseCosts(w *warner, raw json.RawMessage) map[string]Cost {
-	if isNull(raw) {
-		return nil
-	}
-	m, ok := object(raw)
+	m, ok := objectField(w, "cost_estimates", raw)
 	if !ok {
-		w.warnf("cost_estimates is %s, not an object", aKind(raw))
 		return nil
 	}
 	out := make(map[string]Cost, min(len(m), MaxMethods))
@@ -227,12 +215,8 @@ func parseCosts(w *warner, raw json.RawMessage) map[string]Cost {
 }
 
 func parseDeps(w *warner, raw json.RawMessage) map[string][]string {
-	if isNull(raw) {
-		return nil
-	}
-	m, ok := object(raw)
+	m, ok := objectField(w, "operation_dependencies", raw)
 	if !ok {
-		w.warnf("operation_dependencies is %s, not an object", aKind(raw))
 		return nil
 	}
 	out := make(map[string][]string, min(len(m), MaxMethods))
@@ -269,12 +253,8 @@ var knownTS = map[string]bool{
 }
 
 func parseTransportSecurity(w *warner, raw json.RawMessage) *TransportSecurity {
-	if isNull(raw) {
-		return nil
-	}
-	m, ok := object(raw)
+	m, ok := objectField(w, "transport_security", raw)
 	if !ok {
-		w.warnf("transport_security is %s, not an object", aKind(raw))
 		return nil
 	}
 	t := &TransportSecurity{}
@@ -306,9 +286,8 @@ func parseHTTPAPI(w *warner, raw json.RawMessage) []string {
 	if s, ok := str(raw); ok {
 		return []string{w.name(s)}
 	}
-	items, ok := array(raw)
+	items, ok := arrayField(w, "http_api", raw)
 	if !ok {
-		w.warnf("http_api is %s, not an array", aKind(raw))
 		return nil
 	}
 	var out []string

@@ -123,12 +123,8 @@ func parseHealth(result json.RawMessage) (h Health, readySaid bool) {
 }
 
 func parseSubsystems(w *warner, raw json.RawMessage) map[string]string {
-	if isNull(raw) {
-		return nil
-	}
-	m, ok := object(raw)
+	m, ok := objectField(w, "subsystems", raw)
 	if !ok {
-		w.warnf("subsystems is %s, not an object", aKind(raw))
 		return nil
 	}
 	out := make(map[string]string, min(len(m), MaxExtraKeys))

@@ -321,3 +321,29 @@ func aKind(raw json.RawMessage) string {
 		return "a " + k
 	}
 }
+
+// objectField reads an optional object-valued field: ok is false when it is
+// absent, null, or not an object (which is warned of).
+func objectField(w *warner, field string, raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	if isNull(raw) {
+		return nil, false
+	}
+	m, ok := object(raw)
+	if !ok {
+		w.warnf("%s is %s, not an object", field, aKind(raw))
+	}
+	return m, ok
+}
+
+// arrayField reads an optional array-valued field: ok is false when it is
+// absent, null, or not an array (which is warned of).
+func arrayField(w *warner, field string, raw json.RawMessage) ([]json.RawMessage, bool) {
+	if isNull(raw) {
+		return nil, false
+	}
+	items, ok := array(raw)
+	if !ok {
+		w.warnf("%s is %s, not an array", field, aKind(raw))
+	}
+	return items, ok
+}
