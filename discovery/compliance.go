@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -609,11 +610,7 @@ func FindCycles(deps map[string][]string) [][]string {
 	var stack []string
 	var out [][]string
 	seen := map[string]bool{}
-	nodes := make([]string, 0, len(deps))
-	for n := range deps {
-		nodes = append(nodes, n)
-	}
-	sort.Strings(nodes)
+	nodes := slices.Sorted(maps.Keys(deps))
 	var visit func(n string, depth int)
 	visit = func(n string, depth int) {
 		if depth > 10000 || len(out) >= 100 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -66,7 +67,7 @@ func (s *ConfigSource) Discover(ctx context.Context) ([]Found, error) {
 	for _, b := range s.Config.Buses {
 		pools := append([]string(nil), b.Pools...)
 		if b.Config != "" {
-			data, err := readSmallFile(b.Config)
+			data, err := readfile.Regular(b.Config, MaxFileRead)
 			if err == nil {
 				var ps []BusPool
 				ps, err = ParseBusConfig(data)

@@ -4,24 +4,28 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 )
 
 // A named pipe where a manifest or registry file is expected must not hang
-// discovery: it is refused at once.
-func TestReadSmallFileRefusesANamedPipe(t *testing.T) {
+// discovery: it is refused at once, and said.
+func TestRegistryFileSourceRefusesANamedPipe(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "socket-registry.json")
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		t.Skip(err)
 	}
 	done := make(chan error, 1)
-	go func() { _, err := readSmallFile(p); done <- err }()
+	go func() {
+		_, err := (&RegistryFileSource{Paths: []string{p}}).Discover(context.Background())
+		done <- err
+	}()
 	select {
 	case err := <-done:
-		if err == nil {
-			t.Fatal("a named pipe was read as a file")
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("a named pipe was not refused: %v", err)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("reading a named pipe hung")

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -25,7 +27,7 @@ type NeuralPrimal struct {
 func ParseNeuralPrimals(result json.RawMessage) ([]NeuralPrimal, error) {
 	v, err := decodeAny(result)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
 	var arr []any
 	switch x := v.(type) {
@@ -37,7 +39,7 @@ func ParseNeuralPrimals(result json.RawMessage) ([]NeuralPrimal, error) {
 		} else if a, ok := x["nodes"].([]any); ok {
 			arr = a
 		} else if m, ok := x["primals"].(map[string]any); ok {
-			for _, k := range sortedKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				if o, ok := m[k].(map[string]any); ok {
 					if _, has := o["name"]; !has {
 						o["name"] = k

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,9 +34,22 @@ func decodeAny(b []byte) (any, error) {
 	d.UseNumber()
 	var v any
 	if err := d.Decode(&v); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("not JSON: %w", err)
 	}
 	return v, nil
+}
+
+// decodeObject is decodeAny for answers that must be a JSON object.
+func decodeObject(b []byte) (map[string]any, error) {
+	v, err := decodeAny(b)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("not a JSON object")
+	}
+	return m, nil
 }
 
 // cleanName bounds and checks a name taken from a peer: valid UTF-8, no
@@ -190,13 +205,9 @@ func tcpFrom(host string, port any) (ipc.Endpoint, error) {
 // "family_id"?, "capabilities"?}). fallbackName (the file's base name) names
 // the primal when the manifest does not.
 func ParseManifest(b []byte, fallbackName string) (Found, error) {
-	v, err := decodeAny(b)
+	m, err := decodeObject(b)
 	if err != nil {
-		return Found{}, fmt.Errorf("not JSON: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return Found{}, errors.New("not a JSON object")
+		return Found{}, err
 	}
 	var ep ipc.Endpoint
 	err = ErrNoEndpoint
@@ -236,7 +247,7 @@ func ParseManifest(b []byte, fallbackName string) (Found, error) {
 func ParseSocketRegistry(b []byte) ([]Found, error) {
 	v, err := decodeAny(b)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
 	var out []Found
 	skipped := 0
@@ -269,7 +280,7 @@ func ParseSocketRegistry(b []byte) ([]Found, error) {
 				}
 			}
 		case map[string]any:
-			keys := sortedKeys(x)
+			keys := slices.Sorted(maps.Keys(x))
 			for _, k := range keys {
 				switch k {
 				case "entries", "primals", "services", "sockets", "registry":
@@ -308,13 +319,4 @@ func firstOf(m map[string]any, keys ...string) any {
 		}
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]any) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }

@@ -1,14 +1,14 @@
 package discovery
 
+// The Prober: its options, the dead-endpoint cache, and one probe from
+// connect to verdict (liveness, then identity, capabilities and health when
+// Full).
+
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
-	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
@@ -107,100 +106,6 @@ func (o ProbeOptions) withDefaults() ProbeOptions {
 	return o
 }
 
-// CallResult is how one method answered during a probe.
-type CallResult struct {
-	// OK is true when the peer answered with a result.
-	OK bool `json:"ok"`
-	// Code and Message are the peer's error object, when it answered one.
-	Code    int64  `json:"code,omitempty"`
-	Message string `json:"message,omitempty"`
-	// Err is a transport problem or timeout (no answer at all).
-	Err     string        `json:"err,omitempty"`
-	Latency time.Duration `json:"latency"`
-}
-
-// Implemented reports whether the method exists: it answered with a result
-// or with an error other than "method not found".
-func (c CallResult) Implemented() bool {
-	return c.OK || (c.Err == "" && c.Refused() == "" && !isMethodNotFound(c.Code, c.Message))
-}
-
-// Refused says why the peer answered that it did not process the call
-// ("riboCipher prefix required (-32002)", "BTSP handshake required"), or
-// "" when it did not say so: such an answer proves neither that the
-// method exists nor that it does not.
-func (c CallResult) Refused() string {
-	switch {
-	case c.OK || c.Err != "":
-		return ""
-	case c.Code == -32002:
-		return "riboCipher prefix required (-32002)"
-	case (&ipc.RPCError{Code: c.Code, Message: c.Message}).IsBTSPRequired():
-		return "BTSP handshake required"
-	}
-	return ""
-}
-
-func isMethodNotFound(code int64, msg string) bool {
-	if code == -32601 || code == 12 {
-		return true
-	}
-	m := strings.ToLower(msg)
-	return code != 0 && (strings.Contains(m, "method not found") || strings.Contains(m, "unknown method"))
-}
-
-// Probe is what one probe of a target found.
-type Probe struct {
-	State State     `json:"state"`
-	Err   string    `json:"error,omitempty"`
-	At    time.Time `json:"at"`
-	// Connect is how long connect() took.
-	Connect time.Duration `json:"connect"`
-	// Latency is the health.liveness round trip.
-	Latency time.Duration `json:"latency"`
-	// Wire is what the peer's answers looked like: "jsonrpc" or "lean".
-	Wire     string             `json:"wire,omitempty"`
-	Liveness *capability.Health `json:"liveness,omitempty"`
-	// Readiness is the health.readiness answer, if any.
-	Readiness *capability.Health `json:"readiness,omitempty"`
-	// Calls records each method sent and how it answered.
-	Calls        map[string]CallResult    `json:"calls,omitempty"`
-	Identity     *capability.Identity     `json:"identity,omitempty"`
-	Capabilities *capability.Capabilities `json:"capabilities,omitempty"`
-	// CapsMethod is the method that answered with capabilities
-	// (capabilities.list or capability.list).
-	CapsMethod string `json:"caps_method,omitempty"`
-	// CapsKeys are the top-level keys of the capabilities answer (to tell
-	// an absent field from an empty one).
-	CapsKeys []string `json:"caps_keys,omitempty"`
-	// BTSPRequired is true when the peer demanded a BTSP handshake (or its
-	// transport_security says one is mandatory).
-	BTSPRequired bool `json:"btsp_required,omitempty"`
-	// BTSPRejection is the peer's own rejection error, when it sent one.
-	BTSPRejection *ipc.RPCError `json:"btsp_rejection,omitempty"`
-	// Secured is true when the probe went through a BTSP handshake.
-	Secured bool `json:"secured,omitempty"`
-	// Session says what protected the probe's connection when BTSP was
-	// involved (a session, or cleartext sent on purpose): whether the
-	// server was authenticated and the messages encrypted. Nil otherwise.
-	Session *ipc.SessionSecurity `json:"session,omitempty"`
-	// Cached is true when the result came from the dead-endpoint cache.
-	Cached bool `json:"cached,omitempty"`
-	// Full is true when identity and capabilities were asked too.
-	Full bool `json:"full,omitempty"`
-	// CutOff is true when the target was judged stale before its own
-	// deadline, by a sweep that judges as soon as it can
-	// (SweepUntilJudged): every other target had been judged and it had
-	// been silent far longer than they took. Err says how long.
-	CutOff bool `json:"cut_off,omitempty"`
-	// Incomplete is true when the probe did not run to its own end: the
-	// caller's context ended while it waited for its turn ("not probed
-	// yet") or while it ran ("probe cut short"). Its State is then unknown
-	// unless the peer had already answered: nothing was learned, and a
-	// sweep keeps the target's last judged probe instead.
-	Incomplete bool `json:"incomplete,omitempty"`
-}
-
 // ProbeSpec says what to probe and how.
 type ProbeSpec struct {
 	Endpoint ipc.Endpoint
@@ -221,49 +126,6 @@ type ProbeSpec struct {
 	// cut, when set, may end the wait for the liveness answer early (see
 	// SweepUntilJudged).
 	cut *cutSignal
-}
-
-// cutSignal tells the probes of a sweep that every other target has been
-// judged: a liveness answer that has been awaited at least after is not
-// waited for any longer.
-type cutSignal struct {
-	ch    chan struct{}
-	after atomic.Int64 // time.Duration, set before ch is closed
-	once  sync.Once
-}
-
-func newCutSignal() *cutSignal { return &cutSignal{ch: make(chan struct{})} }
-
-// fire closes the signal (once), asking liveness waits of at least after
-// to end.
-func (c *cutSignal) fire(after time.Duration) {
-	c.once.Do(func() {
-		c.after.Store(int64(after))
-		close(c.ch)
-	})
-}
-
-// errCutOff ends a liveness wait cut off by SweepUntilJudged.
-var errCutOff = errors.New("cut off: every other target was judged")
-
-// watch cancels a liveness call started at start once c fires and the call
-// has waited c.after; it returns when ctx ends.
-func (c *cutSignal) watch(ctx context.Context, cancel context.CancelCauseFunc, start time.Time) {
-	select {
-	case <-c.ch:
-	case <-ctx.Done():
-		return
-	}
-	if left := time.Duration(c.after.Load()) - time.Since(start); left > 0 {
-		t := time.NewTimer(left)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return
-		}
-	}
-	cancel(errCutOff)
 }
 
 // Prober probes targets: connect within ConnectTimeout, health.liveness
@@ -344,44 +206,6 @@ func (p *Prober) Forget(key string) {
 		return
 	}
 	delete(p.dead, key)
-}
-
-// localConnectFloor is the least time given to connect() on a Unix socket.
-// The kernel never makes such a connect wait (it succeeds, or fails at
-// once: refused, no such file, backlog full), so a timeout there only
-// measures this process's own scheduling; on a busy machine a 50 ms timer
-// would pass live and dead sockets off as stale.
-const localConnectFloor = 500 * time.Millisecond
-
-func connectTimeoutFor(ep ipc.Endpoint, opts ProbeOptions) time.Duration {
-	opts = opts.withDefaults()
-	if ep.Transport == ipc.Unix || ep.Transport == ipc.Abstract {
-		return max(opts.ConnectTimeout, localConnectFloor)
-	}
-	if ep.Transport == ipc.TCP {
-		host, _, err := net.SplitHostPort(ep.Address)
-		if err == nil {
-			ip := net.ParseIP(host)
-			if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-				return opts.RemoteConnectTimeout
-			}
-		}
-	}
-	return opts.ConnectTimeout
-}
-
-// acquire takes a place in ch, unless ctx ends first (or has ended: a
-// free place does not win over a context already done).
-func acquire(ctx context.Context, ch chan struct{}) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	select {
-	case ch <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // Probe probes one endpoint. It returns within ConnectTimeout plus
@@ -620,70 +444,6 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	return res
 }
 
-// minBusyHold is the least time a probe stays busy while it waits for its
-// first answer.
-const minBusyHold = 20 * time.Millisecond
-
-// busyHold is how long a probe keeps its busy place while it waits:
-// twice the recent time to a first answer, from minBusyHold to a quarter
-// of the stale timeout. When this process is slow to read answers (a
-// loaded machine), answers take longer, probes stay busy longer and fewer
-// start at once, so that no answering target waits for its turn to be
-// read past its own deadline.
-func (p *Prober) busyHold() time.Duration {
-	most := p.opts.StaleTimeout / 4
-	avg := p.answerNS.Load()
-	if avg == 0 {
-		return most // nothing measured yet: be slow to let more in
-	}
-	return min(max(2*time.Duration(avg), minBusyHold), most)
-}
-
-// noteSlow records that this process has just shown it is slow.
-func (p *Prober) noteSlow() { p.slowAt.Store(time.Now().UnixNano()) }
-
-// doubtful reports whether a probe's timeout (a stale verdict, or a call
-// that timed out) may be this process's own fault: it showed it was slow
-// (an answer or a connect that took long, a deadline noticed late) after
-// the probe started. Asked once the other probes are done, it sees the
-// slow answers that a jam noted only after the verdict.
-func (p *Prober) doubtful(r Probe) bool {
-	return p.slowAt.Load() >= r.At.UnixNano()
-}
-
-// timedOut reports whether one of the probe's calls got no answer in time.
-func (r Probe) timedOut() bool {
-	for _, c := range r.Calls {
-		if strings.HasPrefix(c.Err, "timeout") {
-			return true
-		}
-	}
-	return false
-}
-
-// noteAnswer adds one first-answer time to the moving average: a slower
-// answer weighs 1/2, a faster one 1/8, so that the hold grows at once when
-// this process falls behind and shrinks only gradually.
-func (p *Prober) noteAnswer(d time.Duration) {
-	if d > p.opts.StaleTimeout/4 {
-		p.noteSlow()
-	}
-	for {
-		old := p.answerNS.Load()
-		next := int64(d)
-		switch {
-		case old == 0:
-		case next > old:
-			next = old + (next-old)/2
-		default:
-			next = old + (next-old)/8
-		}
-		if p.answerNS.CompareAndSwap(old, next) {
-			return
-		}
-	}
-}
-
 // errProbeDeadline is the cause of a probe's own deadline passing (as
 // opposed to its caller's context ending).
 var errProbeDeadline = errors.New("the probe's own deadline passed")
@@ -717,114 +477,4 @@ func (p *Prober) settle(parent, ctx context.Context, res Probe, spec ProbeSpec) 
 	res.State = StateUnknown
 	res.Err = "probe cut short: " + context.Cause(parent).Error()
 	return res
-}
-
-func exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
-}
-
-// classifyDialErr tells dead (nothing there) from stale (a listener that
-// does not accept in time).
-func classifyDialErr(err error) State {
-	switch {
-	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOTSOCK),
-		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return StateDead
-	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		return StateError
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.EAGAIN) {
-		return StateStale
-	}
-	return StateDead
-}
-
-// callWatching sends method and waits for its answer, giving up early when
-// the peer sends something that is not JSON-RPC (garbage is described in
-// the third result) or closes the connection. err is the call's error.
-func callWatching(ctx context.Context, c *ipc.Conn, method, pool string) (resp *ipc.Response, cr CallResult, garbage string, err error) {
-	type out struct {
-		resp *ipc.Response
-		err  error
-	}
-	ch := make(chan out, 1)
-	start := time.Now()
-	go func() {
-		r, err := c.Send(ctx, ipc.Request{Method: method, Params: json.RawMessage("{}"), Pool: pool})
-		ch <- out{r, err}
-	}()
-	finish := func(o out) (*ipc.Response, CallResult, string, error) {
-		cr := CallResult{Latency: time.Since(start)}
-		if o.resp != nil && o.resp.Error != nil {
-			cr.Code, cr.Message = o.resp.Error.Code, human.Clip(o.resp.Error.Message, 256)
-			return o.resp, cr, "", o.err
-		}
-		if o.err != nil {
-			cr.Err = describeCallErr(o.err)
-			return o.resp, cr, "", o.err
-		}
-		cr.OK = true
-		return o.resp, cr, "", nil
-	}
-	incoming := c.Incoming()
-	for {
-		select {
-		case o := <-ch:
-			return finish(o)
-		case m, ok := <-incoming:
-			if !ok {
-				incoming = nil
-				continue
-			}
-			if m.Kind == ipc.KindInvalid {
-				// The answer is not JSON-RPC: do not wait for the deadline.
-				// The call's goroutine ends when the Conn is closed.
-				return nil, CallResult{Err: "garbage answer", Latency: time.Since(start)},
-					"answered with something that is not JSON-RPC: " + human.Clip(string(m.Raw), 60), errGarbage
-			}
-		}
-	}
-}
-
-var errGarbage = errors.New("garbage answer")
-
-func describeCallErr(err error) string {
-	var te *ipc.TimeoutError
-	if errors.As(err, &te) || errors.Is(err, context.DeadlineExceeded) {
-		return "timeout: " + err.Error()
-	}
-	var ce *ipc.ClosedError
-	if errors.As(err, &ce) {
-		return "closed: " + err.Error()
-	}
-	return err.Error()
-}
-
-// wireOf tells a JSON-RPC answer from a lean one (no "jsonrpc" member).
-func wireOf(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return ""
-	}
-	if bytes.Contains(raw, []byte(`"jsonrpc"`)) {
-		return "jsonrpc"
-	}
-	return "lean"
-}
-
-// topKeys returns the top-level keys of a JSON object (nil otherwise).
-func topKeys(raw json.RawMessage) []string {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return nil
-	}
-	out := make([]string, 0, len(m))
-	for k := range m {
-		if len(out) < 256 {
-			out = append(out, human.Clip(k, 64))
-		}
-	}
-	sort.Strings(out)
-	return out
 }

@@ -196,7 +196,10 @@ func TestProbeVanishesMidProbe(t *testing.T) {
 	}})
 	go func() {
 		<-started
-		srv.Close() // removes the socket file and drops the connection
+		// The file goes first: Close drops the connection before it
+		// removes the file, and the probe must see the file gone.
+		_ = os.Remove(path)
+		srv.Close()
 	}()
 	r := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 5 * time.Second}).Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(path), Full: true})
 	if r.State != StateDead || !strings.Contains(r.Err, "vanished") {

@@ -158,7 +158,7 @@ func registrationList(v any, keys ...string) ([]Registration, error) {
 func ParseIPCList(result json.RawMessage) ([]Registration, error) {
 	v, err := decodeAny(result)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
 	return registrationList(v, "services", "primals", "providers")
 }
@@ -167,20 +167,16 @@ func ParseIPCList(result json.RawMessage) ([]Registration, error) {
 func ParseDiscover(result json.RawMessage) ([]Registration, error) {
 	v, err := decodeAny(result)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
 	return registrationList(v, "providers", "services")
 }
 
 // ParseResolve reads an ipc.resolve answer.
 func ParseResolve(result json.RawMessage) (Registration, error) {
-	v, err := decodeAny(result)
+	m, err := decodeObject(result)
 	if err != nil {
-		return Registration{}, fmt.Errorf("not JSON: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return Registration{}, errors.New("not a JSON object")
+		return Registration{}, err
 	}
 	r, _ := parseRegistration(m)
 	if r.Endpoint.Transport == "" && !r.Relay {
@@ -192,13 +188,9 @@ func ParseResolve(result json.RawMessage) (Registration, error) {
 // ParseWatch reads an ipc.watch answer ({revision, events:[{revision, kind,
 // primal, capabilities, endpoint}]}).
 func ParseWatch(result json.RawMessage) (WatchResult, error) {
-	v, err := decodeAny(result)
+	m, err := decodeObject(result)
 	if err != nil {
-		return WatchResult{}, fmt.Errorf("not JSON: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return WatchResult{}, errors.New("not a JSON object")
+		return WatchResult{}, err
 	}
 	var w WatchResult
 	rev, ok := num(m["revision"])
@@ -227,7 +219,7 @@ func ParseWatch(result json.RawMessage) (WatchResult, error) {
 func ParsePeers(result json.RawMessage) ([]Peer, error) {
 	v, err := decodeAny(result)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
+		return nil, err
 	}
 	var arr []any
 	switch x := v.(type) {

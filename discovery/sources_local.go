@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -216,16 +217,7 @@ func (s *ManifestSource) Name() string { return SrcManifest }
 // Discover implements Source. A missing directory finds nothing; a bad
 // manifest is reported in the error and skipped.
 func (s *ManifestSource) Discover(ctx context.Context) ([]Found, error) {
-	var out []Found
-	var errs []error
-	for _, d := range dedupe(s.Dirs) {
-		fs, err := s.discover(ctx, d)
-		out = append(out, fs...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return out, errors.Join(errs...)
+	return eachPath(ctx, s.Dirs, s.discover)
 }
 
 func (s *ManifestSource) discover(ctx context.Context, dir string) ([]Found, error) {
@@ -250,7 +242,7 @@ func (s *ManifestSource) discover(ctx context.Context, dir string) ([]Found, err
 			break
 		}
 		p := filepath.Join(dir, name)
-		b, err := readSmallFile(p)
+		b, err := readfile.Regular(p, MaxFileRead)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("read manifest: %w", err))
 			continue
@@ -266,34 +258,19 @@ func (s *ManifestSource) discover(ctx context.Context, dir string) ([]Found, err
 	return out, errors.Join(errs...)
 }
 
-// readSmallFile reads a regular file of at most MaxFileRead bytes. It opens
-// without blocking: a named pipe planted where a manifest or config is
-// expected (or named by a fake stdio_bus command line) would otherwise block
-// the open forever, past every timeout.
-func readSmallFile(p string) ([]byte, error) {
-	if fi, err := os.Stat(p); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", p)
+// eachPath runs discover on each of paths once (see dedupe) and gathers
+// what it finds and every error.
+func eachPath(ctx context.Context, paths []string, discover func(context.Context, string) ([]Found, error)) ([]Found, error) {
+	var out []Found
+	var errs []error
+	for _, d := range dedupe(paths) {
+		fs, err := discover(ctx, d)
+		out = append(out, fs...)
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileRead+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", p, err)
-	}
-	if len(b) > MaxFileRead {
-		return nil, fmt.Errorf("%s: larger than %d bytes", p, MaxFileRead)
-	}
-	return b, nil
+	return out, errors.Join(errs...)
 }
 
 // RegistryFileSource reads a biomeOS socket-registry.json
@@ -309,33 +286,28 @@ func (s *RegistryFileSource) Name() string { return SrcRegistry }
 
 // Discover implements Source.
 func (s *RegistryFileSource) Discover(ctx context.Context) ([]Found, error) {
-	var out []Found
-	var errs []error
-	seen := map[string]bool{}
-	for _, p := range s.Paths {
-		p = filepath.Clean(p)
-		if seen[p] || ctx.Err() != nil {
-			continue
-		}
-		seen[p] = true
-		b, err := readSmallFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("read socket registry: %w", err))
-			continue
-		}
-		fs, err := ParseSocketRegistry(b)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("socket registry %s: %w", p, err))
-		}
-		for i := range fs {
-			fs[i].Detail = p
-		}
-		out = append(out, fs...)
+	return eachPath(ctx, s.Paths, s.read)
+}
+
+func (s *RegistryFileSource) read(ctx context.Context, p string) ([]Found, error) {
+	if ctx.Err() != nil {
+		return nil, nil
 	}
-	return out, errors.Join(errs...)
+	b, err := readfile.Regular(p, MaxFileRead)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read socket registry: %w", err)
+	}
+	fs, err := ParseSocketRegistry(b)
+	if err != nil {
+		err = fmt.Errorf("socket registry %s: %w", p, err)
+	}
+	for i := range fs {
+		fs[i].Detail = p
+	}
+	return fs, err
 }
 
 // LeanSource finds lean NDJSON daemons: <root>/<app>/<app>.sock with a pid
@@ -354,16 +326,7 @@ func (s *LeanSource) Name() string { return SrcLean }
 
 // Discover implements Source.
 func (s *LeanSource) Discover(ctx context.Context) ([]Found, error) {
-	var out []Found
-	var errs []error
-	for _, root := range dedupe(s.Roots) {
-		fs, err := s.discover(ctx, root)
-		out = append(out, fs...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return out, errors.Join(errs...)
+	return eachPath(ctx, s.Roots, s.discover)
 }
 
 func (s *LeanSource) discover(ctx context.Context, root string) ([]Found, error) {
@@ -421,7 +384,7 @@ func (s *LeanSource) discover(ctx context.Context, root string) ([]Found, error)
 }
 
 func readPid(p string) (int, bool) {
-	b, err := readSmallFile(p)
+	b, err := readfile.Regular(p, MaxFileRead)
 	if err != nil || len(b) > 64 {
 		return 0, false
 	}

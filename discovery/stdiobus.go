@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -85,13 +86,9 @@ type BusPool struct {
 // instances}], "limits":{...}}) and returns its pools. Pools without an id
 // are skipped.
 func ParseBusConfig(b []byte) ([]BusPool, error) {
-	v, err := decodeAny(b)
+	m, err := decodeObject(b)
 	if err != nil {
-		return nil, fmt.Errorf("not JSON: %w", err)
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("not a JSON object")
+		return nil, err
 	}
 	arr, ok := m["pools"].([]any)
 	if !ok {
@@ -169,7 +166,7 @@ func (s *ProcSource) Discover(ctx context.Context) ([]Found, error) {
 		if err != nil || pid <= 0 {
 			continue
 		}
-		cl, err := readSmallFile(filepath.Join(root, n, "cmdline"))
+		cl, err := readfile.Regular(filepath.Join(root, n, "cmdline"), MaxFileRead)
 		if err != nil {
 			continue // gone, or not ours to read
 		}
@@ -203,7 +200,7 @@ func (s *ProcSource) bus(root string, pid int, bc BusCommand) []Found {
 				p = filepath.Join(cwd, p)
 			}
 		}
-		if b, err := readSmallFile(p); err == nil {
+		if b, err := readfile.Regular(p, MaxFileRead); err == nil {
 			ps, err := ParseBusConfig(b)
 			if err != nil {
 				note = "bus config " + p + ": " + err.Error()

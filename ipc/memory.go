@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
 
 // EndpointFacts is what primalscope learned about reaching one endpoint.
@@ -108,20 +107,12 @@ func OpenEndpointMemory(path string) (*EndpointMemory, error) {
 // with implausible fields are dropped.
 func readMemoryFile(path string) (map[string]EndpointFacts, error) {
 	out := map[string]EndpointFacts{}
-	f, err := os.Open(path)
+	b, err := readfile.Regular(path, maxMemoryFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}
 	if err != nil {
-		return out, fmt.Errorf("endpoint memory %s: %w", path, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxMemoryFile+1))
-	if err != nil {
-		return out, fmt.Errorf("endpoint memory %s: %w", path, err)
-	}
-	if len(b) > maxMemoryFile {
-		return out, fmt.Errorf("endpoint memory %s: larger than %s, ignored", path, human.Bytes(maxMemoryFile))
+		return out, fmt.Errorf("endpoint memory: %w, ignored", err)
 	}
 	endpoints, ok := decodeMemoryFast(b) // the file as written, without reflection
 	if !ok {

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func rgb(c color.Color) [3]uint32 {
@@ -168,6 +170,20 @@ func TestLoadDirAndCatalog(t *testing.T) {
 	write("huge.toml", strings.Repeat("#", MaxThemeFileSize+1))
 	if _, err := LoadFile(filepath.Join(dir, "huge.toml")); err == nil {
 		t.Error("huge file accepted")
+	}
+	// A named pipe among the themes is refused at once, not waited on.
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.toml"), 0o600); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := LoadDir(dir); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "pipe.toml: not a regular file") {
+			t.Errorf("named pipe: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("loading a named pipe as a theme hung")
 	}
 }
 

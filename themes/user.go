@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"image/color"
-	"io"
-	"os"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +16,7 @@ import (
 
 	"charm.land/lipgloss/v2"
 	"github.com/BurntSushi/toml"
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
 
 // MaxThemeFileSize bounds a user theme file; larger files are rejected.
@@ -89,7 +90,7 @@ func (f File) Theme(fallbackName string) (Theme, error) {
 	}
 	var errs []error
 	uiv := reflect.ValueOf(&t.UI).Elem()
-	for _, k := range sortedKeys(f.UI) {
+	for _, k := range slices.Sorted(maps.Keys(f.UI)) {
 		fi, ok := uiFields()[k]
 		if !ok {
 			errs = append(errs, fmt.Errorf("ui.%s: no such colour", k))
@@ -102,7 +103,7 @@ func (f File) Theme(fallbackName string) (Theme, error) {
 		}
 		uiv.Field(fi).Set(reflect.ValueOf(&c).Elem())
 	}
-	for _, k := range sortedKeys(f.JSON) {
+	for _, k := range slices.Sorted(maps.Keys(f.JSON)) {
 		dst := jsonField(&t.JSON, k)
 		if dst == nil {
 			errs = append(errs, fmt.Errorf("json.%s: no such token kind", k))
@@ -119,15 +120,6 @@ func (f File) Theme(fallbackName string) (Theme, error) {
 		return Theme{}, fmt.Errorf("theme %s: %w", t.Name, err)
 	}
 	return t, nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	k := make([]string, 0, len(m))
-	for s := range m {
-		k = append(k, s)
-	}
-	sort.Strings(k)
-	return k
 }
 
 // uiFields maps snake_case names to UIColors field indexes. Built on first
@@ -232,24 +224,9 @@ func LoadDir(dir string) ([]Theme, error) {
 
 // LoadFile loads one user theme file.
 func LoadFile(path string) (Theme, error) {
-	f, err := os.Open(path)
+	data, err := readfile.Regular(path, MaxThemeFileSize)
 	if err != nil {
 		return Theme{}, fmt.Errorf("load theme: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return Theme{}, fmt.Errorf("load theme: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return Theme{}, fmt.Errorf("load theme %s: not a regular file", path)
-	}
-	if st.Size() > MaxThemeFileSize {
-		return Theme{}, fmt.Errorf("load theme %s: %d bytes, limit %d", path, st.Size(), MaxThemeFileSize)
-	}
-	data := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, data); err != nil {
-		return Theme{}, fmt.Errorf("load theme %s: %w", path, err)
 	}
 	t, err := Parse(strings.TrimSuffix(filepath.Base(path), ".toml"), data)
 	if err != nil {

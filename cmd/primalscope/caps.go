@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -216,12 +217,7 @@ func transportSecurity(ts *capability.TransportSecurity) string {
 // sortedMap iterates a string map in key order.
 func sortedMap(m map[string]string) func(func(string, string) bool) {
 	return func(yield func(string, string) bool) {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if !yield(k, m[k]) {
 				return
 			}

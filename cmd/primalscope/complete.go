@@ -23,6 +23,7 @@ import (
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/paths"
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -145,35 +146,16 @@ func (a *app) readCompletionCache(path, key string) (*completionCache, bool) {
 	if path == "" {
 		return nil, false
 	}
-	f, err := os.Open(path)
+	// A cache file grown wild, or something else in its place, is ignored.
+	b, err := readfile.Regular(path, completionCacheMax)
 	if err != nil {
 		return nil, false
 	}
-	defer f.Close()
 	var c completionCache
-	dec := json.NewDecoder(&limitedReader{r: f, n: completionCacheMax})
-	if dec.Decode(&c) != nil || c.Key != key {
+	if json.Unmarshal(b, &c) != nil || c.Key != key {
 		return nil, false
 	}
 	return &c, true
-}
-
-// limitedReader fails past n bytes (a cache file grown wild is ignored).
-type limitedReader struct {
-	r interface{ Read([]byte) (int, error) }
-	n int64
-}
-
-func (l *limitedReader) Read(p []byte) (int, error) {
-	if l.n <= 0 {
-		return 0, fmt.Errorf("cache file larger than %d bytes", completionCacheMax)
-	}
-	if int64(len(p)) > l.n {
-		p = p[:l.n]
-	}
-	n, err := l.r.Read(p)
-	l.n -= int64(n)
-	return n, err
 }
 
 // writeCompletionCache replaces the cache file whole (write, then rename),

@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -111,11 +112,7 @@ terminal (CLICOLOR_FORCE=1 forces it).`},
 // helpCmd is `primalscope help [COMMAND...|TOPIC]`: a command's help as
 // cobra gives it, or one of the topics above.
 func (a *app) helpCmd(root *cobra.Command) *cobra.Command {
-	names := make([]string, 0, len(helpTopics))
-	for n := range helpTopics {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(helpTopics))
 	var list strings.Builder
 	for _, n := range names {
 		fmt.Fprintf(&list, "  %-11s %s\n", n, helpTopics[n].short)

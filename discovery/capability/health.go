@@ -2,6 +2,8 @@ package capability
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -121,17 +123,13 @@ func parseHealth(result json.RawMessage) (h Health, readySaid bool) {
 }
 
 func parseSubsystems(w *warner, raw json.RawMessage) map[string]string {
-	if isNull(raw) {
-		return nil
-	}
-	m, ok := object(raw)
+	m, ok := objectField(w, "subsystems", raw)
 	if !ok {
-		w.warnf("subsystems is %s, not an object", aKind(raw))
 		return nil
 	}
 	out := make(map[string]string, min(len(m), MaxExtraKeys))
 	skipped := 0
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if len(out) >= MaxExtraKeys*16 || k == "" {
 			skipped++
 			continue

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -260,16 +262,6 @@ func nameOf(raw json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// sortedKeys returns m's keys in order.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // sortUnique sorts s and removes duplicates in place.
 func sortUnique(s []string) []string {
 	if len(s) == 0 {
@@ -289,7 +281,7 @@ func sortUnique(s []string) []string {
 func keepExtra(w *warner, where string, m map[string]json.RawMessage, known map[string]bool) map[string]json.RawMessage {
 	var extra map[string]json.RawMessage
 	skipped := 0
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if known[k] {
 			continue
 		}
@@ -328,4 +320,30 @@ func aKind(raw json.RawMessage) string {
 	default:
 		return "a " + k
 	}
+}
+
+// objectField reads an optional object-valued field: ok is false when it is
+// absent, null, or not an object (which is warned of).
+func objectField(w *warner, field string, raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	if isNull(raw) {
+		return nil, false
+	}
+	m, ok := object(raw)
+	if !ok {
+		w.warnf("%s is %s, not an object", field, aKind(raw))
+	}
+	return m, ok
+}
+
+// arrayField reads an optional array-valued field: ok is false when it is
+// absent, null, or not an array (which is warned of).
+func arrayField(w *warner, field string, raw json.RawMessage) ([]json.RawMessage, bool) {
+	if isNull(raw) {
+		return nil, false
+	}
+	items, ok := array(raw)
+	if !ok {
+		w.warnf("%s is %s, not an array", field, aKind(raw))
+	}
+	return items, ok
 }

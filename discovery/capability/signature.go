@@ -130,31 +130,34 @@ func Verify(sa *SignedAnnouncement, primal, version string, methods []string) Ve
 	if len(missing) > 0 {
 		return bad("signed_fields do not cover %s", strings.Join(missing, ", "))
 	}
-	pub, err := hex.DecodeString(sa.PublicKey)
-	if err != nil {
-		if looksBase64(sa.PublicKey, ed25519.PublicKeySize) {
-			return bad("public_key is base64, not hex as the standard requires")
-		}
-		return bad("public_key is not hex")
+	pub, why := hexField("public_key", sa.PublicKey, ed25519.PublicKeySize)
+	if why != "" {
+		return bad("%s", why)
 	}
-	if len(pub) != ed25519.PublicKeySize {
-		return bad("public_key is %d bytes, want %d", len(pub), ed25519.PublicKeySize)
-	}
-	sig, err := hex.DecodeString(sa.Signature)
-	if err != nil {
-		if looksBase64(sa.Signature, ed25519.SignatureSize) {
-			return bad("signature is base64, not hex as the standard requires")
-		}
-		return bad("signature is not hex")
-	}
-	if len(sig) != ed25519.SignatureSize {
-		return bad("signature is %d bytes, want %d", len(sig), ed25519.SignatureSize)
+	sig, why := hexField("signature", sa.Signature, ed25519.SignatureSize)
+	if why != "" {
+		return bad("%s", why)
 	}
 	d := AnnouncementDigest(primal, version, methods)
 	if !ed25519.Verify(ed25519.PublicKey(pub), d[:], sig) {
 		return bad("signature does not match primal, version and methods")
 	}
 	return Verdict{State: Verified, PublicKey: hex.EncodeToString(pub)}
+}
+
+// hexField decodes a hex field of exactly n bytes; why says what is wrong
+// with it ("" when nothing is).
+func hexField(field, s string, n int) (b []byte, why string) {
+	b, err := hex.DecodeString(s)
+	switch {
+	case err != nil && looksBase64(s, n):
+		return nil, field + " is base64, not hex as the standard requires"
+	case err != nil:
+		return nil, field + " is not hex"
+	case len(b) != n:
+		return nil, fmt.Sprintf("%s is %d bytes, want %d", field, len(b), n)
+	}
+	return b, ""
 }
 
 // looksBase64 reports whether s is standard base64 of exactly n bytes. Some

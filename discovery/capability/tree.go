@@ -2,6 +2,8 @@ package capability
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -99,7 +101,7 @@ func (c *Capabilities) Tree() []Domain {
 		byDomain[dom] = append(byDomain[dom], m)
 	}
 	out := make([]Domain, 0, len(byDomain))
-	for _, dom := range sortedKeys(byDomain) {
+	for _, dom := range slices.Sorted(maps.Keys(byDomain)) {
 		d := Domain{Name: dom, Methods: byDomain[dom]}
 		sort.Slice(d.Methods, func(i, j int) bool { return d.Methods[i].Name < d.Methods[j].Name })
 		if gi, ok := groupByType[dom]; ok {

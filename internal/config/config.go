@@ -50,18 +50,17 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/ecoPrimals/primalscope/internal/paths"
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
 
 // MaxFileSize bounds the configuration file; a larger one is refused.
@@ -284,24 +283,13 @@ func Load(path string) (*Config, error) {
 	if path == "" {
 		return &Config{}, nil
 	}
-	// Non-blocking: a named pipe in place of the file must not hang startup.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	// A named pipe in place of the file must not hang startup.
+	b, err := readfile.Regular(path, MaxFileSize)
 	if errors.Is(err, os.ErrNotExist) {
 		return &Config{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("config %s: not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read config %s: %w", path, err)
-	}
-	if len(b) > MaxFileSize {
-		return nil, fmt.Errorf("config %s: larger than %d bytes", path, MaxFileSize)
 	}
 	c, err := Parse(b)
 	if err != nil {

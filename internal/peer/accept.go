@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 )
 
 // Acceptor serves the connections of one listener, each on a goroutine of
@@ -72,10 +74,8 @@ func (a *Acceptor) loop() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			select {
-			case <-a.ctx.Done():
+			if !backoff.Sleep(a.ctx, 5*time.Millisecond) {
 				return
-			case <-time.After(5 * time.Millisecond):
 			}
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -296,10 +297,7 @@ func LeanDaemon() Config {
 			if a.MS > 10000 {
 				a.MS = 10000
 			}
-			select {
-			case <-time.After(time.Duration(a.MS) * time.Millisecond):
-			case <-ctx.Done():
-			}
+			backoff.Sleep(ctx, time.Duration(a.MS)*time.Millisecond)
 			return map[string]any{"slept_ms": a.MS}, nil
 		},
 	}}

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -313,12 +314,8 @@ func (sc *ServerConn) dispatch(m *ipc.Message, flush bool) {
 	if m.Kind == ipc.KindNotification {
 		return
 	}
-	if b.Delay > 0 {
-		select {
-		case <-time.After(b.Delay):
-		case <-s.ctx.Done():
-			return
-		}
+	if b.Delay > 0 && !backoff.Sleep(s.ctx, b.Delay) {
+		return
 	}
 	id := m.ID
 	if b.WrongID {

@@ -8,14 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
-	"sort"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 )
 
 // BusConfig is a stdio Bus daemon's configuration file:
@@ -507,12 +510,7 @@ func (w *busWorker) spawn() error {
 	b := w.bus
 	cmd := exec.Command(w.pool.cfg.Command, w.pool.cfg.Args...)
 	env := os.Environ()
-	keys := make([]string, 0, len(w.pool.cfg.Env))
-	for k := range w.pool.cfg.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(w.pool.cfg.Env)) {
 		env = append(env, k+"="+w.pool.cfg.Env[k])
 	}
 	env = append(env, "STDIO_BUS_POOL="+w.pool.cfg.ID, "STDIO_BUS_WORKER="+strconv.Itoa(w.index))
@@ -629,9 +627,7 @@ func (w *busWorker) died() {
 	b.wg.Add(1)
 	go func() {
 		defer b.wg.Done()
-		select {
-		case <-time.After(time.Duration(delay) * time.Millisecond):
-		case <-b.ctx.Done():
+		if !backoff.Sleep(b.ctx, time.Duration(delay)*time.Millisecond) {
 			return
 		}
 		b.mu.Lock()

@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // plainSession is a session over in-memory input in the given wire mode.
@@ -203,6 +205,22 @@ func TestReadSeedFile(t *testing.T) {
 	}
 	if _, err := ReadSeedFile(filepath.Join(dir, "missing")); err == nil {
 		t.Error("missing seed file accepted")
+	}
+	// A named pipe in place of the seed file is refused at once, not
+	// waited on.
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadSeedFile(fifo); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("named pipe: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a named pipe as the seed file hung")
 	}
 }
 

@@ -6,10 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 	"golang.org/x/crypto/curve25519"
 )
 
@@ -141,30 +140,17 @@ const maxSeedFile = 64 << 10
 // others may read (a seed is a family secret), as well as an empty file, a
 // file that is not regular, or one over 64 KiB. Pass the result to SeedCandidates.
 func ReadSeedFile(path string) (string, error) {
-	f, err := os.Open(path)
+	f, st, err := readfile.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("read seed file: %w", err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return "", fmt.Errorf("read seed file: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return "", fmt.Errorf("read seed file %s: not a regular file", path)
-	}
 	if perm := st.Mode().Perm(); perm&0o077 != 0 {
 		return "", &InsecureSeedFileError{Path: path, Mode: uint32(perm)}
 	}
-	if st.Size() > maxSeedFile {
-		return "", fmt.Errorf("read seed file %s: larger than %d bytes", path, maxSeedFile)
-	}
-	buf, err := io.ReadAll(io.LimitReader(f, maxSeedFile+1))
+	buf, err := readfile.All(f, path, maxSeedFile)
 	if err != nil {
 		return "", fmt.Errorf("read seed file: %w", err)
-	}
-	if len(buf) > maxSeedFile {
-		return "", fmt.Errorf("read seed file %s: larger than %d bytes", path, maxSeedFile)
 	}
 	s := strings.TrimSpace(string(buf))
 	if s == "" {

@@ -76,12 +76,9 @@ func ParseClientHello(msg []byte, f Framing) (*ClientHello, error) {
 	if m.Pub == nil {
 		return nil, hsErr(ReasonMalformed, step, "no client_ephemeral_pub")
 	}
-	pub, ok := decodeB64(*m.Pub)
-	if !ok {
-		return nil, hsErr(ReasonMalformed, step, "client_ephemeral_pub is not base64")
-	}
-	if len(pub) != KeySize {
-		return nil, hsErr(ReasonInvalidKeyLength, step, "client_ephemeral_pub is "+strconv.Itoa(len(pub))+" bytes")
+	pub, err := ephemeralKey(step, "client_ephemeral_pub", *m.Pub)
+	if err != nil {
+		return nil, err
 	}
 	return &ClientHello{Pub: pub}, nil
 }
@@ -121,12 +118,9 @@ func ParseServerHello(msg []byte) (*ServerHello, error) {
 	if m.Pub == nil || m.Challenge == nil {
 		return nil, hsErr(ReasonMalformed, step, "no server_ephemeral_pub or challenge")
 	}
-	pub, ok := decodeB64(*m.Pub)
-	if !ok {
-		return nil, hsErr(ReasonMalformed, step, "server_ephemeral_pub is not base64")
-	}
-	if len(pub) != KeySize {
-		return nil, hsErr(ReasonInvalidKeyLength, step, "server_ephemeral_pub is "+strconv.Itoa(len(pub))+" bytes")
+	pub, err := ephemeralKey(step, "server_ephemeral_pub", *m.Pub)
+	if err != nil {
+		return nil, err
 	}
 	ch, ok := decodeB64(*m.Challenge)
 	if !ok || len(ch) == 0 || len(ch) > maxChallenge {
@@ -269,3 +263,15 @@ func decodeB64(s string) ([]byte, bool) {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// ephemeralKey decodes a hello's X25519 public key: base64 of KeySize bytes.
+func ephemeralKey(step, field, s string) ([]byte, error) {
+	pub, ok := decodeB64(s)
+	if !ok {
+		return nil, hsErr(ReasonMalformed, step, field+" is not base64")
+	}
+	if len(pub) != KeySize {
+		return nil, hsErr(ReasonInvalidKeyLength, step, field+" is "+strconv.Itoa(len(pub))+" bytes")
+	}
+	return pub, nil
+}
