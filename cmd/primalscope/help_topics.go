@@ -9,21 +9,58 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// helpTopics are the pages of `primalscope help TOPIC` that are not
-// commands.
-var helpTopics = map[string]struct{ short, text string }{
-	"targets": {"What a TARGET can be and how a name is found", `TARGET, in every command that takes one, is one of:
+// targetForm is one form of TARGET: an example as the user types it and
+// what it means. `help targets` and README's TARGET paragraph list these,
+// and a test resolves every example with internal/dial.
+type targetForm struct{ example, means string }
 
-  beardog                     a primal name
-  ai                          a capability domain (a symlink to the primal providing it)
-  beardog-westgate-tower-155f a family-scoped name (<primal>-<family>)
-  /run/user/1000/biomeos/beardog.sock, unix:///path   a socket path
-  @name                       an abstract Unix socket
-  tcp://host:port, host:port  TCP
-  ws://host:port/rpc, wss://… Holon-RPC over WebSocket (--insecure skips TLS checks, loudly)
-  stdio:"command args"        spawn a command and speak NDJSON on its stdin/stdout
+// exampleSocketDir stands for a socket directory in targetForms' examples.
+const exampleSocketDir = "/run/user/1000/biomeos"
 
-A name is looked up in the socket directories: --socket-dir (repeatable),
+// targetForms are the TARGET forms, names first, then addresses.
+var targetForms = []targetForm{
+	{"beardog", "a primal name"},
+	{"ai", "a capability domain (symlink to a primal)"},
+	{"beardog-westgate-tower-155f", "a family-scoped name: <primal>-<family>"},
+	{"beardog@westgate-tower-155f", "the same, as the TUI shows it: NAME@FAMILY"},
+	{"floatmail/floatmail.sock", "a socket under a socket directory"},
+	{"stdiobus/echo", "pool echo of bus stdiobus.sock, as ls shows it"},
+	{"stdio_bus@127.0.0.1:9000/echo", "pool echo of a stdio Bus on TCP"},
+	{exampleSocketDir + "/stdiobus.sock/echo", "pool echo of the bus at that path"},
+	{exampleSocketDir + "/beardog.sock", "a socket path"},
+	{"unix://" + exampleSocketDir + "/beardog.sock", "the same, as a URL"},
+	{"@beardog", "an abstract Unix socket"},
+	{"tcp://127.0.0.1:9200", "TCP"},
+	{"127.0.0.1:9200", "TCP, as host:port"},
+	{"ws://127.0.0.1:8080/rpc", "Holon-RPC over WebSocket"},
+	{"wss://tower.example/rpc", "Holon-RPC over TLS; --insecure skips checks"},
+	{`stdio:"beardog server --stdio"`, "spawn it, speak NDJSON on its stdin/stdout"},
+}
+
+// targetsHelp is the text of `help targets`: the forms, then how a name is
+// found.
+func targetsHelp() string {
+	var b strings.Builder
+	b.WriteString("TARGET, in every command that takes one, is one of:\n\n")
+	const col = 32 // the examples' column; a longer example has a line of its own
+	for _, f := range targetForms {
+		if len(f.example) < col-1 {
+			fmt.Fprintf(&b, "  %-*s%s\n", col, f.example, f.means)
+		} else {
+			fmt.Fprintf(&b, "  %s\n  %-*s%s\n", f.example, col, "", f.means)
+		}
+	}
+	b.WriteString(`
+A socket path with /POOL after it, and stdio_bus@HOST:PORT/POOL, reach the
+same place from any directory, without --socket-dir or --family: use them
+in scripts.
+
+` + targetsNames)
+	return b.String()
+}
+
+// targetsNames is how `help targets` says a name is found.
+const targetsNames = `A name is looked up in the socket directories: --socket-dir (repeatable),
 else $BIOMEOS_SOCKET_DIR, $XDG_RUNTIME_DIR/biomeos, $XDG_RUNTIME_DIR/membrane,
 /tmp/biomeos, /run/membrane; as <name>.sock, <name>-<family>.sock (the
 family from --family, else $FAMILY_ID or $BIOMEOS_FAMILY_ID), or the only
@@ -41,8 +78,21 @@ $FAMILY_SEED.
 
 Shell completion completes TARGET from a short discovery sweep (at most
 250 ms, cached a few seconds in $XDG_CACHE_HOME/primalscope), and METHOD
-from the target's capabilities.list. See primalscope completion --help.`},
-	"exit-codes": {"What each exit code means, for scripts", `Every command exits with one of:
+from the target's capabilities.list. See primalscope completion --help.`
+
+// helpTopics are the pages of `primalscope help TOPIC` that are not
+// commands; a page's text is made when it is shown.
+var helpTopics = map[string]struct {
+	short string
+	text  func() string
+}{
+	"targets":    {"What a TARGET can be and how a name is found", targetsHelp},
+	"exit-codes": {"What each exit code means, for scripts", func() string { return exitCodesHelp }},
+	"config":     {"The config file, environment variables and colour", func() string { return configHelp }},
+}
+
+// exitCodesHelp is the text of `help exit-codes`.
+const exitCodesHelp = `Every command exits with one of:
 
   0    ok
   1    the peer answered with a JSON-RPC error (code and message on stderr);
@@ -63,8 +113,10 @@ from the target's capabilities.list. See primalscope completion --help.`},
   130  interrupted (Ctrl-C)
 
 Usage errors are found before anything is sent: a command that exits 2
-never reached a peer.`},
-	"config": {"The config file, environment variables and colour", `Configuration file: $XDG_CONFIG_HOME/primalscope/config.toml
+never reached a peer.`
+
+// configHelp is the text of `help config`.
+const configHelp = `Configuration file: $XDG_CONFIG_HOME/primalscope/config.toml
 (~/.config/primalscope/config.toml), TOML, every section optional:
 
   [discovery]
@@ -106,8 +158,7 @@ Colour, one rule for the commands and the TUI: --no-color means none;
 --color never means none and --color always means colour (an explicit
 flag beats NO_COLOR, as no-color.org asks); --color auto (the default)
 means none when NO_COLOR is set to anything, else colour only on a
-terminal (CLICOLOR_FORCE=1 forces it).`},
-}
+terminal (CLICOLOR_FORCE=1 forces it).`
 
 // helpCmd is `primalscope help [COMMAND...|TOPIC]`: a command's help as
 // cobra gives it, or one of the topics above.
@@ -150,7 +201,7 @@ func (a *app) helpCmd(root *cobra.Command) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				if t, ok := helpTopics[args[0]]; ok {
-					_, err := fmt.Fprint(a.io.out, t.text+"\n")
+					_, err := fmt.Fprint(a.io.out, t.text()+"\n")
 					return err
 				}
 			}

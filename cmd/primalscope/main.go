@@ -103,9 +103,10 @@ func (a *app) rootCmd() *cobra.Command {
 over TCP and WebSocket), shows what each can do, lets you compose and send
 calls, and tails heartbeats and events while compositions run.
 
-TARGET is a primal name, a capability domain (ai), a family-scoped name, a
+TARGET is a primal name, a capability domain (ai), a family-scoped name
+(beardog-FAMILY, beardog@FAMILY), a stdio Bus pool (stdiobus/echo), a
 socket path, unix:///path, tcp://host:port, host:port, ws://host:port/rpc,
-wss://..., stdio:"command args" or @abstract.
+wss://..., stdio:"command args" or @abstract: help targets lists them all.
 
 Exit codes: 0 ok; 1 the peer answered with a JSON-RPC error; 2 bad usage or
 bad input; 3 cannot connect or the transport broke; 4 timed out; 5 refused
