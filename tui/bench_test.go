@@ -60,7 +60,7 @@ func BenchmarkLargeAnswerFirstFrame(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		resp := &ipc.Response{Result: data, Raw: raw, Elapsed: time.Millisecond}
-		a := answerOf(m.comp.seq, Target{Name: "big"}, ipc.Request{Method: "big.get"}, time.Now(), resp, nil)
+		a := answerOf(m.pc.seq, Target{Name: "big"}, ipc.Request{Method: "big.get"}, time.Now(), resp, nil)
 		m.update(answerMsg(a))
 		if s := m.render(); !strings.Contains(s, "items") {
 			b.Fatal("answer not drawn")

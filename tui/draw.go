@@ -175,3 +175,6 @@ func (r *ring[T]) Clear() {
 	}
 	r.start, r.n = 0, 0
 }
+
+// joinLines joins a pane's or the screen's lines.
+func joinLines(lines []string) string { return strings.Join(lines, "\n") }

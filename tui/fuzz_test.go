@@ -56,7 +56,7 @@ func FuzzAnswerView(f *testing.F) {
 		a := answerOf(0, Target{Name: "fz"}, ipc.Request{Method: "m"}, t0, &ipc.Response{Result: data, Raw: data}, nil)
 		m.update(answerMsg(a))
 		m.setFocus(pResponse)
-		r := &m.resp
+		r := m.resp()
 		for i := 0; i < int(moves%16); i++ {
 			switch i % 6 {
 			case 0:
@@ -98,11 +98,11 @@ func FuzzPeerText(f *testing.F) {
 			Event{Time: t0, Source: name, Kind: EvRequest, Name: method, Data: data, ID: data},
 			TraceFrame{Time: t0, Source: name, Dir: ipc.In, Data: data, Warning: method},
 		}})
-		m.comp.method.Set(method)
-		m.comp.params.Set(string(data))
-		m.comp.checkParams()
-		m.histp.entries = []CallRecord{{ID: 1, Time: t0, Target: name, Method: method, Params: data, Outcome: OutcomeOK}}
-		for _, p := range []pane{pTargets, pCaps, pComposer, pEvents, pTrace, pHistory, pRequests} {
+		m.comp().method.Set(method)
+		m.comp().params.Set(string(data))
+		m.comp().checkParams()
+		m.histp().entries = []CallRecord{{ID: 1, Time: t0, Target: name, Method: method, Params: data, Outcome: OutcomeOK}}
+		for _, p := range []paneID{pTargets, pCaps, pComposer, pEvents, pTrace, pHistory, pRequests} {
 			m.setFocus(p)
 			out := m.render()
 			if bad, ok := rawControl(out); ok {

@@ -60,21 +60,21 @@ func TestListenBounded(t *testing.T) {
 	}
 	// k001 failed and freed its place, which the next feed gives to the
 	// next target in line (k001 itself waits for its backoff).
-	if m.listening["k001"] || len(m.listening) != 49 {
-		t.Fatalf("listening to %d, k001 %v; want 49 and not the one that failed", len(m.listening), m.listening["k001"])
+	if m.listen.listening["k001"] || len(m.listen.listening) != 49 {
+		t.Fatalf("listening to %d, k001 %v; want 49 and not the one that failed", len(m.listen.listening), m.listen.listening["k001"])
 	}
 	run(t, m, m.update(feedMsg{items: []any{Event{Source: "p000", Kind: EvHeartbeat, Name: "health.heartbeat"}}}))
 	for i := 0; i < 51; i++ { // the current target first, then the pane's order
-		if k := fmt.Sprintf("k%03d", i); i != 1 && !m.listening[k] {
+		if k := fmt.Sprintf("k%03d", i); i != 1 && !m.listen.listening[k] {
 			t.Fatalf("%s is not listened to: the first in the pane's order should be", k)
 		}
 	}
-	if got := count(); got != 51 || len(m.listening) != 50 {
-		t.Fatalf("%d dialled, listening to %d; want 51 and 50", got, len(m.listening))
+	if got := count(); got != 51 || len(m.listen.listening) != 50 {
+		t.Fatalf("%d dialled, listening to %d; want 51 and 50", got, len(m.listen.listening))
 	}
 	note := ""
-	for i := 0; i < m.events.ring.Len(); i++ {
-		if e := m.events.ring.At(i); e.Name == "listening" {
+	for i := 0; i < m.events().ring.Len(); i++ {
+		if e := m.events().ring.At(i); e.Name == "listening" {
 			note = string(e.Data)
 		}
 	}
@@ -83,12 +83,12 @@ func TestListenBounded(t *testing.T) {
 	}
 	// Opening a left-out target listens to it at once.
 	m.setFocus(pTargets)
-	for m.targets.selectedKey() != "k100" {
-		m.targets.move(1)
+	for m.tp().selectedKey() != "k100" {
+		m.tp().move(1)
 	}
 	run(t, m, m.update(tea.KeyPressMsg{Code: tea.KeyEnter}))
-	if m.current != "k100" || !m.listening["k100"] {
-		t.Fatalf("opening k100: current %q, listening %v", m.current, m.listening["k100"])
+	if m.pc.current != "k100" || !m.listen.listening["k100"] {
+		t.Fatalf("opening k100: current %q, listening %v", m.pc.current, m.listen.listening["k100"])
 	}
 	mu.Lock()
 	n := dialed["k100"]
@@ -97,10 +97,10 @@ func TestListenBounded(t *testing.T) {
 		t.Fatalf("k100 dialled %d times, want once", n)
 	}
 	conns := func() map[string]bool {
-		m.client.mu.Lock()
-		defer m.client.mu.Unlock()
+		m.pc.client.mu.Lock()
+		defer m.pc.client.mu.Unlock()
 		out := map[string]bool{}
-		for k := range m.client.conns {
+		for k := range m.pc.client.conns {
 			out[k] = true
 		}
 		return out
@@ -114,15 +114,15 @@ func TestListenBounded(t *testing.T) {
 	for i := 0; i < 19; i++ {
 		run(t, m, m.update(press("down")[0]))
 		run(t, m, m.update(heartbeat))
-		if len(m.listening) > 51 || len(conns()) > 51 {
-			t.Fatalf("after %d moves: listening to %d, %d connections open; want at most MaxListen+1 (51)", i+1, len(m.listening), len(conns()))
+		if len(m.listen.listening) > 51 || len(conns()) > 51 {
+			t.Fatalf("after %d moves: listening to %d, %d connections open; want at most MaxListen+1 (51)", i+1, len(m.listen.listening), len(conns()))
 		}
-		if !m.listening[m.current] || !conns()[m.current] {
-			t.Fatalf("the current target %s is not heard", m.current)
+		if !m.listen.listening[m.pc.current] || !conns()[m.pc.current] {
+			t.Fatalf("the current target %s is not heard", m.pc.current)
 		}
 	}
-	if m.current != "k119" || conns()["k118"] {
-		t.Fatalf("current %s; k118 still connected: %v", m.current, conns()["k118"])
+	if m.pc.current != "k119" || conns()["k118"] {
+		t.Fatalf("current %s; k118 still connected: %v", m.pc.current, conns()["k118"])
 	}
 
 	// Targets that leave free their places, and their connections close.
@@ -132,15 +132,15 @@ func TestListenBounded(t *testing.T) {
 	}
 	run(t, m, m.update(feedMsg{items: gone}))
 	for _, k := range []string{"k000", "k002", "k003", "k004"} {
-		if m.listening[k] || conns()[k] {
-			t.Fatalf("%s left but is still listened to (%v) or connected (%v)", k, m.listening[k], conns()[k])
+		if m.listen.listening[k] || conns()[k] {
+			t.Fatalf("%s left but is still listened to (%v) or connected (%v)", k, m.listen.listening[k], conns()[k])
 		}
 	}
 	// The current target, heard past the bound until now, takes one of
 	// the four places; k051-k053 get the others.
-	if len(m.listening) != 50 || !m.listening["k051"] || !m.listening["k053"] || m.listening["k054"] || !m.listening["k119"] {
+	if len(m.listen.listening) != 50 || !m.listen.listening["k051"] || !m.listen.listening["k053"] || m.listen.listening["k054"] || !m.listen.listening["k119"] {
 		t.Fatalf("after four left: listening to %d (want 50), k051 %v, k053 %v, k054 %v (want false), k119 %v",
-			len(m.listening), m.listening["k051"], m.listening["k053"], m.listening["k054"], m.listening["k119"])
+			len(m.listen.listening), m.listen.listening["k051"], m.listen.listening["k053"], m.listen.listening["k054"], m.listen.listening["k119"])
 	}
 }
 
@@ -166,22 +166,22 @@ func TestDropLetsCallsFinish(t *testing.T) {
 	tg := Target{Key: "unix://" + path, Name: "slow", Endpoint: "unix://" + path, Health: HealthLive}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	first, err := m.client.conn(ctx, tg)
+	first, err := m.pc.client.conn(ctx, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	answered := make(chan error, 1)
 	go func() {
-		_, err := m.client.send(ctx, tg, ipc.Request{Method: "test.slow"})
+		_, err := m.pc.client.send(ctx, tg, ipc.Request{Method: "test.slow"})
 		answered <- err
 	}()
 	for first.InFlight() == 0 { // the call is on the wire
 		time.Sleep(time.Millisecond)
 	}
 	dropped := make(chan struct{})
-	go func() { m.client.drop(tg.Key, 5*time.Second); close(dropped) }()
+	go func() { m.pc.client.drop(tg.Key, 5*time.Second); close(dropped) }()
 	time.Sleep(20 * time.Millisecond)
-	again, err := m.client.conn(ctx, tg)
+	again, err := m.pc.client.conn(ctx, tg)
 	if err != nil || again == first {
 		t.Fatalf("a new call should get a fresh connection at once: same %v, %v", again == first, err)
 	}

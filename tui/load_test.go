@@ -80,7 +80,7 @@ loop:
 		applied, applied/secs, m.feed.dropped.Load(), len(frames), float64(len(frames))/secs)
 	t.Logf("frame (Update+View) p50 %v p99 %v max %v", pct(0.5), pct(0.99), frames[len(frames)-1])
 	t.Logf("heap in use before %.1f MiB, after %.1f MiB (ring of %d events kept)",
-		float64(before.HeapInuse)/(1<<20), float64(after.HeapInuse)/(1<<20), m.events.ring.Len())
+		float64(before.HeapInuse)/(1<<20), float64(after.HeapInuse)/(1<<20), m.events().ring.Len())
 }
 
 func feedMsgOf(items []any) feedMsg { return feedMsg{items: items} }

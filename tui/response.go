@@ -61,8 +61,12 @@ type responseView struct {
 	mi        int
 
 	hl    map[*doc]map[int]string
+	hlOf  *styles // the styles hl was drawn in
 	hlN   int
 	lastH int
+
+	// empty is what the pane says before the first answer.
+	empty string
 }
 
 // current is the document on screen.
@@ -281,9 +285,9 @@ func (r *responseView) line(st *styles, d *doc, i int) string {
 	if d.plain {
 		return d.lines[i]
 	}
-	if r.hl == nil || r.hlN > 4096 {
+	if r.hl == nil || r.hlN > 4096 || r.hlOf != st {
 		r.hl = map[*doc]map[int]string{}
-		r.hlN = 0
+		r.hlN, r.hlOf = 0, st
 	}
 	m := r.hl[d]
 	if m == nil {
@@ -303,8 +307,8 @@ func (r *responseView) line(st *styles, d *doc, i int) string {
 	return s
 }
 
-// View renders the body rows of the pane (w×h).
-func (r *responseView) View(st *styles, w, h int, focused bool) []string {
+// rows renders the body rows of the pane (w×h).
+func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 	r.lastH = h
 	var rows []string
 	if r.jqEditing || !r.jq.Empty() {
@@ -319,9 +323,7 @@ func (r *responseView) View(st *styles, w, h int, focused bool) []string {
 		rows = append(rows, st.Accent.Render("/ ")+r.search.View(w-3, true, st, -1))
 	}
 	if r.ans == nil {
-		rows = append(rows, "", st.Dim.Render("  No answer yet."), "",
-			st.Dim.Render("  Pick a target (1), a method (2), edit params (3) and press ⏎."))
-		return rows
+		return append(rows, "", st.Dim.Render("  No answer yet."), "", st.Dim.Render("  "+r.empty))
 	}
 	if r.pending {
 		rows = append(rows, st.Dim.Render("  formatting…"))

@@ -1,7 +1,3 @@
-// Package tui is primalscope's terminal UI: one bubbletea root model with
-// its panes (targets, capability tree, composer, response viewer, events,
-// trace, history, server requests) as plain structs beside it. All I/O runs
-// in commands or in goroutines owned by Run; Update only applies messages.
 package tui
 
 import (
@@ -172,7 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	_, err := p.Run()
 	cancel()
-	m.client.close()
+	m.pc.client.close()
 	wg.Wait()
 	if m.crashed != "" {
 		return &CrashError{Report: m.crashed}

@@ -68,11 +68,11 @@ func TestLockSaysUnauthenticated(t *testing.T) {
 			sec := ipc.Security{Seed: ipc.NewSeed(scopeSeed), Family: "fam", Cipher: cipher, Negotiate: negotiate, Prefix: ipc.PrefixAuto}
 			tg := probedTarget(t, tc.path, sec)
 			m, _ := testModel(t, goldenConfig("dark"))
-			st := m.st
+			st := m.pc.st
 			if tg.Session == nil {
 				t.Fatalf("the probe said nothing of its BTSP session (health %v, err %q)", tg.Health, tg.Err)
 			}
-			row := m.targets.row(st, &tg, 60, false, false)
+			row := m.tp().row(st, &tg, 60, false, false)
 			title, right := capsTitle(st, &tg)
 			weakMark, lock := st.Err.Render("⚿! "), st.Warn.Render("⚿ ")
 			if tc.weak == "" {
@@ -132,7 +132,7 @@ func TestDescribeLearnsSession(t *testing.T) {
 			m, _ := testModel(t, mc)
 			tg := Target{Key: "unix://" + path, Name: "beardog-fam", Family: "fam", Endpoint: "unix://" + path, Wire: "jsonrpc", Health: HealthLive, BTSP: true}
 			run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
-			got := m.targets.targets[tg.Key]
+			got := m.pc.targets[tg.Key]
 			if got.Caps == nil || got.Session == nil || !got.Session.BTSP {
 				t.Fatalf("described: caps %v, session %+v, err %q", got.Caps != nil, got.Session, got.Err)
 			}
@@ -140,7 +140,7 @@ func TestDescribeLearnsSession(t *testing.T) {
 				t.Fatalf("session %+v says %q, want %q", *got.Session, w, tc.weak)
 			}
 			m.update(feedMsg{items: []any{TargetEvent{Kind: TargetChanged, Target: tg}}})
-			if got := m.targets.targets[tg.Key]; got.Session == nil || got.weakSession() != tc.weak {
+			if got := m.pc.targets[tg.Key]; got.Session == nil || got.weakSession() != tc.weak {
 				t.Fatalf("after discovery's update: session %+v", got.Session)
 			}
 		})

@@ -84,7 +84,7 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	}()
 	registered := func() int {
 		c := 0
-		for _, tg := range m.targets.targets {
+		for _, tg := range m.pc.targets {
 			if strings.HasPrefix(tg.Name, "load") {
 				c++
 			}
@@ -105,12 +105,12 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 			t.Fatalf("%d of %d registered targets reached the pane after 90 s", registered(), n)
 		}
 	}
-	t.Logf("%d targets in %d frames", len(m.targets.targets), frames)
+	t.Logf("%d targets in %d frames", len(m.pc.targets), frames)
 
 	names := map[string]int{}
-	for _, r := range m.targets.rows {
+	for _, r := range m.tp().rows {
 		if r.key != "" {
-			names[m.targets.targets[r.key].Name]++
+			names[m.pc.targets[r.key].Name]++
 		}
 	}
 	for i := 0; i < n; i++ {
@@ -121,13 +121,13 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 
 	// The events tail says it in a note or two, not 10,000.
 	burst := 0
-	for i := 0; i < m.events.ring.Len(); i++ {
-		if e := m.events.ring.At(i); strings.HasSuffix(e.Name, " targets appeared") {
+	for i := 0; i < m.events().ring.Len(); i++ {
+		if e := m.events().ring.At(i); strings.HasSuffix(e.Name, " targets appeared") {
 			burst++
 		}
 	}
-	if burst == 0 || m.events.ring.Len() > n/10 { // a few frames under load may carry 20 or fewer each
-		t.Fatalf("events tail: %d events, %d burst notes; want a burst note and no note per target", m.events.ring.Len(), burst)
+	if burst == 0 || m.events().ring.Len() > n/10 { // a few frames under load may carry 20 or fewer each
+		t.Fatalf("events tail: %d events, %d burst notes; want a burst note and no note per target", m.events().ring.Len(), burst)
 	}
 
 	m.setFocus(pTargets)
@@ -142,7 +142,7 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	for _, msg := range press("G") {
 		m.update(msg)
 	}
-	if got := m.targets.targets[m.targets.selectedKey()].Name; got != "songbird" && !strings.HasPrefix(got, "load") {
+	if got := m.pc.targets[m.tp().selectedKey()].Name; got != "songbird" && !strings.HasPrefix(got, "load") {
 		t.Fatalf("G selected %q", got)
 	}
 	screen = ansi.Strip(m.render())
@@ -152,11 +152,11 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	for _, msg := range press("/", "load07777", "enter") {
 		m.update(msg)
 	}
-	if len(m.targets.rows) != 1 || m.targets.targets[m.targets.selectedKey()].Name != "load07777" {
-		t.Fatalf("filter load07777: %d rows, selected %q", len(m.targets.rows), m.targets.selectedKey())
+	if len(m.tp().rows) != 1 || m.pc.targets[m.tp().selectedKey()].Name != "load07777" {
+		t.Fatalf("filter load07777: %d rows, selected %q", len(m.tp().rows), m.tp().selectedKey())
 	}
-	if m.current != m.targets.selectedKey() {
-		t.Fatalf("the filtered target is not the current one (%q, want %q)", m.current, m.targets.selectedKey())
+	if m.pc.current != m.tp().selectedKey() {
+		t.Fatalf("the filtered target is not the current one (%q, want %q)", m.pc.current, m.tp().selectedKey())
 	}
 	screen = ansi.Strip(m.render())
 	if rows := targetRows(screen); len(rows) != 1 || rows[0] != "load07777" {
@@ -165,11 +165,11 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	for _, msg := range press("/", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "enter") {
 		m.update(msg)
 	}
-	if got := len(m.targets.rows); got < n {
+	if got := len(m.tp().rows); got < n {
 		t.Fatalf("after clearing the filter %d rows, want at least %d", got, n)
 	}
-	if m.targets.targets[m.targets.selectedKey()].Name != "load07777" {
-		t.Fatalf("clearing the filter lost the selection: %q", m.targets.selectedKey())
+	if m.pc.targets[m.tp().selectedKey()].Name != "load07777" {
+		t.Fatalf("clearing the filter lost the selection: %q", m.tp().selectedKey())
 	}
 	cancel()
 	select {
@@ -307,16 +307,16 @@ func BenchmarkListen10k(b *testing.B) {
 	m := newModel(context.Background(), cfg)
 	m.manualFeed = true
 	m.update(feedMsg{items: manyTargets(10_000)})
-	m.listen() // the first pass claims MaxListen places
+	m.listenPass() // the first pass claims MaxListen places
 	b.Run("unchanged", func(b *testing.B) {
 		for b.Loop() {
-			m.listen()
+			m.listenPass()
 		}
 	})
 	b.Run("after-a-change", func(b *testing.B) {
 		for b.Loop() {
-			m.listenDirty = true
-			m.listen()
+			m.listen.dirty = true
+			m.listenPass()
 		}
 	})
 }

@@ -28,7 +28,7 @@ func TestInvisibleCharactersEscaped(t *testing.T) {
 			Event{Time: t0, Source: evil, Kind: EvNotification, Name: evil, Data: []byte(`{"x":"` + string(c.r) + `"}`)},
 			TraceFrame{Time: t0, Source: evil, Dir: ipc.In, Data: []byte(`{"y":"` + string(c.r) + `"}`)},
 		}})
-		for _, p := range []pane{pTargets, pEvents, pTrace} {
+		for _, p := range []paneID{pTargets, pEvents, pTrace} {
 			m.setFocus(p)
 			out := ansi.Strip(m.render())
 			if strings.ContainsRune(out, c.r) {

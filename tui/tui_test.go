@@ -108,7 +108,7 @@ func testModel(t *testing.T, cfg Config) (*model, context.CancelFunc) {
 	m.manualFeed = true
 	t.Cleanup(func() {
 		cancel()
-		m.client.close()
+		m.pc.client.close()
 	})
 	m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	return m, cancel
@@ -123,18 +123,18 @@ func TestCallRoundTrip(t *testing.T) {
 	cfg.History = hist
 	m, _ := testModel(t, cfg)
 	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
-	if m.current != tg.Key {
-		t.Fatalf("current target %q, want %q", m.current, tg.Key)
+	if m.pc.current != tg.Key {
+		t.Fatalf("current target %q, want %q", m.pc.current, tg.Key)
 	}
-	run(t, m, m.pickMethod("crypto.sign_ed25519"))
+	run(t, m, m.cp().pickMethod("crypto.sign_ed25519"))
 	keyMsgs(t, m, "backspace", "backspace")
 	keyMsgs(t, m, `{"message":"aGk="}`)
-	if m.comp.paramsErr != "" {
-		t.Fatalf("params error %q", m.comp.paramsErr)
+	if m.comp().paramsErr != "" {
+		t.Fatalf("params error %q", m.comp().paramsErr)
 	}
 	run(t, m, m.update(press("enter")[0]))
-	if m.resp.ans == nil || m.resp.ans.outcome != "ok" {
-		t.Fatalf("no ok answer: %+v", m.resp.ans)
+	if m.resp().ans == nil || m.resp().ans.outcome != "ok" {
+		t.Fatalf("no ok answer: %+v", m.resp().ans)
 	}
 	screen := ansi.Strip(m.render())
 	for _, want := range []string{`"signature": "3J9xQw=="`, "Response · crypto.sign_ed25519 · ok", `"message": "aGk="`} {
@@ -147,14 +147,14 @@ func TestCallRoundTrip(t *testing.T) {
 		t.Fatalf("history: %+v", es)
 	}
 	// Picking the method again prefills its last params.
-	run(t, m, m.pickMethod("crypto.sign_ed25519"))
-	if got := m.comp.params.String(); got != `{"message":"aGk="}` {
+	run(t, m, m.cp().pickMethod("crypto.sign_ed25519"))
+	if got := m.comp().params.String(); got != `{"message":"aGk="}` {
 		t.Fatalf("prefilled params %q", got)
 	}
 	// The trace saw the frames both ways.
 	drainFeed(t, m, 100*time.Millisecond)
-	if m.trace.ring.Len() < 2 {
-		t.Fatalf("trace has %d frames, want both ways", m.trace.ring.Len())
+	if m.trace().ring.Len() < 2 {
+		t.Fatalf("trace has %d frames, want both ways", m.trace().ring.Len())
 	}
 }
 
@@ -164,9 +164,9 @@ func TestUnknownMethodShowsMeaning(t *testing.T) {
 	m, _ := testModel(t, goldenConfig("dark"))
 	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
 	m.setFocus(pComposer)
-	m.comp.field = fMethod
+	m.comp().field = fMethod
 	keyMsgs(t, m, "crypto.nope")
-	m.comp.field = fParams
+	m.comp().field = fParams
 	run(t, m, m.update(press("enter")[0]))
 	screen := ansi.Strip(m.render())
 	if !strings.Contains(screen, "error -32601 (method not found)") {
@@ -201,14 +201,14 @@ func TestServerRequestAnswered(t *testing.T) {
 		answer <- msg
 	}()
 	deadline = time.Now().Add(10 * time.Second)
-	for m.reqs.pending() == 0 && time.Now().Before(deadline) {
+	for m.reqs().pending() == 0 && time.Now().Before(deadline) {
 		drainFeed(t, m, 100*time.Millisecond)
 	}
-	if m.reqs.pending() != 1 {
+	if m.reqs().pending() != 1 {
 		t.Fatal("the request did not reach the requests pane")
 	}
 	keyMsgs(t, m, "R", "a")
-	if m.focus != pComposer || m.comp.reply == nil {
+	if m.pc.focus != pComposer || m.comp().reply == nil {
 		t.Fatal("answering did not open the composer in reply mode")
 	}
 	keyMsgs(t, m, "backspace", "backspace", `{"ok":true}`)
@@ -221,13 +221,13 @@ func TestServerRequestAnswered(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server got no answer")
 	}
-	if m.reqs.pending() != 0 {
+	if m.reqs().pending() != 0 {
 		t.Fatal("the request is still marked waiting")
 	}
 }
 
 func TestParamsFaultPosition(t *testing.T) {
-	c := newComposer()
+	c := newComposer(pComposer, testPC())
 	for _, tc := range []struct {
 		in   string
 		at   int
@@ -275,7 +275,7 @@ func TestResponseFoldAndScroll(t *testing.T) {
 	cur, off := r.cur, r.off
 	r.cur, r.off = 0, 0
 	r.ScrollX(4)
-	if rows := r.View(newStyles(mustTheme(t, "dark")), 60, 3, false); ansi.Strip(rows[1]) != `  ": { … 8 lines },` {
+	if rows := r.rows(newStyles(mustTheme(t, "dark")), 60, 3, false); ansi.Strip(rows[1]) != `  ": { … 8 lines },` {
 		t.Fatalf("scrolled sideways: %q", ansi.Strip(rows[1]))
 	}
 	r.ScrollX(-10)
@@ -286,7 +286,7 @@ func TestResponseFoldAndScroll(t *testing.T) {
 	r.foldAll() // unfolds "a"
 	r.foldAll() // folds every child of the root
 	st := newStyles(mustTheme(t, "dark"))
-	rows := r.View(st, 60, 10, true)
+	rows := r.rows(st, 60, 10, true)
 	txt := ansi.Strip(strings.Join(rows, "\n"))
 	if !strings.Contains(txt, "… 8 lines") || strings.Contains(txt, `"b"`) {
 		t.Fatalf("fold all:\n%s", txt)
@@ -328,7 +328,7 @@ func TestKeysRemap(t *testing.T) {
 	if got := km.Quit.Keys(); len(got) != 2 || got[0] != "x" {
 		t.Fatalf("quit keys %v", got)
 	}
-	if km.Trace.Enabled() {
+	if km.focusKey(pTrace).Enabled() {
 		t.Fatal("an empty key list did not disable trace")
 	}
 	if err := km.Remap(map[string][]string{"nope": {"z"}}); err == nil || !strings.Contains(err.Error(), "nope") {
@@ -349,7 +349,7 @@ func TestKeysRemap(t *testing.T) {
 	cfg := goldenConfig("dark")
 	cfg.Keys = keys
 	m, _ := testModel(t, cfg)
-	m.showHelp = true
+	m.overlay.shown = true
 	if s := ansi.Strip(m.render()); !strings.Contains(s, "x/ctrl+q") {
 		t.Fatalf("help does not show the remapped quit:\n%s", s)
 	}
@@ -365,7 +365,7 @@ func TestPeerTextEscaped(t *testing.T) {
 		Event{Time: t0, Source: evil, Kind: EvNotification, Name: evil, Data: []byte("\x1b[31mred")},
 		TraceFrame{Time: t0, Source: evil, Dir: ipc.In, Data: []byte("\x1b]0;title\x07")},
 	}})
-	for _, p := range []pane{pTargets, pEvents, pTrace} {
+	for _, p := range []paneID{pTargets, pEvents, pTrace} {
 		m.setFocus(p)
 		out := m.render()
 		for _, bad := range []string{"\x1b[2J", "\x1b]52", "\x1b]0;", "\x9b", "\x07", "\x1b[31mred"} {
@@ -380,7 +380,7 @@ func TestPeerTextEscaped(t *testing.T) {
 }
 
 func TestEventsRingBounded(t *testing.T) {
-	p := newEventsPane(10)
+	p := newEventsPane(pEvents, testPC(), 10)
 	for i := 0; i < 25; i++ {
 		p.Append(Event{Time: t0, Source: "s", Kind: EvHeartbeat, Name: "hb"})
 	}
@@ -394,12 +394,12 @@ func TestEventsRingBounded(t *testing.T) {
 	}
 	p.paused, p.pauseMark = true, p.ring.total
 	p.Append(Event{Time: t0, Source: "s", Kind: EvEvent, Name: "late"})
-	if rows := p.View(st, 60, 5); strings.Contains(ansi.Strip(strings.Join(rows, "")), "late") {
+	if rows := p.rows(st, 60, 5); strings.Contains(ansi.Strip(strings.Join(rows, "")), "late") {
 		t.Fatal("a paused tail scrolled")
 	}
 	p.kind = EvEvent
 	p.back, p.paused = 0, false
-	rows := p.View(st, 60, 5)
+	rows := p.rows(st, 60, 5)
 	if len(rows) != 1 || !strings.Contains(ansi.Strip(rows[0]), "late") {
 		t.Fatalf("kind filter: %q", rows)
 	}
@@ -418,7 +418,7 @@ func TestCrashRestores(t *testing.T) {
 	cfg := goldenConfig("dark")
 	cfg.CrashDir = t.TempDir()
 	m, _ := testModel(t, cfg)
-	m.targets.targets = nil // the next target event panics
+	m.pc.targets = nil // the next target event panics
 	_, cmd := m.Update(feedMsg{items: sampleTargets()})
 	if cmd == nil {
 		t.Fatal("no quit after a panic")
@@ -431,7 +431,7 @@ func TestCrashRestores(t *testing.T) {
 		t.Fatalf("crash report %q: %v\n%s", m.crashed, err, b)
 	}
 	// A panic inside a command becomes a crash message too.
-	msg := m.safe(func() tea.Msg { panic("boom") })()
+	msg := m.pc.safe(func() tea.Msg { panic("boom") })()
 	if cm, ok := msg.(crashMsg); !ok || cm.path == "" {
 		t.Fatalf("command panic gave %#v", msg)
 	}
@@ -443,16 +443,16 @@ func TestMouse(t *testing.T) {
 	m.update(feedMsg{items: sampleTargets()})
 	r := m.rects[pTargets]
 	m.update(tea.MouseClickMsg{X: r.x + 3, Y: r.y + 1 + 2, Button: tea.MouseLeft})
-	if m.focus != pTargets || m.targets.rows[m.targets.sel].key != m.current || m.target().Name != "nestgate" {
-		t.Fatalf("click selected %q", m.target().Name)
+	if m.pc.focus != pTargets || m.tp().rows[m.tp().sel].key != m.pc.current || m.pc.target().Name != "nestgate" {
+		t.Fatalf("click selected %q", m.pc.target().Name)
 	}
 	a := answerOf(0, Target{Name: "x"}, ipc.Request{Method: "m"}, t0, &ipc.Response{Result: genAnswer(20000)}, nil)
 	m.update(answerMsg(a))
 	rr := m.rects[pResponse]
 	m.render()
 	m.update(tea.MouseWheelMsg{X: rr.x + 5, Y: rr.y + 3, Button: tea.MouseWheelDown})
-	if m.resp.off != 3 {
-		t.Fatalf("wheel scrolled to %d, want 3", m.resp.off)
+	if m.resp().off != 3 {
+		t.Fatalf("wheel scrolled to %d, want 3", m.resp().off)
 	}
 }
 
@@ -466,8 +466,8 @@ func TestTabClick(t *testing.T) {
 			t.Fatalf("tab %q is not at column %d of %q", tb.label, tb.x0, got)
 		}
 		m.update(tea.MouseClickMsg{X: tb.x0 + 1, Y: 0, Button: tea.MouseLeft})
-		if m.focus != tb.p {
-			t.Fatalf("clicking %q focused pane %d", tb.label, m.focus)
+		if m.pc.focus != tb.p {
+			t.Fatalf("clicking %q focused pane %d", tb.label, m.pc.focus)
 		}
 	}
 }
@@ -478,7 +478,7 @@ func TestResize(t *testing.T) {
 	m.update(feedMsg{items: append(sampleTargets(), sampleEvents()...)})
 	for _, sz := range [][2]int{{80, 24}, {100, 30}, {120, 40}, {200, 60}, {40, 12}, {20, 8}} {
 		m.update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
-		for _, p := range []pane{pTargets, pCaps, pComposer, pResponse, pEvents, pTrace, pHistory, pRequests} {
+		for _, p := range []paneID{pTargets, pCaps, pComposer, pResponse, pEvents, pTrace, pHistory, pRequests} {
 			m.setFocus(p)
 			checkScreen(t, m.render(), sz[0], sz[1])
 			m.zoom = true
@@ -491,9 +491,9 @@ func TestResize(t *testing.T) {
 }
 
 func TestTargetsFuzzyRanking(t *testing.T) {
-	p := newTargetsPane()
+	p := newTargetsPane(pTargets, testPC())
 	for _, n := range []string{"neural-api", "nestgate", "beardog", "songbird"} {
-		p.targets[n] = &Target{Key: n, Name: n}
+		p.pc.targets[n] = &Target{Key: n, Name: n}
 	}
 	p.filter.Set("nest")
 	p.rebuild()
@@ -536,9 +536,9 @@ func TestCancelInFlight(t *testing.T) {
 	tg := Target{Key: "unix://" + path, Name: "slow", Endpoint: "unix://" + path, Health: HealthLive}
 	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
 	m.setFocus(pComposer)
-	m.comp.method.Set("slow.wait")
+	m.comp().method.Set("slow.wait")
 	cmd := m.update(press("enter")[0])
-	if !m.comp.inflight || cmd == nil {
+	if !m.comp().inflight || cmd == nil {
 		t.Fatal("the call is not in flight")
 	}
 	done := make(chan tea.Msg, 1)
@@ -550,8 +550,8 @@ func TestCancelInFlight(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("cancel did not end the call")
 	}
-	if m.comp.inflight || m.resp.ans == nil || m.resp.ans.outcome != "cancelled" {
-		t.Fatalf("after cancel: inflight %v answer %+v", m.comp.inflight, m.resp.ans)
+	if m.comp().inflight || m.resp().ans == nil || m.resp().ans.outcome != "cancelled" {
+		t.Fatalf("after cancel: inflight %v answer %+v", m.comp().inflight, m.resp().ans)
 	}
 }
 
@@ -566,8 +566,8 @@ func TestHistoryReplayDiff(t *testing.T) {
 	m, _ := testModel(t, cfg)
 	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
 	keyMsgs(t, m, "H")
-	if len(m.histp.entries) != 1 {
-		t.Fatalf("history pane has %d entries", len(m.histp.entries))
+	if len(m.histp().entries) != 1 {
+		t.Fatalf("history pane has %d entries", len(m.histp().entries))
 	}
 	keyMsgs(t, m, "r")
 	screen := ansi.Strip(m.render())
@@ -576,13 +576,13 @@ func TestHistoryReplayDiff(t *testing.T) {
 	}
 	// Saving names it.
 	keyMsgs(t, m, "H", "s", "daily-sign", "enter")
-	if !strings.Contains(m.status, "saved call 2 as daily-sign") || hist.names["daily-sign"] != 2 {
-		t.Fatalf("save: status %q, names %v", m.status, hist.names)
+	if !strings.Contains(m.pc.status, "saved call 2 as daily-sign") || hist.names["daily-sign"] != 2 {
+		t.Fatalf("save: status %q, names %v", m.pc.status, hist.names)
 	}
 	// Loading the call puts it in the composer.
 	keyMsgs(t, m, "H", "enter")
-	if m.focus != pComposer || m.comp.method.String() != "crypto.sign_ed25519" || m.comp.params.String() != `{"message":"x"}` {
-		t.Fatalf("load: focus %d method %q params %q", m.focus, m.comp.method.String(), m.comp.params.String())
+	if m.pc.focus != pComposer || m.comp().method.String() != "crypto.sign_ed25519" || m.comp().params.String() != `{"message":"x"}` {
+		t.Fatalf("load: focus %d method %q params %q", m.pc.focus, m.comp().method.String(), m.comp().params.String())
 	}
 }
 
@@ -663,7 +663,7 @@ func TestDescribedBTSPTargetKept(t *testing.T) {
 	m.update(describedMsg{key: "k", desc: &discovery.Description{Capabilities: caps.Caps, Tree: caps.Tree, Identity: caps.Identity}})
 	tg.Latency = time.Millisecond
 	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetChanged, Target: tg}}})
-	if got := m.targets.targets["k"]; got.Caps == nil || len(got.Tree) == 0 || got.Latency != time.Millisecond {
+	if got := m.pc.targets["k"]; got.Caps == nil || len(got.Tree) == 0 || got.Latency != time.Millisecond {
 		t.Fatalf("after a change: caps %v tree %d latency %v", got.Caps != nil, len(got.Tree), got.Latency)
 	}
 }
