@@ -3,6 +3,7 @@ package tui
 import (
 	"charm.land/bubbles/v2/help"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
@@ -44,16 +45,26 @@ var helpLayouts = []helpLayout{{true, 3, 26, 8}, {false, 3, 26, 8}, {false, 2, 2
 func (p *helpPane) View() string {
 	st := p.pc.st
 	w, h := p.w, p.h
+	groups := p.pc.keys.FullHelp()
+	widest := 0
+	for _, group := range groups {
+		for _, b := range group {
+			widest = max(widest, ansi.StringWidth(b.Help().Key))
+		}
+	}
 	build := func(l helpLayout) []string {
+		// Remapped keys can be longer than the defaults: the key column
+		// grows to show them, up to half the column.
+		keyW := min(max(l.keyW, widest), l.colW/2)
 		var items []string
-		for g, group := range p.pc.keys.FullHelp() {
+		for g, group := range groups {
 			if g > 0 && l.sep {
 				items = append(items, "")
 			}
 			items = append(items, st.TitleFocus.Render(helpGroupTitles[g]))
 			for _, b := range group {
 				if b.Enabled() {
-					items = append(items, st.HelpKey.Render(fit(b.Help().Key, l.keyW))+" "+st.HelpDesc.Render(b.Help().Desc))
+					items = append(items, st.HelpKey.Render(fit(b.Help().Key, keyW))+" "+st.HelpDesc.Render(b.Help().Desc))
 				}
 			}
 		}
