@@ -23,7 +23,7 @@ func testPC() *programContext {
 	k := DefaultKeyMap()
 	cfg := goldenConfig("dark")
 	cfg.fill()
-	pc := &programContext{cfg: &cfg, keys: &k, now: fixedNow, targets: map[string]*Target{}}
+	pc := &programContext{cfg: &cfg, keys: &k, now: fixedNow, targets: map[string]*target{}}
 	pc.st = newStyles(themes.Dark())
 	pc.do = func(tea.Msg) tea.Cmd { return nil }
 	return pc

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -53,7 +54,7 @@ func answerMsg(a *answer) callDoneMsg {
 }
 
 // answerOf turns a finished call into what the response viewer shows.
-func answerOf(seq int, t Target, req ipc.Request, start time.Time, resp *ipc.Response, err error) *answer {
+func answerOf(seq int, t *discovery.Target, req ipc.Request, start time.Time, resp *ipc.Response, err error) *answer {
 	a := &answer{seq: seq, target: t, req: req, outcome: "ok"}
 	if resp != nil {
 		a.elapsed, a.size, a.raw, a.sent = resp.Elapsed, len(resp.Raw), resp.Raw, resp.Sent

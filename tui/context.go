@@ -35,7 +35,7 @@ type programContext struct {
 
 	// targets is every target known, by key; current is the key of the
 	// one the caps pane and the composer work on.
-	targets map[string]*Target
+	targets map[string]*target
 	current string
 
 	status    string
@@ -52,7 +52,7 @@ type programContext struct {
 }
 
 // target returns the current target, or nil.
-func (pc *programContext) target() *Target { return pc.targets[pc.current] }
+func (pc *programContext) target() *target { return pc.targets[pc.current] }
 
 // nextSeq numbers something new for the response viewer.
 func (pc *programContext) nextSeq() int {
@@ -128,9 +128,9 @@ func (pc *programContext) copyCommand(line string, err error) tea.Cmd {
 }
 
 // targetFor finds the live target a history entry was sent to.
-func (pc *programContext) targetFor(name, endpoint string) *Target {
+func (pc *programContext) targetFor(name, endpoint string) *target {
 	for _, t := range pc.targets {
-		if t.Endpoint == endpoint {
+		if t.Address == endpoint {
 			return t
 		}
 	}

@@ -45,18 +45,19 @@ func TestDiscoveryLiveCountHolds(t *testing.T) {
 		RetryBase: 20 * time.Millisecond, RetryMax: 20 * time.Millisecond, PollInterval: time.Hour}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out := make(chan TargetEvent, 64)
+	out := make(chan discovery.Event, 64)
 	done := make(chan error, 1)
 	go func() { done <- w.Watch(ctx, out) }()
 
-	health := map[string]Health{}
+	health := map[string]discovery.State{}
 	sweeps := 0
 	for sweeps < 4 {
 		select {
 		case te := <-out:
-			health[te.Target.Key] = te.Target.Health
-			if strings.HasPrefix(te.Target.Name, "live") && te.Target.Health != HealthLive {
-				t.Errorf("%s: health %v (%s)", te.Target.Name, te.Target.Health, te.Target.Err)
+			tg := newTarget(te.Target, nil)
+			health[tg.ID] = tg.health()
+			if strings.HasPrefix(tg.Name, "live") && tg.health() != discovery.StateLive {
+				t.Errorf("%s: health %v (%s)", tg.Name, tg.health(), tg.errText())
 			}
 		case hb := <-beats:
 			var s struct {
@@ -77,7 +78,7 @@ func TestDiscoveryLiveCountHolds(t *testing.T) {
 	<-done
 	n := 0
 	for _, h := range health {
-		if h == HealthLive {
+		if h == discovery.StateLive {
 			n++
 		}
 	}

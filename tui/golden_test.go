@@ -13,6 +13,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -50,7 +52,7 @@ var t0 = fixedNow()
 
 func sampleAnswer(seq int) *answer {
 	res := json.RawMessage(`{"signature":"3J9xQw==","algorithm":"ed25519","public_key":"9f2c…","meta":{"node":"tower-1","took_ms":0.8,"ok":true,"tags":["a","b",null]}}`)
-	return &answer{seq: seq, target: Target{Name: "beardog"}, req: ipc.Request{Method: "crypto.sign_ed25519", Params: json.RawMessage(`{"message":"aGVsbG8="}`)},
+	return &answer{seq: seq, target: named("beardog"), req: ipc.Request{Method: "crypto.sign_ed25519", Params: json.RawMessage(`{"message":"aGVsbG8="}`)},
 		elapsed: 800 * time.Microsecond, size: 214, outcome: "ok", result: res,
 		raw:  json.RawMessage(`{"jsonrpc":"2.0","id":3,"result":` + string(res) + `}`),
 		sent: json.RawMessage(`{"jsonrpc":"2.0","id":3,"method":"crypto.sign_ed25519","params":{"message":"aGVsbG8="}}`)}
@@ -86,12 +88,12 @@ func sampleTrace() []any {
 }
 
 func sampleHistory() historyMsg {
-	var es []CallRecord
+	var es []history.Entry
 	for i := 5; i >= 1; i-- {
-		e := CallRecord{ID: int64(i), Time: t0.Add(-time.Duration(i) * time.Minute), Target: "beardog", Method: "crypto.sign_ed25519",
-			Params: json.RawMessage(fmt.Sprintf(`{"message":"m%d"}`, i)), Outcome: OutcomeOK, Duration: time.Millisecond}
+		e := history.Entry{ID: int64(i), Time: t0.Add(-time.Duration(i) * time.Minute), Target: "beardog", Method: "crypto.sign_ed25519",
+			Params: json.RawMessage(fmt.Sprintf(`{"message":"m%d"}`, i)), Outcome: history.OutcomeOK, Duration: time.Millisecond}
 		if i == 3 {
-			e.Outcome, e.Method = OutcomeError, "crypto.nope"
+			e.Outcome, e.Method = history.OutcomeError, "crypto.nope"
 		}
 		es = append(es, e)
 	}
@@ -122,9 +124,9 @@ var scenarios = []scenario{
 		return append(msgs, press("backspace", `"message":"aGVsbG8=",}`)...)
 	}},
 	{"composer-bus", func() []tea.Msg {
-		bus := TargetEvent{Kind: TargetAdded, Target: Target{Key: "unix:///run/stdiobus/agents.sock#agents", Name: "agents", Pool: "agents", Bus: true,
-			Kind: "bus", Endpoint: "unix:///run/stdiobus/agents.sock", Health: HealthLive, Latency: 2 * time.Millisecond, Level: 1}}
-		msgs := []tea.Msg{feedMsg{items: []any{bus}}}
+		bus := discovered("unix:///run/stdiobus/agents.sock#agents", "agents", "unix:///run/stdiobus/agents.sock", discovery.StateLive)
+		bus.Pool, bus.Kind, bus.Level, bus.Probe.Latency = "agents", discovery.KindBus, 1, 2*time.Millisecond
+		msgs := []tea.Msg{feedMsg{items: added(bus)}}
 		msgs = append(msgs, press("3")...)
 		msgs = append(msgs, press("agent.ask", "down", "backspace", "backspace", `{"q":"hi"}`, "down")...)
 		return append(msgs, press("S1")...)

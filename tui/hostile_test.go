@@ -16,6 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -168,8 +169,8 @@ func TestHostilePeersTUICall(t *testing.T) {
 			m := newModel(ctx, cfg)
 			m.manualFeed = true
 			m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
-			tg := Target{Key: "unix://" + path, Name: "hostile" + hostileEvil, Endpoint: "unix://" + path, Health: HealthLive}
-			m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+			tg := discovered("unix://"+path, "hostile"+hostileEvil, "unix://"+path, discovery.StateLive)
+			m.update(feedMsg{items: added(tg)})
 			m.setFocus(pComposer)
 			method := tc.method
 			if method == "" {
@@ -281,9 +282,9 @@ func TestHostilePeersTUIListen(t *testing.T) {
 			m := newModel(ctx, mc)
 			m.manualFeed = true
 			m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
-			tg := Target{Key: "unix://" + path, Name: "hostile" + hostileEvil, Endpoint: "unix://" + path, Health: HealthLive}
-			run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
-			if !m.listen.listening[tg.Key] {
+			tg := discovered("unix://"+path, "hostile"+hostileEvil, "unix://"+path, discovery.StateLive)
+			run(t, m, m.update(feedMsg{items: added(tg)}))
+			if !m.listen.listening[tg.ID] {
 				t.Fatal("the TUI does not listen to the live target")
 			}
 			screenText := func() string {

@@ -97,7 +97,7 @@ func TestEveryActionRemapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg.Caps, tg.Tree = caps, caps.Tree()
+	tg.Probe.Capabilities = caps
 	hist := NewMemHistory(0)
 	cfg := goldenConfig("dark")
 	cfg.Keys, cfg.History = loaded, hist
@@ -106,7 +106,7 @@ func TestEveryActionRemapped(t *testing.T) {
 		t.Fatalf("remapping every action: %s", m.pc.status)
 	}
 	m.update(winSize(240, 60))
-	items := []any{TargetEvent{Kind: TargetAdded, Target: tg}}
+	items := added(tg)
 	items = append(items, sampleTargets()[1:]...) // the others, not a second beardog
 	m.update(feedMsg{items: items})
 
@@ -349,7 +349,7 @@ func TestEveryActionRemapped(t *testing.T) {
 	want("replay", r.ans != nil && strings.HasPrefix(r.ans.title, "replay of 1"))
 
 	// Server requests.
-	m.update(feedMsg{items: []any{Event{Time: t0, Source: "beardog", TargetKey: tg.Key, Kind: EvRequest, Name: "client.confirm", ID: json.RawMessage(`7`)}}})
+	m.update(feedMsg{items: []any{Event{Time: t0, Source: "beardog", TargetKey: tg.ID, Kind: EvRequest, Name: "client.confirm", ID: json.RawMessage(`7`)}}})
 	do("requests")
 	do("reply")
 	want("reply", m.pc.focus == pComposer && c.reply != nil)

@@ -3,12 +3,13 @@ package tui
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/events"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 // listener decides which targets the TUI listens to: it holds a connection
@@ -110,7 +111,7 @@ func (l *listener) drop(key string) tea.Cmd {
 // Targets that demand BTSP without a seed, or are never spoken to, are
 // left. It returns the commands that dial, and a note for the events tail
 // when whether live targets are left out changed.
-func (l *listener) pass(current string, targets map[string]*Target, listed func(yield func(string) bool)) ([]tea.Cmd, *Event) {
+func (l *listener) pass(current string, targets map[string]*target, listed func(yield func(string) bool)) ([]tea.Cmd, *Event) {
 	cfg := l.pc.cfg
 	if cfg.NoListen {
 		return nil, nil
@@ -154,7 +155,7 @@ func (l *listener) pass(current string, targets map[string]*Target, listed func(
 	left := 0
 	for _, k := range order {
 		t := targets[k]
-		if t == nil || l.listening[k] || t.Kind == "tarpc" || t.Endpoint == "" || (t.BTSP && !cfg.CanBTSP) {
+		if t == nil || l.listening[k] || t.Kind == discovery.KindTarpc || t.endpoint() == "" || (t.BTSP() && !cfg.CanBTSP) {
 			continue
 		}
 		if at, ok := l.relistenAt[k]; ok && now.Before(at) {
@@ -163,9 +164,9 @@ func (l *listener) pass(current string, targets map[string]*Target, listed func(
 			}
 			continue
 		}
-		holon := strings.HasPrefix(t.Endpoint, "ws://") || strings.HasPrefix(t.Endpoint, "wss://")
+		holon := t.Endpoint.Transport == ipc.WS || t.Endpoint.Transport == ipc.WSS
 		sse := t.hasStream && t.stream.BiomeOSAPI
-		if !sse && t.Health != HealthLive && !holon {
+		if !sse && t.health() != discovery.StateLive && !holon {
 			continue
 		}
 		if len(l.listening) >= cfg.MaxListen {
@@ -184,15 +185,15 @@ func (l *listener) pass(current string, targets map[string]*Target, listed func(
 		if sse {
 			// The biomeOS API speaks HTTP: read its event stream (the
 			// client owns the goroutine; it ends with the program).
-			l.pc.client.watchStream(l.pc.ctx, *t, events.Config{}.Source(t.stream))
+			l.pc.client.watchStream(l.pc.ctx, t.Target, events.Config{}.Source(t.stream))
 			continue
 		}
-		tgt, cl, ctx := *t, l.pc.client, l.pc.ctx
+		tgt, cl, ctx := t.Target, l.pc.client, l.pc.ctx
 		cmds = append(cmds, l.pc.safe(func() tea.Msg {
 			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 			defer cancel()
 			if _, err := cl.conn(ctx, tgt); err != nil {
-				return listenFailedMsg{key: tgt.Key, name: tgt.Name, err: err}
+				return listenFailedMsg{key: tgt.ID, name: tgt.Name, err: err}
 			}
 			return nil
 		}))

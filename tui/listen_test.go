@@ -13,6 +13,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -29,10 +30,10 @@ func TestListenBounded(t *testing.T) {
 	fail := map[string]bool{}
 	cfg := goldenConfig("dark")
 	cfg.NoListen, cfg.MaxListen = false, 50
-	cfg.Dial = func(ctx context.Context, tg Target, opts ipc.Options) (*ipc.Conn, error) {
+	cfg.Dial = func(ctx context.Context, tg *discovery.Target, opts ipc.Options) (*ipc.Conn, error) {
 		mu.Lock()
-		dialed[tg.Key]++
-		bad := fail[tg.Key]
+		dialed[tg.ID]++
+		bad := fail[tg.ID]
 		mu.Unlock()
 		if bad {
 			return nil, errors.New("refused")
@@ -42,9 +43,9 @@ func TestListenBounded(t *testing.T) {
 	m, _ := testModel(t, cfg)
 	var items []any
 	for i := 0; i < 120; i++ {
-		tg := shared
-		tg.Key, tg.Name = fmt.Sprintf("k%03d", i), fmt.Sprintf("p%03d", i)
-		items = append(items, TargetEvent{Kind: TargetAdded, Target: tg})
+		tg := *shared
+		tg.ID, tg.Name = fmt.Sprintf("k%03d", i), fmt.Sprintf("p%03d", i)
+		items = append(items, added(&tg)...)
 	}
 	mu.Lock()
 	fail["k001"] = true
@@ -128,7 +129,7 @@ func TestListenBounded(t *testing.T) {
 	// Targets that leave free their places, and their connections close.
 	var gone []any
 	for _, k := range []string{"k000", "k002", "k003", "k004"} {
-		gone = append(gone, TargetEvent{Kind: TargetRemoved, Target: Target{Key: k, Name: "p" + k[1:]}})
+		gone = append(gone, removed(&discovery.Target{ID: k, Name: "p" + k[1:]}))
 	}
 	run(t, m, m.update(feedMsg{items: gone}))
 	for _, k := range []string{"k000", "k002", "k003", "k004"} {
@@ -163,7 +164,7 @@ func TestDropLetsCallsFinish(t *testing.T) {
 	}
 	defer s.Close()
 	m, _ := testModel(t, goldenConfig("dark"))
-	tg := Target{Key: "unix://" + path, Name: "slow", Endpoint: "unix://" + path, Health: HealthLive}
+	tg := discovered("unix://"+path, "slow", "unix://"+path, discovery.StateLive)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	first, err := m.pc.client.conn(ctx, tg)
@@ -179,7 +180,7 @@ func TestDropLetsCallsFinish(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	dropped := make(chan struct{})
-	go func() { m.pc.client.drop(tg.Key, 5*time.Second); close(dropped) }()
+	go func() { m.pc.client.drop(tg.ID, 5*time.Second); close(dropped) }()
 	time.Sleep(20 * time.Millisecond)
 	again, err := m.pc.client.conn(ctx, tg)
 	if err != nil || again == first {

@@ -46,32 +46,23 @@ func (m *model) absorb(items []any) tea.Cmd {
 	var live liveMsg
 	for _, it := range items {
 		switch x := it.(type) {
-		case TargetEvent:
+		case discovery.Event:
 			changed = true
+			d := x.Target
 			switch x.Kind {
-			case TargetRemoved:
-				k := x.Target.Key
-				if _, had := pc.targets[k]; had {
-					left = append(left, x.Target.Name)
+			case discovery.Removed:
+				if _, had := pc.targets[d.ID]; had {
+					left = append(left, d.Name)
 				}
-				delete(pc.targets, k)
+				delete(pc.targets, d.ID)
 				// Stop listening to it: its place goes to a listed target.
-				cmds = append(cmds, m.listen.removed(k))
+				cmds = append(cmds, m.listen.removed(d.ID))
 			default:
-				t := x.Target
-				if x.Kind == TargetAdded {
-					if _, had := pc.targets[t.Key]; !had {
-						appeared = append(appeared, t.Name)
-					}
+				old, had := pc.targets[d.ID]
+				if x.Kind == discovery.Added && !had {
+					appeared = append(appeared, d.Name)
 				}
-				if old := pc.targets[t.Key]; old != nil && t.Caps == nil && old.Caps != nil && t.BTSP {
-					// keep what the TUI learnt itself through the handshake
-					t.Caps, t.Tree, t.Identity = old.Caps, old.Tree, old.Identity
-					if t.Session == nil {
-						t.Session = old.Session
-					}
-				}
-				pc.targets[t.Key] = &t
+				pc.targets[d.ID] = newTarget(d, old)
 			}
 		case Event:
 			if x.Kind == EvNote && x.Name == "connection closed" {
@@ -141,26 +132,26 @@ func (m *model) selectTarget(key string) tea.Cmd {
 	m.pc.current = key
 	m.listen.dirty = true
 	cmd := m.broadcast(currentMsg{changed: true})
-	if t := m.pc.target(); t != nil && t.BTSP && t.Tree == nil && m.pc.cfg.CanBTSP && !m.described[key] {
+	if t := m.pc.target(); t != nil && t.BTSP() && t.caps() == nil && m.pc.cfg.CanBTSP && !m.described[key] {
 		m.described[key] = true
-		return tea.Batch(cmd, m.describe(*t))
+		return tea.Batch(cmd, m.describe(t.Target))
 	}
 	return cmd
 }
 
 // describe asks a target for its identity and capabilities through the
 // TUI's own connection (which can do the BTSP handshake discovery cannot).
-func (m *model) describe(t Target) tea.Cmd {
+func (m *model) describe(t *discovery.Target) tea.Cmd {
 	cl, ctx := m.pc.client, m.pc.ctx
 	return m.pc.safe(func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		c, err := cl.conn(ctx, t)
 		if err != nil {
-			return describedMsg{key: t.Key, err: err}
+			return describedMsg{key: t.ID, err: err}
 		}
 		d, err := discovery.Describe(ctx, c)
-		msg := describedMsg{key: t.Key, desc: d, err: err}
+		msg := describedMsg{key: t.ID, desc: d, err: err}
 		// Read after the answers: a refusal may have made it a BTSP session.
 		if ss, ok := c.Session(); ok {
 			msg.session = &ss
@@ -177,18 +168,18 @@ func (m *model) onDescribed(msg describedMsg) tea.Cmd {
 	}
 	nt := *t
 	if msg.err != nil {
-		nt.Err = msg.err.Error()
+		nt.learnt.err = msg.err.Error()
 	}
 	if msg.session != nil {
-		nt.Session = msg.session
+		nt.learnt.session = msg.session
 	}
 	if d := msg.desc; d != nil {
 		if d.Identity != nil {
-			nt.Identity = d.Identity
+			nt.learnt.identity = d.Identity
 		}
 		if d.Capabilities != nil {
-			nt.Caps, nt.Tree = d.Capabilities, d.Tree
-			nt.Err = ""
+			nt.learnt.caps, nt.tree, nt.treeOf = d.Capabilities, d.Tree, d.Capabilities
+			nt.learnt.err = ""
 		}
 	}
 	m.pc.targets[msg.key] = &nt

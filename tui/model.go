@@ -49,7 +49,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 	cfg.fill()
 	specs := paneRegistry()
 	keys := defaultKeyMap(specs)
-	pc := &programContext{ctx: ctx, cfg: &cfg, keys: &keys, now: cfg.Now, hist: cfg.History, targets: map[string]*Target{}, focus: pTargets}
+	pc := &programContext{ctx: ctx, cfg: &cfg, keys: &keys, now: cfg.Now, hist: cfg.History, targets: map[string]*target{}, focus: pTargets}
 	if pc.now == nil {
 		pc.now = time.Now
 	}

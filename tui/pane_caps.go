@@ -13,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
@@ -150,7 +151,7 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		}
 		p.open = map[string]bool{}
 		if !anyOpen {
-			for _, d := range t.Tree {
+			for _, d := range t.capTree() {
 				p.open[d.Name] = true
 			}
 		}
@@ -162,9 +163,9 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		}
 		switch r.kind {
 		case rowDomain:
-			p.open[t.Tree[r.domain].Name] = false
+			p.open[t.capTree()[r.domain].Name] = false
 		case rowMethod:
-			p.open[t.Tree[r.domain].Name] = false
+			p.open[t.capTree()[r.domain].Name] = false
 			for i, rr := range p.rows {
 				if rr.kind == rowDomain && rr.domain == r.domain {
 					p.sel = i
@@ -181,7 +182,7 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		}
 		switch r.kind {
 		case rowDomain:
-			name := t.Tree[r.domain].Name
+			name := t.capTree()[r.domain].Name
 			if key.Matches(kp, k.Unfold) {
 				p.open[name] = true
 			} else {
@@ -193,7 +194,7 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 			p.refresh()
 		case rowMethod:
 			if key.Matches(kp, k.Select) {
-				return p.pickMethod(t.Tree[r.domain].Methods[r.method].Name)
+				return p.pickMethod(t.capTree()[r.domain].Methods[r.method].Name)
 			}
 		}
 	}
@@ -229,10 +230,10 @@ func (p *capsPane) pickMethod(method string) tea.Cmd {
 func (p *capsPane) providers(method string) []string {
 	var out []string
 	for _, t := range p.pc.targets {
-		if t.Caps == nil || t.Key == p.pc.current {
+		if t.caps() == nil || t.ID == p.pc.current {
 			continue
 		}
-		for _, mm := range t.Caps.Methods {
+		for _, mm := range t.caps().Methods {
 			if mm == method || strings.HasPrefix(mm, method+".") {
 				out = append(out, t.Name)
 				break
@@ -254,7 +255,7 @@ func (p *capsPane) refresh() {
 }
 
 // rebuild recomputes the rows of t's tree.
-func (p *capsPane) rebuild(t *Target, providers func(method string) []string) {
+func (p *capsPane) rebuild(t *target, providers func(method string) []string) {
 	keepKind, keepText := rowDomain, ""
 	if p.sel >= 0 && p.sel < len(p.rows) {
 		keepKind, keepText = p.rows[p.sel].kind, p.rowName(t, p.rows[p.sel])
@@ -264,7 +265,7 @@ func (p *capsPane) rebuild(t *Target, providers func(method string) []string) {
 		return
 	}
 	pat := strings.TrimSpace(p.filter.String())
-	for di, d := range t.Tree {
+	for di, d := range t.capTree() {
 		var ms []int
 		for mi, m := range d.Methods {
 			if pat == "" || fuzzy(m.Name, pat) || fuzzy(m.Description+" "+m.GroupDescription, pat) {
@@ -281,10 +282,10 @@ func (p *capsPane) rebuild(t *Target, providers func(method string) []string) {
 			}
 		}
 	}
-	if t.Caps != nil && len(t.Caps.Consumed) > 0 && pat == "" {
+	if t.caps() != nil && len(t.caps().Consumed) > 0 && pat == "" {
 		p.rows = append(p.rows, capRow{kind: rowConsumedHeader})
 		if p.consumed {
-			for _, c := range t.Caps.Consumed {
+			for _, c := range t.caps().Consumed {
 				txt := "✗ " + c + "  (nobody provides it)"
 				if ps := providers(c); len(ps) > 0 {
 					txt = "✓ " + c + "  ← " + strings.Join(ps, ", ")
@@ -302,33 +303,33 @@ func (p *capsPane) rebuild(t *Target, providers func(method string) []string) {
 	}
 }
 
-func (p *capsPane) rowName(t *Target, r capRow) string {
+func (p *capsPane) rowName(t *target, r capRow) string {
 	if t == nil {
 		return ""
 	}
 	switch r.kind {
 	case rowDomain:
-		if r.domain < len(t.Tree) {
-			return t.Tree[r.domain].Name
+		if r.domain < len(t.capTree()) {
+			return t.capTree()[r.domain].Name
 		}
 	case rowMethod:
-		if r.domain < len(t.Tree) && r.method < len(t.Tree[r.domain].Methods) {
-			return t.Tree[r.domain].Methods[r.method].Name
+		if r.domain < len(t.capTree()) && r.method < len(t.capTree()[r.domain].Methods) {
+			return t.capTree()[r.domain].Methods[r.method].Name
 		}
 	}
 	return r.text
 }
 
 // selectedMethod returns the method under the cursor, if any.
-func (p *capsPane) selectedMethod(t *Target) *capability.Method {
+func (p *capsPane) selectedMethod(t *target) *capability.Method {
 	if t == nil || p.sel < 0 || p.sel >= len(p.rows) {
 		return nil
 	}
 	r := p.rows[p.sel]
-	if r.kind != rowMethod || r.domain >= len(t.Tree) || r.method >= len(t.Tree[r.domain].Methods) {
+	if r.kind != rowMethod || r.domain >= len(t.capTree()) || r.method >= len(t.capTree()[r.domain].Methods) {
 		return nil
 	}
-	return &t.Tree[r.domain].Methods[r.method]
+	return &t.capTree()[r.domain].Methods[r.method]
 }
 
 func (p *capsPane) move(n int) {
@@ -342,7 +343,7 @@ func (p *capsPane) View() string {
 	return p.box(title, right, p.body(t))
 }
 
-func (p *capsPane) body(t *Target) []string {
+func (p *capsPane) body(t *target) []string {
 	st := p.pc.st
 	w, h := p.inner()
 	focused := p.focused()
@@ -353,29 +354,29 @@ func (p *capsPane) body(t *Target) []string {
 	if t == nil {
 		return append(out, "", st.Dim.Render("  Select a target ("+helpKey(p.keys().Select)+" in Targets)."))
 	}
-	if t.Tree == nil {
+	if t.capTree() == nil {
 		out = append(out, "")
 		canBTSP := p.pc.cfg.CanBTSP
 		switch {
-		case t.Kind == "tarpc":
+		case t.Kind == discovery.KindTarpc:
 			out = append(out, st.Dim.Render("  A binary tarpc sidecar: listed, never spoken to."))
-		case t.BTSP && canBTSP && t.Err == "":
+		case t.BTSP() && canBTSP && t.errText() == "":
 			out = append(out, st.Info.Render("  This socket demands a BTSP handshake: asking it with the family seed…"))
-		case t.BTSP && canBTSP:
+		case t.BTSP() && canBTSP:
 			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake, which failed."))
-		case t.BTSP:
+		case t.BTSP():
 			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake before JSON-RPC."),
 				st.Dim.Render("  Set FAMILY_SEED (or --family-seed-file) to reach it."))
-		case t.Health == HealthUnknown:
+		case t.health() == discovery.StateUnknown:
 			out = append(out, st.Dim.Render("  Probing…"))
 		default:
 			out = append(out, st.Dim.Render("  No capabilities known."))
 		}
-		if t.Err != "" {
-			out = append(out, "  "+st.Err.Render(render.Sanitize(t.Err)))
+		if t.errText() != "" {
+			out = append(out, "  "+st.Err.Render(render.Sanitize(t.errText())))
 		}
-		if t.Endpoint != "" {
-			out = append(out, "", st.Dim.Render("  endpoint ")+render.Sanitize(t.Endpoint))
+		if t.endpoint() != "" {
+			out = append(out, "", st.Dim.Render("  endpoint ")+render.Sanitize(t.endpoint()))
 		}
 		return out
 	}
@@ -411,7 +412,7 @@ func (p *capsPane) body(t *Target) []string {
 	return append(out, detail...)
 }
 
-func (p *capsPane) row(st *styles, t *Target, r capRow, w int, sel, focused bool) string {
+func (p *capsPane) row(st *styles, t *target, r capRow, w int, sel, focused bool) string {
 	cur := " "
 	if sel {
 		cur = st.Accent.Render("›")
@@ -419,7 +420,7 @@ func (p *capsPane) row(st *styles, t *Target, r capRow, w int, sel, focused bool
 	var left, right string
 	switch r.kind {
 	case rowDomain:
-		d := t.Tree[r.domain]
+		d := t.capTree()[r.domain]
 		arrow := "▸ "
 		if p.open[d.Name] || !p.filter.Empty() {
 			arrow = "▾ "
@@ -430,7 +431,7 @@ func (p *capsPane) row(st *styles, t *Target, r capRow, w int, sel, focused bool
 		}
 		right = st.Dim.Render(fmt.Sprint(len(d.Methods)))
 	case rowMethod:
-		m := t.Tree[r.domain].Methods[r.method]
+		m := t.capTree()[r.domain].Methods[r.method]
 		left = "    " + render.Sanitize(m.Short)
 		if sel && focused {
 			left = "    " + st.Selected.Render(render.Sanitize(m.Short))
@@ -445,7 +446,7 @@ func (p *capsPane) row(st *styles, t *Target, r capRow, w int, sel, focused bool
 			arrow = "▾ "
 		}
 		left = arrow + st.Title.Render("consumed capabilities")
-		right = st.Dim.Render(fmt.Sprint(len(t.Caps.Consumed)))
+		right = st.Dim.Render(fmt.Sprint(len(t.caps().Consumed)))
 	case rowConsumed:
 		s := render.Sanitize(r.text)
 		if strings.HasPrefix(s, "✓") {
@@ -463,39 +464,39 @@ func (p *capsPane) row(st *styles, t *Target, r capRow, w int, sel, focused bool
 }
 
 // capsTitle is the identity line of the pane and its right-hand note.
-func capsTitle(st *styles, t *Target) (string, string) {
+func capsTitle(st *styles, t *target) (string, string) {
 	if t == nil {
 		return "Capabilities", ""
 	}
 	parts := []string{render.Sanitize(t.Name)}
-	if v := t.Version(); v != "" {
+	if v := t.version(); v != "" {
 		parts[0] += " " + render.Sanitize(v)
 	}
-	if t.Identity != nil && t.Identity.Domain != "" {
-		parts = append(parts, render.Sanitize(t.Identity.Domain))
+	if t.identityOf() != nil && t.identityOf().Domain != "" {
+		parts = append(parts, render.Sanitize(t.identityOf().Domain))
 	}
 	if t.Level > 0 {
 		parts = append(parts, fmt.Sprintf("L%d", t.Level))
 	}
-	if t.Caps != nil {
-		switch t.Caps.Signature.State {
+	if t.caps() != nil {
+		switch t.caps().Signature.State {
 		case capability.Verified:
 			parts = append(parts, "signed ✓")
 		case "", "unsigned", "absent":
 		default:
-			parts = append(parts, "signature "+render.Sanitize(string(t.Caps.Signature.State))+" ✗")
+			parts = append(parts, "signature "+render.Sanitize(string(t.caps().Signature.State))+" ✗")
 		}
 	}
 	weak := t.weakSession()
 	switch ts := (*capability.TransportSecurity)(nil); {
-	case weak != "" && !t.Session.BTSP:
+	case weak != "" && !t.session().BTSP:
 		parts = append(parts, "cleartext, BTSP skipped")
 	case weak != "":
 		parts = append(parts, "BTSP "+weak)
-	case t.BTSP:
+	case t.BTSP():
 		parts = append(parts, "BTSP")
-	case t.Caps != nil && t.Caps.TransportSecurity != nil:
-		ts = t.Caps.TransportSecurity
+	case t.caps() != nil && t.caps().TransportSecurity != nil:
+		ts = t.caps().TransportSecurity
 		if ts.BTSPServerAvailable != nil && *ts.BTSPServerAvailable {
 			parts = append(parts, "BTSP optional")
 		} else {
@@ -508,8 +509,8 @@ func capsTitle(st *styles, t *Target) (string, string) {
 		// the styled marker is here.
 		right = append(right, st.Err.Render("⚿!"))
 	}
-	if t.Caps != nil {
-		right = append(right, st.Dim.Render(fmt.Sprintf("%d methods", len(t.Caps.Methods))))
+	if t.caps() != nil {
+		right = append(right, st.Dim.Render(fmt.Sprintf("%d methods", len(t.caps().Methods))))
 	}
 	return strings.Join(parts, " · "), strings.Join(right, " ")
 }

@@ -139,7 +139,7 @@ func (c *composer) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case focusedMsg:
 		c.complete()
 	case currentMsg:
-		if t := c.pc.target(); msg.changed && t != nil && t.Bus && t.Pool != "" {
+		if t := c.pc.target(); msg.changed && t != nil && t.bus() && t.Pool != "" {
 			c.pool.Set(t.Pool)
 		}
 		c.complete()
@@ -181,7 +181,7 @@ func (c *composer) onKey(msg tea.Msg) tea.Cmd {
 	k := c.keys()
 	kp, _ := msg.(tea.KeyPressMsg)
 	nfields := 2
-	if t := c.pc.target(); t != nil && t.Bus && c.reply == nil {
+	if t := c.pc.target(); t != nil && t.bus() && c.reply == nil {
 		nfields = 4
 	}
 	switch {
@@ -251,10 +251,10 @@ func (c *composer) fieldEdit() *lineEdit {
 
 func (c *composer) methodKnown(name string) bool {
 	t := c.pc.target()
-	if t == nil || t.Caps == nil {
+	if t == nil || t.caps() == nil {
 		return false
 	}
-	for _, mm := range t.Caps.Methods {
+	for _, mm := range t.caps().Methods {
 		if mm == name {
 			return true
 		}
@@ -311,7 +311,7 @@ func (c *composer) send() tea.Cmd {
 	c.cancel = cancel
 	seq := pc.nextSeq()
 	c.inflight, c.inflightAt, c.inflightSeq = true, method, seq
-	tgt := *t
+	tgt := t.Target
 	cl, hs := pc.client, pc.hist
 	pc.setInfo("")
 	return pc.safe(func() tea.Msg {
@@ -432,12 +432,12 @@ func (c *composer) checkParams() {
 func (c *composer) complete() {
 	c.comps, c.compIdx = nil, 0
 	t := c.pc.target()
-	if t == nil || t.Caps == nil {
+	if t == nil || t.caps() == nil {
 		return
 	}
 	q := c.method.String()
 	var prefix, fz []string
-	for _, m := range t.Caps.Methods {
+	for _, m := range t.caps().Methods {
 		switch {
 		case m == q:
 		case strings.HasPrefix(m, q):
@@ -495,7 +495,7 @@ func (c *composer) body(w int) []string {
 	}
 	tgt := st.Dim.Render("no target")
 	if t != nil {
-		tgt = healthDot(st, t.Health) + " " + st.Accent.Render(render.Sanitize(t.Name))
+		tgt = healthDot(st, t.health()) + " " + st.Accent.Render(render.Sanitize(t.Name))
 	}
 	var l1 string
 	if c.reply != nil {
@@ -504,7 +504,7 @@ func (c *composer) body(w int) []string {
 	} else {
 		busW := 0
 		var bus string
-		if t != nil && t.Bus {
+		if t != nil && t.bus() {
 			bus = "  " + label("session ", fSession) + c.session.View(12, focused && c.field == fSession, st, -1) +
 				"  " + label("pool ", fPool) + c.pool.View(10, focused && c.field == fPool, st, -1)
 			busW = ansi.StringWidth(bus)

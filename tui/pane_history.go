@@ -10,6 +10,8 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -23,7 +25,7 @@ func historySpec() paneSpec {
 // see what changed, save it under a name, copy it as a command.
 type historyPane struct {
 	paneBase
-	entries   []CallRecord
+	entries   []history.Entry
 	sel, off  int
 	search    lineEdit
 	searching bool
@@ -35,7 +37,7 @@ type historyPane struct {
 
 // historyMsg is what a history search found.
 type historyMsg struct {
-	entries []CallRecord
+	entries []history.Entry
 	err     error
 }
 
@@ -160,7 +162,7 @@ func (p *historyPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		}
 		var cmd tea.Cmd
 		if t := p.pc.targetFor(e.Target, e.Endpoint); t != nil {
-			cmd = p.pc.do(selectMsg{key: t.Key})
+			cmd = p.pc.do(selectMsg{key: t.ID})
 		}
 		session, pool := e.Session, e.Pool
 		return tea.Batch(cmd, p.pc.do(composeMsg{method: e.Method, params: string(e.Params), session: &session, pool: &pool}))
@@ -178,12 +180,12 @@ func (p *historyPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 			p.pc.setErr("replay: target " + render.Sanitize(e.Target) + " is not live")
 			return nil
 		}
-		return p.replay(*e, *t)
+		return p.replay(*e, t.Target)
 	}
 	return nil
 }
 
-func (p *historyPane) selected() *CallRecord {
+func (p *historyPane) selected() *history.Entry {
 	if p.sel >= 0 && p.sel < len(p.entries) {
 		return &p.entries[p.sel]
 	}
@@ -213,7 +215,7 @@ func (p *historyPane) loadAfter(q string, d time.Duration) tea.Cmd {
 }
 
 // replay sends a stored call again and shows the diff against its answer.
-func (p *historyPane) replay(e CallRecord, t Target) tea.Cmd {
+func (p *historyPane) replay(e history.Entry, t *discovery.Target) tea.Cmd {
 	cl, hs, timeout, ctx := p.pc.client, p.pc.hist, p.pc.callTimeout(), p.pc.ctx
 	p.pc.setInfo(fmt.Sprintf("replaying call %d…", e.ID))
 	seq := p.pc.nextSeq()
@@ -231,14 +233,14 @@ func (p *historyPane) replay(e CallRecord, t Target) tea.Cmd {
 		a := answerOf(seq, t, req, start, resp, err)
 		a.title = fmt.Sprintf("replay of %d · %s · %s · %s", e.ID, e.Method, a.outcome, fmtDur(a.elapsed))
 		oldDoc := old.Result
-		if old.Err != nil {
-			oldDoc, _ = json.Marshal(old.Err)
+		if old.Error != nil {
+			oldDoc, _ = json.Marshal(old.Error)
 		}
 		var lines []string
 		if old.Truncated {
 			lines = append(lines, "(the stored answer was cut; the diff covers what was kept)")
 		}
-		dl, derr := hs.Diff(oldDoc, a.result)
+		dl, derr := diffLines(oldDoc, a.result)
 		if derr != nil {
 			lines = append(lines, "cannot diff: "+render.Sanitize(derr.Error()))
 		}
@@ -286,7 +288,7 @@ func (p *historyPane) rows(st *styles, w, h int, now time.Time) []string {
 			cur = st.Accent.Render("›")
 		}
 		oc := st.OK.Render("ok ")
-		if e.Outcome != OutcomeOK {
+		if e.Outcome != history.OutcomeOK {
 			oc = st.Err.Render(fmt.Sprintf("%-3.3s", string(e.Outcome)))
 		}
 		when := e.Time.Format("15:04:05")

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
@@ -180,17 +181,17 @@ func (p *targetsPane) rebuild() {
 	type sortKey struct {
 		group string
 		score int // best matches first: prefix, substring, alias or family, subsequence
-		t     *Target
+		t     *target
 	}
 	ts := make([]sortKey, 0, len(p.pc.targets))
 	p.live, p.stale, p.down = 0, 0, 0
 	for _, t := range p.pc.targets {
-		switch t.Health {
-		case HealthLive:
+		switch t.health() {
+		case discovery.StateLive:
 			p.live++
-		case HealthStale:
+		case discovery.StateStale:
 			p.stale++
-		case HealthDown:
+		case discovery.StateDead:
 			p.down++
 		}
 		k := sortKey{t: t}
@@ -198,7 +199,7 @@ func (p *targetsPane) rebuild() {
 			aliases := strings.ToLower(strings.Join(t.Aliases, " "))
 			family := strings.ToLower(t.Family)
 			name := strings.ToLower(t.Name)
-			hay := name + " " + aliases + " " + family + " " + strings.ToLower(t.Pool) + " " + strings.ToLower(t.Kind)
+			hay := name + " " + aliases + " " + family + " " + strings.ToLower(t.Pool) + " " + strings.ToLower(string(t.Kind))
 			if !fuzzyLower(hay, pat) {
 				continue
 			}
@@ -216,8 +217,8 @@ func (p *targetsPane) rebuild() {
 		switch p.groupBy {
 		case 1:
 			k.group = "unknown source"
-			if len(t.Sources) > 0 {
-				k.group = t.Sources[0]
+			if src := t.firstSource(); src != "" {
+				k.group = src
 			}
 		case 2:
 			k.group = "no family"
@@ -237,7 +238,7 @@ func (p *targetsPane) rebuild() {
 		if c := strings.Compare(a.t.Name, b.t.Name); c != 0 {
 			return c
 		}
-		return strings.Compare(a.t.Key, b.t.Key)
+		return strings.Compare(a.t.ID, b.t.ID)
 	})
 	p.rows = p.rows[:0]
 	last := "\x00"
@@ -246,7 +247,7 @@ func (p *targetsPane) rebuild() {
 			p.rows = append(p.rows, targetRow{header: k.group})
 			last = k.group
 		}
-		p.rows = append(p.rows, targetRow{key: k.t.Key})
+		p.rows = append(p.rows, targetRow{key: k.t.ID})
 	}
 	p.sel = -1
 	for i, r := range p.rows {
@@ -293,13 +294,13 @@ func shortFamily(f string) string {
 	return f
 }
 
-func healthDot(st *styles, h Health) string {
+func healthDot(st *styles, h discovery.State) string {
 	switch h {
-	case HealthLive:
+	case discovery.StateLive:
 		return st.OK.Render("●")
-	case HealthStale:
+	case discovery.StateStale:
 		return st.Warn.Render("◌")
-	case HealthDown:
+	case discovery.StateDead:
 		return st.Err.Render("✕")
 	}
 	return st.Dim.Render("○")
@@ -350,27 +351,27 @@ func (p *targetsPane) body() []string {
 	return out
 }
 
-func (p *targetsPane) row(st *styles, t *Target, w int, sel, focused bool) string {
+func (p *targetsPane) row(st *styles, t *target, w int, sel, focused bool) string {
 	right := ""
 	switch {
 	case t.weakSession() != "":
 		// Not the plain lock: the session does not protect what it seems to.
 		right += st.Err.Render("⚿! ")
-	case t.BTSP:
+	case t.BTSP():
 		right += st.Warn.Render("⚿ ")
 	}
 	if t.Level > 0 {
 		right += st.Dim.Render(fmt.Sprintf("L%d ", t.Level))
 	}
 	switch {
-	case t.Kind == "tarpc":
+	case t.Kind == discovery.KindTarpc:
 		right += st.Dim.Render("  tarpc")
-	case t.Health == HealthLive:
-		right += st.Dim.Render(fmt.Sprintf("%7s", fmtDur(t.Latency)))
-	case t.Health == HealthUnknown:
+	case t.health() == discovery.StateLive:
+		right += st.Dim.Render(fmt.Sprintf("%7s", fmtDur(t.Latency())))
+	case t.health() == discovery.StateUnknown:
 		right += st.Dim.Render("    …  ")
 	default:
-		right += st.Warn.Render(fmt.Sprintf("%7s", t.Health))
+		right += st.Warn.Render(fmt.Sprintf("%7s", healthWord(t.health())))
 	}
 	name := render.Sanitize(t.Name)
 	if t.Family != "" {
@@ -386,7 +387,7 @@ func (p *targetsPane) row(st *styles, t *Target, w int, sel, focused bool) strin
 	if sel {
 		cur = st.Accent.Render("›")
 	}
-	left := cur + healthDot(st, t.Health) + " "
+	left := cur + healthDot(st, t.health()) + " "
 	nw := w - ansi.StringWidth(left) - ansi.StringWidth(right) - 1
 	if nw < 4 {
 		nw = 4

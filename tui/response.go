@@ -8,6 +8,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -15,7 +16,7 @@ import (
 // answer is one finished call as the response viewer shows it.
 type answer struct {
 	seq      int
-	target   Target
+	target   *discovery.Target
 	req      ipc.Request
 	elapsed  time.Duration
 	size     int

@@ -193,7 +193,7 @@ func startSources(ctx context.Context, wg *sync.WaitGroup, cfg Config, f *feed) 
 		hb = make(chan Event, 256)
 		dw.Heartbeats = hb
 	}
-	targets := make(chan TargetEvent, 64)
+	targets := make(chan discovery.Event, 64)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()

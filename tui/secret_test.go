@@ -64,15 +64,15 @@ func TestFamilySeedNeverOnScreen(t *testing.T) {
 			mc.History, mc.CanBTSP, mc.NoListen, mc.Timeout = hist, true, false, 5*time.Second
 			mc.Security = ipc.Security{Seed: ipc.NewSeed(sentinel), Family: "fam", Memory: ipc.NewEndpointMemory()}
 			m, _ := testModel(t, mc)
-			tg := Target{Key: "unix://" + path, Name: "beardog-fam", Family: "fam", Endpoint: "unix://" + path, Wire: "jsonrpc", Health: HealthLive, BTSP: true}
+			tg := famTarget(path)
 			// Adding it selects it, which describes it through the handshake,
 			// and listens to it.
-			run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
-			got := m.pc.targets[tg.Key]
-			if tc.ok && (got.Caps == nil || got.Err != "") {
-				t.Fatalf("the handshake should have let the TUI describe the target: err %q", got.Err)
+			run(t, m, m.update(feedMsg{items: added(tg)}))
+			got := m.pc.targets[tg.ID]
+			if tc.ok && (got.caps() == nil || got.errText() != "") {
+				t.Fatalf("the handshake should have let the TUI describe the target: err %q", got.errText())
 			}
-			if !tc.ok && got.Err == "" {
+			if !tc.ok && got.errText() == "" {
 				t.Fatal("a handshake with another family's seed should have failed")
 			}
 			m.setFocus(pComposer)

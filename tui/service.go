@@ -107,12 +107,12 @@ func newClient(ctx context.Context, dial Dialer, f *feed, maxFrame int64, sec ip
 }
 
 // conn returns the open connection to t, dialling it when needed.
-func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
+func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, error) {
 	c.mu.Lock()
-	if cn, ok := c.conns[t.Key]; ok {
+	if cn, ok := c.conns[t.ID]; ok {
 		select {
 		case <-cn.Done():
-			delete(c.conns, t.Key)
+			delete(c.conns, t.ID)
 			// Release the socket of a connection that ended by itself, off
 			// the lock (closing a stdio peer can wait for the process).
 			defer cn.Close()
@@ -124,15 +124,15 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 	c.mu.Unlock()
 	src := t.Name
 	sec := c.sec
-	sec.RequireBTSP = sec.RequireBTSP || t.BTSP
+	sec.RequireBTSP = sec.RequireBTSP || t.BTSP()
 	// The same decision as the CLI's and the prober's, made here at every
 	// dial: a call or a listen made before the target's probe has finished
 	// (or when it failed) sends nothing in cleartext to a family-scoped name.
-	if ep, err := ipc.ParseEndpoint(t.Endpoint); err == nil {
+	if ep, err := ipc.ParseEndpoint(t.Address); err == nil {
 		sec.FamilyScoped = sec.FamilyScoped || c.scope.Scoped(ep, t.Family, sec.Family)
 	}
 	opts := ipc.Options{
-		Endpoint: t.Endpoint,
+		Endpoint: t.Address,
 		MaxFrame: c.max,
 		Security: sec,
 		Trace: func(ev ipc.TraceEvent) {
@@ -140,7 +140,7 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		},
 	}
 	dctx := ctx
-	if strings.HasPrefix(t.Endpoint, "ws://") || strings.HasPrefix(t.Endpoint, "wss://") {
+	if strings.HasPrefix(t.Address, "ws://") || strings.HasPrefix(t.Address, "wss://") {
 		// A holon session lives as long as the context it was opened with
 		// (it reconnects inside), so it gets the client's, not the call's.
 		dctx = c.ctx
@@ -155,12 +155,12 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		cn.Close()
 		return nil, &ipc.ClosedError{Cause: errors.New("primalscope is quitting")}
 	}
-	if old, ok := c.conns[t.Key]; ok {
+	if old, ok := c.conns[t.ID]; ok {
 		c.mu.Unlock()
 		cn.Close()
 		return old, nil
 	}
-	c.conns[t.Key] = cn
+	c.conns[t.ID] = cn
 	c.wg.Add(1) // under the lock, so close never waits on a group that grows after it
 	c.mu.Unlock()
 	go func() {
@@ -170,18 +170,18 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 			if d := cn.Dropped(); d > reported {
 				// Pushes the connection dropped while this reader was
 				// behind are said, not lost quietly.
-				c.feed.push(Event{Time: time.Now(), Source: src, TargetKey: t.Key, Kind: EvNote,
+				c.feed.push(Event{Time: time.Now(), Source: src, TargetKey: t.ID, Kind: EvNote,
 					Name: fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d-reported)})
 				reported = d
 			}
-			c.feed.push(eventFromMessage(src, t.Key, m))
+			c.feed.push(eventFromMessage(src, t.ID, m))
 		}
 		// The connection ended (by the peer, or a broken frame): close it so
 		// its socket is released, not only forgotten.
 		cn.Close()
 		c.mu.Lock()
-		if c.conns[t.Key] == cn {
-			delete(c.conns, t.Key)
+		if c.conns[t.ID] == cn {
+			delete(c.conns, t.ID)
 		}
 		onPurpose := c.dropping[cn]
 		delete(c.dropping, cn)
@@ -189,7 +189,7 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		if onPurpose {
 			return
 		}
-		note := Event{Time: time.Now(), Source: src, TargetKey: t.Key, Kind: EvNote, Name: "connection closed"}
+		note := Event{Time: time.Now(), Source: src, TargetKey: t.ID, Kind: EvNote, Name: "connection closed"}
 		if err := cn.Err(); err != nil {
 			note.Data = []byte(err.Error())
 		}
@@ -202,7 +202,7 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 
 // watchStream reads an events source (the biomeOS API's server-sent
 // events) into the feed until ctx ends or the source gives up.
-func (c *client) watchStream(ctx context.Context, t Target, src events.Source) {
+func (c *client) watchStream(ctx context.Context, t *discovery.Target, src events.Source) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -212,8 +212,8 @@ func (c *client) watchStream(ctx context.Context, t Target, src events.Source) {
 	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
-		err := src.Run(ctx, func(e events.Event) { c.feed.push(eventFromStream(t.Key, e)) })
-		note := Event{Time: time.Now(), Source: t.Name, TargetKey: t.Key, Kind: EvNote, Name: "connection closed"}
+		err := src.Run(ctx, func(e events.Event) { c.feed.push(eventFromStream(t.ID, e)) })
+		note := Event{Time: time.Now(), Source: t.Name, TargetKey: t.ID, Kind: EvNote, Name: "connection closed"}
 		if err != nil {
 			note.Data = []byte(err.Error())
 		}
@@ -224,7 +224,7 @@ func (c *client) watchStream(ctx context.Context, t Target, src events.Source) {
 }
 
 // send makes one call on t.
-func (c *client) send(ctx context.Context, t Target, req ipc.Request) (*ipc.Response, error) {
+func (c *client) send(ctx context.Context, t *discovery.Target, req ipc.Request) (*ipc.Response, error) {
 	cn, err := c.conn(ctx, t)
 	if err != nil {
 		return nil, err

@@ -69,7 +69,7 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	m.manualFeed = true
 	m.update(winSize(160, 48))
 
-	out := make(chan TargetEvent, 256)
+	out := make(chan discovery.Event, 256)
 	watched := make(chan error, 1)
 	go func() { watched <- w.Watch(ctx, out) }()
 	go func() { // the program's discovery pump: target events must arrive
@@ -198,22 +198,23 @@ func targetRows(screen string) []string {
 // capability tree, the rest stale or down, spread over a few families.
 func manyTargets(n int) []any {
 	base := sampleTargets()
-	caps := base[0].(TargetEvent).Target
+	caps := base[0].(discovery.Event).Target.Probe
 	out := make([]any, 0, n)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("load%05d", i)
-		tg := Target{Key: "tcp://10.0.0.1:" + fmt.Sprint(20000+i), Name: name, Endpoint: "tcp://10.0.0.1:" + fmt.Sprint(20000+i),
-			Wire: "jsonrpc", Sources: []string{"songbird"}, Health: HealthStale, Level: 1}
+		addr := "tcp://10.0.0.1:" + fmt.Sprint(20000+i)
+		tg := discovered(addr, name, addr, discovery.StateStale)
+		tg.Sources, tg.Level, tg.Probe.Wire = []discovery.SourceRef{{Source: "songbird"}}, 1, "jsonrpc"
 		switch {
 		case i%10 == 0:
-			tg.Health, tg.Latency, tg.Caps, tg.Tree, tg.Identity = HealthLive, time.Millisecond, caps.Caps, caps.Tree, caps.Identity
+			tg.Probe.State, tg.Probe.Latency, tg.Probe.Capabilities, tg.Probe.Identity = discovery.StateLive, time.Millisecond, caps.Capabilities, caps.Identity
 		case i%3 == 0:
-			tg.Health = HealthDown
+			tg.Probe.State = discovery.StateDead
 		}
 		if i%7 == 0 {
 			tg.Family = fmt.Sprintf("family-%d", i%4)
 		}
-		out = append(out, TargetEvent{Kind: TargetAdded, Target: tg})
+		out = append(out, added(tg)...)
 	}
 	return out
 }
@@ -280,12 +281,13 @@ func BenchmarkTargets10k(b *testing.B) {
 		for b.Loop() {
 			batch := make([]any, 0, 100)
 			for j := 0; j < 100; j++ {
-				te := all[(i*100+j)%n].(TargetEvent)
-				te.Kind = TargetChanged
+				d := *all[(i*100+j)%n].(discovery.Event).Target
 				if i%2 == 0 {
-					te.Target.Health = HealthDown
+					p := *d.Probe
+					p.State = discovery.StateDead
+					d.Probe = &p
 				}
-				batch = append(batch, te)
+				batch = append(batch, changed(&d))
 			}
 			i++
 			m.update(feedMsg{items: batch})
@@ -301,7 +303,7 @@ func BenchmarkTargets10k(b *testing.B) {
 func BenchmarkListen10k(b *testing.B) {
 	cfg := goldenConfig("dark")
 	cfg.NoListen = false
-	cfg.Dial = func(context.Context, Target, ipc.Options) (*ipc.Conn, error) {
+	cfg.Dial = func(context.Context, *discovery.Target, ipc.Options) (*ipc.Conn, error) {
 		return nil, errors.New("no network in this benchmark")
 	}
 	m := newModel(context.Background(), cfg)

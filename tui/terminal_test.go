@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -24,7 +25,7 @@ func TestInvisibleCharactersEscaped(t *testing.T) {
 		m, _ := testModel(t, goldenConfig("dark"))
 		evil := "evil" + string(c.r) + "name"
 		m.update(feedMsg{items: []any{
-			TargetEvent{Kind: TargetAdded, Target: Target{Key: "k", Name: evil, Health: HealthLive, Aliases: []string{string(c.r)}}},
+			discovery.Event{Kind: discovery.Added, Target: &discovery.Target{ID: "k", Name: evil, Aliases: []string{string(c.r)}, Probe: &discovery.Probe{State: discovery.StateLive}}},
 			Event{Time: t0, Source: evil, Kind: EvNotification, Name: evil, Data: []byte(`{"x":"` + string(c.r) + `"}`)},
 			TraceFrame{Time: t0, Source: evil, Dir: ipc.In, Data: []byte(`{"y":"` + string(c.r) + `"}`)},
 		}})

@@ -16,6 +16,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -78,7 +79,7 @@ func keyMsgs(t *testing.T, m *model, keys ...string) {
 	}
 }
 
-func startPrimal(t *testing.T) (*ipctest.Server, Target) {
+func startPrimal(t *testing.T) (*ipctest.Server, *discovery.Target) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "pst")
 	if err != nil {
@@ -98,7 +99,8 @@ func startPrimal(t *testing.T) (*ipctest.Server, Target) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tg := Target{Key: "unix://" + path, Name: "beardog", Endpoint: "unix://" + path, Wire: "jsonrpc", Health: HealthLive}
+	tg := discovered("unix://"+path, "beardog", "unix://"+path, discovery.StateLive)
+	tg.Probe.Wire = "jsonrpc"
 	return s, tg
 }
 
@@ -122,9 +124,9 @@ func TestCallRoundTrip(t *testing.T) {
 	cfg := goldenConfig("dark")
 	cfg.History = hist
 	m, _ := testModel(t, cfg)
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
-	if m.pc.current != tg.Key {
-		t.Fatalf("current target %q, want %q", m.pc.current, tg.Key)
+	m.update(feedMsg{items: added(tg)})
+	if m.pc.current != tg.ID {
+		t.Fatalf("current target %q, want %q", m.pc.current, tg.ID)
 	}
 	run(t, m, m.cp().pickMethod("crypto.sign_ed25519"))
 	keyMsgs(t, m, "backspace", "backspace")
@@ -143,7 +145,7 @@ func TestCallRoundTrip(t *testing.T) {
 		}
 	}
 	es, _ := hist.Search(context.Background(), "sign", 10)
-	if len(es) != 1 || es[0].Outcome != OutcomeOK || string(es[0].Params) != `{"message":"aGk="}` {
+	if len(es) != 1 || es[0].Outcome != history.OutcomeOK || string(es[0].Params) != `{"message":"aGk="}` {
 		t.Fatalf("history: %+v", es)
 	}
 	// Picking the method again prefills its last params.
@@ -162,7 +164,7 @@ func TestCallRoundTrip(t *testing.T) {
 func TestUnknownMethodShowsMeaning(t *testing.T) {
 	_, tg := startPrimal(t)
 	m, _ := testModel(t, goldenConfig("dark"))
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	m.update(feedMsg{items: added(tg)})
 	m.setFocus(pComposer)
 	m.comp().field = fMethod
 	keyMsgs(t, m, "crypto.nope")
@@ -181,7 +183,7 @@ func TestServerRequestAnswered(t *testing.T) {
 	cfg := goldenConfig("dark")
 	cfg.NoListen = false
 	m, _ := testModel(t, cfg)
-	run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
+	run(t, m, m.update(feedMsg{items: added(tg)}))
 	// wait for the listening connection
 	deadline := time.Now().Add(5 * time.Second)
 	for len(s.Conns()) == 0 && time.Now().Before(deadline) {
@@ -361,7 +363,7 @@ func TestPeerTextEscaped(t *testing.T) {
 	m, _ := testModel(t, goldenConfig("dark"))
 	evil := "evil\x1b[2J\x1b]52;c;aGk=\x07"
 	m.update(feedMsg{items: []any{
-		TargetEvent{Kind: TargetAdded, Target: Target{Key: "k", Name: evil, Health: HealthLive, Aliases: []string{"\x9b31m"}}},
+		discovery.Event{Kind: discovery.Added, Target: &discovery.Target{ID: "k", Name: evil, Aliases: []string{"\x9b31m"}, Probe: &discovery.Probe{State: discovery.StateLive}}},
 		Event{Time: t0, Source: evil, Kind: EvNotification, Name: evil, Data: []byte("\x1b[31mred")},
 		TraceFrame{Time: t0, Source: evil, Dir: ipc.In, Data: []byte("\x1b]0;title\x07")},
 	}})
@@ -446,7 +448,7 @@ func TestMouse(t *testing.T) {
 	if m.pc.focus != pTargets || m.tp().rows[m.tp().sel].key != m.pc.current || m.pc.target().Name != "nestgate" {
 		t.Fatalf("click selected %q", m.pc.target().Name)
 	}
-	a := answerOf(0, Target{Name: "x"}, ipc.Request{Method: "m"}, t0, &ipc.Response{Result: genAnswer(20000)}, nil)
+	a := answerOf(0, named("x"), ipc.Request{Method: "m"}, t0, &ipc.Response{Result: genAnswer(20000)}, nil)
 	m.update(answerMsg(a))
 	rr := m.rects[pResponse]
 	m.render()
@@ -493,7 +495,7 @@ func TestResize(t *testing.T) {
 func TestTargetsFuzzyRanking(t *testing.T) {
 	p := newTargetsPane(pTargets, testPC())
 	for _, n := range []string{"neural-api", "nestgate", "beardog", "songbird"} {
-		p.pc.targets[n] = &Target{Key: n, Name: n}
+		p.pc.targets[n] = newTarget(&discovery.Target{ID: n, Name: n}, nil)
 	}
 	p.filter.Set("nest")
 	p.rebuild()
@@ -533,8 +535,8 @@ func TestCancelInFlight(t *testing.T) {
 	}
 	defer s.Close()
 	m, _ := testModel(t, goldenConfig("dark"))
-	tg := Target{Key: "unix://" + path, Name: "slow", Endpoint: "unix://" + path, Health: HealthLive}
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	tg := discovered("unix://"+path, "slow", "unix://"+path, discovery.StateLive)
+	m.update(feedMsg{items: added(tg)})
 	m.setFocus(pComposer)
 	m.comp().method.Set("slow.wait")
 	cmd := m.update(press("enter")[0])
@@ -559,12 +561,12 @@ func TestCancelInFlight(t *testing.T) {
 func TestHistoryReplayDiff(t *testing.T) {
 	_, tg := startPrimal(t)
 	hist := NewMemHistory(0)
-	hist.Record(CallRecord{Time: t0, Target: "beardog", Endpoint: tg.Endpoint, Method: "crypto.sign_ed25519",
-		Params: json.RawMessage(`{"message":"x"}`), Outcome: OutcomeOK, Result: json.RawMessage(`{"signature":"OLD","echo":{"message":"x"}}`)})
+	hist.Record(history.Entry{Time: t0, Target: "beardog", Endpoint: tg.Address, Method: "crypto.sign_ed25519",
+		Params: json.RawMessage(`{"message":"x"}`), Outcome: history.OutcomeOK, Result: json.RawMessage(`{"signature":"OLD","echo":{"message":"x"}}`)})
 	cfg := goldenConfig("dark")
 	cfg.History = hist
 	m, _ := testModel(t, cfg)
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	m.update(feedMsg{items: added(tg)})
 	keyMsgs(t, m, "H")
 	if len(m.histp().entries) != 1 {
 		t.Fatalf("history pane has %d entries", len(m.histp().entries))
@@ -586,11 +588,11 @@ func TestHistoryReplayDiff(t *testing.T) {
 	}
 }
 
-type oneTarget struct{ t Target }
+type oneTarget struct{ t *discovery.Target }
 
-func (o oneTarget) Watch(ctx context.Context, out chan<- TargetEvent) error {
+func (o oneTarget) Watch(ctx context.Context, out chan<- discovery.Event) error {
 	select {
-	case out <- TargetEvent{Kind: TargetAdded, Target: o.t}:
+	case out <- discovery.Event{Kind: discovery.Added, Target: o.t}:
 	case <-ctx.Done():
 	}
 	<-ctx.Done()
@@ -606,8 +608,8 @@ func TestRunCrashReport(t *testing.T) {
 	cfg.CrashDir = t.TempDir()
 	cfg.Input = strings.NewReader("")
 	cfg.Output = io.Discard
-	cfg.Discoverer = oneTarget{Target{Key: "k", Name: "boom", Endpoint: "unix:///nonexistent", Health: HealthLive}}
-	cfg.Dial = func(context.Context, Target, ipc.Options) (*ipc.Conn, error) { panic("dialer bug") }
+	cfg.Discoverer = oneTarget{discovered("k", "boom", "unix:///nonexistent", discovery.StateLive)}
+	cfg.Dial = func(context.Context, *discovery.Target, ipc.Options) (*ipc.Conn, error) { panic("dialer bug") }
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := Run(ctx, cfg)
@@ -638,7 +640,7 @@ func TestInspectEvent(t *testing.T) {
 func TestClientCloseWithDialInFlight(t *testing.T) {
 	_, tg := startPrimal(t)
 	release := make(chan struct{})
-	dial := func(ctx context.Context, t Target, o ipc.Options) (*ipc.Conn, error) {
+	dial := func(ctx context.Context, t *discovery.Target, o ipc.Options) (*ipc.Conn, error) {
 		<-release
 		return defaultDialer(ctx, t, o)
 	}
@@ -657,14 +659,15 @@ func TestClientCloseWithDialInFlight(t *testing.T) {
 // BTSP handshake survive discovery's later updates of the target.
 func TestDescribedBTSPTargetKept(t *testing.T) {
 	m, _ := testModel(t, goldenConfig("dark"))
-	tg := Target{Key: "k", Name: "beardog", BTSP: true, Health: HealthLive}
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
-	caps := sampleTargets()[0].(TargetEvent).Target
-	m.update(describedMsg{key: "k", desc: &discovery.Description{Capabilities: caps.Caps, Tree: caps.Tree, Identity: caps.Identity}})
-	tg.Latency = time.Millisecond
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetChanged, Target: tg}}})
-	if got := m.pc.targets["k"]; got.Caps == nil || len(got.Tree) == 0 || got.Latency != time.Millisecond {
-		t.Fatalf("after a change: caps %v tree %d latency %v", got.Caps != nil, len(got.Tree), got.Latency)
+	tg := locked(discovered("k", "beardog", "", discovery.StateLocked))
+	m.update(feedMsg{items: added(tg)})
+	caps := sampleTarget(0).Probe
+	m.update(describedMsg{key: "k", desc: &discovery.Description{Capabilities: caps.Capabilities, Tree: caps.Capabilities.Tree(), Identity: caps.Identity}})
+	again := locked(discovered("k", "beardog", "", discovery.StateLocked))
+	again.Probe.Latency = time.Millisecond
+	m.update(feedMsg{items: []any{changed(again)}})
+	if got := m.pc.targets["k"]; got.caps() == nil || len(got.capTree()) == 0 || got.Latency() != time.Millisecond {
+		t.Fatalf("after a change: caps %v tree %d latency %v", got.caps() != nil, len(got.capTree()), got.Latency())
 	}
 }
 
