@@ -235,6 +235,7 @@ func TestHostilePeersTUICall(t *testing.T) {
 				}
 			}
 			cancel()
+			m.listen.close()
 			m.pc.client.close()
 			s.Close()
 			hostileNoLeak(t, g0, fd0)
@@ -319,6 +320,7 @@ func TestHostilePeersTUIListen(t *testing.T) {
 				}
 			}
 			cancel()
+			m.listen.close()
 			m.pc.client.close()
 			s.Close()
 			hostileNoLeak(t, g0, fd0)

@@ -2,132 +2,136 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"time"
-
-	tea "charm.land/bubbletea/v2"
+	"runtime/debug"
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
-// listener decides which targets the TUI listens to: it holds a connection
-// open to each so that what it pushes (heartbeats, notifications, events,
-// requests) reaches the events tail. At most Config.MaxListen are heard at
-// once: the current target first, then in the order the targets pane lists
-// them; the current target is heard past the bound until another becomes
-// current. A target whose connection ends (or cannot be made) is listened
-// to again later, backing off while it keeps failing. The root model calls
-// it from Update only; the dialling happens in commands.
+// listener decides which targets the TUI listens to, so that what they
+// push (notifications, events, requests) reaches the events tail. Hearing
+// one is the events package's engine, the same as tail's: a TargetSource
+// (the biomeOS API's SSESource) per target, which holds a connection open,
+// re-establishes it with backoff, and reports what arrives; they run in an
+// events.Group bounded by Config.MaxListen. What the listener adds is which
+// targets get the places: the current target first, then the order the
+// targets pane lists them; the current target is heard past the bound until
+// another becomes current, and the events tail says when live targets are
+// left out. The root model calls it from Update only; the group's
+// goroutines end with the program (Run closes it).
 type listener struct {
-	pc *programContext
-	// listening marks targets whose pushes the events tail receives.
+	pc    *programContext
+	feed  *feed
+	group *events.Group
+	// listening marks the targets whose sources run.
 	listening map[string]bool
-	// relistenAt and backoff pace listening again to a target whose
-	// connection closed.
-	relistenAt map[string]time.Time
-	backoff    map[string]time.Duration
+	// gaveUp marks targets whose source stopped by itself (a BTSP
+	// handshake that cannot succeed): they are not heard again until they
+	// leave and come back.
+	gaveUp map[string]bool
 	// notListened counts the live targets left out by Config.MaxListen;
-	// extra is the current target when it is listened to past that bound
-	// (one at most: it is let go when another becomes current).
+	// extra is the current target when it is heard past that bound (one
+	// at most: it is let go when another becomes current).
 	notListened int
 	extra       string
-	// noted marks targets whose failure to be listened to was said.
-	noted map[string]bool
 	// dirty says something that decides listening changed (targets, the
-	// current one, a freed place); next is the earliest time a target
-	// waiting out its backoff may be listened to again. Without either, a
-	// pass does nothing.
+	// current one, a freed place); without it a pass does nothing.
 	dirty bool
-	next  time.Time
 }
 
-// listenFailedMsg says a target could not be listened to.
-type listenFailedMsg struct {
-	key, name string
-	err       error
+// listenEndedMsg says a target's source stopped by itself.
+type listenEndedMsg struct{ key string }
+
+// streamMsg is what a heard target's source reported.
+type streamMsg struct {
+	key string
+	ev  events.Event
+	// reply answers it when it is a request (nil otherwise).
+	reply replyFunc
 }
 
-func newListener(pc *programContext) *listener {
-	return &listener{pc: pc, listening: map[string]bool{}, relistenAt: map[string]time.Time{},
-		backoff: map[string]time.Duration{}, noted: map[string]bool{}, dirty: true}
+// replyFunc answers a server request on the connection it came on.
+type replyFunc func(ctx context.Context, result json.RawMessage, rpcErr *ipc.RPCError) error
+
+func newListener(pc *programContext, f *feed) *listener {
+	l := &listener{pc: pc, feed: f, listening: map[string]bool{}, gaveUp: map[string]bool{}, dirty: true}
+	l.group = events.NewGroup(pc.ctx, func(e events.Event) { f.push(streamMsg{ev: e}) }, events.GroupOptions{
+		// Room for the current target past the bound.
+		Max: pc.cfg.MaxListen + 1,
+		Ended: func(key string, _ error) {
+			// It frees the place: it must arrive even when a flood fills the feed.
+			f.pushWait(pc.ctx, listenEndedMsg{key: key})
+		},
+	})
+	return l
 }
 
-// ended frees key's listening place after its connection ended or could
-// not be made, and has it listened to again later, backing off while it
-// keeps failing.
+// close stops every source and waits for them.
+func (l *listener) close() { l.group.Close() }
+
+// ended frees the place of a target whose source stopped by itself.
 func (l *listener) ended(key string) {
-	delete(l.listening, key)
-	if l.extra == key {
-		l.extra = ""
-	}
-	l.dirty = true
-	b := min(max(2*l.backoff[key], time.Second), 30*time.Second)
-	l.backoff[key] = b
-	l.relistenAt[key] = l.pc.now().Add(b)
-}
-
-// failed frees key's place and returns the note saying so, the first time.
-func (l *listener) failed(msg listenFailedMsg) *Event {
-	var note *Event
-	if !l.noted[msg.key] {
-		l.noted[msg.key] = true
-		note = &Event{Time: l.pc.now(), Source: msg.name, TargetKey: msg.key, Kind: EvNote, Name: "cannot listen", Data: []byte(msg.err.Error() + " (trying again later)")}
-	}
-	l.ended(msg.key)
-	return note
-}
-
-// removed forgets a target that left, and closes its connection.
-func (l *listener) removed(key string) tea.Cmd {
-	var cmd tea.Cmd
 	if l.listening[key] {
 		delete(l.listening, key)
-		cmd = l.drop(key)
+		l.gaveUp[key] = true
+		l.dirty = true
 	}
 	if l.extra == key {
 		l.extra = ""
 	}
-	delete(l.relistenAt, key)
-	delete(l.backoff, key)
-	delete(l.noted, key)
-	return cmd
 }
 
-// drop closes the TUI's connection to key (it is no longer listened to),
-// off the update loop: calls still in flight on it finish first, and
-// closing a stdio peer can wait.
-func (l *listener) drop(key string) tea.Cmd {
-	cl, grace := l.pc.client, l.pc.callTimeout()
-	return l.pc.safe(func() tea.Msg {
-		cl.drop(key, grace)
-		return nil
-	})
+// removed forgets a target that left, and stops hearing it.
+func (l *listener) removed(key string) {
+	l.stop(key)
+	delete(l.gaveUp, key)
 }
 
-// pass opens a connection to every live target not yet listened to, in
-// order (the current one, then the targets pane's order), up to the bound.
-// Targets that demand BTSP without a seed, or are never spoken to, are
-// left. It returns the commands that dial, and a note for the events tail
+func (l *listener) stop(key string) {
+	if l.listening[key] {
+		delete(l.listening, key)
+		l.group.Stop(key)
+		l.dirty = true
+	}
+	if l.extra == key {
+		l.extra = ""
+	}
+}
+
+// wanted reports whether t should be heard: it is spoken to (not a tarpc
+// sidecar, has an address, is not BTSP without a seed), and is live, a
+// holon, or the biomeOS API's event stream.
+func (l *listener) wanted(t *target) bool {
+	if t == nil || t.Kind == discovery.KindTarpc || t.endpoint() == "" || (t.BTSP() && !l.pc.cfg.CanBTSP) || l.gaveUp[t.ID] {
+		return false
+	}
+	holon := t.Endpoint.Transport == ipc.WS || t.Endpoint.Transport == ipc.WSS
+	return t.health() == discovery.StateLive || holon || (t.hasStream && t.stream.BiomeOSAPI)
+}
+
+// pass starts hearing every wanted target not yet heard, in order (the
+// current one, then the targets pane's order), up to the bound, and stops
+// hearing the ones no longer wanted. It returns a note for the events tail
 // when whether live targets are left out changed.
-func (l *listener) pass(current string, targets map[string]*target, listed func(yield func(string) bool)) ([]tea.Cmd, *Event) {
+func (l *listener) pass(current string, targets map[string]*target, listed func(yield func(string) bool)) *Event {
 	cfg := l.pc.cfg
-	if cfg.NoListen {
-		return nil, nil
+	if cfg.NoListen || !l.dirty {
+		return nil
 	}
-	now := l.pc.now()
-	if !l.dirty && (l.next.IsZero() || now.Before(l.next)) {
-		return nil, nil
+	l.dirty = false
+	for k := range l.listening {
+		if !l.wanted(targets[k]) {
+			l.stop(k)
+		}
 	}
-	l.dirty, l.next = false, time.Time{}
-	var cmds []tea.Cmd
 	if l.extra != "" && l.extra != current {
-		// The target listened to past the bound is no longer current: let
-		// it go if the bound is still full (else it keeps its place).
-		if len(l.listening) > cfg.MaxListen && l.listening[l.extra] {
-			delete(l.listening, l.extra)
-			cmds = append(cmds, l.drop(l.extra))
+		// The target heard past the bound is no longer current: let it go
+		// if the bound is still full (else it keeps its place).
+		if len(l.listening) > cfg.MaxListen {
+			l.stop(l.extra)
 		}
 		l.extra = ""
 	}
@@ -155,20 +159,10 @@ func (l *listener) pass(current string, targets map[string]*target, listed func(
 	left := 0
 	for _, k := range order {
 		t := targets[k]
-		if t == nil || l.listening[k] || t.Kind == discovery.KindTarpc || t.endpoint() == "" || (t.BTSP() && !cfg.CanBTSP) {
+		if l.listening[k] || !l.wanted(t) {
 			continue
 		}
-		if at, ok := l.relistenAt[k]; ok && now.Before(at) {
-			if l.next.IsZero() || at.Before(l.next) {
-				l.next = at
-			}
-			continue
-		}
-		holon := t.Endpoint.Transport == ipc.WS || t.Endpoint.Transport == ipc.WSS
 		sse := t.hasStream && t.stream.BiomeOSAPI
-		if !sse && t.health() != discovery.StateLive && !holon {
-			continue
-		}
 		if len(l.listening) >= cfg.MaxListen {
 			if k != current {
 				left++
@@ -181,22 +175,9 @@ func (l *listener) pass(current string, targets map[string]*target, listed func(
 				l.extra = k
 			}
 		}
-		l.listening[k] = true
-		if sse {
-			// The biomeOS API speaks HTTP: read its event stream (the
-			// client owns the goroutine; it ends with the program).
-			l.pc.client.watchStream(l.pc.ctx, t.Target, events.Config{}.Source(t.stream))
-			continue
+		if l.group.Start(k, l.source(t)) {
+			l.listening[k] = true
 		}
-		tgt, cl, ctx := t.Target, l.pc.client, l.pc.ctx
-		cmds = append(cmds, l.pc.safe(func() tea.Msg {
-			ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			defer cancel()
-			if _, err := cl.conn(ctx, tgt); err != nil {
-				return listenFailedMsg{key: tgt.ID, name: tgt.Name, err: err}
-			}
-			return nil
-		}))
 	}
 	var note *Event
 	if (left > 0) != (l.notListened > 0) {
@@ -204,8 +185,68 @@ func (l *listener) pass(current string, targets map[string]*target, listed func(
 		if left == 0 {
 			text = fmt.Sprintf("listening to every live target (%d)", len(l.listening))
 		}
-		note = &Event{Time: now, Source: "primalscope", Kind: EvNote, Name: "listening", Data: []byte(text)}
+		note = &Event{Time: l.pc.now(), Source: "primalscope", Kind: EvNote, Name: "listening", Data: []byte(text)}
 	}
 	l.notListened = left
-	return cmds, note
+	return note
+}
+
+// source is what hears t: its event stream (the biomeOS API), or a
+// TargetSource on a connection dialled as the TUI's calls are (with the
+// family seed, every frame in the trace pane). It polls nothing (discovery
+// does) and answers no request: the user does, from the requests pane.
+func (l *listener) source(t *target) events.Source {
+	key, feed := t.ID, l.feed
+	if t.hasStream && t.stream.BiomeOSAPI {
+		return keyed{Source: events.Config{}.Source(t.stream), key: key, feed: feed, crashDir: l.pc.cfg.CrashDir}
+	}
+	d, cl := t.Target, l.pc.client
+	ts := &events.TargetSource{
+		Source:         t.Name,
+		LivenessMethod: "-",
+		Pool:           t.Pool,
+		Answer:         func(*ipc.Message) (json.RawMessage, *ipc.RPCError) { return nil, nil },
+		Dial: func(ctx context.Context, _ func(ipc.TraceEvent)) (*ipc.Conn, error) {
+			// The source's own trace hook turns connection notes into
+			// events; here they are in the trace pane already.
+			return cl.dialTarget(ctx, d, nil)
+		},
+	}
+	return keyed{Source: ts, key: key, feed: feed, replier: ts, crashDir: l.pc.cfg.CrashDir}
+}
+
+// keyed runs a source with its events going into the feed under the key of
+// the target they are of.
+type keyed struct {
+	events.Source
+	key      string
+	feed     *feed
+	replier  *events.TargetSource
+	crashDir string
+}
+
+// Run runs the source until ctx ends or it cannot go on. A panic (a bug in
+// the TUI's dialling, say) becomes a crash report the program quits with.
+func (k keyed) Run(ctx context.Context, _ events.Emit) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			k.feed.pushWait(ctx, crashMsg{path: writeCrash(k.crashDir, r, debug.Stack())})
+			err = fmt.Errorf("crashed: %v", r)
+		}
+	}()
+	return k.Source.Run(ctx, func(e events.Event) {
+		m := streamMsg{key: k.key, ev: e}
+		if e.Kind == events.KindRequest && k.replier != nil {
+			var p struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal(e.Payload, &p) == nil {
+				r, id := k.replier, p.ID
+				m.reply = func(ctx context.Context, result json.RawMessage, rpcErr *ipc.RPCError) error {
+					return r.Reply(ctx, id, result, rpcErr)
+				}
+			}
+		}
+		k.feed.push(m)
+	})
 }

@@ -56,7 +56,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 				}
 				delete(pc.targets, d.ID)
 				// Stop listening to it: its place goes to a listed target.
-				cmds = append(cmds, m.listen.removed(d.ID))
+				m.listen.removed(d.ID)
 			default:
 				old, had := pc.targets[d.ID]
 				if x.Kind == discovery.Added && !had {
@@ -65,11 +65,18 @@ func (m *model) absorb(items []any) tea.Cmd {
 				pc.targets[d.ID] = newTarget(d, old)
 			}
 		case Event:
-			if x.Kind == EvNote && x.Name == "connection closed" {
-				m.listen.ended(x.TargetKey)
-			}
 			m.rate.count(pc.now())
 			live.events = append(live.events, x)
+		case streamMsg:
+			e := eventFromStream(x.key, x.ev)
+			e.reply = x.reply
+			m.rate.count(pc.now())
+			live.events = append(live.events, e)
+		case listenEndedMsg:
+			m.listen.ended(x.key)
+		case crashMsg:
+			m.crashed = x.path
+			return tea.Quit
 		case TraceFrame:
 			live.frames = append(live.frames, x)
 		}
@@ -116,12 +123,11 @@ func (m *model) note(e Event) tea.Cmd {
 
 // listenPass has the listener claim or let go of listening places, and
 // says on the events tail when live targets are left out.
-func (m *model) listenPass() []tea.Cmd {
-	cmds, note := m.listen.pass(m.pc.current, m.pc.targets, m.list().order)
-	if note != nil {
-		cmds = append(cmds, m.note(*note))
+func (m *model) listenPass() tea.Cmd {
+	if note := m.listen.pass(m.pc.current, m.pc.targets, m.list().order); note != nil {
+		return m.note(*note)
 	}
-	return cmds
+	return nil
 }
 
 // selectTarget makes key the current target.

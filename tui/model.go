@@ -63,7 +63,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 	}
 	pc.do = m.update
 	pc.client = newClient(ctx, cfg.Dial, m.feed, cfg.MaxFrame, cfg.Security)
-	m.listen = newListener(pc)
+	m.listen = newListener(pc, m.feed)
 	if cfg.Keys != nil {
 		if err := keys.Remap(cfg.Keys); err != nil {
 			pc.setErr(err.Error())
@@ -159,14 +159,9 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case feedMsg:
 		cmd := m.absorb(msg.items)
-		return tea.Batch(append(m.listenPass(), cmd, m.nextFeed())...)
+		return tea.Batch(m.listenPass(), cmd, m.nextFeed())
 	case describedMsg:
 		return m.onDescribed(msg)
-	case listenFailedMsg:
-		if note := m.listen.failed(msg); note != nil {
-			return m.note(*note)
-		}
-		return nil
 	case statusMsg:
 		m.pc.status, m.pc.statusErr = msg.text, msg.err
 		return nil
@@ -180,7 +175,7 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 	case selectMsg:
 		cmd := m.selectTarget(msg.key)
 		if msg.listen {
-			return tea.Batch(append(m.listenPass(), cmd)...)
+			return tea.Batch(m.listenPass(), cmd)
 		}
 		return cmd
 	case tea.KeyPressMsg, tea.PasteMsg:

@@ -289,7 +289,13 @@ func (c *composer) send() tea.Cmd {
 			if res == nil {
 				res = json.RawMessage("null")
 			}
-			return replyDoneMsg{targetKey: r.TargetKey, id: r.ID, err: cl.reply(ctx, r.TargetKey, r.ID, res, nil)}
+			var err error
+			if r.reply != nil { // it came on a listening connection
+				err = r.reply(ctx, res, nil)
+			} else { // on a call's
+				err = cl.reply(ctx, r.TargetKey, r.ID, res, nil)
+			}
+			return replyDoneMsg{targetKey: r.TargetKey, id: r.ID, err: err}
 		}))
 	}
 	t := pc.target()

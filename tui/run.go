@@ -168,6 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	_, err := p.Run()
 	cancel()
+	m.listen.close()
 	m.pc.client.close()
 	wg.Wait()
 	if m.crashed != "" {

@@ -13,7 +13,6 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ecoPrimals/primalscope/discovery"
-	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -93,17 +92,14 @@ type client struct {
 	mu     sync.Mutex
 	conns  map[string]*ipc.Conn
 	closed bool // after close, no connection is kept (commands may still dial)
-	// dropping marks connections closed on purpose by drop: their end is
-	// not reported as a "connection closed" note.
-	dropping map[*ipc.Conn]bool
-	wg       sync.WaitGroup
+	wg     sync.WaitGroup
 }
 
 func newClient(ctx context.Context, dial Dialer, f *feed, maxFrame int64, sec ipc.Security) *client {
 	if dial == nil {
 		dial = defaultDialer
 	}
-	return &client{ctx: ctx, dial: dial, feed: f, max: maxFrame, sec: sec, conns: map[string]*ipc.Conn{}, dropping: map[*ipc.Conn]bool{}}
+	return &client{ctx: ctx, dial: dial, feed: f, max: maxFrame, sec: sec, conns: map[string]*ipc.Conn{}}
 }
 
 // conn returns the open connection to t, dialling it when needed.
@@ -123,29 +119,13 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 	}
 	c.mu.Unlock()
 	src := t.Name
-	sec := c.sec
-	sec.RequireBTSP = sec.RequireBTSP || t.BTSP()
-	// The same decision as the CLI's and the prober's, made here at every
-	// dial: a call or a listen made before the target's probe has finished
-	// (or when it failed) sends nothing in cleartext to a family-scoped name.
-	if ep, err := ipc.ParseEndpoint(t.Address); err == nil {
-		sec.FamilyScoped = sec.FamilyScoped || c.scope.Scoped(ep, t.Family, sec.Family)
-	}
-	opts := ipc.Options{
-		Endpoint: t.Address,
-		MaxFrame: c.max,
-		Security: sec,
-		Trace: func(ev ipc.TraceEvent) {
-			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
-		},
-	}
 	dctx := ctx
 	if strings.HasPrefix(t.Address, "ws://") || strings.HasPrefix(t.Address, "wss://") {
 		// A holon session lives as long as the context it was opened with
 		// (it reconnects inside), so it gets the client's, not the call's.
 		dctx = c.ctx
 	}
-	cn, err := c.dial(dctx, t, opts)
+	cn, err := c.dialTarget(dctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -183,44 +163,41 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 		if c.conns[t.ID] == cn {
 			delete(c.conns, t.ID)
 		}
-		onPurpose := c.dropping[cn]
-		delete(c.dropping, cn)
 		c.mu.Unlock()
-		if onPurpose {
-			return
-		}
 		note := Event{Time: time.Now(), Source: src, TargetKey: t.ID, Kind: EvNote, Name: "connection closed"}
 		if err := cn.Err(); err != nil {
 			note.Data = []byte(err.Error())
 		}
-		// The model frees the target's listening place on this note: it
-		// must arrive even when a flood has filled the feed.
 		c.feed.pushWait(c.ctx, note)
 	}()
 	return cn, nil
 }
 
-// watchStream reads an events source (the biomeOS API's server-sent
-// events) into the feed until ctx ends or the source gives up.
-func (c *client) watchStream(ctx context.Context, t *discovery.Target, src events.Source) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
+// dialTarget opens a new connection to t (not kept: conn keeps the ones
+// calls use) that traces every frame into the trace pane, and then into
+// trace when it is not nil.
+func (c *client) dialTarget(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+	src := t.Name
+	sec := c.sec
+	sec.RequireBTSP = sec.RequireBTSP || t.BTSP()
+	// The same decision as the CLI's and the prober's, made here at every
+	// dial: a call or a listen made before the target's probe has finished
+	// (or when it failed) sends nothing in cleartext to a family-scoped name.
+	if ep, err := ipc.ParseEndpoint(t.Address); err == nil {
+		sec.FamilyScoped = sec.FamilyScoped || c.scope.Scoped(ep, t.Family, sec.Family)
 	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
-		err := src.Run(ctx, func(e events.Event) { c.feed.push(eventFromStream(t.ID, e)) })
-		note := Event{Time: time.Now(), Source: t.Name, TargetKey: t.ID, Kind: EvNote, Name: "connection closed"}
-		if err != nil {
-			note.Data = []byte(err.Error())
-		}
-		if ctx.Err() == nil {
-			c.feed.pushWait(ctx, note) // it frees the listening place: never dropped
-		}
-	}()
+	opts := ipc.Options{
+		Endpoint: t.Address,
+		MaxFrame: c.max,
+		Security: sec,
+		Trace: func(ev ipc.TraceEvent) {
+			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
+			if trace != nil {
+				trace(ev)
+			}
+		},
+	}
+	return c.dial(ctx, t, opts)
 }
 
 // send makes one call on t.
@@ -241,41 +218,6 @@ func (c *client) reply(ctx context.Context, key string, id json.RawMessage, resu
 		return fmt.Errorf("reply: the connection that asked is closed")
 	}
 	return cn.Reply(ctx, id, result, rpcErr)
-}
-
-// drop closes the connection to key, if there is one, without reporting
-// its end (the TUI stopped listening to it). New calls to key dial afresh
-// at once; calls already in flight on it are given up to grace (the call
-// timeout) to finish before it closes.
-func (c *client) drop(key string, grace time.Duration) {
-	c.mu.Lock()
-	cn := c.conns[key]
-	if cn != nil {
-		delete(c.conns, key)
-		c.dropping[cn] = true
-	}
-	c.mu.Unlock()
-	if cn == nil {
-		return
-	}
-	deadline := time.NewTimer(grace)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for cn.InFlight() > 0 {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			cn.Close()
-			return
-		case <-cn.Done():
-			return
-		case <-c.ctx.Done():
-			cn.Close()
-			return
-		}
-	}
-	cn.Close()
 }
 
 // close closes every connection and waits for their readers.

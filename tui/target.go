@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
@@ -252,6 +253,9 @@ type Event struct {
 	SessionID, Pool string
 	Latency         time.Duration // heartbeats
 	Answered        bool
+	// reply answers a request on the connection it came on (nil: the
+	// client's connection to TargetKey).
+	reply replyFunc
 }
 
 // TraceFrame is one frame of the trace pane.
@@ -274,8 +278,8 @@ func boundedCopy(p []byte) []byte {
 	return append([]byte(nil), p...)
 }
 
-// eventFromStream turns an events-package event (server-sent events of the
-// biomeOS API, liveness, registry changes) into a tail line.
+// eventFromStream turns what a heard target's source (or the biomeOS API's
+// stream) reported into a tail line.
 func eventFromStream(key string, e events.Event) Event {
 	ev := Event{Time: e.Time, Source: e.Source, TargetKey: key, Name: e.Name, Data: boundedCopy(e.Payload)}
 	if ev.Time.IsZero() {
@@ -285,21 +289,61 @@ func eventFromStream(key string, e events.Event) Event {
 	case events.KindNotification:
 		ev.Kind = EvNotification
 	case events.KindRequest:
-		ev.Kind = EvRequest
+		// {"id", "params"}, and how it was answered when it was (below the
+		// connection: heartbeats).
+		var p struct {
+			ID       json.RawMessage `json:"id"`
+			Params   json.RawMessage `json:"params"`
+			Answered json.RawMessage `json:"answered"`
+			Error    json.RawMessage `json:"answered_error"`
+		}
+		_ = json.Unmarshal(e.Payload, &p)
+		ev.Kind, ev.ID, ev.Data = EvRequest, p.ID, boundedCopy(p.Params)
+		ev.Answered = p.Answered != nil || p.Error != nil
 	case events.KindLiveness:
 		ev.Kind = EvHeartbeat
-	case events.KindNote, events.KindDropped:
-		ev.Kind = EvNote
+	case events.KindDropped:
+		var d struct{ Dropped uint64 }
+		_ = json.Unmarshal(e.Payload, &d)
+		ev.Kind, ev.Name, ev.Data = EvNote, fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d.Dropped), nil
+	case events.KindNote:
+		var n struct {
+			Message string          `json:"message"`
+			Warning string          `json:"warning"`
+			Frame   json.RawMessage `json:"frame"`
+		}
+		_ = json.Unmarshal(e.Payload, &n)
+		switch {
+		case n.Warning != "":
+			// A message the connection could not read.
+			ev.Kind, ev.Name, ev.Data = EvInvalid, e.Name+": "+n.Warning, frameBytes(n.Frame)
+		default:
+			ev.Kind, ev.Name, ev.Data = EvNote, e.Name, []byte(n.Message)
+			if ev.Name == "" {
+				ev.Name = n.Message
+				ev.Data = nil
+			}
+		}
 	default: // event, sse, registry
 		ev.Kind = EvEvent
 	}
-	if isHeartbeatName(e.Name) {
+	if isHeartbeatName(e.Name) && ev.Kind != EvRequest {
 		ev.Kind = EvHeartbeat
 	}
 	if ev.Name == "" {
 		ev.Name = e.Kind
 	}
 	return ev
+}
+
+// frameBytes is a frame the events package kept as a JSON string (it was
+// not JSON) or as JSON.
+func frameBytes(f json.RawMessage) []byte {
+	var s string
+	if json.Unmarshal(f, &s) == nil {
+		return boundedCopy([]byte(s))
+	}
+	return boundedCopy(f)
 }
 
 // eventFromMessage turns a pushed message into a tail line.

@@ -110,6 +110,7 @@ func testModel(t *testing.T, cfg Config) (*model, context.CancelFunc) {
 	m.manualFeed = true
 	t.Cleanup(func() {
 		cancel()
+		m.listen.close()
 		m.pc.client.close()
 	})
 	m.update(tea.WindowSizeMsg{Width: 160, Height: 48})

@@ -57,6 +57,9 @@ type TargetSource struct {
 	// Pool routes liveness polls on a stdio Bus with several pools (which
 	// drops messages without one).
 	Pool string
+
+	mu   sync.Mutex
+	conn *ipc.Conn // the connection being served, for Reply
 }
 
 // Name is the source's name.
@@ -70,6 +73,19 @@ func DefaultAnswer(m *ipc.Message) (json.RawMessage, *ipc.RPCError) {
 		return json.RawMessage(`{"name":"primalscope","role":"observer"}`), nil
 	}
 	return nil, &ipc.RPCError{Code: -32601, Message: "method not found: primalscope tail only watches"}
+}
+
+// Reply answers a request the peer sent (an event of KindRequest its
+// Answer left unanswered) on the connection it came on; it fails when that
+// connection is gone.
+func (t *TargetSource) Reply(ctx context.Context, id, result json.RawMessage, rpcErr *ipc.RPCError) error {
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c == nil {
+		return errors.New("reply: the connection that asked is closed")
+	}
+	return c.Reply(ctx, id, result, rpcErr)
 }
 
 // Run watches the target until ctx ends.
@@ -119,7 +135,13 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	t.mu.Lock()
+	t.conn = c
+	t.mu.Unlock()
 	defer func() {
+		t.mu.Lock()
+		t.conn = nil
+		t.mu.Unlock()
 		c.Close() // ends Incoming, so the reader below returns
 		wg.Wait()
 	}()
