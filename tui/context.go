@@ -37,6 +37,10 @@ type programContext struct {
 	// one the caps pane and the composer work on.
 	targets map[string]*target
 	current string
+	// gone is the current target after it left discovery: it keeps its
+	// place in the caps pane and the composer, shown as gone, until the
+	// user picks another (or it comes back).
+	gone *target
 
 	status    string
 	statusErr bool
@@ -51,8 +55,16 @@ type programContext struct {
 	do func(tea.Msg) tea.Cmd
 }
 
-// target returns the current target, or nil.
-func (pc *programContext) target() *target { return pc.targets[pc.current] }
+// target returns the current target (perhaps gone), or nil.
+func (pc *programContext) target() *target {
+	if t := pc.targets[pc.current]; t != nil {
+		return t
+	}
+	if pc.gone != nil && pc.gone.ID == pc.current {
+		return pc.gone
+	}
+	return nil
+}
 
 // nextSeq numbers something new for the response viewer.
 func (pc *programContext) nextSeq() int {

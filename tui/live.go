@@ -51,8 +51,14 @@ func (m *model) absorb(items []any) tea.Cmd {
 			d := x.Target
 			switch x.Kind {
 			case discovery.Removed:
-				if _, had := pc.targets[d.ID]; had {
+				if old, had := pc.targets[d.ID]; had {
 					left = append(left, d.Name)
+					if d.ID == pc.current {
+						// The user was working on it: it keeps its place.
+						g := *old
+						g.gone = true
+						pc.gone = &g
+					}
 				}
 				delete(pc.targets, d.ID)
 				// Stop listening to it: its place goes to a listed target.
@@ -62,7 +68,13 @@ func (m *model) absorb(items []any) tea.Cmd {
 				if x.Kind == discovery.Added && !had {
 					appeared = append(appeared, d.Name)
 				}
+				if old == nil && pc.gone != nil && pc.gone.ID == d.ID {
+					old = pc.gone
+				}
 				pc.targets[d.ID] = newTarget(d, old)
+				if pc.gone != nil && pc.gone.ID == d.ID {
+					pc.gone = nil // it came back
+				}
 			}
 		case Event:
 			m.rate.count(pc.now())
@@ -88,7 +100,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 	if changed {
 		m.listen.dirty = true
 		cmds = append(cmds, m.broadcast(targetsMsg{}))
-		if pc.current == "" || pc.targets[pc.current] == nil {
+		if pc.target() == nil { // none yet (a target that left stays current)
 			if k := m.list().selectedKey(); k != "" {
 				cmds = append(cmds, m.selectTarget(k))
 			}
@@ -135,7 +147,7 @@ func (m *model) selectTarget(key string) tea.Cmd {
 	if key == "" || key == m.pc.current {
 		return nil
 	}
-	m.pc.current = key
+	m.pc.current, m.pc.gone = key, nil
 	m.listen.dirty = true
 	cmd := m.broadcast(currentMsg{changed: true})
 	if t := m.pc.target(); t != nil && t.BTSP() && t.caps() == nil && m.pc.cfg.CanBTSP && !m.described[key] {

@@ -504,6 +504,11 @@ func capsTitle(st *styles, t *target) (string, string) {
 		}
 	}
 	var right []string
+	if t.gone {
+		// Discovery lost it; it stays here until the user picks another.
+		parts = append(parts, "gone")
+		right = append(right, st.Err.Render("✕ gone"))
+	}
 	if weak != "" {
 		// The title (which says the word) is drawn in the title's style:
 		// the styled marker is here.

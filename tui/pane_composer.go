@@ -500,7 +500,10 @@ func (c *composer) body(w int) []string {
 		return st.Dim.Render(s)
 	}
 	tgt := st.Dim.Render("no target")
-	if t != nil {
+	switch {
+	case t != nil && t.gone:
+		tgt = st.Err.Render("✕") + " " + st.Accent.Render(render.Sanitize(t.Name)) + st.Err.Render(" gone")
+	case t != nil:
 		tgt = healthDot(st, t.health()) + " " + st.Accent.Render(render.Sanitize(t.Name))
 	}
 	var l1 string

@@ -29,6 +29,8 @@ type target struct {
 	// is read as server-sent events.
 	stream    events.Spec
 	hasStream bool
+	// gone marks the current target after discovery lost it.
+	gone bool
 }
 
 // learnt is what describing a target through the TUI's own connection
