@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -173,9 +175,15 @@ func Audit(t *Target, opts AuditOptions) *Report {
 		add(2, "l2.callable", `Every entry in "methods" is callable`, Skip, "not verified: --call-all calls every method (may have side effects)")
 	default:
 		r.CalledAll = true
-		var bad []string
+		var bad, unproven []string
 		for _, m := range c.Methods {
 			cr, ok := opts.Calls[m]
+			if ok && cr.Refused() != "" {
+				// The peer said it did not process the call: that proves
+				// nothing about the method, either way.
+				unproven = append(unproven, m+" ("+cr.Refused()+")")
+				continue
+			}
 			if !ok || !cr.Implemented() {
 				why := "not called"
 				if ok {
@@ -187,9 +195,13 @@ func Audit(t *Target, opts AuditOptions) *Report {
 				bad = append(bad, m+" ("+why+")")
 			}
 		}
-		if len(bad) == 0 {
+		switch {
+		case len(bad) == 0 && len(unproven) > 0:
+			add(2, "l2.callable", `Every entry in "methods" is callable`, Skip,
+				fmt.Sprintf("not proven: the peer refused %d call(s) unprocessed: %s", len(unproven), listWhy(unproven)))
+		case len(bad) == 0:
 			add(2, "l2.callable", `Every entry in "methods" is callable`, Pass, fmt.Sprintf("%d methods called", len(c.Methods)))
-		} else {
+		default:
 			add(2, "l2.callable", `Every entry in "methods" is callable`, Fail, listWhy(bad))
 		}
 	}
@@ -270,18 +282,18 @@ func Audit(t *Target, opts AuditOptions) *Report {
 		if ValidPrimalName(c.Primal) {
 			add(0, "primal_name", "Primal name is canonical (lowercase, no spaces)", Pass, "")
 		} else {
-			add(0, "primal_name", "Primal name is canonical (lowercase, no spaces)", Warn, fmt.Sprintf("%q", truncate(c.Primal, 60)))
+			add(0, "primal_name", "Primal name is canonical (lowercase, no spaces)", Warn, fmt.Sprintf("%q", human.Clip(c.Primal, 60)))
 		}
 		if id != nil && id.Primal != "" && id.Primal != c.Primal {
 			add(0, "identity_match", "identity.get and capabilities.list name the same primal", Warn,
-				fmt.Sprintf("%q vs %q", truncate(id.Primal, 60), truncate(c.Primal, 60)))
+				fmt.Sprintf("%q vs %q", human.Clip(id.Primal, 60), human.Clip(c.Primal, 60)))
 		}
 	}
 	auditBTSP(t, add)
 	if c != nil {
 		switch c.Signature.State {
 		case capability.Verified:
-			add(0, "signature", "signed_announcement verifies", Pass, "key "+truncate(c.Signature.PublicKey, 16))
+			add(0, "signature", "signed_announcement verifies", Pass, "key "+human.Clip(c.Signature.PublicKey, 16))
 		case capability.Invalid:
 			add(0, "signature", "signed_announcement verifies", Fail, c.Signature.Reason)
 		default:
@@ -320,7 +332,7 @@ func auditBTSP(t *Target, add func(int, string, string, Result, string)) {
 	if p != nil && p.State == StateLocked {
 		if p.BTSPRejection != nil && (p.BTSPRejection.Code == -32600 || p.BTSPRejection.Code == -32000) {
 			add(0, "btsp_rejection", "Non-BTSP connection answered with a JSON-RPC error before the drop", Pass,
-				fmt.Sprintf("%d %s", p.BTSPRejection.Code, truncate(p.BTSPRejection.Message, 60)))
+				fmt.Sprintf("%d %s", p.BTSPRejection.Code, human.Clip(p.BTSPRejection.Message, 60)))
 		} else {
 			add(0, "btsp_rejection", "Non-BTSP connection answered with a JSON-RPC error before the drop", Warn, "no rejection error object")
 		}
@@ -364,16 +376,14 @@ func listWhy(items []string) string {
 }
 
 // CallAll calls every method t advertises with empty params, to prove each
-// is callable. Methods can have side effects: only do this when the user
-// asked for it. Calls run a few at a time over one connection, each bounded
-// by timeout. sec is how to speak to t (the prober's); a family-scoped
-// target (see FamilyScoped) gets nothing in cleartext whatever it says.
+// is callable (see CallMethods), over a connection of its own made with
+// sec as the prober makes them: a family-scoped target (see FamilyScoped)
+// gets nothing in cleartext whatever it says. Methods can have side
+// effects: only do this when the user asked for it. The CLI dials through
+// its one dialer (internal/dial) and calls CallMethods itself.
 func CallAll(ctx context.Context, t *Target, timeout time.Duration, sec ipc.Security) (map[string]CallResult, error) {
 	if t.Probe == nil || t.Probe.Capabilities == nil {
 		return nil, fmt.Errorf("%s: no capabilities to call", t.Name)
-	}
-	if timeout <= 0 {
-		timeout = DefaultStaleTimeout
 	}
 	wire := ipc.WireJSONRPC
 	if t.Wire() == "lean" {
@@ -385,35 +395,77 @@ func CallAll(ctx context.Context, t *Target, timeout time.Duration, sec ipc.Secu
 		return nil, fmt.Errorf("call-all %s: %w", t.Name, err)
 	}
 	defer c.Close()
+	return CallMethods(ctx, c, t.Probe.Capabilities.Methods, t.Pool, timeout), nil
+}
+
+// learnFirst are methods without side effects, one of which CallMethods
+// sends alone first when the target advertises it.
+var learnFirst = []string{"health.liveness", "identity.get", "capabilities.list", "health.check", "health.readiness"}
+
+// CallMethods calls each method with empty params over c (routed to pool
+// on a stdio Bus), each bounded by timeout, and says how each answered.
+// One call goes alone first (a harmless one when advertised): its answer
+// settles how the connection speaks (the riboCipher prefix learned from a
+// -32002, or a BTSP demand, the peer proving it processed nothing), so the
+// rest, sent a few at a time, go out the way the peer wants. A call the
+// peer refuses unprocessed is marked so (CallResult.Refused): it proves
+// neither that the method exists nor that it does not. No request is
+// sent twice except by the connection itself, on such proof.
+func CallMethods(ctx context.Context, c *ipc.Conn, methods []string, pool string, timeout time.Duration) map[string]CallResult {
+	if timeout <= 0 {
+		timeout = DefaultStaleTimeout
+	}
 	out := map[string]CallResult{}
 	var mu sync.Mutex
+	call := func(m string) {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		start := time.Now()
+		resp, err := c.Send(cctx, ipc.Request{Method: m, Params: json.RawMessage("{}"), Pool: pool})
+		cr := CallResult{Latency: time.Since(start)}
+		switch {
+		case resp != nil && resp.Error != nil:
+			cr.Code, cr.Message = resp.Error.Code, human.Clip(resp.Error.Message, 256)
+		case err != nil:
+			cr.Err = describeCallErr(err)
+		default:
+			cr.OK = true
+		}
+		mu.Lock()
+		out[m] = cr
+		mu.Unlock()
+	}
+	first := -1
+	for _, l := range learnFirst {
+		if i := slices.Index(methods, l); i >= 0 {
+			first = i
+			break
+		}
+	}
+	if first < 0 && len(methods) > 0 {
+		first = 0
+	}
+	if first >= 0 {
+		call(methods[first])
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4)
-	for _, m := range t.Probe.Capabilities.Methods {
+	for i, m := range methods {
+		if i == first {
+			continue
+		}
+		if _, dup := out[m]; dup {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(m string) {
 			defer func() { <-sem; wg.Done() }()
-			cctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			start := time.Now()
-			resp, err := c.Send(cctx, ipc.Request{Method: m, Params: json.RawMessage("{}"), Pool: t.Pool})
-			cr := CallResult{Latency: time.Since(start)}
-			switch {
-			case resp != nil && resp.Error != nil:
-				cr.Code, cr.Message = resp.Error.Code, truncate(resp.Error.Message, 256)
-			case err != nil:
-				cr.Err = describeCallErr(err)
-			default:
-				cr.OK = true
-			}
-			mu.Lock()
-			out[m] = cr
-			mu.Unlock()
+			call(m)
 		}(m)
 	}
 	wg.Wait()
-	return out, nil
+	return out
 }
 
 // Need is one consumed capability and who provides it.

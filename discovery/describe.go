@@ -29,6 +29,12 @@ type Description struct {
 // others still run, except that a transport failure or a BTSP demand ends the
 // description and is returned.
 func Describe(ctx context.Context, c *ipc.Conn) (*Description, error) {
+	return DescribePool(ctx, c, "")
+}
+
+// DescribePool is Describe for a stdio Bus pool: every call carries pool
+// (a bus drops a message without one). An empty pool is Describe.
+func DescribePool(ctx context.Context, c *ipc.Conn, pool string) (*Description, error) {
 	d := &Description{Errors: map[string]string{}}
 	fatal := func(err error) bool {
 		var ce *ipc.ClosedError
@@ -37,7 +43,7 @@ func Describe(ctx context.Context, c *ipc.Conn) (*Description, error) {
 		return errors.As(err, &ce) || errors.As(err, &be) || errors.As(err, &te) || ctx.Err() != nil
 	}
 
-	resp, err := c.Call(ctx, "health.liveness", nil)
+	resp, err := c.Send(ctx, ipc.Request{Method: "health.liveness", Pool: pool})
 	switch {
 	case err == nil:
 		h := capability.ParseLiveness(resp.Result)
@@ -49,7 +55,7 @@ func Describe(ctx context.Context, c *ipc.Conn) (*Description, error) {
 		d.Errors["health"] = err.Error()
 	}
 
-	res, method, err := callFallback(ctx, c, capability.MethodIdentityGet, capability.MethodIdentity)
+	res, method, err := callFallback(ctx, c, pool, capability.MethodIdentityGet, capability.MethodIdentity)
 	switch {
 	case err == nil:
 		id, perr := capability.ParseIdentity(res)
@@ -65,7 +71,7 @@ func Describe(ctx context.Context, c *ipc.Conn) (*Description, error) {
 		d.Errors["identity"] = err.Error()
 	}
 
-	res, method, err = callFallback(ctx, c, "capabilities.list", "capability.list")
+	res, method, err = callFallback(ctx, c, pool, "capabilities.list", "capability.list")
 	switch {
 	case err == nil:
 		caps, perr := capability.Parse(res)
@@ -88,8 +94,8 @@ func Describe(ctx context.Context, c *ipc.Conn) (*Description, error) {
 }
 
 // callFallback calls first, and second when the peer says first is not a method.
-func callFallback(ctx context.Context, c *ipc.Conn, first, second string) (json.RawMessage, string, error) {
-	resp, err := c.Call(ctx, first, nil)
+func callFallback(ctx context.Context, c *ipc.Conn, pool, first, second string) (json.RawMessage, string, error) {
+	resp, err := c.Send(ctx, ipc.Request{Method: first, Pool: pool})
 	if err == nil {
 		return resp.Result, first, nil
 	}
@@ -97,7 +103,7 @@ func callFallback(ctx context.Context, c *ipc.Conn, first, second string) (json.
 	if !errors.As(err, &re) || (re.Code != -32601 && re.Code != 12) {
 		return nil, first, err
 	}
-	resp, err2 := c.Call(ctx, second, nil)
+	resp, err2 := c.Send(ctx, ipc.Request{Method: second, Pool: pool})
 	if err2 != nil {
 		return nil, second, err
 	}

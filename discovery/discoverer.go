@@ -7,9 +7,12 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -144,8 +147,8 @@ func (d *Discoverer) runRegistries(ctx context.Context, srcs []Source, addErr fu
 }
 
 type retryState struct {
-	next    time.Time
-	backoff time.Duration
+	next time.Time
+	wait backoff.Backoff
 }
 
 // New returns a Discoverer.
@@ -193,15 +196,15 @@ func (d *Discoverer) Dirs() []string {
 // the socket directories, the manifests directory and the runtime directory
 // (for lean daemons), those that exist.
 func (d *Discoverer) WatchPaths() []string {
-	paths := d.Dirs()
+	dirs := d.Dirs()
 	var more []string
-	for _, dir := range paths {
+	for _, dir := range dirs {
 		more = append(more, filepath.Join(dir, "manifests"))
 	}
-	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+	if rt := paths.RuntimeDir(d.opts.Getenv); rt != "" {
 		more = append(more, filepath.Join(rt, "ecoPrimals"), filepath.Join(rt, "ecoPrimals", "manifests"), rt)
 	}
-	return dedupe(append(paths, existing(more)...))
+	return dedupe(append(dirs, existing(more)...))
 }
 
 // DefaultSources returns the local sources a sweep runs: socket
@@ -218,7 +221,7 @@ func (d *Discoverer) DefaultSources() []Source {
 	dirs := d.Dirs()
 	m := NewFamilyMatcher(known, d.opts.Family)
 	sockDirs := dirs
-	if rt := d.opts.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+	if rt := paths.RuntimeDir(d.opts.Getenv); rt != "" {
 		// Songbird's other home: $XDG_RUNTIME_DIR/ecoPrimals/discovery(-<family>).sock.
 		sockDirs = dedupe(append(append([]string(nil), dirs...), existing([]string{filepath.Join(rt, "ecoPrimals")})...))
 	}
@@ -226,7 +229,7 @@ func (d *Discoverer) DefaultSources() []Source {
 		&SocketDirSource{Dirs: sockDirs, Matcher: m},
 		&EnvSource{Environ: d.opts.Environ, Matcher: m},
 	}
-	rt := d.opts.Getenv("XDG_RUNTIME_DIR")
+	rt := paths.RuntimeDir(d.opts.Getenv)
 	var regFiles, manDirs, leanRoots []string
 	if rt != "" {
 		manDirs = append(manDirs, filepath.Join(rt, "ecoPrimals", "manifests"))
@@ -259,10 +262,31 @@ func (d *Discoverer) DefaultSources() []Source {
 // then are unknown ("not probed yet"), or keep what the last sweep of
 // this Discoverer judged.
 func (d *Discoverer) Sweep(ctx context.Context, onProbe func(*Target)) (*Snapshot, error) {
-	return d.sweep(ctx, false, onProbe)
+	return d.sweep(ctx, false, false, onProbe)
 }
 
-func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Target)) (*Snapshot, error) {
+// SweepUntilJudged is Sweep for a one-shot listing that prints as soon as
+// every target is judged: once every source has been read and every other
+// probe has ended, a target that accepted a connection but has not
+// answered health.liveness for far longer than the others took (eight
+// times the slowest judged probe, at least 300 ms, at most the stale
+// timeout) is judged stale without waiting for its own deadline, with
+// Probe.CutOff set and Err saying so. A target this process may have been
+// too slow to hear (see Sweep) still gets its whole deadline.
+func (d *Discoverer) SweepUntilJudged(ctx context.Context, onProbe func(*Target)) (*Snapshot, error) {
+	return d.sweep(ctx, false, true, onProbe)
+}
+
+// Patience bounds how long SweepUntilJudged waits for a silent target
+// once every other target has been judged: PatienceFactor times the
+// slowest judged probe, at least MinPatience (and at most the stale
+// timeout).
+const (
+	MinPatience    = 300 * time.Millisecond
+	PatienceFactor = 8
+)
+
+func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, onProbe func(*Target)) (*Snapshot, error) {
 	d.sweepMu.Lock()
 	defer d.sweepMu.Unlock()
 	start := time.Now()
@@ -288,6 +312,9 @@ func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Targ
 	found := runSources(sctx, d.DefaultSources(), addErr)
 
 	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: onProbe, probes: map[string]*Probe{}}
+	if untilJudged {
+		p.cut = newCutSignal()
+	}
 	targets := merge(found)
 	p.start(targets)
 
@@ -301,6 +328,13 @@ func (d *Discoverer) sweep(ctx context.Context, backoff bool, onProbe func(*Targ
 				p.start(targets) // probes only the new ones
 			}
 		}
+	}
+	if p.cut != nil {
+		// Every probe has started: watch for the moment when only silent
+		// targets are left.
+		stop := make(chan struct{})
+		defer close(stop)
+		go p.patience(ctx, stop, start, stale)
 	}
 	p.wait()
 
@@ -369,6 +403,13 @@ type probeRun struct {
 	probes map[string]*Probe
 	stale  []probeJob // first probes that found their target stale
 	wg     sync.WaitGroup
+
+	// cut, for SweepUntilJudged, ends the waits of silent targets once
+	// every other probe has ended.
+	cut      *cutSignal
+	pending  atomic.Int64 // first probes running
+	lastDone atomic.Int64 // UnixNano when a probe last ended
+	slowest  atomic.Int64 // the longest judged probe (a verdict before its deadline)
 }
 
 func (p *probeRun) start(targets []*Target) {
@@ -399,13 +440,30 @@ type probeJob struct {
 	spec  ProbeSpec
 	carry *Probe // the last sweep's probe, if any
 	stale Probe  // a verdict with a timeout, while wait decides whether to believe it
+	// second: a second look at a stale verdict in doubt.
+	second bool
 }
 
 func (p *probeRun) run(j probeJob) {
 	p.wg.Add(1)
+	first := j.spec.cut == nil && !j.second
+	if first && p.cut != nil {
+		j.spec.cut = p.cut
+		p.pending.Add(1)
+	}
 	go func() {
 		defer p.wg.Done()
+		began := time.Now()
 		r := p.d.prober.Probe(p.ctx, j.spec)
+		if first && p.cut != nil {
+			if !r.CutOff && r.State != StateStale && !r.Incomplete {
+				took := int64(time.Since(began))
+				for old := p.slowest.Load(); took > old && !p.slowest.CompareAndSwap(old, took); old = p.slowest.Load() {
+				}
+			}
+			p.lastDone.Store(time.Now().UnixNano())
+			p.pending.Add(-1)
+		}
 		if r.State == StateStale || r.State == StateLive && r.Full && r.timedOut() {
 			// Decided in wait, once the others are done.
 			j.stale = r
@@ -416,6 +474,36 @@ func (p *probeRun) run(j probeJob) {
 		}
 		p.publish(j, r)
 	}()
+}
+
+// patience fires p.cut when the probes still running are the silent
+// ones: none has ended for PatienceFactor times the slowest judged probe
+// (at least MinPatience, at most stale) since the last one ended (or since
+// the sweep began). It returns when stop is closed or ctx ends.
+func (p *probeRun) patience(ctx context.Context, stop <-chan struct{}, began time.Time, stale time.Duration) {
+	tick := time.NewTicker(MinPatience / 10)
+	defer tick.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if p.pending.Load() == 0 {
+			continue
+		}
+		wait := min(max(PatienceFactor*time.Duration(p.slowest.Load()), MinPatience), stale)
+		last := began
+		if n := p.lastDone.Load(); n != 0 {
+			last = time.Unix(0, n)
+		}
+		if time.Since(last) >= wait {
+			p.cut.fire(wait)
+			return
+		}
+	}
 }
 
 // publish records the probe of a target (and tells onProbe).
@@ -476,6 +564,8 @@ func (p *probeRun) wait() {
 			return
 		}
 		for _, j := range again {
+			// A second look gets its whole deadline.
+			j.spec.cut, j.second = nil, true
 			p.run(j)
 		}
 		p.wg.Wait()
@@ -589,15 +679,8 @@ func (d *Discoverer) noteRetry(t *Target, base, max time.Duration) {
 	if time.Now().Before(r.next) {
 		return // skipped this time; keep the schedule
 	}
-	if r.backoff == 0 {
-		r.backoff = base
-	} else {
-		r.backoff *= 2
-		if r.backoff > max {
-			r.backoff = max
-		}
-	}
-	r.next = time.Now().Add(r.backoff)
+	r.wait.Min, r.wait.Max = base, max
+	r.next = time.Now().Add(r.wait.Next())
 	d.retry[t.ID] = r
 }
 

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -135,7 +136,7 @@ func endpointFrom(v any) (ipc.Endpoint, error) {
 		}
 		ep, err := ipc.ParseEndpoint(s)
 		if err != nil {
-			return ipc.Endpoint{}, fmt.Errorf("%w: %q", ErrNoEndpoint, truncate(s, 80))
+			return ipc.Endpoint{}, fmt.Errorf("%w: %q", ErrNoEndpoint, human.Clip(s, 80))
 		}
 		if ep.Transport == ipc.Stdio {
 			return ipc.Endpoint{}, fmt.Errorf("%w: a command is not accepted from a registry", ErrNoEndpoint)
@@ -147,7 +148,7 @@ func endpointFrom(v any) (ipc.Endpoint, error) {
 		case "uds", "unix", "":
 			if p := str(x, "path", "socket", "socket_path"); p != "" {
 				if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "unix://") && !strings.HasPrefix(p, "@") {
-					return ipc.Endpoint{}, fmt.Errorf("%w: relative path %q", ErrNoEndpoint, truncate(p, 80))
+					return ipc.Endpoint{}, fmt.Errorf("%w: relative path %q", ErrNoEndpoint, human.Clip(p, 80))
 				}
 				return endpointFrom(p)
 			}
@@ -183,13 +184,6 @@ func tcpFrom(host string, port any) (ipc.Endpoint, error) {
 		return ipc.Endpoint{}, fmt.Errorf("%w: bad host", ErrNoEndpoint)
 	}
 	return ipc.Endpoint{Transport: ipc.TCP, Address: net.JoinHostPort(host, strconv.FormatInt(p, 10))}, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }
 
 // ParseManifest reads a primal manifest ({"socket_path": ..., "primal"?,

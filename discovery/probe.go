@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
@@ -121,7 +122,23 @@ type CallResult struct {
 // Implemented reports whether the method exists: it answered with a result
 // or with an error other than "method not found".
 func (c CallResult) Implemented() bool {
-	return c.OK || (c.Err == "" && !isMethodNotFound(c.Code, c.Message))
+	return c.OK || (c.Err == "" && c.Refused() == "" && !isMethodNotFound(c.Code, c.Message))
+}
+
+// Refused says why the peer answered that it did not process the call
+// ("riboCipher prefix required (-32002)", "BTSP handshake required"), or
+// "" when it did not say so: such an answer proves neither that the
+// method exists nor that it does not.
+func (c CallResult) Refused() string {
+	switch {
+	case c.OK || c.Err != "":
+		return ""
+	case c.Code == -32002:
+		return "riboCipher prefix required (-32002)"
+	case (&ipc.RPCError{Code: c.Code, Message: c.Message}).IsBTSPRequired():
+		return "BTSP handshake required"
+	}
+	return ""
 }
 
 func isMethodNotFound(code int64, msg string) bool {
@@ -171,6 +188,11 @@ type Probe struct {
 	Cached bool `json:"cached,omitempty"`
 	// Full is true when identity and capabilities were asked too.
 	Full bool `json:"full,omitempty"`
+	// CutOff is true when the target was judged stale before its own
+	// deadline, by a sweep that judges as soon as it can
+	// (SweepUntilJudged): every other target had been judged and it had
+	// been silent far longer than they took. Err says how long.
+	CutOff bool `json:"cut_off,omitempty"`
 	// Incomplete is true when the probe did not run to its own end: the
 	// caller's context ended while it waited for its turn ("not probed
 	// yet") or while it ran ("probe cut short"). Its State is then unknown
@@ -196,6 +218,52 @@ type ProbeSpec struct {
 	// Family is the family id discovery split from the target's name; a
 	// socket named -<Family>.sock is family-scoped (see FamilyScoped).
 	Family string
+	// cut, when set, may end the wait for the liveness answer early (see
+	// SweepUntilJudged).
+	cut *cutSignal
+}
+
+// cutSignal tells the probes of a sweep that every other target has been
+// judged: a liveness answer that has been awaited at least after is not
+// waited for any longer.
+type cutSignal struct {
+	ch    chan struct{}
+	after atomic.Int64 // time.Duration, set before ch is closed
+	once  sync.Once
+}
+
+func newCutSignal() *cutSignal { return &cutSignal{ch: make(chan struct{})} }
+
+// fire closes the signal (once), asking liveness waits of at least after
+// to end.
+func (c *cutSignal) fire(after time.Duration) {
+	c.once.Do(func() {
+		c.after.Store(int64(after))
+		close(c.ch)
+	})
+}
+
+// errCutOff ends a liveness wait cut off by SweepUntilJudged.
+var errCutOff = errors.New("cut off: every other target was judged")
+
+// watch cancels a liveness call started at start once c fires and the call
+// has waited c.after; it returns when ctx ends.
+func (c *cutSignal) watch(ctx context.Context, cancel context.CancelCauseFunc, start time.Time) {
+	select {
+	case <-c.ch:
+	case <-ctx.Done():
+		return
+	}
+	if left := time.Duration(c.after.Load()) - time.Since(start); left > 0 {
+		t := time.NewTimer(left)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+	cancel(errCutOff)
 }
 
 // Prober probes targets: connect within ConnectTimeout, health.liveness
@@ -421,8 +489,8 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	defer cancel()
 	res.Calls = map[string]CallResult{}
 	var mu sync.Mutex
-	call := func(method string) (*ipc.Response, CallResult, error) {
-		resp, cr, garbage, err := callWatching(pctx, conn, method, spec.Pool)
+	callIn := func(ctx context.Context, method string) (*ipc.Response, CallResult, error) {
+		resp, cr, garbage, err := callWatching(ctx, conn, method, spec.Pool)
 		mu.Lock()
 		res.Calls[method] = cr
 		if garbage != "" && res.Err == "" {
@@ -431,8 +499,16 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		mu.Unlock()
 		return resp, cr, err
 	}
+	call := func(method string) (*ipc.Response, CallResult, error) { return callIn(pctx, method) }
 
-	resp, cr, lerr := call("health.liveness")
+	// The liveness answer may be waited for less than the deadline: see
+	// SweepUntilJudged.
+	lctx, lcancel := context.WithCancelCause(pctx)
+	defer lcancel(nil)
+	if spec.cut != nil {
+		go spec.cut.watch(lctx, lcancel, time.Now())
+	}
+	resp, cr, lerr := callIn(lctx, "health.liveness")
 	if resp != nil {
 		p.noteAnswer(time.Since(res.At))
 		res.Latency = cr.Latency // only an answer has a latency
@@ -462,6 +538,12 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 			res.State = StateError
 		case ep.Transport == ipc.Unix && !exists(ep.Path):
 			res.State, res.Err = StateDead, "the socket vanished during the probe"
+		case errors.Is(context.Cause(lctx), errCutOff) && pctx.Err() == nil:
+			// Silent far longer than every other target took: judged
+			// without waiting for its own deadline, and said so.
+			res.State, res.CutOff = StateStale, true
+			res.Err = fmt.Sprintf("no answer to health.liveness within %s (cut off: every other target had been judged; the probe timeout is %s)",
+				time.Duration(spec.cut.after.Load()).Round(time.Millisecond), p.opts.StaleTimeout)
 		case strings.HasPrefix(cr.Err, "timeout") && (errors.Is(context.Cause(pctx), errProbeDeadline) || !time.Now().Before(deadline)):
 			// Its own deadline passed with no answer: only that is stale.
 			// (On a loaded machine the call may see the deadline pass
@@ -676,7 +758,7 @@ func callWatching(ctx context.Context, c *ipc.Conn, method, pool string) (resp *
 	finish := func(o out) (*ipc.Response, CallResult, string, error) {
 		cr := CallResult{Latency: time.Since(start)}
 		if o.resp != nil && o.resp.Error != nil {
-			cr.Code, cr.Message = o.resp.Error.Code, truncate(o.resp.Error.Message, 256)
+			cr.Code, cr.Message = o.resp.Error.Code, human.Clip(o.resp.Error.Message, 256)
 			return o.resp, cr, "", o.err
 		}
 		if o.err != nil {
@@ -700,7 +782,7 @@ func callWatching(ctx context.Context, c *ipc.Conn, method, pool string) (resp *
 				// The answer is not JSON-RPC: do not wait for the deadline.
 				// The call's goroutine ends when the Conn is closed.
 				return nil, CallResult{Err: "garbage answer", Latency: time.Since(start)},
-					"answered with something that is not JSON-RPC: " + truncate(string(m.Raw), 60), errGarbage
+					"answered with something that is not JSON-RPC: " + human.Clip(string(m.Raw), 60), errGarbage
 			}
 		}
 	}
@@ -740,7 +822,7 @@ func topKeys(raw json.RawMessage) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		if len(out) < 256 {
-			out = append(out, truncate(k, 64))
+			out = append(out, human.Clip(k, 64))
 		}
 	}
 	sort.Strings(out)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/ecoPrimals/primalscope/internal/paths"
 )
 
 // SocketDirs lists the socket directories to search, in order: the explicit
@@ -28,7 +30,7 @@ func CandidateSocketDirs(getenv func(string) string, explicit []string) []string
 	if d := getenv("BIOMEOS_SOCKET_DIR"); d != "" {
 		dirs = append(dirs, d)
 	}
-	if rt := getenv("XDG_RUNTIME_DIR"); rt != "" {
+	if rt := paths.RuntimeDir(getenv); rt != "" {
 		dirs = append(dirs, filepath.Join(rt, "biomeos"), filepath.Join(rt, "membrane"))
 	}
 	dirs = append(dirs, "/tmp/biomeos", "/run/membrane")

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -59,7 +60,7 @@ type Peer struct {
 func parseRegistration(m map[string]any) (Registration, bool) {
 	r := Registration{
 		PrimalID:        cleanName(str(m, "primal_id", "primal", "name", "id")),
-		VirtualEndpoint: truncate(str(m, "virtual_endpoint"), 512),
+		VirtualEndpoint: human.Clip(str(m, "virtual_endpoint"), 512),
 		Version:         cleanName(str(m, "version")),
 		Status:          cleanName(str(m, "status", "state")),
 	}
@@ -83,7 +84,7 @@ func parseRegistration(m map[string]any) (Registration, bool) {
 			continue
 		}
 		if s, ok := v.(string); ok && r.Native == "" {
-			r.Native = truncate(s, 512)
+			r.Native = human.Clip(s, 512)
 		}
 		ep, err := endpointFrom(v)
 		if err == nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -102,14 +103,14 @@ func ParseBusConfig(b []byte) ([]BusPool, error) {
 		if !ok || len(out) >= MaxEntries {
 			continue
 		}
-		p := BusPool{ID: cleanName(str(pm, "id", "name")), Command: truncate(str(pm, "command"), 1024)}
+		p := BusPool{ID: cleanName(str(pm, "id", "name")), Command: human.Clip(str(pm, "command"), 1024)}
 		if p.ID == "" {
 			continue
 		}
 		if as, ok := pm["args"].([]any); ok {
 			for _, a := range as {
 				if s, ok := a.(string); ok && len(p.Args) < 64 {
-					p.Args = append(p.Args, truncate(s, 1024))
+					p.Args = append(p.Args, human.Clip(s, 1024))
 				}
 			}
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -200,7 +201,8 @@ func (w *watcher) trigger(reason string) {
 }
 
 func (w *watcher) sweeper(ctx context.Context) {
-	interval := w.opts.Interval
+	// The period between sweeps doubles while nothing changes.
+	pace := backoff.Backoff{Min: w.opts.Interval, Max: w.opts.MaxInterval}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	reason := "start"
@@ -224,19 +226,17 @@ func (w *watcher) sweeper(ctx context.Context) {
 		}
 		w.running.Store(true)
 		w.missed.Store(false)
-		snap, err := w.d.sweep(ctx, !first, nil)
+		snap, err := w.d.sweep(ctx, !first, false, nil)
 		if err != nil && ctx.Err() != nil {
 			return
 		}
 		changed := w.emit(ctx, snap, first)
 		first = false
 		if changed {
-			interval = w.opts.Interval
-		} else if interval *= 2; interval > w.opts.MaxInterval {
-			interval = w.opts.MaxInterval
+			pace.Reset()
 		}
 		w.running.Store(false)
-		wait := interval
+		wait := pace.Next()
 		if w.missed.Load() {
 			// A refresh was dropped while this sweep ran: whatever it
 			// signalled may have happened after the directories were

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -278,4 +279,69 @@ func BenchmarkFoldLarge(b *testing.B) {
 		times = append(times, time.Since(t0))
 	}
 	reportPercentiles(b, times)
+}
+
+// diffDocs returns a document of n records and the same with one record
+// inserted at the front and one changed near the end.
+func diffDocs(n int) (old, new []byte) {
+	var a, b bytes.Buffer
+	a.WriteString(`{"items":[`)
+	b.WriteString(`{"items":[{"id":-1,"name":"inserted","tags":["x"]},`)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			a.WriteByte(',')
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&a, `{"id":%d,"name":"record %d","tags":["a","b"],"score":%d.5}`, i, i, i)
+		score := i
+		if i == n-10 {
+			score++
+		}
+		fmt.Fprintf(&b, `{"id":%d,"name":"record %d","tags":["a","b"],"score":%d.5}`, i, i, score)
+	}
+	a.WriteString(`]}`)
+	b.WriteString(`]}`)
+	return a.Bytes(), b.Bytes()
+}
+
+// BenchmarkDiffLarge: a 100,000-record answer (about 7 MB) replayed with
+// one record inserted at the front and one changed: two changes.
+func BenchmarkDiffLarge(b *testing.B) {
+	old, new := diffDocs(100000)
+	b.SetBytes(int64(len(old) + len(new)))
+	for b.Loop() {
+		ch, err := Diff(old, new)
+		if err != nil || len(ch) != 2 {
+			b.Fatalf("%d changes, %v", len(ch), err)
+		}
+	}
+}
+
+// BenchmarkDiffAlignWorst: the costliest alignment within the bounds: two
+// 10,000-element arrays whose middles differ in maxAlignEdits edits (512
+// elements replaced, every other one of the middle 1,024).
+func BenchmarkDiffAlignWorst(b *testing.B) {
+	var x, y bytes.Buffer
+	x.WriteByte('[')
+	y.WriteByte('[')
+	for i := 0; i < 10000; i++ {
+		if i > 0 {
+			x.WriteByte(',')
+			y.WriteByte(',')
+		}
+		fmt.Fprintf(&x, "%d", i)
+		if i >= 4488 && i < 5512 && i%2 == 0 {
+			fmt.Fprintf(&y, "%d", -i)
+		} else {
+			fmt.Fprintf(&y, "%d", i)
+		}
+	}
+	x.WriteByte(']')
+	y.WriteByte(']')
+	for b.Loop() {
+		ch, err := Diff(x.Bytes(), y.Bytes())
+		if err != nil || len(ch) != 512 || ch[0].Kind != Changed {
+			b.Fatalf("%d changes (%v), %v", len(ch), ch[0], err)
+		}
+	}
 }

@@ -14,16 +14,24 @@ type Outcome string
 const (
 	OutcomeOK        Outcome = "ok"        // the peer answered with a result
 	OutcomeError     Outcome = "error"     // the peer answered with a JSON-RPC error
-	OutcomeTimeout   Outcome = "timeout"   // no answer before the deadline
-	OutcomeClosed    Outcome = "closed"    // the connection broke or could not be made
-	OutcomeRefused   Outcome = "refused"   // refused for security (BTSP, signature)
+	OutcomeTimeout   Outcome = "timeout"   // no answer before the deadline (exit 4)
+	OutcomeClosed    Outcome = "closed"    // the connection broke after it was made (exit 3)
+	OutcomeRefused   Outcome = "refused"   // refused for security: BTSP required, handshake failed, bad signature (exit 5)
 	OutcomeCancelled Outcome = "cancelled" // the user gave up (Ctrl-C, context cancelled)
+	// OutcomeUnreachable: no connection could be made: no socket there, the
+	// connection was refused, no route (exit 3).
+	OutcomeUnreachable Outcome = "unreachable"
 )
+
+// Outcomes lists every outcome, in the order a user meets them.
+func Outcomes() []Outcome {
+	return []Outcome{OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeUnreachable, OutcomeClosed, OutcomeRefused, OutcomeCancelled}
+}
 
 // Valid reports whether o is one of the known outcomes.
 func (o Outcome) Valid() bool {
 	switch o {
-	case OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeClosed, OutcomeRefused, OutcomeCancelled:
+	case OutcomeOK, OutcomeError, OutcomeTimeout, OutcomeClosed, OutcomeRefused, OutcomeCancelled, OutcomeUnreachable:
 		return true
 	}
 	return false

@@ -104,7 +104,7 @@ func CommandLine(e Entry) (string, error) {
 	}
 	for _, a := range args {
 		if hasControl(a) {
-			return "", fmt.Errorf("cannot export %q: it holds control characters", Sanitize(a))
+			return "", fmt.Errorf("cannot export %q: it holds control characters", render.Sanitize(a))
 		}
 	}
 	q := make([]string, len(args))
@@ -127,7 +127,7 @@ func SocatLine(e Entry) (string, error) {
 	}
 	ep, err := ipc.ParseEndpoint(e.Endpoint)
 	if err != nil {
-		return "", fmt.Errorf("%w: endpoint %q: %v", ErrNoRawWire, Sanitize(e.Endpoint), err)
+		return "", fmt.Errorf("%w: endpoint %q: %v", ErrNoRawWire, render.Sanitize(e.Endpoint), err)
 	}
 	var addr string
 	switch ep.Transport {
@@ -141,7 +141,7 @@ func SocatLine(e Entry) (string, error) {
 		return "", fmt.Errorf("%w: %s endpoints are not a plain socket (use the command export)", ErrNoRawWire, ep.Transport)
 	}
 	if strings.ContainsAny(addr, ",!") || hasControl(addr) {
-		return "", fmt.Errorf("%w: socat cannot take the address %q", ErrNoRawWire, Sanitize(addr))
+		return "", fmt.Errorf("%w: socat cannot take the address %q", ErrNoRawWire, render.Sanitize(addr))
 	}
 	line, err := Envelope(e, 1)
 	if err != nil {
@@ -162,5 +162,5 @@ func SocatLine(e Entry) (string, error) {
 func SafeJSON(b []byte) []byte { return render.TerminalJSON(b) }
 
 func hasControl(s string) bool {
-	return Sanitize(s) != s
+	return render.Sanitize(s) != s
 }

@@ -72,6 +72,7 @@ func FuzzDiff(f *testing.F) {
 	f.Add([]byte(`{"n":1}`), []byte(`{"n":1.0e0}`))
 	f.Add([]byte(`{"\u001b[2J":"\u009b"}`), []byte(`null`))
 	f.Add([]byte(``), []byte(`"x"`))
+	f.Add([]byte(`[{"id":1},{"id":2},[3,4]]`), []byte(`[0,{"id":1},{"id":2.0},[4,3],5]`))
 	f.Fuzz(func(t *testing.T, a, b []byte) {
 		ch, err := Diff(a, b)
 		if err != nil {

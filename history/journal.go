@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -58,8 +57,6 @@ const maxRecordFile = 1 << 30
 // staleTmp is the age after which a temporary record file (its writer died
 // before the rename) is removed by a fold.
 const staleTmp = time.Hour
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Journal writes entries as record files for a database. It never opens the
 // database. It is safe for concurrent use by goroutines and processes.
@@ -148,11 +145,10 @@ func (j *Journal) Backlog() (n int, size int64, err error) {
 
 func writeRecord(dir, id string, chunks [][]byte) error {
 	var size int
-	crc := uint32(0)
 	for _, c := range chunks {
 		size += len(c)
-		crc = crc32.Update(crc, crcTable, c)
 	}
+	crc := recordCRC(chunks, size)
 	hdr := make([]byte, recordHeader)
 	copy(hdr, recordMagic)
 	binary.LittleEndian.PutUint32(hdr[4:], crc)
@@ -323,7 +319,7 @@ func decodeRecord(file []byte) (string, Entry, error) {
 	if n := binary.LittleEndian.Uint64(file[8:]); n != uint64(len(body)) {
 		return "", Entry{}, fmt.Errorf("%w: %d bytes of a %d-byte record", errBadRecord, len(body), n)
 	}
-	if crc32.Checksum(body, crcTable) != binary.LittleEndian.Uint32(file[4:]) {
+	if recordCRC([][]byte{body}, len(body)) != binary.LittleEndian.Uint32(file[4:]) {
 		return "", Entry{}, fmt.Errorf("%w: checksum mismatch", errBadRecord)
 	}
 	d := &decoder{b: body}

@@ -17,6 +17,9 @@ import (
 	"unicode/utf8"
 
 	"modernc.org/sqlite"
+
+	"github.com/ecoPrimals/primalscope/internal/backoff"
+	"github.com/ecoPrimals/primalscope/internal/paths"
 )
 
 // Defaults for Options.
@@ -106,19 +109,15 @@ const checkpointEvery = 4 << 20
 
 // DefaultPath returns $XDG_STATE_HOME/primalscope/history.db, or
 // ~/.local/state/primalscope/history.db when XDG_STATE_HOME is unset or not
-// absolute.
+// absolute (paths.HistoryFile).
 func DefaultPath() (string, error) { return DefaultPathEnv(os.Getenv) }
 
 // DefaultPathEnv is DefaultPath reading the environment through getenv.
 func DefaultPathEnv(getenv func(string) string) (string, error) {
-	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "primalscope", "history.db"), nil
+	if p := paths.HistoryFile(getenv); p != "" {
+		return p, nil
 	}
-	home := getenv("HOME")
-	if home == "" {
-		return "", errors.New("history path: neither $XDG_STATE_HOME nor $HOME is set")
-	}
-	return filepath.Join(home, ".local", "state", "primalscope", "history.db"), nil
+	return "", errors.New("history path: neither $XDG_STATE_HOME nor $HOME is set (to an absolute path)")
 }
 
 // Open opens (creating if needed) the history database at path ("" means
@@ -393,23 +392,19 @@ func (w writer) retry(ctx context.Context, f func() error) error {
 		return withBusyRetry(ctx, f)
 	}
 	until := time.Now().Add(w.lockWait)
-	pause := 2 * time.Millisecond
+	pace := backoff.Backoff{Min: 2 * time.Millisecond, Max: 50 * time.Millisecond}
 	for {
 		err := f()
 		if !isBusy(err) {
 			return err
 		}
+		pause := pace.Next()
 		if time.Now().Add(pause).After(until) {
 			return fmt.Errorf("%w (%w)", ErrBusy, err)
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, pause) {
 			return fmt.Errorf("%w (%w)", ErrBusy, ctx.Err())
-		case <-t.C:
 		}
-		pause = min(2*pause, 50*time.Millisecond)
 	}
 }
 
@@ -418,21 +413,14 @@ func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 // withBusyRetry runs f again, with a growing pause, while it fails with
 // SQLITE_BUSY and ctx allows; each try has already waited the busy timeout.
 func withBusyRetry(ctx context.Context, f func() error) error {
-	pause := 5 * time.Millisecond
+	pace := backoff.Backoff{Min: 5 * time.Millisecond, Max: 640 * time.Millisecond}
 	for try := 0; ; try++ {
 		err := f()
 		if err == nil || !isBusy(err) || try >= 20 {
 			return err
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, pace.Next()) {
 			return fmt.Errorf("%w (gave up: %w)", err, ctx.Err())
-		case <-t.C:
-		}
-		if pause < 500*time.Millisecond {
-			pause *= 2
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"sort"
 	"testing"
 	"time"
 
@@ -36,39 +35,19 @@ func BenchmarkRoundTrip(b *testing.B) {
 	c := dial(b, s, ipc.Options{})
 	ctx := context.Background()
 	req := []byte(`{"jsonrpc":"2.0","id":1,"method":"health.liveness"}` + "\n")
-	rawTimes := make([]time.Duration, 0, b.N)
-	connTimes := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		if _, err := raw.Write(req); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := rr.ReadSlice('\n'); err != nil {
-			b.Fatal(err)
-		}
-		t1 := time.Now()
-		if _, err := c.Call(ctx, "health.liveness", nil); err != nil {
-			b.Fatal(err)
-		}
-		t2 := time.Now()
-		rawTimes = append(rawTimes, t1.Sub(t0))
-		connTimes = append(connTimes, t2.Sub(t1))
-	}
-	b.StopTimer()
-	mr, mc := median(rawTimes), median(connTimes)
-	b.ReportMetric(float64(mr.Nanoseconds()), "raw-ns/op")
-	b.ReportMetric(float64(mc.Nanoseconds()), "conn-ns/op")
-	b.ReportMetric(float64(mc)/float64(mr), "conn/raw")
-}
-
-func median(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
+	m := ipctest.Interleaved(b,
+		ipctest.BenchStep{Name: "raw", Run: func() error {
+			if _, err := raw.Write(req); err != nil {
+				return err
+			}
+			_, err := rr.ReadSlice('\n')
+			return err
+		}},
+		ipctest.BenchStep{Name: "conn", Run: func() error {
+			_, err := c.Call(ctx, "health.liveness", nil)
+			return err
+		}})
+	b.ReportMetric(float64(m[1])/float64(m[0]), "conn/raw")
 }
 
 // BenchmarkPipelined measures calls per second on one connection with many

@@ -12,95 +12,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/ipc/holon"
 )
-
-// Wire selects how requests are written. Every wire is read the same way.
-type Wire uint8
-
-const (
-	// WireJSONRPC writes JSON-RPC 2.0 requests with numeric ids (the default).
-	WireJSONRPC Wire = iota
-	// WireLean writes the lean NDJSON wire: no "jsonrpc" field, uint64 ids.
-	WireLean
-	// WireHolon writes Holon-RPC envelopes: "jsonrpc":"2.0" and string ids.
-	WireHolon
-)
-
-func (w Wire) String() string {
-	switch w {
-	case WireLean:
-		return "lean"
-	case WireHolon:
-		return "holon"
-	}
-	return "jsonrpc"
-}
-
-// ParseWire reads a --wire value. "auto" and "" mean WireJSONRPC for writing,
-// which lean daemons also accept.
-func ParseWire(s string) (Wire, error) {
-	switch s {
-	case "", "auto", "jsonrpc":
-		return WireJSONRPC, nil
-	case "lean":
-		return WireLean, nil
-	case "holon":
-		return WireHolon, nil
-	}
-	return 0, fmt.Errorf("unknown wire %q (want auto, jsonrpc, lean or holon)", s)
-}
-
-// Direction says which way a traced frame went.
-type Direction uint8
-
-const (
-	// Out is a frame primalscope sent.
-	Out Direction = iota + 1
-	// In is a frame the peer sent.
-	In
-	// Stderr is a line a stdio peer wrote to its standard error.
-	Stderr
-	// Note is something primalscope observed about the connection (a
-	// protocol warning, a handshake step, the connection ending).
-	Note
-)
-
-func (d Direction) String() string {
-	switch d {
-	case Out:
-		return "out"
-	case In:
-		return "in"
-	case Stderr:
-		return "stderr"
-	case Note:
-		return "note"
-	}
-	return "?"
-}
-
-// MarshalText renders a Direction by name in JSON output.
-func (d Direction) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
-
-// TraceEvent is one frame, both ways, as reported to a trace hook.
-type TraceEvent struct {
-	Time time.Time `json:"time"`
-	Dir  Direction `json:"dir"`
-	// Data is the frame's bytes (never key material). It must not be modified.
-	Data []byte `json:"-"`
-	// Size is the frame's length in bytes.
-	Size int `json:"size"`
-	// Warning names a protocol deviation seen in this frame, if any.
-	Warning string `json:"warning,omitempty"`
-}
-
-// Handler answers a server-initiated request inside the Conn (for example
-// Holon-RPC heartbeats). It runs on the reading goroutine and must be quick.
-// It returns handled=false to let the request reach Incoming instead.
-type Handler func(m *Message) (result json.RawMessage, rpcErr *RPCError, handled bool)
 
 // Options configure a Conn (and, through Dial, its transport).
 type Options struct {
@@ -116,6 +31,9 @@ type Options struct {
 	IncomingBuffer int
 	// Handler answers server-initiated requests automatically; may be nil.
 	Handler Handler
+	// MaxHandlers bounds how many Handler calls run at once (default
+	// DefaultMaxHandlers); the requests beyond it are refused.
+	MaxHandlers int
 	// Endpoint names the peer in errors.
 	Endpoint string
 	// ConnectTimeout bounds establishing the transport (default 2 s).
@@ -123,6 +41,9 @@ type Options struct {
 	// Security says how socket transports handle the riboCipher prefix and
 	// BTSP (see security.go); the zero value is the plain wire.
 	Security Security
+	// Insecure skips TLS certificate verification of wss:// peers (the
+	// CLI's --insecure). Off by default.
+	Insecure bool
 }
 
 // Request is one call or notification with full control over the envelope.
@@ -187,6 +108,15 @@ type Conn struct {
 	wmu         sync.Mutex
 	incoming    chan *Message
 	done        chan struct{}
+
+	// Server-initiated requests run off the reading goroutine: handlers
+	// holds a token per running Handler call, handlerCtx ends with the
+	// connection, and the reading goroutine waits for handlerWG before it
+	// closes Incoming and Done.
+	handlers      chan struct{}
+	handlerCtx    context.Context
+	handlerCancel context.CancelFunc
+	handlerWG     sync.WaitGroup
 }
 
 // NewConn starts a Conn over f. The Conn owns f from now on.
@@ -202,6 +132,9 @@ func NewConn(f Framer, opts Options) *Conn {
 	if opts.IncomingBuffer <= 0 {
 		opts.IncomingBuffer = 1024
 	}
+	if opts.MaxHandlers <= 0 {
+		opts.MaxHandlers = DefaultMaxHandlers
+	}
 	c := &Conn{
 		f:        f,
 		opts:     opts,
@@ -210,6 +143,10 @@ func NewConn(f Framer, opts Options) *Conn {
 		timedOut: newIDRing(4096),
 		incoming: make(chan *Message, opts.IncomingBuffer),
 		done:     make(chan struct{}),
+	}
+	if opts.Handler != nil {
+		c.handlers = make(chan struct{}, opts.MaxHandlers)
+		c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
 	}
 	go c.readLoop()
 	return c
@@ -554,6 +491,10 @@ func (c *Conn) readLoop() {
 			delete(c.pending, id)
 		}
 		c.mu.Unlock()
+		if c.handlerCancel != nil {
+			c.handlerCancel()
+			c.handlerWG.Wait() // a handler may still deliver to Incoming
+		}
 		close(c.incoming)
 		close(c.done)
 	}()
@@ -730,13 +671,8 @@ func (c *Conn) handle(frame []byte) {
 	case KindRequest:
 		c.trace(In, frame, m.Warning)
 		if c.opts.Handler != nil {
-			if res, rerr, ok := c.opts.Handler(m); ok {
-				frame := c.encodeReply(m.ID, res, rerr)
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				_ = c.write(ctx, frame)
-				cancel()
-				return
-			}
+			c.handOff(m)
+			return
 		}
 		c.deliver(m)
 	default:
@@ -778,179 +714,12 @@ func (c *Conn) closedErrLocked(inFlight int) error {
 	return &ClosedError{InFlight: inFlight, Cause: cause}
 }
 
+// cut is a copy of at most n bytes of b, for a message (human.Clip); b
+// may be a large frame, so only what can be kept is converted.
 func cut(b []byte, n int) []byte {
-	if len(b) <= n {
-		return append([]byte(nil), b...)
-	}
-	return append(append([]byte(nil), b[:n]...), "…"...)
-}
-
-func marshalParams(params any) (json.RawMessage, error) {
-	switch p := params.(type) {
-	case nil:
-		return nil, nil
-	case json.RawMessage:
-		return p, nil
-	case []byte:
-		return p, nil
-	}
-	b, err := json.Marshal(params)
-	if err != nil {
-		return nil, fmt.Errorf("encode params: %w", err)
-	}
-	return b, nil
-}
-
-func (c *Conn) encodeRequest(id uint64, req Request) []byte {
-	b := make([]byte, 0, 64+len(req.Method)+len(req.Params))
-	b = append(b, '{')
-	if c.opts.Wire != WireLean {
-		b = append(b, `"jsonrpc":"2.0",`...)
-	}
-	if !req.Notify {
-		b = append(b, `"id":`...)
-		if c.opts.Wire == WireHolon {
-			b = append(b, '"')
-			b = appendUint(b, id)
-			b = append(b, '"')
-		} else {
-			b = appendUint(b, id)
-		}
-		b = append(b, ',')
-	}
-	b = append(b, `"method":`...)
-	b = AppendJSONString(b, req.Method)
-	if req.Params != nil {
-		b = append(b, `,"params":`...)
-		b = appendCompact(b, req.Params)
-	} else if c.opts.Wire == WireHolon {
-		b = append(b, `,"params":{}`...)
-	}
-	if req.SessionID != "" {
-		b = append(b, `,"sessionId":`...)
-		b = AppendJSONString(b, req.SessionID)
-	}
-	if req.Pool != "" {
-		b = append(b, `,"pool":`...)
-		b = AppendJSONString(b, req.Pool)
-	}
-	return append(b, '}')
-}
-
-func (c *Conn) encodeReply(id, res json.RawMessage, rpcErr *RPCError) []byte {
-	b := make([]byte, 0, 64+len(res))
-	b = append(b, '{')
-	if c.opts.Wire != WireLean {
-		b = append(b, `"jsonrpc":"2.0",`...)
-	}
-	b = append(b, `"id":`...)
-	b = appendCompact(b, id)
-	if rpcErr != nil {
-		e, _ := json.Marshal(rpcErr)
-		b = append(b, `,"error":`...)
-		b = append(b, e...)
-	} else {
-		if res == nil {
-			res = json.RawMessage("null")
-		}
-		b = append(b, `,"result":`...)
-		b = appendCompact(b, res)
-	}
-	return append(b, '}')
-}
-
-// appendCompact appends JSON without newlines (pretty params typed by a
-// person would otherwise break NDJSON framing).
-func appendCompact(b []byte, raw json.RawMessage) []byte {
-	if bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
-		return append(b, raw...)
-	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, raw); err != nil {
-		return append(b, "null"...)
-	}
-	return append(b, buf.Bytes()...)
-}
-
-func appendUint(b []byte, n uint64) []byte {
-	var tmp [20]byte
-	i := len(tmp)
-	for {
-		i--
-		tmp[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
-		}
-	}
-	return append(b, tmp[i:]...)
-}
-
-// AppendJSONString appends s as a JSON string literal. Invalid UTF-8 becomes
-// U+FFFD; control characters are escaped.
-func AppendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20 || c == 0x7f:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else if r == '\u2028' || r == '\u2029' {
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		} else {
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
+	return []byte(human.Clip(string(b[:min(len(b), n+1)]), n))
 }
 
 // errNotWritten marks a write error after which nothing reached the stream
 // (so the connection is still usable).
 var errNotWritten = errors.New("nothing was written")
-
-// idRing remembers the last n ids added, for answering "have we seen it?".
-type idRing struct {
-	max  int
-	ids  []uint64
-	next int
-	set  map[uint64]struct{}
-}
-
-// newIDRing remembers up to n ids; it allocates as ids arrive, so a Conn
-// that makes a handful of calls (a probe) costs a few bytes, not n of them.
-func newIDRing(n int) idRing {
-	return idRing{max: n, set: make(map[uint64]struct{})}
-}
-
-func (r *idRing) add(id uint64) {
-	if len(r.ids) < r.max {
-		r.ids = append(r.ids, id)
-	} else {
-		delete(r.set, r.ids[r.next])
-		r.ids[r.next] = id
-		r.next = (r.next + 1) % len(r.ids)
-	}
-	r.set[id] = struct{}{}
-}
-
-func (r *idRing) has(id uint64) bool { _, ok := r.set[id]; return ok }

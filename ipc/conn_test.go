@@ -182,7 +182,7 @@ func TestServerRequestAndReply(t *testing.T) {
 
 func TestHandlerAnswersAutomatically(t *testing.T) {
 	s := start(t, beardog().Config())
-	c := dial(t, s, ipc.Options{Handler: func(m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
+	c := dial(t, s, ipc.Options{Handler: func(_ context.Context, m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
 		if m.Method == "rpc.heartbeat" {
 			return json.RawMessage(`{}`), nil, true
 		}

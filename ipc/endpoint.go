@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/ecoPrimals/primalscope/internal/paths"
 )
 
 // Transport names how an endpoint is reached.
@@ -210,7 +212,7 @@ func validName(s string) bool {
 
 func expandHome(p string) string {
 	if p == "~" || strings.HasPrefix(p, "~/") {
-		if h, err := os.UserHomeDir(); err == nil {
+		if h := paths.Home(os.Getenv); h != "" {
 			return filepath.Join(h, p[1:])
 		}
 	}

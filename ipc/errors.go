@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/human"
 )
 
 // RPCError is the error object a peer answered with (JSON-RPC 2.0 "error").
@@ -121,7 +123,7 @@ type FrameTooLargeError struct {
 }
 
 func (e *FrameTooLargeError) Error() string {
-	return fmt.Sprintf("peer sent a message larger than the %s limit (raise it with --max-frame)", FormatBytes(e.Limit))
+	return fmt.Sprintf("peer sent a message larger than the %s limit (raise it with --max-frame)", human.Bytes(e.Limit))
 }
 
 // BTSPRequiredError is returned when a peer demands a BTSP handshake before
@@ -160,18 +162,8 @@ func (e *DialError) Unwrap() error { return e.Err }
 // address (for example a primal name), so that callers can resolve it by name.
 var ErrNotAddress = errors.New("not an address")
 
-// FormatBytes renders a byte count for people: 512 B, 4.0 KiB, 64 MiB.
-func FormatBytes(n int64) string {
-	const k = 1024
-	switch {
-	case n < k:
-		return fmt.Sprintf("%d B", n)
-	case n < k*k:
-		return trimZero(fmt.Sprintf("%.1f KiB", float64(n)/k))
-	case n < k*k*k:
-		return trimZero(fmt.Sprintf("%.1f MiB", float64(n)/(k*k)))
-	}
-	return trimZero(fmt.Sprintf("%.1f GiB", float64(n)/(k*k*k)))
-}
-
-func trimZero(s string) string { return strings.Replace(s, ".0 ", " ", 1) }
+// FormatBytes renders a byte count for people.
+//
+// Deprecated: use human.Bytes, the one byte formatter; this forwards to it
+// until tui/ has moved.
+func FormatBytes(n int64) string { return human.Bytes(n) }

@@ -41,6 +41,17 @@ func wrongIDPeer(t *testing.T, cfg ipctest.WrongIDConfig) *ipctest.WrongIDPeer {
 	return p
 }
 
+// dialWrongIDs connects to p; the connection is closed when the test ends.
+func dialWrongIDs(t *testing.T, p *ipctest.WrongIDPeer, opts ipc.Options) *ipc.Conn {
+	t.Helper()
+	c, err := ipc.Dial(ctxT(t, 2*time.Second), ipc.Endpoint{Transport: ipc.Unix, Path: p.Path}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // TestAnswerIDsMatchExactly: primalscope sends the number 1 (JSON-RPC and
 // lean wires); an answer carrying the string "1" or "01", the number 1.0 or
 // 01, another type, or a null or missing id with a result, is no answer to
@@ -63,12 +74,9 @@ func TestAnswerIDsMatchExactly(t *testing.T) {
 			p := wrongIDPeer(t, ipctest.WrongIDConfig{AnswerIDs: []string{tc.id}})
 			var w warnings
 			for _, wire := range []ipc.Wire{ipc.WireJSONRPC, ipc.WireLean} {
-				c, err := ipc.Dial(ctxT(t, 2*time.Second), ipc.Endpoint{Transport: ipc.Unix, Path: p.Path}, ipc.Options{Wire: wire, Trace: w.trace})
-				if err != nil {
-					t.Fatal(err)
-				}
+				c := dialWrongIDs(t, p, ipc.Options{Wire: wire, Trace: w.trace})
 				start := time.Now()
-				_, err = c.Call(ctxT(t, 200*time.Millisecond), "x", nil)
+				_, err := c.Call(ctxT(t, 200*time.Millisecond), "x", nil)
 				var te *ipc.TimeoutError
 				if !errors.As(err, &te) {
 					t.Fatalf("%s, id %s: want a timeout (the answer is not this call's), got %v", wire, tc.id, err)
@@ -93,11 +101,7 @@ func TestAnswerIDsMatchExactly(t *testing.T) {
 func TestExactIDIsTakenAfterWrongOnes(t *testing.T) {
 	p := wrongIDPeer(t, ipctest.WrongIDConfig{AnswerIDs: []string{`"1"`, `null`, `1.0`}, ThenRealID: true})
 	var w warnings
-	c, err := ipc.Dial(ctxT(t, 2*time.Second), ipc.Endpoint{Transport: ipc.Unix, Path: p.Path}, ipc.Options{Trace: w.trace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialWrongIDs(t, p, ipc.Options{Trace: w.trace})
 	resp, err := c.Call(ctxT(t, 5*time.Second), "x", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -116,11 +120,7 @@ func TestExactIDIsTakenAfterWrongOnes(t *testing.T) {
 func TestHolonWireWantsStringIDs(t *testing.T) {
 	p := wrongIDPeer(t, ipctest.WrongIDConfig{AnswerIDs: []string{`1`, `"01"`, `"\u0031"`}})
 	var w warnings
-	c, err := ipc.Dial(ctxT(t, 2*time.Second), ipc.Endpoint{Transport: ipc.Unix, Path: p.Path}, ipc.Options{Wire: ipc.WireHolon, Trace: w.trace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialWrongIDs(t, p, ipc.Options{Wire: ipc.WireHolon, Trace: w.trace})
 	resp, err := c.Call(ctxT(t, 5*time.Second), "x", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -139,13 +139,9 @@ func TestHolonWireWantsStringIDs(t *testing.T) {
 // error, as real peers send it) still answers the one call in flight.
 func TestIDlessErrorStillEndsTheOnlyCall(t *testing.T) {
 	p := wrongIDPeer(t, ipctest.WrongIDConfig{AnswerIDs: []string{`null`}, Error: true})
-	c, err := ipc.Dial(ctxT(t, 2*time.Second), ipc.Endpoint{Transport: ipc.Unix, Path: p.Path}, ipc.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := dialWrongIDs(t, p, ipc.Options{})
 	start := time.Now()
-	_, err = c.Call(ctxT(t, 5*time.Second), "x", nil)
+	_, err := c.Call(ctxT(t, 5*time.Second), "x", nil)
 	var re *ipc.RPCError
 	if !errors.As(err, &re) || re.Code != -32700 {
 		t.Fatalf("want the peer's parse error, got %v", err)

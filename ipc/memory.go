@@ -12,6 +12,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/human"
 )
 
 // EndpointFacts is what primalscope learned about reaching one endpoint.
@@ -119,15 +121,19 @@ func readMemoryFile(path string) (map[string]EndpointFacts, error) {
 		return out, fmt.Errorf("endpoint memory %s: %w", path, err)
 	}
 	if len(b) > maxMemoryFile {
-		return out, fmt.Errorf("endpoint memory %s: larger than %s, ignored", path, FormatBytes(maxMemoryFile))
+		return out, fmt.Errorf("endpoint memory %s: larger than %s, ignored", path, human.Bytes(maxMemoryFile))
 	}
-	var doc struct {
-		Endpoints map[string]EndpointFacts `json:"endpoints"`
+	endpoints, ok := decodeMemoryFast(b) // the file as written, without reflection
+	if !ok {
+		var doc struct {
+			Endpoints map[string]EndpointFacts `json:"endpoints"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return out, fmt.Errorf("endpoint memory %s: not valid, ignored: %w", path, err)
+		}
+		endpoints = doc.Endpoints
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return out, fmt.Errorf("endpoint memory %s: not valid, ignored: %w", path, err)
-	}
-	for k, v := range doc.Endpoints {
+	for k, v := range endpoints {
 		if len(k) > 4096 || len(v.Framing) > 32 || len(v.Socket) > 64 {
 			continue
 		}

@@ -7,11 +7,10 @@ import (
 )
 
 // dialHolon opens a Holon-RPC WebSocket. TLS certificates are verified
-// unless the caller's ctx says otherwise (holon.WithInsecure, the CLI's
-// --insecure). The message limit is Holon-RPC's 1 MiB unless MaxFrame was
+// unless opts.Insecure says otherwise (the CLI's --insecure). The message limit is Holon-RPC's 1 MiB unless MaxFrame was
 // set to something other than the NDJSON default.
 func dialHolon(ctx context.Context, ep Endpoint, opts Options) (Framer, error) {
-	hopts := holon.Options{MaxMessage: opts.MaxFrame, Insecure: holon.InsecureFrom(ctx)}
+	hopts := holon.Options{MaxMessage: opts.MaxFrame, Insecure: opts.Insecure}
 	if opts.MaxFrame <= 0 || opts.MaxFrame == DefaultMaxFrame {
 		hopts.MaxMessage = holon.DefaultMaxMessage
 	}

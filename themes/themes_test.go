@@ -171,14 +171,6 @@ func TestLoadDirAndCatalog(t *testing.T) {
 	}
 }
 
-func TestUserDir(t *testing.T) {
-	t.Setenv("XDG_CONFIG_HOME", "/x/cfg")
-	d, err := UserDir()
-	if err != nil || d != "/x/cfg/primalscope/themes" {
-		t.Errorf("UserDir = %q, %v", d, err)
-	}
-}
-
 func TestStyles(t *testing.T) {
 	th := HighContrast()
 	s := NewStyles(th)

@@ -21,19 +21,6 @@ import (
 // MaxThemeFileSize bounds a user theme file; larger files are rejected.
 const MaxThemeFileSize = 64 << 10
 
-// UserDir returns the directory user themes are loaded from:
-// $XDG_CONFIG_HOME/primalscope/themes, or ~/.config/primalscope/themes.
-func UserDir() (string, error) {
-	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "primalscope", "themes"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find user theme directory: %w", err)
-	}
-	return filepath.Join(home, ".config", "primalscope", "themes"), nil
-}
-
 // File is the TOML form of a user theme. Every field is optional:
 //
 //	name   = "solar"            # default: the file name without .toml

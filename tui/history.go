@@ -171,7 +171,7 @@ func recordFor(t *discovery.Target, req ipc.Request, start time.Time, resp *ipc.
 	case errors.Is(err, context.Canceled):
 		e.Outcome, e.Error = history.OutcomeCancelled, failed("cancelled")
 	default:
-		e.Outcome, e.Error = history.OutcomeClosed, failed(err.Error())
+		e.Outcome, e.Error = history.OutcomeOf(err), failed(err.Error()) // unreachable, refused (handshake), closed...
 	}
 	if e.Duration == 0 {
 		e.Duration = time.Since(start)

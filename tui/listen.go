@@ -209,7 +209,7 @@ func (l *listener) source(t *target) events.Source {
 		Dial: func(ctx context.Context, _ func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			// The source's own trace hook turns connection notes into
 			// events; here they are in the trace pane already.
-			return cl.dialTarget(ctx, d, nil)
+			return cl.open(ctx, d, nil)
 		},
 	}
 	return keyed{Source: ts, key: key, feed: feed, replier: ts, crashDir: l.pc.cfg.CrashDir}

@@ -63,6 +63,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 	}
 	pc.do = m.update
 	pc.client = newClient(ctx, cfg.Dial, m.feed, cfg.MaxFrame, cfg.Security)
+	pc.client.useDialer(cfg.Dialer)
 	m.listen = newListener(pc, m.feed)
 	if cfg.Keys != nil {
 		if err := keys.Remap(cfg.Keys); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/themes"
@@ -44,7 +45,10 @@ type Config struct {
 	History History
 	// Discoverer streams targets; nil watches the socket directories.
 	Discoverer Discoverer
-	// Dial opens connections; nil parses the endpoint and uses ipc.Dial.
+	// Dialer is the run's one dialer (the CLI's): every connection the TUI
+	// opens goes through it. nil makes one from Security and MaxFrame.
+	Dialer *dial.Dialer
+	// Dial stands in for the connection step (tests); nil connects.
 	Dial Dialer
 	// Security is how calls deal with the riboCipher prefix and BTSP
 	// (family seed, cipher); the zero value is the plain wire.

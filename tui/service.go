@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -81,13 +81,13 @@ func (f *feed) next(ctx context.Context) tea.Cmd {
 // client owns the connections the TUI calls through. It is used only from
 // commands (never from Update) and is safe for concurrent use.
 type client struct {
-	ctx  context.Context
+	ctx context.Context
+	// dialer is the one dialer the CLI shares (internal/dial): it decides
+	// the security, the wire and the endpoint of every connection.
+	dialer *dial.Dialer
+	// dial, when set, stands in for the connection step (tests).
 	dial Dialer
 	feed *feed
-	max  int64
-	sec  ipc.Security
-	// scope decides which targets are family-scoped.
-	scope discovery.FamilyScope
 
 	mu     sync.Mutex
 	conns  map[string]*ipc.Conn
@@ -95,11 +95,35 @@ type client struct {
 	wg     sync.WaitGroup
 }
 
-func newClient(ctx context.Context, dial Dialer, f *feed, maxFrame int64, sec ipc.Security) *client {
-	if dial == nil {
-		dial = defaultDialer
+// newClient returns a client dialling with sec and maxFrame (a dialer of
+// its own: useDialer gives it the run's).
+func newClient(ctx context.Context, dialFn Dialer, f *feed, maxFrame int64, sec ipc.Security) *client {
+	d, err := dial.New(dial.Settings{Security: sec, Family: sec.Family, MaxFrame: maxFrame})
+	if err != nil { // cannot happen: no wire is named
+		panic(err)
 	}
-	return &client{ctx: ctx, dial: dial, feed: f, max: maxFrame, sec: sec, conns: map[string]*ipc.Conn{}}
+	return &client{ctx: ctx, dialer: d, dial: dialFn, feed: f, conns: map[string]*ipc.Conn{}}
+}
+
+// useDialer makes the client dial through d (the run's one dialer, which
+// the CLI's commands use too); nil keeps its own.
+func (c *client) useDialer(d *dial.Dialer) {
+	if d != nil {
+		c.dialer = d
+	}
+}
+
+// dialTarget is the one dialer's view of a discovered target.
+func dialTarget(t *discovery.Target) (dial.Target, error) {
+	dt := dial.FromDiscovery(t)
+	if dt.Endpoint.Transport == "" {
+		ep, err := ipc.ParseEndpoint(t.Address)
+		if err != nil {
+			return dial.Target{}, &ipc.DialError{Endpoint: t.Address, Err: err}
+		}
+		dt.Endpoint = ep
+	}
+	return dt, nil
 }
 
 // conn returns the open connection to t, dialling it when needed.
@@ -120,12 +144,12 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 	c.mu.Unlock()
 	src := t.Name
 	dctx := ctx
-	if strings.HasPrefix(t.Address, "ws://") || strings.HasPrefix(t.Address, "wss://") {
+	if tr := t.Endpoint.Transport; tr == ipc.WS || tr == ipc.WSS {
 		// A holon session lives as long as the context it was opened with
 		// (it reconnects inside), so it gets the client's, not the call's.
 		dctx = c.ctx
 	}
-	cn, err := c.dialTarget(dctx, t, nil)
+	cn, err := c.open(dctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -173,23 +197,20 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 	return cn, nil
 }
 
-// dialTarget opens a new connection to t (not kept: conn keeps the ones
-// calls use) that traces every frame into the trace pane, and then into
-// trace when it is not nil.
-func (c *client) dialTarget(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+// open dials a new connection to t (not kept: conn keeps the ones calls
+// use) through the one dialer, which decides its security and wire; every
+// frame goes to the trace pane, and then to trace when it is not nil.
+func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+	dt, err := dialTarget(t)
+	if err != nil {
+		return nil, err
+	}
 	src := t.Name
-	sec := c.sec
-	sec.RequireBTSP = sec.RequireBTSP || t.BTSP()
-	// The same decision as the CLI's and the prober's, made here at every
+	// The same decisions as the CLI's, made by the same dialer at every
 	// dial: a call or a listen made before the target's probe has finished
 	// (or when it failed) sends nothing in cleartext to a family-scoped name.
-	if ep, err := ipc.ParseEndpoint(t.Address); err == nil {
-		sec.FamilyScoped = sec.FamilyScoped || c.scope.Scoped(ep, t.Family, sec.Family)
-	}
-	opts := ipc.Options{
-		Endpoint: t.Address,
-		MaxFrame: c.max,
-		Security: sec,
+	o := dial.Options{
+		Persistent: true,
 		Trace: func(ev ipc.TraceEvent) {
 			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
 			if trace != nil {
@@ -197,7 +218,10 @@ func (c *client) dialTarget(ctx context.Context, t *discovery.Target, trace func
 			}
 		},
 	}
-	return c.dial(ctx, t, opts)
+	if c.dial != nil {
+		return c.dial(ctx, t, c.dialer.IPCOptions(dt, o))
+	}
+	return c.dialer.Dial(ctx, dt, o)
 }
 
 // send makes one call on t.

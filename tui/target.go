@@ -8,9 +8,9 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/ipc/holon"
 )
 
 // target is a discovered target as the TUI works with it: discovery's
@@ -190,30 +190,19 @@ type Discoverer interface {
 	Dirs() []string
 }
 
-// Dialer opens a connection to a target; the TUI passes options carrying its
-// trace hook. The default parses the endpoint and calls ipc.Dial.
+// Dialer stands in for the connection step (tests): it gets the ipc
+// options the one dialer (internal/dial) decided for the target, its trace
+// hook included. nil connects as dial.Connect does.
 type Dialer func(ctx context.Context, t *discovery.Target, opts ipc.Options) (*ipc.Conn, error)
 
+// defaultDialer connects t with exactly opts, as the client does without a
+// Dialer.
 func defaultDialer(ctx context.Context, t *discovery.Target, opts ipc.Options) (*ipc.Conn, error) {
 	ep, err := ipc.ParseEndpoint(t.Address)
 	if err != nil {
 		return nil, err
 	}
-	if ep.Transport == ipc.WS || ep.Transport == ipc.WSS {
-		// A holon session: heartbeats, reconnects, Holon-RPC envelopes.
-		var ho holon.SessionOptions
-		if opts.MaxFrame > 0 && opts.MaxFrame != ipc.DefaultMaxFrame {
-			ho.MaxMessage = opts.MaxFrame
-		}
-		return events.HolonDial(ep.URL, ho)(ctx, opts.Trace)
-	}
-	if opts.Endpoint == "" {
-		opts.Endpoint = t.Address
-	}
-	if w, err := ipc.ParseWire(t.Wire()); err == nil {
-		opts.Wire = w
-	}
-	return ipc.Dial(ctx, ep, opts)
+	return dial.Connect(ctx, ep, opts, true)
 }
 
 // EventKind classifies a line of the events tail.

@@ -14,7 +14,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 func main() {
@@ -36,22 +36,22 @@ func serve(ctx context.Context, live, stale, dead int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	var servers []*ipctest.Server
+	var servers []*peer.Server
 	defer func() {
 		for _, s := range servers {
 			s.Close()
 		}
 	}()
 	for i := 0; i < live; i++ {
-		p := &ipctest.Primal{Name: fmt.Sprintf("primal%03d", i), Version: "1.0.0", Groups: []ipctest.Group{{Type: "work", Methods: []string{"do", "undo"}}}}
-		s, err := ipctest.StartPrimal(filepath.Join(dir, p.Name+".sock"), p)
+		p := &peer.Primal{Name: fmt.Sprintf("primal%03d", i), Version: "1.0.0", Groups: []peer.Group{{Type: "work", Methods: []string{"do", "undo"}}}}
+		s, err := peer.StartPrimal(filepath.Join(dir, p.Name+".sock"), p)
 		if err != nil {
 			return err
 		}
 		servers = append(servers, s)
 	}
 	for i := 0; i < stale; i++ {
-		s, err := ipctest.Listen(filepath.Join(dir, fmt.Sprintf("stale%03d.sock", i)), ipctest.Config{Behavior: ipctest.Behavior{Silent: true}})
+		s, err := peer.Listen(filepath.Join(dir, fmt.Sprintf("stale%03d.sock", i)), peer.Config{Behavior: peer.Behavior{Silent: true}})
 		if err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/spf13/cobra"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -98,6 +99,9 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 		return err
 	}
 	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)
+	if req.Pool == "" {
+		req.Pool = t.Pool // a bus pool named as ls names it (stdiobus/echo)
+	}
 	resp, err := conn.Send(callCtx, req)
 	join()
 	entry := a.callEntry(t, conn, req, resp, err, start)
@@ -180,7 +184,7 @@ func (a *app) readParams(arg string) (json.RawMessage, error) {
 		data = []byte(arg)
 	}
 	if len(data) > maxParamsFile {
-		return nil, usageErr(fmt.Errorf("params from %s are larger than %s", source, ipc.FormatBytes(maxParamsFile)))
+		return nil, usageErr(fmt.Errorf("params from %s are larger than %s", source, human.Bytes(maxParamsFile)))
 	}
 	data = bytes.TrimSpace(data)
 	// One pass when the params are valid (Compact checks them): big params

@@ -52,7 +52,7 @@ func (a *app) caps(ctx context.Context, arg string, asJSON bool, jq jqFlag) erro
 		return err
 	}
 	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)
-	d, err := discovery.Describe(ctx, conn)
+	d, err := discovery.DescribePool(ctx, conn, t.Pool)
 	if err != nil {
 		return fmt.Errorf("%s: %w", t.Name, err)
 	}
@@ -175,7 +175,7 @@ func (a *app) printCaps(w io.Writer, t target, d *discovery.Description, session
 		for _, m := range dom.Methods {
 			var notes []string
 			if m.Cost != nil {
-				notes = append(notes, costText(m.Cost))
+				notes = append(notes, m.Cost.Summary())
 			}
 			if len(m.Prerequisites) > 0 {
 				notes = append(notes, "after "+s(strings.Join(m.Prerequisites, ", ")))
@@ -211,39 +211,6 @@ func transportSecurity(ts *capability.TransportSecurity) string {
 		p = append(p, "“"+render.Sanitize(ts.Note)+"”")
 	}
 	return strings.Join(p, " · ")
-}
-
-func costText(c *capability.Cost) string {
-	var p []string
-	if c.CPU != "" {
-		p = append(p, "cpu "+render.Sanitize(c.CPU))
-	}
-	if c.LatencyMS != nil {
-		p = append(p, fmt.Sprintf("~%g ms", *c.LatencyMS))
-	}
-	if c.MemoryBytes != nil {
-		p = append(p, "mem "+humanBytes(*c.MemoryBytes))
-	}
-	if c.GPUEligible != nil && *c.GPUEligible {
-		p = append(p, "gpu")
-	}
-	return strings.Join(p, " ")
-}
-
-func humanBytes(f float64) string {
-	if f < 0 || f > 1<<62 {
-		return fmt.Sprintf("%g B", f)
-	}
-	n := int64(f)
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", f/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", f/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", f/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // sortedMap iterates a string map in key order.

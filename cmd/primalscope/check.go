@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
@@ -85,20 +86,22 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	if err != nil {
 		return err
 	}
-	snap, cut, err := a.sweepWithin(ctx, d)
+	snap, cut, err := a.sweepWithin(ctx, d, df)
 	if err != nil {
 		return err
 	}
 	if !asJSON {
 		a.reportSourceErrors(snap.Errors)
+		a.reportCutOff(snap.Targets)
 	}
-	selected, explicit, err := a.selectTargets(snap, args)
+	selected, explicit, err := a.selectTargets(ctx, snap, args)
 	if err != nil {
 		return err
 	}
 	stale := d.Prober().Options().StaleTimeout
-	// The calls below speak as the prober does (the seed, the prefix mode,
-	// the endpoint memory); family-scoped targets get nothing in cleartext.
+	// The registries below are asked as the prober asks (the seed, the
+	// prefix mode, the endpoint memory); --call-all dials through the one
+	// dialer. Family-scoped targets get nothing in cleartext either way.
 	sec := d.Prober().Options().Security
 	if callAll {
 		n := 0
@@ -113,7 +116,7 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	for _, t := range selected {
 		opts := discovery.AuditOptions{}
 		if callAll && !cut && t.State() == discovery.StateLive && t.Probe.Capabilities != nil {
-			calls, err := discovery.CallAll(ctx, t, max(stale, 2*time.Second), sec)
+			calls, err := a.callAll(ctx, t, max(stale, 2*time.Second))
 			if err != nil {
 				fmt.Fprintln(a.io.err, "primalscope: "+render.Sanitize(err.Error()))
 			} else {
@@ -183,10 +186,27 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	return nil
 }
 
+// callAll calls every method t advertises with empty params, over one
+// connection the one dialer opens (as call would open it): the first call
+// alone settles how to speak to the peer, then the rest follow
+// (discovery.CallMethods).
+func (a *app) callAll(ctx context.Context, t *discovery.Target, timeout time.Duration) (map[string]discovery.CallResult, error) {
+	d, err := a.dialer()
+	if err != nil {
+		return nil, err
+	}
+	c, err := d.Dial(ctx, dial.FromDiscovery(t), dial.Options{IncomingBuffer: 16})
+	if err != nil {
+		return nil, fmt.Errorf("call-all %s: %w", t.Name, err)
+	}
+	defer closeConn(ctx, c)
+	return discovery.CallMethods(ctx, c, t.Probe.Capabilities.Methods, t.Pool, timeout), nil
+}
+
 // selectTargets picks the targets to audit: those the arguments name (by
 // name, alias, path or address; a name is also resolved the way call
 // resolves it), or every target discovery found except tarpc sidecars.
-func (a *app) selectTargets(snap *discovery.Snapshot, args []string) ([]*discovery.Target, bool, error) {
+func (a *app) selectTargets(ctx context.Context, snap *discovery.Snapshot, args []string) ([]*discovery.Target, bool, error) {
 	if len(args) == 0 {
 		var out []*discovery.Target
 		for _, t := range snap.Targets {
@@ -201,7 +221,7 @@ func (a *app) selectTargets(snap *discovery.Snapshot, args []string) ([]*discove
 	for _, arg := range args {
 		ts := snap.Resolve(arg)
 		if len(ts) == 0 {
-			if r, err := a.resolve(arg); err == nil {
+			if r, err := a.resolve(ctx, arg); err == nil {
 				ts = snap.Resolve(r.Endpoint.String())
 			} else {
 				return nil, true, err

@@ -22,8 +22,8 @@ import (
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/themes"
 )
 
 // Shell completion must never make the shell wait: what it looks up live
@@ -48,7 +48,7 @@ var (
 	cipherValues = []string{"auto\tthe best the peer offers", "chacha20_poly1305\tencrypted session", "hmac_plain\tauthenticated, not encrypted", "negotiate\tnull, then the btsp.negotiate upgrade", "null\tno session protection"}
 	prefixValues = []string{"auto\tsend EC 01, fall back and remember", "on\talways send the riboCipher prefix", "off\tnever send it"}
 	asValues     = []string{"command\tthe primalscope command line", "socat\ta printf | socat line", "json\tthe request envelope"}
-	outcomeValue = []string{"ok", "error", "timeout", "closed", "refused", "cancelled"}
+	outcomeValue = []string{"ok", "error", "timeout", "unreachable", "closed", "refused", "cancelled"}
 )
 
 // completions registers dynamic completion on every command and flag that
@@ -128,17 +128,7 @@ type completionCache struct {
 
 // completionCachePath is where the cache lives ("" when there is no cache
 // directory: then every completion sweeps).
-func (a *app) completionCachePath() string {
-	dir := a.getenv("XDG_CACHE_HOME")
-	if dir == "" || !filepath.IsAbs(dir) {
-		home := a.getenv("HOME")
-		if home == "" || !filepath.IsAbs(home) {
-			return ""
-		}
-		dir = filepath.Join(home, ".cache")
-	}
-	return filepath.Join(dir, "primalscope", "complete-targets.json")
-}
+func (a *app) completionCachePath() string { return paths.CompletionCacheFile(a.getenv) }
 
 // completionKey names the places a sweep looks in, so that a cache made
 // for other socket directories or another family is not used.
@@ -543,12 +533,8 @@ func (a *app) completeFamily(cmd *cobra.Command, _ []string, toComplete string) 
 
 // completeTheme offers the built-in themes and the user's own.
 func (a *app) completeTheme(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	var users []themes.Theme
-	if dir := a.userThemeDir(); dir != "" {
-		users, _ = themes.LoadDir(dir) // a broken theme file is left out
-	}
 	var out []cobra.Completion
-	for _, n := range themes.NewCatalog(users).Names() {
+	for _, n := range a.themeCatalog().Names() {
 		if completable(n) && strings.HasPrefix(n, toComplete) {
 			out = append(out, n)
 		}
@@ -556,21 +542,10 @@ func (a *app) completeTheme(_ *cobra.Command, _ []string, toComplete string) ([]
 	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
-// userThemeDir is $XDG_CONFIG_HOME/primalscope/themes (~/.config/...).
-func (a *app) userThemeDir() string {
-	if d := a.getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
-		return filepath.Join(d, "primalscope", "themes")
-	}
-	if h := a.getenv("HOME"); h != "" && filepath.IsAbs(h) {
-		return filepath.Join(h, ".config", "primalscope", "themes")
-	}
-	return ""
-}
-
 // historyForCompletion opens the history only if it exists (completing
 // must not create a database).
 func (a *app) historyForCompletion(ctx context.Context) (*history.Store, bool) {
-	if a.noHistory {
+	if a.historyOff() {
 		return nil, false
 	}
 	path, err := a.historyLocation(a.historySettings())

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -26,17 +27,33 @@ type discoverFlags struct {
 	noProc bool
 }
 
-// loadConfig reads the user's configuration file; a broken one is reported
-// and ignored, so that discovery still works.
-func (a *app) loadConfig() *config.Config {
-	c, err := config.Load(config.DefaultPath(a.getenv))
-	if err != nil {
-		fmt.Fprintln(a.io.err, "primalscope: "+render.Sanitize(err.Error())+" (ignored)")
-		return &config.Config{}
-	}
-	// c.Unknown lists sections of other concerns ([keys], [history], read
-	// by the TUI and history) and of newer versions: not an error.
-	return c
+// config is the user's configuration file, read once (internal/config is
+// its one reader): discovery, the TUI's keys and the history take their
+// sections from it. A broken file is reported once and ignored, so that
+// discovery and calls still work (the TUI refuses to start on it, see
+// configErr); what the file has that this version does not read is said
+// once on stderr.
+func (a *app) config() *config.Config {
+	a.cfgOnce.Do(func() {
+		c, err := config.LoadDefault(a.getenv)
+		if err != nil {
+			a.cfgErr = err
+			fmt.Fprintln(a.io.err, "primalscope: "+render.Sanitize(err.Error())+" (ignored)")
+			c = &config.Config{}
+		}
+		for _, w := range c.Warnings() {
+			fmt.Fprintln(a.io.err, "primalscope: warning: config: "+render.Sanitize(w))
+		}
+		a.cfg = c
+	})
+	return a.cfg
+}
+
+// configErr is why the config file could not be used (nil when it was,
+// or when there is none).
+func (a *app) configErr() error {
+	a.config()
+	return a.cfgErr
 }
 
 // discoverer builds a Discoverer from the global flags (the BTSP and
@@ -54,7 +71,7 @@ func (a *app) discoverer(f discoverFlags, extra []discovery.Found) (*discovery.D
 		Environ:    func() []string { return environ },
 		SocketDirs: a.socketDirs,
 		Family:     a.familyID(),
-		Config:     a.loadConfig(),
+		Config:     a.config(),
 		Probe:      discovery.ProbeOptions{StaleTimeout: f.stale, Security: sec, MaxFrame: a.maxFrame},
 		NoProc:     f.noProc,
 	}
@@ -237,9 +254,9 @@ func (t *table) render(w io.Writer, width int) {
 			first = false
 			if ansi.StringWidth(c) > widths[i] {
 				if t.left != nil && t.left[i] {
-					c = "…" + ansi.TruncateLeft(c, ansi.StringWidth(c)-widths[i]+1, "")
+					c = human.Ellipsis + ansi.TruncateLeft(c, ansi.StringWidth(c)-widths[i]+1, "")
 				} else {
-					c = ansi.Truncate(c, widths[i], "…")
+					c = human.Truncate(c, widths[i])
 				}
 			}
 			pad := widths[i] - ansi.StringWidth(c)
@@ -274,17 +291,14 @@ func latency(d time.Duration) string {
 
 // lookupWide finds a name that no socket file carries in every other
 // source (Songbird registrations, env variables, manifests, the config
-// file), for commands that take a TARGET.
-func (a *app) lookupWide(arg string) (target, bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+// file, stdio Bus daemons in the process table), within ctx: the one
+// dialer's Settings.Lookup.
+func (a *app) lookupWide(ctx context.Context, arg string) (*discovery.Target, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	d, err := a.discoverer(discoverFlags{noProc: true}, nil)
+	d, err := a.discoverer(discoverFlags{}, nil)
 	if err != nil {
-		return target{}, false
+		return nil, err
 	}
-	t, err := d.Lookup(ctx, arg)
-	if err != nil {
-		return target{}, false
-	}
-	return target{Arg: arg, Name: arg, Endpoint: t.Endpoint, Family: t.Family}, true
+	return d.Lookup(ctx, arg)
 }

@@ -80,10 +80,14 @@ never reached a peer.`},
   name = "agents"
   unix = "/run/stdiobus/agents.sock"
 
-  [history]                         # max_rows, max_bytes, entry_limit
+  [history]                         # enabled, path, max_rows, max_bytes, entry_limit
   [keys]                            # TUI key bindings, e.g. quit = ["q"]
 
+A section or key this version does not read is a warning on stderr (with
+the name it was probably meant to be), not an error.
+
 User themes: $XDG_CONFIG_HOME/primalscope/themes/*.toml (--theme NAME).
+A relative $XDG_* value is ignored (as the XDG spec says): ~ is used.
 
 Environment:
   BIOMEOS_SOCKET_DIR            socket directory (like --socket-dir)

@@ -7,18 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
-	"github.com/BurntSushi/toml"
 	"github.com/spf13/cobra"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
@@ -49,82 +48,19 @@ const (
 	foldBacklogBytes = 64 << 20
 )
 
-// historySettings is the [history] section of the config file:
-//
-//	[history]
-//	path        = "/somewhere/history.db"
-//	max_rows    = 100000
-//	max_bytes   = "512MiB"   # or a number of bytes
-//	entry_limit = "4MiB"
-type historySettings struct {
-	Path       string   `toml:"path"`
-	MaxRows    int64    `toml:"max_rows"`
-	MaxBytes   byteSize `toml:"max_bytes"`
-	EntryLimit byteSize `toml:"entry_limit"`
-}
+// historySettings is the [history] section of the config file.
+func (a *app) historySettings() config.History { return a.config().History }
 
-// byteSize is a size in TOML: a number of bytes or a string like "512MiB".
-type byteSize int64
-
-func (b *byteSize) UnmarshalTOML(v any) error {
-	switch x := v.(type) {
-	case int64:
-		*b = byteSize(x)
-		return nil
-	case string:
-		n, err := parseSize(x)
-		*b = byteSize(n)
-		return err
-	}
-	return fmt.Errorf("size must be a number of bytes or a string like \"512MiB\", not %T", v)
-}
-
-// parseSize reads "4096", "4KiB", "512MiB", "1GiB" (KB/MB/GB are taken as
-// powers of 1024 too).
-func parseSize(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		m      int64
-	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
-		if strings.HasSuffix(strings.ToLower(t), u.suffix) {
-			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.m
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return n * mult, nil
-}
-
-// historySettings reads [history] from the config file; a broken section is
-// reported and ignored.
-func (a *app) historySettings() historySettings {
-	var doc struct {
-		History historySettings `toml:"history"`
-	}
-	path := config.DefaultPath(a.getenv)
-	if path == "" {
-		return historySettings{}
-	}
-	b, err := os.ReadFile(path)
-	if err != nil || len(b) > config.MaxFileSize {
-		return historySettings{}
-	}
-	if _, err := toml.Decode(string(b), &doc); err != nil {
-		fmt.Fprintln(a.io.err, "primalscope: config [history]: "+render.Sanitize(err.Error())+" (ignored)")
-		return historySettings{}
-	}
-	return doc.History
+// historyOff says whether calls go unrecorded: --no-history, or
+// enabled = false in [history] unless --history names a database.
+func (a *app) historyOff() bool {
+	return a.noHistory || a.historyPath == "" && !a.historySettings().On()
 }
 
 // historyLocation is where the history lives: --history, else
 // $PRIMALSCOPE_HISTORY, else the config file's [history] path, else the
 // default under $XDG_STATE_HOME.
-func (a *app) historyLocation(hs historySettings) (string, error) {
+func (a *app) historyLocation(hs config.History) (string, error) {
 	switch {
 	case a.historyPath != "":
 		return a.historyPath, nil
@@ -226,7 +162,7 @@ type callRecorder struct {
 // --no-history. It does not open the database. A journal that cannot be
 // made is a warning, never a failed call.
 func (a *app) startRecording(ctx context.Context) *callRecorder {
-	if a.noHistory {
+	if a.historyOff() {
 		return nil
 	}
 	var deadline time.Time
@@ -434,22 +370,24 @@ func (a *app) callEntry(t target, conn *ipc.Conn, req ipc.Request, resp *ipc.Res
 	return e
 }
 
-// outcomeOf names how a call ended, in the terms of the exit codes.
+// outcomeOf names how a call ended, in the terms of the exit codes: this
+// command line's own refusals and "nothing to connect to" first, then
+// history.OutcomeOf (the classification the TUI records with too).
 func outcomeOf(err error) history.Outcome {
-	if err == nil {
+	var (
+		sec *securityError
+		cn  *connectError
+		nf  *discovery.NotFoundError
+	)
+	switch {
+	case err == nil:
 		return history.OutcomeOK
-	}
-	switch exitCode(err) {
-	case exitPeer:
-		return history.OutcomeError
-	case exitTimeout:
-		return history.OutcomeTimeout
-	case exitSecurity:
+	case errors.As(err, &sec):
 		return history.OutcomeRefused
-	case 130:
-		return history.OutcomeCancelled
+	case errors.As(err, &cn), errors.As(err, &nf):
+		return history.OutcomeUnreachable
 	}
-	return history.OutcomeClosed
+	return history.OutcomeOf(err)
 }
 
 type historyFlags struct {
@@ -491,7 +429,7 @@ the config file); named calls are kept.`,
 	fl.BoolVar(&f.asJSON, "json", false, "print a JSON array of the calls, with their results")
 	fl.StringVar(&f.target, "target", "", "only calls to this target (name or endpoint)")
 	fl.StringVar(&f.method, "method", "", "only calls of this method")
-	fl.StringVar(&f.outcome, "outcome", "", "only calls that ended so: ok, error, timeout, closed, refused or cancelled")
+	fl.StringVar(&f.outcome, "outcome", "", "only calls that ended so: "+history.OutcomeList())
 	fl.StringVar(&f.since, "since", "", "only calls since then: a duration back (90s, 2h, 3d) or a date (2026-11-22, RFC 3339)")
 	fl.IntVar(&f.limit, "limit", 50, "most calls to show (0: all)")
 	f.jq.add(cmd)
@@ -527,7 +465,7 @@ func (a *app) listHistory(ctx context.Context, text string, f historyFlags) erro
 	q := history.Query{Text: text, Target: f.target, Method: f.method, Outcome: history.Outcome(f.outcome),
 		Limit: f.limit, WithResults: f.asJSON}
 	if f.outcome != "" && !q.Outcome.Valid() {
-		return usageErr(fmt.Errorf("--outcome %q: want ok, error, timeout, closed, refused or cancelled", f.outcome))
+		return usageErr(fmt.Errorf("--outcome %q: want %s", f.outcome, history.OutcomeList()))
 	}
 	if f.limit < 0 {
 		return usageErr(fmt.Errorf("--limit must not be negative"))
@@ -583,7 +521,7 @@ func (a *app) printHistoryTable(w io.Writer, entries []history.Entry, names map[
 	tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tWHEN\tTARGET\tMETHOD\tOUTCOME\tTIME\tSIZE\tNAME")
 	for _, e := range entries {
-		size := ipc.FormatBytes(e.ResponseSize)
+		size := human.Bytes(e.ResponseSize)
 		if e.Truncated {
 			size += " (cut)"
 		}
@@ -608,7 +546,7 @@ func (a *app) printHistoryTable(w io.Writer, entries []history.Entry, names map[
 func paintOutcome(st styler, line string) string {
 	for _, o := range []struct {
 		word, code string
-	}{{" ok ", "32"}, {" error ", "31"}, {" timeout ", "33"}, {" closed ", "31"}, {" refused ", "35"}, {" cancelled ", "33"}} {
+	}{{" ok ", "32"}, {" error ", "31"}, {" timeout ", "33"}, {" unreachable ", "31"}, {" closed ", "31"}, {" refused ", "35"}, {" cancelled ", "33"}} {
 		// The outcome column follows the method column; find it from the
 		// left so a method named "ok" is not painted instead.
 		if i := strings.Index(line, o.word); i >= 0 && outcomeColumn(line, i) {
@@ -624,7 +562,7 @@ func outcomeColumn(line string, i int) bool {
 	return len(strings.Fields(line[:i])) == 5 // id, date, clock, target, method
 }
 
-// cell makes user or peer text safe for one table cell, at most n runes.
+// cell makes user or peer text safe for one table cell, at most n cells wide.
 func cell(s string, n int) string {
 	if s == "" {
 		return "-"
@@ -636,10 +574,7 @@ func cell(s string, n int) string {
 		}
 		return r
 	}, s)
-	if utf8.RuneCountInString(s) > n {
-		return string([]rune(s)[:n-1]) + "…"
-	}
-	return s
+	return human.Truncate(s, n)
 }
 
 func (a *app) historySaveCmd() *cobra.Command {
@@ -874,7 +809,7 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags, wireSet boo
 			old.Outcome, doc.Outcome, elapsed(resp.Elapsed), idNote)
 		if !doc.Comparable {
 			fmt.Fprintf(a.io.err, "primalscope: the stored answer was cut (%s of it kept): no diff; the new answer follows\n",
-				ipc.FormatBytes(old.ResponseSize))
+				human.Bytes(old.ResponseSize))
 			if err := a.printJSON(a.io.out, resp.Result, false); err != nil {
 				return err
 			}

@@ -79,7 +79,7 @@ func (a *app) ls(ctx context.Context, df discoverFlags, asJSON bool, jq jqFlag) 
 	if err != nil {
 		return err
 	}
-	snap, cut, err := a.sweepWithin(ctx, d)
+	snap, cut, err := a.sweepWithin(ctx, d, df)
 	if err != nil {
 		return err
 	}
@@ -111,6 +111,7 @@ func (a *app) printLs(ctx context.Context, snap *discovery.Snapshot, asJSON bool
 	}
 	a.printTable(a.io.out, snap.Targets)
 	a.reportWarnings(snap.Targets)
+	a.reportCutOff(snap.Targets)
 	return nil
 }
 

@@ -15,10 +15,11 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/spf13/cobra"
 
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/events"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/ipc/holon"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 
@@ -66,16 +67,15 @@ When the output cannot keep up, the oldest events are dropped and a
 	return cmd
 }
 
-// holonFlags adds --insecure; when set, the command's context carries it to
-// the WebSocket dialer, and a warning is printed once.
+// holonFlags adds --insecure; when set, the one dialer skips TLS
+// verification of wss:// peers (dial.Settings.Insecure), and a warning is
+// printed once.
 func (a *app) holonFlags(root *cobra.Command) {
-	insecure := new(bool)
-	root.PersistentFlags().BoolVar(insecure, "insecure", false, "do not verify TLS certificates of wss:// peers (dangerous)")
+	root.PersistentFlags().BoolVar(&a.insecure, "insecure", false, "do not verify TLS certificates of wss:// peers (dangerous)")
 	prev := root.PersistentPreRunE
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
-		if *insecure {
+		if a.insecure {
 			fmt.Fprintln(a.io.err, "primalscope: WARNING: --insecure: TLS certificates of wss:// peers are NOT verified; anyone on the path can read and change this traffic")
-			cmd.SetContext(holon.WithInsecure(cmd.Context()))
 		}
 		if prev != nil {
 			return prev(cmd, args)
@@ -98,29 +98,19 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 	if err != nil {
 		return err
 	}
-	// Resolve the connection options once, here: the sources dial from
-	// their own goroutines.
-	base, err := a.options(target{})
+	// The sources dial from their own goroutines, each through the one
+	// dialer (made here, once).
+	d, err := a.dialer()
 	if err != nil {
 		return err
 	}
 	cfg := events.Config{
 		Interval: f.interval,
-		Insecure: holon.InsecureFrom(ctx),
+		Insecure: a.insecure,
 		MaxFrame: a.maxFrame,
 		Dial: func(ctx context.Context, s events.Spec, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
-			opts := base
-			opts.Endpoint = s.Name
-			if s.Wire != "" && (a.wire == "" || a.wire == "auto") {
-				if w, err := ipc.ParseWire(s.Wire); err == nil {
-					opts.Wire = w
-				}
-			}
-			opts.Trace = trace
-			opts.IncomingBuffer = 256
-			// Each source is decided on its own: base was made for no target.
-			opts.Security.FamilyScoped = opts.Security.FamilyScoped || a.familyScoped(s.Endpoint)
-			return ipc.Dial(ctx, s.Endpoint, opts)
+			return d.Dial(ctx, dial.Target{Name: s.Name, Endpoint: s.Endpoint, Pool: s.Pool, Wire: s.Wire},
+				dial.Options{Trace: trace, IncomingBuffer: 256})
 		},
 	}
 	sources := make([]events.Source, 0, len(specs))
@@ -177,11 +167,13 @@ func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]even
 	}
 	if len(args) > 0 {
 		for _, arg := range args {
-			t, err := a.resolve(arg)
+			t, err := a.resolve(ctx, arg)
 			if err != nil {
 				return nil, err
 			}
-			add(events.SpecForEndpoint(t.Name, t.Endpoint))
+			s := events.SpecForEndpoint(t.Name, t.Endpoint)
+			s.Pool, s.Wire = t.Pool, t.Wire
+			add(s)
 		}
 		return specs, nil
 	}
@@ -337,14 +329,7 @@ func (p *tailPrinter) detail(ev events.Event) string {
 	if err := json.Compact(&p.buf, ev.Payload); err != nil {
 		return render.Sanitize(string(ev.Payload))
 	}
-	s := render.Sanitize(p.buf.String())
-	if len(s) > maxTailPayload {
-		cut := maxTailPayload
-		for cut > 0 && s[cut]&0xc0 == 0x80 {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
+	s := human.Clip(render.Sanitize(p.buf.String()), maxTailPayload)
 	if p.hl != nil {
 		return p.hl.Line(s)
 	}

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
-	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
@@ -135,30 +134,16 @@ func (a *app) closeMemory() {
 	a.sec.sec.Memory.Flush(context.Background())
 }
 
-// familyScoped reports whether an endpoint's name (with the given family
-// ids, FAMILY_ID and those of its directory), or the directory it is in,
-// says it is family-scoped (so it gets nothing in cleartext, even on
-// first contact without FAMILY_ID): the one decision discovery, the prober
-// and the TUI make too (discovery.FamilyScoped).
-func (a *app) familyScoped(ep ipc.Endpoint, families ...string) bool {
-	return discovery.FamilyScoped(ep, append(families, a.familyID())...)
-}
-
 // endpointMemory opens the per-endpoint memory kept for the CLI in
 // $XDG_STATE_HOME/primalscope/endpoints.json (else ~/.local/state/...). A
 // memory that cannot be read starts empty; without a state directory it
 // lives in this process only.
 func (a *app) endpointMemory() *ipc.EndpointMemory {
-	dir := a.getenv("XDG_STATE_HOME")
-	if dir == "" {
-		if home := a.getenv("HOME"); home != "" {
-			dir = filepath.Join(home, ".local", "state")
-		}
-	}
-	if dir == "" || !filepath.IsAbs(dir) {
+	path := paths.EndpointMemoryFile(a.getenv)
+	if path == "" {
 		return ipc.NewEndpointMemory()
 	}
-	m, err := ipc.OpenEndpointMemory(filepath.Join(dir, "primalscope", "endpoints.json"))
+	m, err := ipc.OpenEndpointMemory(path)
 	if err != nil {
 		fmt.Fprintf(a.io.err, "primalscope: warning: %v\n", err)
 	}

@@ -214,6 +214,18 @@ func TestCallStdioBus(t *testing.T) {
 		t.Fatalf("no pool on a two-pool bus: %+v", r)
 	}
 
+	// The pool by the name ls prints (BUS/POOL), as every command takes it:
+	// call and caps route to the pool without --pool.
+	sd := "--socket-dir=" + dir
+	r = runCLI(t, env, "", "call", sd, "--no-history", "bus/echo", "echo", `{"a":1}`)
+	if r.code != 0 || !strings.Contains(r.stdout, `"pool": "echo"`) || !strings.Contains(r.stdout, `"a": 1`) {
+		t.Fatalf("call bus/echo: %+v", r)
+	}
+	r = runCLI(t, env, "", "caps", sd, "bus/agent")
+	if r.code != 0 || !strings.Contains(r.stdout, "health    alive") {
+		t.Fatalf("caps bus/agent: %+v", r)
+	}
+
 	// The same daemon in --stdio mode, reached as a stdio: target.
 	cfgFile := filepath.Join(dir, "bus.json")
 	b, _ := json.Marshal(cfg)

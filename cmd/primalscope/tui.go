@@ -8,8 +8,8 @@ import (
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/internal/render"
-	"github.com/ecoPrimals/primalscope/themes"
 	"github.com/ecoPrimals/primalscope/tui"
 )
 
@@ -39,11 +39,7 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 	}
 	cfg.Color, cfg.NoColor = colour, colour == render.ColorNever
 	if a.theme != "" {
-		var users []themes.Theme
-		if dir, err := themes.UserDir(); err == nil {
-			users, _ = themes.LoadDir(dir)
-		}
-		cat := themes.NewCatalog(users)
+		cat := a.themeCatalog()
 		if _, err := cat.Lookup(a.theme); err != nil {
 			return usageErr(fmt.Errorf("unknown theme %q (there are: %v)", a.theme, cat.Names()))
 		}
@@ -54,6 +50,9 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return err
 	}
 	cfg.Security, cfg.CanBTSP = sec, a.seedFile != "" || a.getenv("FAMILY_SEED") != ""
+	if cfg.Dialer, err = a.dialer(); err != nil { // the one the commands use
+		return err
+	}
 	a.quietWarnings() // the trace shows them; stderr would spoil the screen
 	// The same discovery as ls: the config file's targets, the process
 	// table's buses, and family-scoped sockets probed through BTSP.
@@ -62,13 +61,15 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return err
 	}
 	cfg.Discoverer = &tui.DiscoveryWatcher{D: d}
-	cfg.ConfigPath = tui.ConfigPath(a.getenv)
-	keys, err := tui.LoadKeys(cfg.ConfigPath)
-	if err != nil {
+	// The keys come from the config file the CLI read once; a broken file
+	// stops the TUI (its warning would vanish under the full screen and
+	// the user's bindings silently not apply).
+	if err := a.configErr(); err != nil {
 		return usageErr(err)
 	}
-	cfg.Keys = keys
-	if !a.noHistory {
+	cfg.ConfigPath = paths.ConfigFile(a.getenv)
+	cfg.Keys = a.config().Keys
+	if !a.historyOff() {
 		h, closeHistory := a.tuiHistory(ctx)
 		defer closeHistory()
 		cfg.History = h

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -431,7 +433,12 @@ func TestFamilyScopedByNameOrDirectory(t *testing.T) {
 	if err := os.Symlink("beardog-westgate-tower-155f.sock", filepath.Join(dir, "crypto.sock")); err != nil {
 		t.Fatal(err)
 	}
-	a := &app{getenv: func(string) string { return "" }}
+	a := &app{getenv: func(string) string { return "" }, maxFrame: ipc.DefaultMaxFrame, io: &stdio{err: io.Discard}}
+	d, err := a.dialer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scoped := func(ep ipc.Endpoint) bool { return d.Security(dial.Target{Endpoint: ep}).FamilyScoped }
 	for name, want := range map[string]bool{
 		"beardog-westgate-tower-155f.sock":  true,  // a known primal's name and a family
 		"myprimal-westgate-tower-155f.sock": true,  // the family id seen on a known primal's socket here
@@ -441,11 +448,11 @@ func TestFamilyScopedByNameOrDirectory(t *testing.T) {
 		"beardog.tarpc.sock":                false,
 	} {
 		ep := ipc.Endpoint{Transport: ipc.Unix, Path: filepath.Join(dir, name)}
-		if got := a.familyScoped(ep); got != want {
+		if got := scoped(ep); got != want {
 			t.Errorf("%s: family-scoped %v, want %v", name, got, want)
 		}
 	}
-	if (&app{getenv: func(string) string { return "" }}).familyScoped(ipc.Endpoint{Transport: ipc.TCP, Address: "127.0.0.1:9200"}) {
+	if scoped(ipc.Endpoint{Transport: ipc.TCP, Address: "127.0.0.1:9200"}) {
 		t.Error("a TCP endpoint is never family-scoped by name")
 	}
 }

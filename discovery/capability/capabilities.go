@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
 // Format names the wire shape a capabilities.list answer was read from.
@@ -115,6 +118,32 @@ type Cost struct {
 	GPUEligible *bool    `json:"gpu_eligible,omitempty"`
 	// Extra keeps unknown or ill-typed keys raw.
 	Extra map[string]json.RawMessage `json:"extra,omitempty"`
+}
+
+// Summary is the cost for people, on one line: "cpu low ~5 ms mem 4 MiB
+// gpu"; peer text in it is sanitized (render.Sanitize). "" for nil.
+func (c *Cost) Summary() string {
+	if c == nil {
+		return ""
+	}
+	var p []string
+	if c.CPU != "" {
+		p = append(p, "cpu "+render.Sanitize(c.CPU))
+	}
+	if c.LatencyMS != nil {
+		p = append(p, fmt.Sprintf("~%g ms", *c.LatencyMS))
+	}
+	if f := c.MemoryBytes; f != nil {
+		if *f >= 0 && *f < 1<<62 {
+			p = append(p, "mem "+human.Bytes(int64(*f)))
+		} else {
+			p = append(p, fmt.Sprintf("mem %g B", *f))
+		}
+	}
+	if c.GPUEligible != nil && *c.GPUEligible {
+		p = append(p, "gpu")
+	}
+	return strings.Join(p, " ")
 }
 
 // TransportSecurity is the transport_security object.

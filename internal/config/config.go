@@ -1,11 +1,15 @@
 // Package config reads primalscope's user configuration file,
 // $XDG_CONFIG_HOME/primalscope/config.toml (~/.config/primalscope/config.toml
-// when XDG_CONFIG_HOME is unset).
+// when XDG_CONFIG_HOME is unset or relative; see internal/paths). It is the
+// one reader of that file: the CLI loads it once and hands each consumer its
+// section (discovery, the TUI's [keys], the history's [history]).
 //
-// The file is TOML. Each concern owns one section; sections this version does
-// not know are kept aside (see Config.Unknown) rather than rejected, so an
-// older primalscope reads a newer file. To add a section, add a field with a
-// toml tag to Config and a Validate step if it needs one.
+// The file is TOML. Each concern owns one section. Sections and keys this
+// version does not know are not an error, so an older primalscope reads a
+// newer file, but they are not silently ignored either: they are listed in
+// Config.Unknown and Config.Warnings says them (with the nearest known name,
+// for a misspelling). To add a section, add a field with a toml tag to
+// Config and a Validate step if it needs one.
 //
 //	[discovery]
 //	socket_dirs   = ["/run/user/1000/biomeos"]
@@ -30,6 +34,17 @@
 //	[[bus]]
 //	name    = "local-agents"
 //	command = "stdio_bus --config agents.json --stdio"
+//
+//	[keys]                       # TUI action = key or [keys]; checked by the TUI
+//	quit = ["q", "ctrl+c"]
+//	send = "ctrl+g"
+//
+//	[history]
+//	enabled     = true           # false: record nothing (like --no-history)
+//	path        = "/data/primalscope-history.db"
+//	max_rows    = 100000
+//	max_bytes   = "512MiB"       # or a number of bytes
+//	entry_limit = "4MiB"
 package config
 
 import (
@@ -37,13 +52,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
+	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/ecoPrimals/primalscope/internal/paths"
 )
 
 // MaxFileSize bounds the configuration file; a larger one is refused.
@@ -53,6 +71,13 @@ const MaxFileSize = 1 << 20
 const (
 	MaxTargets = 1024
 	MaxBuses   = 256
+	// MaxKeyActions and MaxKeysPerAction bound the [keys] table;
+	// MaxKeyName bounds one key name in bytes.
+	MaxKeyActions    = 256
+	MaxKeysPerAction = 16
+	MaxKeyName       = 64
+	// maxUnknown bounds how many unknown keys are listed.
+	maxUnknown = 64
 )
 
 // Config is the whole configuration file. The zero value is a valid,
@@ -63,12 +88,120 @@ type Config struct {
 	Targets []Target `toml:"target" json:"targets,omitempty"`
 	// Buses are stdio Bus daemons or commands to list.
 	Buses []Bus `toml:"bus" json:"buses,omitempty"`
+	// Keys remaps TUI actions: action name -> key names, as written (a
+	// single string is a list of one). The names are checked by the TUI
+	// (its KeyMap), not here.
+	Keys Keys `toml:"keys" json:"keys,omitempty"`
+	// History configures the call history.
+	History History `toml:"history" json:"history"`
 
 	// Path is the file this configuration was read from ("" when none).
 	Path string `toml:"-" json:"path,omitempty"`
-	// Unknown lists keys in the file that this version does not read
-	// (for a warning; they are not an error).
+	// Unknown lists the keys in the file that this version does not read,
+	// dotted ("keymap", "discovery.socket_dir"), sorted; see Warnings.
 	Unknown []string `toml:"-" json:"unknown,omitempty"`
+}
+
+// Keys is the [keys] table: TUI action name -> key names.
+type Keys map[string][]string
+
+// UnmarshalTOML reads the table: each value a key name or a list of them.
+func (k *Keys) UnmarshalTOML(v any) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return fmt.Errorf("keys: want a table of action = key or [keys], not %T", v)
+	}
+	if len(m) > MaxKeyActions {
+		return fmt.Errorf("keys: %d actions; at most %d", len(m), MaxKeyActions)
+	}
+	out := make(Keys, len(m))
+	for name, x := range m {
+		var ks []string
+		switch x := x.(type) {
+		case string:
+			ks = []string{x}
+		case []any:
+			if len(x) > MaxKeysPerAction {
+				return fmt.Errorf("keys.%s: %d keys; at most %d", name, len(x), MaxKeysPerAction)
+			}
+			for _, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return fmt.Errorf("keys.%s: want key names (strings), not %T", name, e)
+				}
+				ks = append(ks, s)
+			}
+		default:
+			return fmt.Errorf("keys.%s: want a key name or a list of key names, not %T", name, x)
+		}
+		for _, s := range ks {
+			if len(s) > MaxKeyName {
+				return fmt.Errorf("keys.%s: key name longer than %d bytes", name, MaxKeyName)
+			}
+		}
+		out[name] = ks
+	}
+	*k = out
+	return nil
+}
+
+// History is the [history] section. Zero values mean the history's
+// defaults; --history, --no-history and $PRIMALSCOPE_HISTORY win over it.
+type History struct {
+	// Enabled false records nothing, like --no-history (unset means on).
+	Enabled *bool `toml:"enabled" json:"enabled,omitempty"`
+	// Path is the history database (default under $XDG_STATE_HOME).
+	Path string `toml:"path" json:"path,omitempty"`
+	// MaxRows and MaxBytes bound the database; older calls are trimmed.
+	MaxRows  int64 `toml:"max_rows" json:"max_rows,omitempty"`
+	MaxBytes Size  `toml:"max_bytes" json:"max_bytes,omitempty"`
+	// EntryLimit bounds a stored result, error data or params.
+	EntryLimit Size `toml:"entry_limit" json:"entry_limit,omitempty"`
+}
+
+// On reports whether calls are recorded (Enabled unset or true).
+func (h History) On() bool { return h.Enabled == nil || *h.Enabled }
+
+// Size is a size in bytes, written in TOML as a number of bytes or a
+// string like "512MiB".
+type Size int64
+
+// UnmarshalTOML reads a number of bytes or a size string (see ParseSize).
+func (b *Size) UnmarshalTOML(v any) error {
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return fmt.Errorf("negative size %d", x)
+		}
+		*b = Size(x)
+		return nil
+	case string:
+		n, err := ParseSize(x)
+		*b = Size(n)
+		return err
+	}
+	return fmt.Errorf("size must be a number of bytes or a string like \"512MiB\", not %T", v)
+}
+
+// ParseSize reads "4096", "4KiB", "512MiB", "1GiB" (KB, MB, GB and K, M, G
+// are taken as powers of 1024 too; case does not matter).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}} {
+		if strings.HasSuffix(strings.ToLower(t), u.suffix) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
 }
 
 // Discovery configures where and how primalscope looks for targets.
@@ -138,21 +271,15 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // MarshalText writes the duration as text.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
-// DefaultPath returns where the configuration file lives:
-// $XDG_CONFIG_HOME/primalscope/config.toml, else
-// $HOME/.config/primalscope/config.toml; "" when neither is set.
-func DefaultPath(getenv func(string) string) string {
-	if d := getenv("XDG_CONFIG_HOME"); d != "" {
-		return filepath.Join(d, "primalscope", "config.toml")
-	}
-	if h := getenv("HOME"); h != "" {
-		return filepath.Join(h, ".config", "primalscope", "config.toml")
-	}
-	return ""
+// LoadDefault reads the configuration file where it lives
+// (paths.ConfigFile); getenv is os.Getenv in production.
+func LoadDefault(getenv func(string) string) (*Config, error) {
+	return Load(paths.ConfigFile(getenv))
 }
 
 // Load reads the configuration file at path. A missing file is not an
-// error: it yields an empty Config.
+// error: it yields an empty Config. A file that is not a regular file (a
+// named pipe, a device, a directory) is refused without reading from it.
 func Load(path string) (*Config, error) {
 	if path == "" {
 		return &Config{}, nil
@@ -194,9 +321,20 @@ func Parse(b []byte) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	seen := map[string]bool{}
+undecoded:
 	for _, k := range md.Undecoded() {
+		if len(k) > 1 && k[0] == "keys" {
+			continue // the table is read whole by Keys.UnmarshalTOML
+		}
+		for i := 1; i < len(k); i++ {
+			if seen[k[:i].String()] {
+				continue undecoded // inside an unknown table: that one is said
+			}
+		}
+		seen[k.String()] = true
 		c.Unknown = append(c.Unknown, k.String())
-		if len(c.Unknown) >= 64 {
+		if len(c.Unknown) >= maxUnknown {
 			break
 		}
 	}
@@ -238,5 +376,114 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("bus %q: needs unix, tcp or command", b.Name)
 		}
 	}
+	if c.History.MaxRows < 0 {
+		return fmt.Errorf("history.max_rows: negative (%d)", c.History.MaxRows)
+	}
+	if c.History.MaxBytes < 0 || c.History.EntryLimit < 0 {
+		return errors.New("history: negative size")
+	}
+	if len(c.Keys) > MaxKeyActions {
+		return fmt.Errorf("keys: %d actions; at most %d", len(c.Keys), MaxKeyActions)
+	}
 	return nil
+}
+
+// Warnings says what in the file this version does not read, one line
+// each, naming the nearest known section or key when the name looks
+// misspelled: "unknown section [keymap] in /path (ignored; did you mean
+// [keys]?)". The CLI writes them on stderr.
+func (c *Config) Warnings() []string {
+	var out []string
+	where := ""
+	if c.Path != "" {
+		where = " in " + c.Path
+	}
+	for _, k := range c.Unknown {
+		sec, key, nested := strings.Cut(k, ".")
+		if !nested {
+			w := fmt.Sprintf("unknown section or key %q%s (ignored", sec, where)
+			if near := nearest(sec, tomlKeys(reflect.TypeOf(Config{}))); near != "" {
+				w += fmt.Sprintf("; did you mean %q?", near)
+			}
+			out = append(out, w+")")
+			continue
+		}
+		w := fmt.Sprintf("unknown key %q%s (ignored", k, where)
+		if near := nearest(key, sectionKeys(sec)); near != "" {
+			w += fmt.Sprintf("; did you mean %q?", sec+"."+near)
+		}
+		out = append(out, w+")")
+	}
+	return out
+}
+
+// tomlKeys lists the toml names of a struct type's fields, for the
+// warnings' suggestions: read from the tags, so they cannot drift.
+func tomlKeys(t reflect.Type) []string {
+	for t.Kind() == reflect.Slice || t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var out []string
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// sectionKeys lists the keys a known section reads (none for [keys],
+// which takes any action name).
+func sectionKeys(section string) []string {
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Tag.Get("toml") == section && f.Type != reflect.TypeOf(Keys{}) {
+			return tomlKeys(f.Type)
+		}
+	}
+	return nil
+}
+
+// nearest is the name in known closest to s, if it is close enough to be
+// a misspelling (an edit distance of at most a third of its length, and
+// at least 1, or the same first three letters); "" otherwise.
+func nearest(s string, known []string) string {
+	best, bestD := "", 0
+	s = strings.ToLower(s)
+	for _, k := range known {
+		d := editDistance(s, k)
+		near := d <= max(1, len(k)/3) || len(s) >= 3 && len(k) >= 3 && s[:3] == k[:3]
+		if near && (best == "" || d < bestD) {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of two short names (anything
+// longer than 64 bytes is far from every known name).
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 1 << 20
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -38,7 +39,7 @@ quit = "q"
 	if len(c.Targets) != 1 || c.Targets[0].Aliases[0] != "t" || len(c.Buses) != 1 {
 		t.Errorf("%+v", c)
 	}
-	if len(c.Unknown) != 2 || c.Unknown[0] != "keymap" {
+	if len(c.Unknown) != 1 || c.Unknown[0] != "keymap" {
 		t.Errorf("unknown keys: %v", c.Unknown)
 	}
 }
@@ -75,13 +76,148 @@ func TestLoad(t *testing.T) {
 	if _, err := Load(p); err == nil {
 		t.Error("oversize file accepted")
 	}
-	env := map[string]string{"HOME": "/home/u"}
-	if got := DefaultPath(func(k string) string { return env[k] }); got != "/home/u/.config/primalscope/config.toml" {
-		t.Error(got)
+}
+
+// LoadDefault reads the file internal/paths names: with a relative
+// XDG_CONFIG_HOME (invalid), the one under $HOME.
+func TestLoadDefault(t *testing.T) {
+	home := t.TempDir()
+	p := filepath.Join(home, ".config", "primalscope", "config.toml")
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
 	}
-	env["XDG_CONFIG_HOME"] = "/cfg"
-	if got := DefaultPath(func(k string) string { return env[k] }); got != "/cfg/primalscope/config.toml" {
-		t.Error(got)
+	os.WriteFile(p, []byte("[keys]\nquit = \"x\"\n"), 0o600)
+	env := map[string]string{"HOME": home, "XDG_CONFIG_HOME": "relative/cfg"}
+	c, err := LoadDefault(func(k string) string { return env[k] })
+	if err != nil || c.Path != p || c.Keys["quit"][0] != "x" {
+		t.Fatalf("%+v %v", c, err)
+	}
+}
+
+// A named pipe where the file should be is refused at once: reading it
+// would block startup until something writes to it.
+func TestLoadRefusesFIFO(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.toml")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip("no FIFOs here:", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(p); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("FIFO: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		// Unblock the reader so the test ends, then fail.
+		if f, err := os.OpenFile(p, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+		t.Fatal("Load blocked on a FIFO")
+	}
+	if _, err := Load(t.TempDir()); err == nil {
+		t.Error("a directory was accepted")
+	}
+}
+
+func TestKeysAndHistory(t *testing.T) {
+	c, err := Parse([]byte(`
+[keys]
+quit = ["q", "ctrl+c"]
+send = "ctrl+g"
+no_such_action = "x"
+
+[history]
+enabled = false
+path = "/data/h.db"
+max_rows = 10
+max_bytes = "512MiB"
+entry_limit = 4096
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Keys) != 3 || len(c.Keys["quit"]) != 2 || c.Keys["send"][0] != "ctrl+g" || c.Keys["no_such_action"][0] != "x" {
+		t.Errorf("keys %v", c.Keys)
+	}
+	if len(c.Unknown) != 0 {
+		t.Errorf("keys reported unknown: %v (the TUI checks action names)", c.Unknown)
+	}
+	h := c.History
+	if h.On() || h.Path != "/data/h.db" || h.MaxRows != 10 || h.MaxBytes != 512<<20 || h.EntryLimit != 4096 {
+		t.Errorf("history %+v", h)
+	}
+	if !(History{}).On() {
+		t.Error("history is off by default")
+	}
+	for _, bad := range []string{
+		"[keys]\nquit = 3",
+		"[keys]\nquit = [\"q\", 3]",
+		"keys = \"q\"",
+		"[keys]\nquit = \"" + strings.Repeat("x", MaxKeyName+1) + "\"",
+		"[history]\nmax_rows = -1",
+		"[history]\nmax_bytes = \"lots\"",
+		"[history]\nentry_limit = -5",
+		"[history]\nenabled = \"yes\"",
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"4096": 4096, "4KiB": 4 << 10, " 512 MiB ": 512 << 20, "1gb": 1 << 30, "3k": 3 << 10, "7b": 7} {
+		if got, err := ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"", "x", "-1", "1.5MiB", "99999999999GiB"} {
+		if _, err := ParseSize(bad); err == nil {
+			t.Errorf("ParseSize(%q) accepted", bad)
+		}
+	}
+}
+
+// A misspelled section or key is not an error (a newer file must load in
+// an older primalscope) but it is said, with the name it was probably
+// meant to be.
+func TestWarnings(t *testing.T) {
+	c, err := Parse([]byte(`
+[keymap]
+quit = "q"
+[histroy]
+path = "/x"
+[discovery]
+socket_dir = ["/run/a"]
+[history]
+max_row = 5
+[future_feature]
+on = true
+[[target]]
+name = "t"
+endpoint = "/t.sock"
+endpont = "/typo.sock"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Path = "/home/u/.config/primalscope/config.toml"
+	got := strings.Join(c.Warnings(), "\n")
+	for _, want := range []string{
+		`unknown section or key "keymap" in /home/u/.config/primalscope/config.toml (ignored; did you mean "keys"?)`,
+		`"histroy" in /home/u/.config/primalscope/config.toml (ignored; did you mean "history"?)`,
+		`unknown key "discovery.socket_dir" in /home/u/.config/primalscope/config.toml (ignored; did you mean "discovery.socket_dirs"?)`,
+		`unknown key "history.max_row" in /home/u/.config/primalscope/config.toml (ignored; did you mean "history.max_rows"?)`,
+		`unknown section or key "future_feature" in /home/u/.config/primalscope/config.toml (ignored)`,
+		`unknown key "target.endpont" in /home/u/.config/primalscope/config.toml (ignored; did you mean "target.endpoint"?)`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("warnings lack %s:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "future_feature.on") {
+		t.Errorf("keys of an unknown section listed one by one:\n%s", got)
 	}
 }
 

@@ -7,7 +7,7 @@
 // heartbeats and events, and one primal comes and goes over time.
 //
 // The demo, the tests and later features all use it; it is built from the
-// fake servers of ipc/ipctest.
+// simulated peers of internal/peer.
 package demo
 
 import (
@@ -25,7 +25,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 // DefaultFamily is the family id of the demo's family-scoped sockets.
@@ -70,7 +70,7 @@ type Ecosystem struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	servers map[string]*ipctest.Server // by socket file name
+	servers map[string]*peer.Server // by socket file name
 	entries []Entry
 	closers []func()
 }
@@ -90,7 +90,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 	if opts.Churn <= 0 {
 		opts.Churn = 12 * time.Second
 	}
-	e := &Ecosystem{Dir: opts.Dir, Family: opts.Family, opts: opts, servers: map[string]*ipctest.Server{}}
+	e := &Ecosystem{Dir: opts.Dir, Family: opts.Family, opts: opts, servers: map[string]*peer.Server{}}
 	if e.Dir == "" {
 		d, err := os.MkdirTemp("", "primalscope-demo-")
 		if err != nil {
@@ -131,7 +131,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 			return nil, err
 		}
 	}
-	e.goLoop(e.pulse)
+	e.every(e.opts.Tick, e.pulse())
 	return e, nil
 }
 
@@ -141,7 +141,7 @@ func (e *Ecosystem) Close() error {
 	e.wg.Wait()
 	e.mu.Lock()
 	servers := e.servers
-	e.servers = map[string]*ipctest.Server{}
+	e.servers = map[string]*peer.Server{}
 	closers := e.closers
 	e.closers = nil
 	e.mu.Unlock()
@@ -173,8 +173,8 @@ func (e *Ecosystem) Context() context.Context { return e.ctx }
 
 // Serve starts a server on a socket file in the directory and keeps it for
 // Close. name is the file name (e.g. "beardog.sock").
-func (e *Ecosystem) Serve(name string, cfg ipctest.Config) (*ipctest.Server, error) {
-	s, err := ipctest.Listen(e.Path(name), cfg)
+func (e *Ecosystem) Serve(name string, cfg peer.Config) (*peer.Server, error) {
+	s, err := peer.Listen(e.Path(name), cfg)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -196,17 +196,17 @@ func (e *Ecosystem) Stop(name string) {
 }
 
 // Server returns the running server of a socket file name, or nil.
-func (e *Ecosystem) Server(name string) *ipctest.Server {
+func (e *Ecosystem) Server(name string) *peer.Server {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.servers[name]
 }
 
 // Servers returns the running servers by socket file name.
-func (e *Ecosystem) Servers() map[string]*ipctest.Server {
+func (e *Ecosystem) Servers() map[string]*peer.Server {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make(map[string]*ipctest.Server, len(e.servers))
+	out := make(map[string]*peer.Server, len(e.servers))
 	for k, v := range e.servers {
 		out[k] = v
 	}
@@ -267,6 +267,23 @@ func (e *Ecosystem) goLoop(f func(ctx context.Context)) {
 		defer e.wg.Done()
 		f(e.ctx)
 	}()
+}
+
+// every runs f each period d until the ecosystem stops, on a goroutine the
+// ecosystem owns; n counts the runs from 1.
+func (e *Ecosystem) every(d time.Duration, f func(n int64)) {
+	e.goLoop(func(ctx context.Context) {
+		t := time.NewTicker(max(d, 1))
+		defer t.Stop()
+		for n := int64(1); ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			f(n)
+		}
+	})
 }
 
 func (e *Ecosystem) writeSeed() error {

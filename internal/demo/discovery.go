@@ -1,14 +1,13 @@
 package demo
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 
+	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 // discoveryParts adds what discovery needs to show every source it can in
@@ -27,8 +26,8 @@ func (e *Ecosystem) discoveryParts() error {
 }
 
 // serveTCP starts a primal on a loopback TCP port, stopped at Close.
-func (e *Ecosystem) serveTCP(cfg ipctest.Config) (*ipctest.Server, error) {
-	s, err := ipctest.ListenTCP("127.0.0.1:0", cfg)
+func (e *Ecosystem) serveTCP(cfg peer.Config) (*peer.Server, error) {
+	s, err := peer.ListenTCP("127.0.0.1:0", cfg)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -41,9 +40,9 @@ func (e *Ecosystem) serveTCP(cfg ipctest.Config) (*ipctest.Server, error) {
 // identity method and advertises a method it does not implement; and it
 // consumes ledger.append, which no primal of the demo provides.
 func (e *Ecosystem) toadstool() error {
-	p := &ipctest.Primal{
+	p := &peer.Primal{
 		Name: "toadstool", Version: "0.4.2", Domain: "compute",
-		Groups:       []ipctest.Group{{Type: "compute", Methods: []string{"submit", "status", "cancel"}}},
+		Groups:       []peer.Group{{Type: "compute", Methods: []string{"submit", "status", "cancel"}}},
 		IdentityOnly: true,
 		Omit:         []string{"compute.cancel"},
 		Extra:        map[string]any{"consumed_capabilities": []string{"ledger.append", "crypto.hash"}},
@@ -62,29 +61,32 @@ func (e *Ecosystem) toadstool() error {
 // and stops, over and over, half a churn period out of step with the
 // socket-file primal that comes and goes.
 func (e *Ecosystem) petaltongue() error {
-	p := &ipctest.Primal{
+	p := &peer.Primal{
 		Name: "petaltongue", Version: "1.3.0", Domain: "visualization", License: "AGPL-3.0-or-later",
-		Groups: []ipctest.Group{{Type: "visualization", Methods: []string{"render", "scene.list"}}},
+		Groups: []peer.Group{{Type: "visualization", Methods: []string{"render", "scene.list"}}},
 	}
 	cfg := p.Config()
 	e.AddEntry(Entry{Name: "petaltongue", Path: "tcp://127.0.0.1:<port>", What: fmt.Sprintf("TCP primal that registers and leaves every %s (seen through ipc.watch)", e.opts.Churn)})
-	e.goLoop(func(ctx context.Context) {
-		if !sleep(ctx, e.opts.Churn/2) {
-			return
+	// s is the running server: the ticker's goroutine owns it, and Close
+	// (which runs closers after that goroutine ended) stops the last one.
+	var s *peer.Server
+	leave := func() {
+		e.Registry.Unregister("petaltongue")
+		if s != nil {
+			s.Close()
+			s = nil
 		}
-		for {
-			s, err := ipctest.ListenTCP("127.0.0.1:0", cfg)
-			if err == nil {
+	}
+	e.OnClose(leave)
+	e.every(e.opts.Churn/2, func(n int64) {
+		switch n % 4 {
+		case 1: // comes at half a period, stays one, is away one
+			var err error
+			if s, err = peer.ListenTCP("127.0.0.1:0", cfg); err == nil {
 				e.Registry.Register(Registration{PrimalID: "petaltongue", Capabilities: []string{"visualization"}, Endpoint: "tcp://" + s.Addr})
 			}
-			ok := sleep(ctx, e.opts.Churn)
-			e.Registry.Unregister("petaltongue")
-			if s != nil {
-				s.Close()
-			}
-			if !ok || !sleep(ctx, e.opts.Churn) {
-				return
-			}
+		case 3:
+			leave()
 		}
 	})
 	return nil
@@ -130,16 +132,16 @@ func (e *Ecosystem) manifests() error {
 // topology.primals) on neural-api-<family>.sock that reports the primals it
 // runs; one of them only through lifecycle.get.
 func (e *Ecosystem) neuralAPI() error {
-	n := ipctest.NewNeural(
-		ipctest.NeuralEntry{Name: "beardog", State: "running", Socket: e.Path("beardog.sock"), PID: os.Getpid()},
-		ipctest.NeuralEntry{Name: "rhizocrypt", State: "running", Socket: e.Path("rhizocrypt.sock"), PID: os.Getpid()},
-		ipctest.NeuralEntry{Name: "nestgate", State: "running", Socket: e.Path("nestgate.sock"), PID: os.Getpid(), Hidden: true},
+	n := peer.NewNeural(
+		peer.NeuralEntry{Name: "beardog", State: "running", Socket: e.Path("beardog.sock"), PID: os.Getpid()},
+		peer.NeuralEntry{Name: "rhizocrypt", State: "running", Socket: e.Path("rhizocrypt.sock"), PID: os.Getpid()},
+		peer.NeuralEntry{Name: "nestgate", State: "running", Socket: e.Path("nestgate.sock"), PID: os.Getpid(), Hidden: true},
 	)
 	file := "neural-api-" + e.Family + ".sock"
 	// Family-scoped by name, like biomeOS in non-enforced mode: a BTSP
 	// handshake with the family seed, or plain JSON-RPC for local composition.
 	cfg := n.Config()
-	cfg.Accept = ipctest.BTSPGate(btsp.ServerConfig{Seed: []byte(e.seed)}, true)
+	cfg.Accept = peer.BTSPGate(btsp.ServerConfig{Seed: []byte(e.seed)}, true)
 	if _, err := e.Serve(file, cfg); err != nil {
 		return err
 	}

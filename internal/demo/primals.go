@@ -17,14 +17,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 const nodeID = "demo-node-1"
 
-func (e *Ecosystem) serveAndRegister(file string, p *ipctest.Primal, what string, cfg ipctest.Config) error {
+func (e *Ecosystem) serveAndRegister(file string, p *peer.Primal, what string, cfg peer.Config) error {
 	if _, err := e.Serve(file, cfg); err != nil {
 		return err
 	}
@@ -39,8 +39,8 @@ func (e *Ecosystem) serveAndRegister(file string, p *ipctest.Primal, what string
 
 // beardogPrimal is a BearDog-like crypto primal: format E, signed, with
 // real Ed25519 signing under its identity key.
-func (e *Ecosystem) beardogPrimal(familyScoped bool) *ipctest.Primal {
-	key := ipctest.IdentityKey("beardog", nodeID)
+func (e *Ecosystem) beardogPrimal(familyScoped bool) *peer.Primal {
+	key := peer.IdentityKey("beardog", nodeID)
 	ts := map[string]any{"btsp_required": familyScoped, "btsp_version": "2.0", "btsp_server_available": true,
 		"cleartext_available": !familyScoped}
 	if familyScoped {
@@ -48,10 +48,10 @@ func (e *Ecosystem) beardogPrimal(familyScoped bool) *ipctest.Primal {
 	} else {
 		ts["note"] = "Standalone socket: cleartext JSON-RPC accepted."
 	}
-	return &ipctest.Primal{
+	return &peer.Primal{
 		Name: "beardog", Version: "0.9.0", Domain: "crypto", License: "AGPL-3.0-or-later",
-		Format: ipctest.FormatE, Sign: true, NodeID: nodeID,
-		Groups: []ipctest.Group{
+		Format: peer.FormatE, Sign: true, NodeID: nodeID,
+		Groups: []peer.Group{
 			{Type: "crypto", Description: "Ed25519 signatures, hashing and key exchange",
 				Methods: []string{"sign_ed25519", "verify_ed25519", "hash", "hmac", "x25519_generate_ephemeral"}},
 			{Type: "btsp", Description: "BTSP sessions as a service",
@@ -59,7 +59,7 @@ func (e *Ecosystem) beardogPrimal(familyScoped bool) *ipctest.Primal {
 		},
 		Extra: map[string]any{"btsp_enabled": true, "transport_security": ts, "family_id": e.Family, "node_id": nodeID,
 			"protocols": []string{"jsonrpc-2.0", "tarpc"}},
-		Handlers: map[string]ipctest.HandlerFunc{
+		Handlers: map[string]peer.HandlerFunc{
 			"crypto.sign_ed25519": func(_ context.Context, p json.RawMessage) (any, error) {
 				var a struct {
 					Message string `json:"message"`
@@ -120,7 +120,7 @@ func (e *Ecosystem) beardog() error {
 func (e *Ecosystem) beardogFamily() error {
 	p := e.beardogPrimal(true)
 	cfg := p.Config()
-	cfg.Accept = ipctest.BTSPGate(btsp.ServerConfig{Seed: []byte(e.seed)}, false)
+	cfg.Accept = peer.BTSPGate(btsp.ServerConfig{Seed: []byte(e.seed)}, false)
 	file := "beardog-" + e.Family + ".sock"
 	if _, err := e.Serve(file, cfg); err != nil {
 		return err
@@ -130,9 +130,9 @@ func (e *Ecosystem) beardogFamily() error {
 }
 
 func (e *Ecosystem) songbird() error {
-	p := &ipctest.Primal{
-		Name: "songbird", Version: "0.12.3", Format: ipctest.FormatA,
-		Groups: []ipctest.Group{
+	p := &peer.Primal{
+		Name: "songbird", Version: "0.12.3", Format: peer.FormatA,
+		Groups: []peer.Group{
 			{Type: "ipc", Methods: []string{"list", "discover", "resolve", "watch", "register"}},
 			{Type: "lifecycle", Methods: []string{"composition"}},
 			{Type: "discovery", Methods: []string{"peers", "find_by_capability"}},
@@ -146,9 +146,9 @@ func (e *Ecosystem) songbird() error {
 func (e *Ecosystem) rhizocrypt() error {
 	var sessions atomic.Int64
 	lat := func(ms float64) map[string]any { return map[string]any{"latency_ms": ms} }
-	p := &ipctest.Primal{
+	p := &peer.Primal{
 		Name: "rhizocrypt", Version: "0.14.0", Domain: "dag", License: "AGPL-3.0-or-later", Level3: true,
-		Groups: []ipctest.Group{{Type: "dag", Description: "Ephemeral content-addressed DAG engine",
+		Groups: []peer.Group{{Type: "dag", Description: "Ephemeral content-addressed DAG engine",
 			Methods: []string{"session.create", "session.list", "event.append", "event.get", "merkle.root", "dehydrate"}}},
 		Consumed: []string{"crypto.sign_ed25519", "storage.artifact.store"},
 		Costs: map[string]map[string]any{
@@ -163,7 +163,7 @@ func (e *Ecosystem) rhizocrypt() error {
 			"dag.merkle.root":  {"dag.event.append"},
 			"dag.dehydrate":    {"dag.merkle.root", "storage.artifact.store"},
 		},
-		Handlers: map[string]ipctest.HandlerFunc{
+		Handlers: map[string]peer.HandlerFunc{
 			"dag.session.create": func(context.Context, json.RawMessage) (any, error) {
 				n := sessions.Add(1)
 				return map[string]any{"session_id": fmt.Sprintf("sess-%04d", n), "created_at": time.Now().UTC().Format(time.RFC3339)}, nil
@@ -184,7 +184,7 @@ func (e *Ecosystem) rhizocrypt() error {
 	// Like the real rhizoCrypt, it requires the riboCipher first-byte
 	// signal (EC 01): raw JSON gets error -32002.
 	cfg := p.Config()
-	cfg.Accept = ipctest.RiboCipher(ipctest.PrefixRequired, "rhizocrypt", nil)
+	cfg.Accept = peer.RiboCipher(peer.PrefixRequired, "rhizocrypt", nil)
 	if err := e.serveAndRegister("rhizocrypt.sock", p, "DAG primal, compliance level 3 (cost estimates, dependencies); requires the riboCipher prefix", cfg); err != nil {
 		return err
 	}
@@ -193,10 +193,10 @@ func (e *Ecosystem) rhizocrypt() error {
 }
 
 func (e *Ecosystem) squirrel() error {
-	p := &ipctest.Primal{
+	p := &peer.Primal{
 		Name: "squirrel", Version: "0.6.1", Domain: "ai",
-		Groups: []ipctest.Group{{Type: "ai", Methods: []string{"complete", "embed", "route"}}},
-		Handlers: map[string]ipctest.HandlerFunc{
+		Groups: []peer.Group{{Type: "ai", Methods: []string{"complete", "embed", "route"}}},
+		Handlers: map[string]peer.HandlerFunc{
 			"ai.complete": func(_ context.Context, p json.RawMessage) (any, error) {
 				var a struct {
 					Prompt string `json:"prompt"`
@@ -221,14 +221,14 @@ func (e *Ecosystem) squirrel() error {
 }
 
 func (e *Ecosystem) nestgate() error {
-	p := &ipctest.Primal{
+	p := &peer.Primal{
 		Name: "nestgate", Version: "2.1.0", Domain: "storage", License: "AGPL-3.0-or-later", Level3: true,
-		Groups: []ipctest.Group{{Type: "storage", Description: "Content-addressed artifact storage",
+		Groups: []peer.Group{{Type: "storage", Description: "Content-addressed artifact storage",
 			Methods: []string{"artifact.store", "artifact.get", "artifact.list", "dataset.stats"}}},
 		Consumed: []string{"crypto.hash"},
 		Costs:    map[string]map[string]any{"storage.artifact.store": {"cpu": "low", "latency_ms": 4}},
 		OpDeps:   map[string][]string{"storage.artifact.get": {"storage.artifact.store"}},
-		Handlers: map[string]ipctest.HandlerFunc{
+		Handlers: map[string]peer.HandlerFunc{
 			"storage.artifact.get": e.bigArtifact(),
 			"storage.dataset.stats": func(context.Context, json.RawMessage) (any, error) {
 				return map[string]any{"artifacts": 1284, "bytes": 73400320, "pools": []string{"hot", "cold"}}, nil
@@ -248,7 +248,7 @@ func (e *Ecosystem) leanDaemon() error {
 	if err := os.WriteFile(dir+"/floatmail.pid", []byte(strconv.Itoa(os.Getpid())+"\n"), 0o600); err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	if _, err := e.Serve("floatmail/floatmail.sock", ipctest.LeanDaemon()); err != nil {
+	if _, err := e.Serve("floatmail/floatmail.sock", peer.LeanDaemon()); err != nil {
 		return err
 	}
 	e.AddEntry(Entry{Name: "floatmail/floatmail.sock", Path: e.Path("floatmail/floatmail.sock"), What: "lean NDJSON daemon (Ping, Echo, Sleep; {type,data} events)"})
@@ -256,7 +256,7 @@ func (e *Ecosystem) leanDaemon() error {
 }
 
 func (e *Ecosystem) stale() error {
-	if _, err := e.Serve("lostprimal.sock", ipctest.Config{Behavior: ipctest.Behavior{Silent: true}}); err != nil {
+	if _, err := e.Serve("lostprimal.sock", peer.Config{Behavior: peer.Behavior{Silent: true}}); err != nil {
 		return err
 	}
 	e.AddEntry(Entry{Name: "lostprimal", Path: e.Path("lostprimal.sock"), What: "stale: accepts, never answers"})
@@ -288,57 +288,37 @@ func (e *Ecosystem) tarpcSidecar() error {
 // transient is a sweetGrass-like primal that comes and goes, registering and
 // unregistering with the registry, so live views have something to show.
 func (e *Ecosystem) transient() error {
-	p := &ipctest.Primal{
+	p := &peer.Primal{
 		Name: "sweetgrass", Version: "0.7.27", Domain: "braid", Level3: true,
-		Groups:   []ipctest.Group{{Type: "braid", Methods: []string{"create", "get"}}, {Type: "anchoring", Methods: []string{"anchor"}}},
+		Groups:   []peer.Group{{Type: "braid", Methods: []string{"create", "get"}}, {Type: "anchoring", Methods: []string{"anchor"}}},
 		Consumed: []string{"crypto.sign_ed25519", "storage.artifact.store", "dag.session.create"},
 		Costs:    map[string]map[string]any{"anchoring.anchor": {"cpu": "high", "latency_ms": 50}},
 		OpDeps:   map[string][]string{"anchoring.anchor": {"braid.create"}},
 	}
 	cfg := p.Config()
 	e.AddEntry(Entry{Name: "sweetgrass", Path: e.Path("sweetgrass.sock"), What: fmt.Sprintf("comes and goes every %s", e.opts.Churn)})
-	e.goLoop(func(ctx context.Context) {
-		for {
-			if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
-				e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
-			}
-			if !sleep(ctx, e.opts.Churn) {
-				return
-			}
-			e.Stop("sweetgrass.sock")
-			e.Registry.Unregister("sweetgrass")
-			if !sleep(ctx, e.opts.Churn) {
-				return
-			}
+	come := func() {
+		if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
+			e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
 		}
+	}
+	come()
+	e.every(e.opts.Churn, func(n int64) {
+		if n%2 == 0 {
+			come()
+			return
+		}
+		e.Stop("sweetgrass.sock")
+		e.Registry.Unregister("sweetgrass")
 	})
 	return nil
 }
 
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// pulse pushes heartbeats and events to every connected client each tick.
-func (e *Ecosystem) pulse(ctx context.Context) {
-	t := time.NewTicker(e.opts.Tick)
-	defer t.Stop()
-	var seq int64
+// pulse returns what pushes heartbeats and events to every connected client
+// on tick seq.
+func (e *Ecosystem) pulse() func(seq int64) {
 	lastRev := int64(0)
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		seq++
+	return func(seq int64) {
 		now := time.Now().UTC().Format(time.RFC3339Nano)
 		for file, s := range e.Servers() {
 			name := strings.TrimSuffix(file, ".sock")
@@ -377,7 +357,7 @@ func (e *Ecosystem) pulse(ctx context.Context) {
 // bigArtifact answers storage.artifact.get {"id", "size_bytes"} with a JSON
 // document of about size_bytes (at most 64 MiB; default 4 KiB), so large
 // answers can be tried and measured. Documents are cached by size.
-func (e *Ecosystem) bigArtifact() ipctest.HandlerFunc {
+func (e *Ecosystem) bigArtifact() peer.HandlerFunc {
 	var mu sync.Mutex
 	cache := map[int]json.RawMessage{}
 	return func(_ context.Context, p json.RawMessage) (any, error) {

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 // Registration is one primal registered with the Songbird-like registry.
@@ -114,7 +114,7 @@ func provides(reg Registration, capability string) bool {
 }
 
 // handlers answers the registry's methods the way current Songbird does.
-func (r *Registry) handlers(family string) map[string]ipctest.HandlerFunc {
+func (r *Registry) handlers(family string) map[string]peer.HandlerFunc {
 	provider := func(reg Registration) map[string]any {
 		return map[string]any{
 			"primal_id": reg.PrimalID, "socket": strings.TrimPrefix(reg.Endpoint, "unix://"),
@@ -138,7 +138,7 @@ func (r *Registry) handlers(family string) map[string]ipctest.HandlerFunc {
 		}
 		return map[string]any{"providers": out}, nil
 	}
-	return map[string]ipctest.HandlerFunc{
+	return map[string]peer.HandlerFunc{
 		"ipc.list": func(context.Context, json.RawMessage) (any, error) {
 			out := []map[string]any{}
 			for _, reg := range r.list() {
@@ -215,8 +215,8 @@ func (r *Registry) handlers(family string) map[string]ipctest.HandlerFunc {
 		"discovery.peers": func(context.Context, json.RawMessage) (any, error) {
 			return map[string]any{"peers": []map[string]any{}, "family_id": family}, nil
 		},
-		"ipc.find_capability": ipctest.Error(-32601, "Unknown method: ipc.find_capability"),
-		"ipc.heartbeat":       ipctest.Error(-32601, "Unknown method: ipc.heartbeat"),
+		"ipc.find_capability": peer.Error(-32601, "Unknown method: ipc.find_capability"),
+		"ipc.heartbeat":       peer.Error(-32601, "Unknown method: ipc.heartbeat"),
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 // Names of the demo's stdio Bus files in the socket directory.
@@ -30,16 +30,16 @@ const busDaemonName = "stdio_bus"
 // real worker processes ("echo": 2 workers, "agent": 1), its config beside
 // it. The daemon is this binary re-executed as "stdio_bus --unix ...
 // --config ...", so discovery finds it like a real one. It needs a binary
-// that can act as worker and daemon (one that calls ipctest.WorkerMain
+// that can act as worker and daemon (one that calls peer.WorkerMain
 // first, as primalscope does); in any other binary the bus is left out.
 func (e *Ecosystem) stdioBus() error {
-	echo, ok := ipctest.SelfWorker("echo", "echo", 2, nil)
+	echo, ok := peer.SelfWorker("echo", "echo", 2, nil)
 	if !ok {
 		return nil
 	}
-	agent, _ := ipctest.SelfWorker("agent", "agent", 1, nil)
-	cfg := ipctest.BusConfig{Pools: []ipctest.BusPool{echo, agent},
-		Limits: ipctest.BusLimits{MaxInputBuffer: ipctest.DefaultBusInputBuffer}}
+	agent, _ := peer.SelfWorker("agent", "agent", 1, nil)
+	cfg := peer.BusConfig{Pools: []peer.BusPool{echo, agent},
+		Limits: peer.BusLimits{MaxInputBuffer: peer.DefaultBusInputBuffer}}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return fmt.Errorf("demo: stdio bus config: %w", err)
@@ -67,7 +67,7 @@ func startBusDaemon(exe, sock, cfgPath string) (stop func(), err error) {
 	cmd := &exec.Cmd{
 		Path: exe,
 		Args: []string{busDaemonName, "--unix", sock, "--config", cfgPath},
-		Env: append(os.Environ(), ipctest.DaemonEnv+"=1",
+		Env: append(os.Environ(), peer.DaemonEnv+"=1",
 			"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")),
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}

@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 // TestMain lets the test binary serve as the demo's stdio Bus daemon and
 // workers, as the primalscope binary does.
 func TestMain(m *testing.M) {
-	ipctest.WorkerMain()
+	peer.WorkerMain()
 	os.Exit(m.Run())
 }
 
@@ -29,7 +29,7 @@ func TestDemoStdioBus(t *testing.T) {
 	}
 	defer eco.Close()
 	sock := eco.Path(BusSocket)
-	if _, err := ipctest.LoadBusConfig(eco.Path(BusConfig)); err != nil {
+	if _, err := peer.LoadBusConfig(eco.Path(BusConfig)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 // HolonID is the registry id of the demo's Holon-RPC server.
@@ -16,10 +16,10 @@ const HolonID = "holon-greeter"
 // (client.v1.Client/Hello), sends rpc.heartbeat every tick, and is registered
 // with the registry under a ws:// endpoint so discovery finds it.
 func (e *Ecosystem) holonServer() error {
-	s, err := ipctest.ListenHolon("127.0.0.1:0", ipctest.HolonConfig{
+	s, err := peer.ListenHolon("127.0.0.1:0", peer.HolonConfig{
 		SpeakFirst: true,
 		Heartbeat:  e.opts.Tick,
-		Methods: map[string]ipctest.HandlerFunc{
+		Methods: map[string]peer.HandlerFunc{
 			"greeting.v1.Greeting/SayHello": func(_ context.Context, p json.RawMessage) (any, error) {
 				var in struct {
 					Name string `json:"name"`
@@ -60,38 +60,27 @@ func (e *Ecosystem) BiomeOSAPIPath() string { return e.Path("biomeos-api-" + e.F
 // biomeOSAPI is the biomeOS API socket (riboCipher prefix, then HTTP) with
 // its server-sent event stream: a heartbeat and one typed event every tick.
 func (e *Ecosystem) biomeOSAPI() error {
-	b, err := ipctest.ListenBiomeOS(e.BiomeOSAPIPath())
+	b, err := peer.ListenBiomeOS(e.BiomeOSAPIPath())
 	if err != nil {
 		return fmt.Errorf("demo: biomeOS API: %w", err)
 	}
 	e.OnClose(func() { b.Close() })
 	e.AddEntry(Entry{Name: "biomeos-api", Path: e.BiomeOSAPIPath(), What: "biomeOS API: HTTP after the riboCipher prefix, /api/v1/events/stream"})
-	e.goLoop(func(ctx context.Context) {
-		t := time.NewTicker(e.opts.Tick)
-		defer t.Stop()
-		var seq int
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			seq++
-			servers := e.Servers()
-			_ = b.Heartbeat(len(servers), len(servers)-1, []string{e.Family})
-			now := time.Now().UTC().Format(time.RFC3339Nano)
-			switch seq % 5 {
-			case 1:
-				_ = b.Publish("graph_started", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq), "name": "tower-sync", "nodes": 3, "timestamp": now})
-			case 2:
-				_ = b.Publish("node_completed", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq-1), "node": "sign", "duration_ms": 12, "timestamp": now})
-			case 3:
-				_ = b.Publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket": e.Path("sweetgrass.sock"), "timestamp": now})
-			case 4:
-				_ = b.Publish("health_changed", map[string]any{"primal": "lostprimal", "from": "healthy", "to": "stale", "timestamp": now})
-			case 0:
-				_ = b.Publish("topology_changed", map[string]any{"primals": len(servers), "edges": 4, "timestamp": now})
-			}
+	e.every(e.opts.Tick, func(seq int64) {
+		servers := e.Servers()
+		_ = b.Heartbeat(len(servers), len(servers)-1, []string{e.Family})
+		now := time.Now().UTC().Format(time.RFC3339Nano)
+		switch seq % 5 {
+		case 1:
+			_ = b.Publish("graph_started", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq), "name": "tower-sync", "nodes": 3, "timestamp": now})
+		case 2:
+			_ = b.Publish("node_completed", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq-1), "node": "sign", "duration_ms": 12, "timestamp": now})
+		case 3:
+			_ = b.Publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket": e.Path("sweetgrass.sock"), "timestamp": now})
+		case 4:
+			_ = b.Publish("health_changed", map[string]any{"primal": "lostprimal", "from": "healthy", "to": "stale", "timestamp": now})
+		case 0:
+			_ = b.Publish("topology_changed", map[string]any{"primals": len(servers), "edges": 4, "timestamp": now})
 		}
 	})
 	return nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/ipc/sse"
 )
 
@@ -30,9 +31,7 @@ func (s *SSESource) Name() string { return s.Source }
 
 // Run reads the stream until ctx ends.
 func (s *SSESource) Run(ctx context.Context, emit Emit) error {
-	bmin := orDur(s.BackoffMin, DefaultBackoffMin)
-	bmax := orDur(s.BackoffMax, DefaultBackoffMax)
-	backoff := bmin
+	wait := reconnect(s.BackoffMin, s.BackoffMax)
 	opts := s.Options
 	connected := false
 	failing := false
@@ -52,21 +51,18 @@ func (s *SSESource) Run(ctx context.Context, emit Emit) error {
 				emit(Note(s.Source, "event stream reopened"))
 			}
 			connected = true
-			backoff = bmin
+			wait.Reset()
 			err = s.read(ctx, st, emit, &opts)
 			st.Close()
 			if ctx.Err() != nil {
 				return nil
 			}
 			emit(Note(s.Source, "event stream ended: "+errText(err)))
-			if r := st.Retry(); r > backoff {
-				backoff = min(r, bmax)
-			}
+			wait.Raise(st.Retry())
 		}
-		if !sleep(ctx, jitter(backoff)) {
+		if !backoff.Sleep(ctx, wait.Next()) {
 			return nil
 		}
-		backoff = min(backoff*2, bmax)
 	}
 	return nil
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -94,9 +94,7 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 		return errors.New("no dialer")
 	}
 	interval := orDur(t.Interval, DefaultInterval)
-	bmin := orDur(t.BackoffMin, DefaultBackoffMin)
-	bmax := orDur(t.BackoffMax, DefaultBackoffMax)
-	backoff := bmin
+	wait := reconnect(t.BackoffMin, t.BackoffMax)
 	st := &liveState{}
 	var rev int64 = -1
 	for ctx.Err() == nil {
@@ -110,22 +108,20 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 			if errors.As(err, &be) {
 				return err // retrying cannot help without a seed
 			}
-			if !sleep(ctx, jitter(backoff)) {
+			if !backoff.Sleep(ctx, wait.Next()) {
 				return nil
 			}
-			backoff = min(backoff*2, bmax)
 			continue
 		}
-		backoff = bmin
+		wait.Reset()
 		ended := t.serve(ctx, c, emit, st, interval, &rev)
 		if ctx.Err() != nil {
 			return nil
 		}
 		st.report(t, emit, StateGone, 0, "connection ended: "+errText(ended))
-		if !sleep(ctx, jitter(backoff)) {
+		if !backoff.Sleep(ctx, wait.Next()) {
 			return nil
 		}
-		backoff = min(backoff*2, bmax)
 	}
 	return nil
 }
@@ -361,19 +357,10 @@ func orDur(d, def time.Duration) time.Duration {
 	return d
 }
 
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-tm.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+// reconnect is the backoff between connection attempts: from lo to hi
+// (defaults DefaultBackoffMin, DefaultBackoffMax), ±10 % jitter.
+func reconnect(lo, hi time.Duration) backoff.Backoff {
+	return backoff.Backoff{Min: orDur(lo, DefaultBackoffMin), Max: orDur(hi, DefaultBackoffMax), Jitter: 0.1}
 }
 
 func errText(err error) string {

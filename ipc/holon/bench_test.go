@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"sort"
 	"testing"
-	"time"
 
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/holon"
@@ -57,36 +55,18 @@ func BenchmarkHolonVsNDJSON(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer tc.Close()
-	ht := make([]time.Duration, 0, b.N)
-	nt := make([]time.Duration, 0, b.N)
-	tt := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		if _, err := nc.Call(ctx, "health.liveness", nil); err != nil {
-			b.Fatal(err)
+	call := func(c *ipc.Conn) func() error {
+		return func() error {
+			_, err := c.Call(ctx, "health.liveness", nil)
+			return err
 		}
-		t1 := time.Now()
-		if _, err := hc.Call(ctx, "health.liveness", nil); err != nil {
-			b.Fatal(err)
-		}
-		t2 := time.Now()
-		if _, err := tc.Call(ctx, "health.liveness", nil); err != nil {
-			b.Fatal(err)
-		}
-		t3 := time.Now()
-		nt = append(nt, t1.Sub(t0))
-		ht = append(ht, t2.Sub(t1))
-		tt = append(tt, t3.Sub(t2))
 	}
-	b.StopTimer()
-	mn, mh := median(nt), median(ht)
-	b.ReportMetric(float64(mn.Nanoseconds()), "ndjson-ns/op")
-	b.ReportMetric(float64(mh.Nanoseconds()), "holon-ns/op")
-	b.ReportMetric(float64(mh)/float64(mn), "holon/ndjson")
-	mt := median(tt)
-	b.ReportMetric(float64(mt.Nanoseconds()), "ndjson-tcp-ns/op")
-	b.ReportMetric(float64(mh)/float64(mt), "holon/ndjson-tcp")
+	m := ipctest.Interleaved(b,
+		ipctest.BenchStep{Name: "ndjson", Run: call(nc)},
+		ipctest.BenchStep{Name: "holon", Run: call(hc)},
+		ipctest.BenchStep{Name: "ndjson-tcp", Run: call(tc)})
+	b.ReportMetric(float64(m[1])/float64(m[0]), "holon/ndjson")
+	b.ReportMetric(float64(m[1])/float64(m[2]), "holon/ndjson-tcp")
 }
 
 // BenchmarkInspect measures the envelope check every incoming frame gets.
@@ -99,13 +79,4 @@ func BenchmarkInspect(b *testing.B) {
 			b.Fatal(e.Warnings)
 		}
 	}
-}
-
-func median(d []time.Duration) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return s[len(s)/2]
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/ecoPrimals/primalscope/internal/human"
 )
 
 // Envelope is what Inspect learned about one frame: its shape and every rule
@@ -370,13 +372,7 @@ func clip(s string, n int) string {
 		}
 		return r
 	}, strings.ToValidUTF8(s, "?"))
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && (s[n]&0xc0) == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return human.Clip(s, n)
 }
 
 // Check validates an outgoing frame strictly: the rules primalscope keeps in

@@ -111,20 +111,6 @@ type Options struct {
 	CloseGrace time.Duration
 }
 
-type ctxKey struct{}
-
-// WithInsecure returns a context asking dialers further down to skip TLS
-// verification for wss:// endpoints (the CLI's --insecure).
-func WithInsecure(ctx context.Context) context.Context {
-	return context.WithValue(ctx, ctxKey{}, true)
-}
-
-// InsecureFrom reports whether ctx carries WithInsecure.
-func InsecureFrom(ctx context.Context) bool {
-	v, _ := ctx.Value(ctxKey{}).(bool)
-	return v
-}
-
 // CloseError reports that the WebSocket was closed with a status code.
 type CloseError struct {
 	Code   int

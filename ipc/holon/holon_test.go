@@ -379,15 +379,6 @@ func TestWriteDeadlineInPastFailsWrite(t *testing.T) {
 	}
 }
 
-func TestInsecureContext(t *testing.T) {
-	if holon.InsecureFrom(context.Background()) {
-		t.Fatal("insecure by default")
-	}
-	if !holon.InsecureFrom(holon.WithInsecure(context.Background())) {
-		t.Fatal("WithInsecure lost")
-	}
-}
-
 func TestPlainJSONRPCCallerIsMadeStrict(t *testing.T) {
 	s := startHolon(t, holon.Options{}, ipctest.HolonConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -6,11 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/backoff"
 )
 
 // Heartbeat and reconnect defaults (those of the JS client).
@@ -130,7 +131,7 @@ func (s *Session) note(w string) {
 
 func (s *Session) run(f *Framer) {
 	defer s.wg.Done()
-	backoff := s.opts.BackoffMin
+	wait := backoff.Backoff{Min: s.opts.BackoffMin, Max: s.opts.BackoffMax, Jitter: 0.1}
 	for {
 		err := s.serve(f)
 		s.mu.Lock()
@@ -148,12 +149,11 @@ func (s *Session) run(f *Framer) {
 		attempt := 0
 		for {
 			attempt++
-			d := jitter(backoff)
+			d := wait.Next()
 			s.note(fmt.Sprintf("connection lost (%v); reconnecting in %s (attempt %d)", errText(err), d.Round(time.Millisecond), attempt))
-			if !sleepCtx(s.ctx, d) {
+			if !backoff.Sleep(s.ctx, d) {
 				return
 			}
-			backoff = min(backoff*2, s.opts.BackoffMax)
 			dctx, cancel := context.WithTimeout(s.ctx, s.opts.DialTimeout)
 			nf, derr := Dial(dctx, s.url, s.opts.Options)
 			cancel()
@@ -167,7 +167,7 @@ func (s *Session) run(f *Framer) {
 				s.cur = nf
 				s.mu.Unlock()
 				f = nf
-				backoff = s.opts.BackoffMin
+				wait.Reset()
 				break
 			}
 			if s.ctx.Err() != nil {
@@ -387,22 +387,6 @@ func unavailable(id json.RawMessage, why string) []byte {
 	b = append(b, `,"error":{"code":14,"message":`...)
 	b = append(b, msg...)
 	return append(b, `}}`...)
-}
-
-func jitter(d time.Duration) time.Duration {
-	f := 0.9 + 0.2*rand.Float64()
-	return time.Duration(float64(d) * f)
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }
 
 func errText(err error) string {

@@ -2,23 +2,7 @@ package holon
 
 import (
 	"testing"
-	"time"
 )
-
-func TestJitterWithinTenPercent(t *testing.T) {
-	d := 500 * time.Millisecond
-	lo, hi := d, d
-	for i := 0; i < 10000; i++ {
-		j := jitter(d)
-		if j < 450*time.Millisecond || j > 550*time.Millisecond {
-			t.Fatalf("jitter(%s) = %s", d, j)
-		}
-		lo, hi = min(lo, j), max(hi, j)
-	}
-	if hi-lo < 50*time.Millisecond {
-		t.Fatalf("no spread: %s..%s", lo, hi)
-	}
-}
 
 func TestUnavailableAnswerIsStrict(t *testing.T) {
 	for _, id := range []string{`"7"`, `7`} {

@@ -201,9 +201,14 @@ func TestTLSVerifiedUnlessInsecure(t *testing.T) {
 		t.Fatalf("insecure: %v", err)
 	}
 	f.Close()
-	// Through ipc, the context carries --insecure.
+	// Through ipc, the option carries --insecure; without it, the
+	// certificate is checked there too.
 	ep, _ := ipc.ParseEndpoint(url)
-	c, err := ipc.Dial(holon.WithInsecure(ctx), ep, ipc.Options{})
+	if c, err := ipc.Dial(ctx, ep, ipc.Options{}); err == nil {
+		c.Close()
+		t.Fatal("ipc: a self-signed certificate was accepted")
+	}
+	c, err := ipc.Dial(ctx, ep, ipc.Options{Insecure: true})
 	if err != nil {
 		t.Fatalf("ipc insecure: %v", err)
 	}

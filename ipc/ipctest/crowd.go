@@ -2,16 +2,15 @@ package ipctest
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
-	"sync/atomic"
-	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 // Crowd is a socket directory crowded with small primals, some of them
@@ -36,20 +35,8 @@ type Crowd struct {
 	// Live and Silent are the socket paths of each kind.
 	Live, Silent []string
 
-	socks  []*crowdSock
-	byPath map[string]*crowdSock
-	wg     sync.WaitGroup
-
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed bool
-}
-
-type crowdSock struct {
-	name     string
-	silent   bool
-	ln       net.Listener
-	accepted atomic.Int64
+	socks  []*peer.Acceptor
+	byPath map[string]*peer.Acceptor
 }
 
 // crowdMaxLine bounds one request line of a crowd primal.
@@ -58,7 +45,7 @@ const crowdMaxLine = 1 << 20
 // StartCrowd makes live answering and silent hung primals in dir (which
 // must exist). Close stops them all.
 func StartCrowd(dir string, live, silent int) (*Crowd, error) {
-	c := &Crowd{Dir: dir, byPath: map[string]*crowdSock{}, conns: map[net.Conn]struct{}{}}
+	c := &Crowd{Dir: dir, byPath: map[string]*peer.Acceptor{}}
 	add := func(name string, mute bool) error {
 		path := filepath.Join(dir, name+".sock")
 		_ = os.Remove(path)
@@ -66,16 +53,18 @@ func StartCrowd(dir string, live, silent int) (*Crowd, error) {
 		if err != nil {
 			return fmt.Errorf("crowd: listen %s: %w", path, err)
 		}
-		s := &crowdSock{name: name, silent: mute, ln: ln}
-		c.socks = append(c.socks, s)
-		c.byPath[path] = s
+		serve := func(_ context.Context, conn net.Conn) { serveCrowdPrimal(conn, name) }
+		if mute {
+			serve = func(_ context.Context, conn net.Conn) { _, _ = io.Copy(io.Discard, conn) }
+		}
+		a := peer.Serve(ln, serve)
+		c.socks = append(c.socks, a)
+		c.byPath[path] = a
 		if mute {
 			c.Silent = append(c.Silent, path)
 		} else {
 			c.Live = append(c.Live, path)
 		}
-		c.wg.Add(1)
-		go c.accept(s)
 		return nil
 	}
 	for i := 0; i < live; i++ {
@@ -96,70 +85,20 @@ func StartCrowd(dir string, live, silent int) (*Crowd, error) {
 // Accepted reports how many connections the socket at path has accepted
 // (-1 when path is not one of the crowd's).
 func (c *Crowd) Accepted(path string) int {
-	s, ok := c.byPath[path]
+	a, ok := c.byPath[path]
 	if !ok {
 		return -1
 	}
-	return int(s.accepted.Load())
+	return int(a.Accepted())
 }
 
 // Close stops every listener, closes every connection and waits for every
 // goroutine of the crowd to end. The socket files are removed.
 func (c *Crowd) Close() error {
-	c.mu.Lock()
-	c.closed = true
-	for conn := range c.conns {
-		_ = conn.Close()
+	for _, a := range c.socks {
+		_ = a.Close()
 	}
-	c.mu.Unlock()
-	for _, s := range c.socks {
-		_ = s.ln.Close()
-	}
-	c.wg.Wait()
 	return nil
-}
-
-func (c *Crowd) accept(s *crowdSock) {
-	defer c.wg.Done()
-	for {
-		conn, err := s.ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// EMFILE and the like: a real server keeps accepting.
-			time.Sleep(5 * time.Millisecond)
-			continue
-		}
-		s.accepted.Add(1)
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			_ = conn.Close()
-			return
-		}
-		c.conns[conn] = struct{}{}
-		c.wg.Add(1)
-		c.mu.Unlock()
-		go func() {
-			defer c.wg.Done()
-			defer func() {
-				c.mu.Lock()
-				delete(c.conns, conn)
-				c.mu.Unlock()
-				_ = conn.Close()
-			}()
-			if s.silent {
-				_, _ = io.Copy(io.Discard, conn)
-				return
-			}
-			serveCrowdPrimal(conn, s.name)
-		}()
-	}
 }
 
 // serveCrowdPrimal answers one connection of a live crowd primal until the
@@ -185,7 +124,7 @@ func serveCrowdPrimal(conn net.Conn, name string) {
 		}
 	}
 	for {
-		line, err := readCrowdLine(r)
+		line, err := peer.ReadLine(r, crowdMaxLine)
 		if err != nil {
 			return
 		}
@@ -230,25 +169,6 @@ func serveCrowdPrimal(conn net.Conn, name string) {
 		_, _ = w.Write(append(out, '\n'))
 		if w.Flush() != nil {
 			return
-		}
-	}
-}
-
-// readCrowdLine reads one line without its newline; a line longer than
-// crowdMaxLine is an error (the connection is dropped).
-func readCrowdLine(r *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > crowdMaxLine {
-			return nil, errors.New("line too long")
-		}
-		if err == nil {
-			return line[:len(line)-1], nil
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return nil, err
 		}
 	}
 }

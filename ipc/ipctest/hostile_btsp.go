@@ -3,6 +3,7 @@ package ipctest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/hkdf"
 	"crypto/hmac"
 	"crypto/rand"
@@ -14,8 +15,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"sync"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 // HostileHello is what a HostileBTSP server answers to a client hello.
@@ -69,12 +71,9 @@ type HostileBTSP struct {
 	// wrong order (the length-prefixed path), even when it knows the seed.
 	WrongProof bool
 
-	ln   net.Listener
+	acc  *peer.Acceptor
 	path string
-	wg   sync.WaitGroup
-	mu   sync.Mutex
-	rec  []*bytes.Buffer
-	open map[net.Conn]bool
+	rec  recording
 }
 
 // ListenHostileBTSP serves h on a Unix socket at path.
@@ -83,33 +82,11 @@ func ListenHostileBTSP(path string, h *HostileBTSP) (*HostileBTSP, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.ln, h.path, h.open = ln, path, map[net.Conn]bool{}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			buf := &bytes.Buffer{}
-			h.mu.Lock()
-			h.rec = append(h.rec, buf)
-			h.open[c] = true
-			h.mu.Unlock()
-			h.wg.Add(1)
-			go func() {
-				defer h.wg.Done()
-				defer func() {
-					h.mu.Lock()
-					delete(h.open, c)
-					h.mu.Unlock()
-					c.Close()
-				}()
-				h.serve(c, &recorder{r: c, h: h, buf: buf})
-			}()
-		}
-	}()
+	h.path = path
+	h.acc = peer.Serve(ln, func(_ context.Context, c net.Conn) {
+		_, rec := h.rec.tee(c)
+		h.serve(c, rec)
+	})
 	return h, nil
 }
 
@@ -118,44 +95,13 @@ func (h *HostileBTSP) Path() string { return h.path }
 
 // Close stops the server, ends every connection and waits for them.
 func (h *HostileBTSP) Close() {
-	h.ln.Close()
-	h.mu.Lock()
-	for c := range h.open {
-		c.Close()
-	}
-	h.mu.Unlock()
-	h.wg.Wait()
-	os.Remove(h.path)
+	_ = h.acc.Close()
+	_ = os.Remove(h.path)
 }
 
 // Received returns a copy of the bytes each connection sent, in order of
 // connection.
-func (h *HostileBTSP) Received() [][]byte {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := make([][]byte, len(h.rec))
-	for i, b := range h.rec {
-		out[i] = append([]byte(nil), b.Bytes()...)
-	}
-	return out
-}
-
-// recorder tees what a connection reads into its record.
-type recorder struct {
-	r   io.Reader
-	h   *HostileBTSP
-	buf *bytes.Buffer
-}
-
-func (r *recorder) Read(p []byte) (int, error) {
-	n, err := r.r.Read(p)
-	if n > 0 {
-		r.h.mu.Lock()
-		r.buf.Write(p[:n])
-		r.h.mu.Unlock()
-	}
-	return n, err
-}
+func (h *HostileBTSP) Received() [][]byte { return h.rec.received() }
 
 const hostileMaxMsg = 1 << 20
 

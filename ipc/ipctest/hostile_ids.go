@@ -2,11 +2,13 @@ package ipctest
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
+
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 // WrongIDConfig describes an NDJSON peer that answers with ids other than
@@ -25,13 +27,10 @@ type WrongIDConfig struct {
 // socket. Requests are read as JSON, whatever their id.
 type WrongIDPeer struct {
 	cfg WrongIDConfig
-	ln  net.Listener
+	acc *peer.Acceptor
 	// Path is the socket path.
 	Path string
 
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
 	requests atomic.Int64
 }
 
@@ -41,9 +40,8 @@ func ListenWrongIDs(path string, cfg WrongIDConfig) (*WrongIDPeer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wrong-id peer: %w", err)
 	}
-	p := &WrongIDPeer{cfg: cfg, ln: ln, Path: path, conns: map[net.Conn]struct{}{}}
-	p.wg.Add(1)
-	go p.accept()
+	p := &WrongIDPeer{cfg: cfg, Path: path}
+	p.acc = peer.Serve(ln, p.serve)
 	return p, nil
 }
 
@@ -51,42 +49,9 @@ func ListenWrongIDs(path string, cfg WrongIDConfig) (*WrongIDPeer, error) {
 func (p *WrongIDPeer) Requests() int64 { return p.requests.Load() }
 
 // Close stops the peer and waits for its goroutines.
-func (p *WrongIDPeer) Close() error {
-	err := p.ln.Close()
-	p.mu.Lock()
-	for c := range p.conns {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-	return err
-}
+func (p *WrongIDPeer) Close() error { return p.acc.Close() }
 
-func (p *WrongIDPeer) accept() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		p.conns[c] = struct{}{}
-		p.mu.Unlock()
-		p.wg.Add(1)
-		go func() {
-			defer p.wg.Done()
-			defer func() {
-				p.mu.Lock()
-				delete(p.conns, c)
-				p.mu.Unlock()
-				c.Close()
-			}()
-			p.serve(c)
-		}()
-	}
-}
-
-func (p *WrongIDPeer) serve(c net.Conn) {
+func (p *WrongIDPeer) serve(_ context.Context, c net.Conn) {
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 4096), 1<<20)
 	for sc.Scan() {

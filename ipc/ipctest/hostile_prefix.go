@@ -2,7 +2,7 @@ package ipctest
 
 import (
 	"bufio"
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +10,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 // Crash is how a PrefixPeer connection ends instead of answering.
@@ -40,14 +42,11 @@ type PrefixPeer struct {
 	// Crash, if set, says how connection n (from 1) ends.
 	Crash func(n int) Crash
 
-	ln    net.Listener
-	path  string
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns int
-	rec   []*bytes.Buffer
-	reqs  []string // "method id" of each request read whole
-	open  map[net.Conn]bool
+	acc  *peer.Acceptor
+	path string
+	rec  recording
+	mu   sync.Mutex
+	reqs []string // "method id" of each request read whole
 }
 
 // ListenPrefixPeer serves p on a Unix socket at path.
@@ -56,35 +55,11 @@ func ListenPrefixPeer(path string, p *PrefixPeer) (*PrefixPeer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.ln, p.path, p.open = ln, path, map[net.Conn]bool{}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			buf := &bytes.Buffer{}
-			p.mu.Lock()
-			p.conns++
-			n := p.conns
-			p.rec = append(p.rec, buf)
-			p.open[c] = true
-			p.mu.Unlock()
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				defer func() {
-					p.mu.Lock()
-					delete(p.open, c)
-					p.mu.Unlock()
-					c.Close()
-				}()
-				p.serve(c, n, &prefixRecorder{r: c, p: p, buf: buf})
-			}()
-		}
-	}()
+	p.path = path
+	p.acc = peer.Serve(ln, func(_ context.Context, c net.Conn) {
+		n, rec := p.rec.tee(c)
+		p.serve(c, n, rec)
+	})
 	return p, nil
 }
 
@@ -93,14 +68,8 @@ func (p *PrefixPeer) Path() string { return p.path }
 
 // Close stops the peer, ends every connection and waits for them.
 func (p *PrefixPeer) Close() {
-	p.ln.Close()
-	p.mu.Lock()
-	for c := range p.open {
-		c.Close()
-	}
-	p.mu.Unlock()
-	p.wg.Wait()
-	os.Remove(p.path)
+	_ = p.acc.Close()
+	_ = os.Remove(p.path)
 }
 
 // Requests returns "method id" for every request read whole, in order.
@@ -111,38 +80,10 @@ func (p *PrefixPeer) Requests() []string {
 }
 
 // Received returns a copy of the bytes each connection sent.
-func (p *PrefixPeer) Received() [][]byte {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([][]byte, len(p.rec))
-	for i, b := range p.rec {
-		out[i] = append([]byte(nil), b.Bytes()...)
-	}
-	return out
-}
+func (p *PrefixPeer) Received() [][]byte { return p.rec.received() }
 
 // Connections is how many connections were accepted.
-func (p *PrefixPeer) Connections() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.conns
-}
-
-type prefixRecorder struct {
-	r   io.Reader
-	p   *PrefixPeer
-	buf *bytes.Buffer
-}
-
-func (r *prefixRecorder) Read(b []byte) (int, error) {
-	n, err := r.r.Read(b)
-	if n > 0 {
-		r.p.mu.Lock()
-		r.buf.Write(b[:n])
-		r.p.mu.Unlock()
-	}
-	return n, err
-}
+func (p *PrefixPeer) Connections() int { return int(p.acc.Accepted()) }
 
 func (p *PrefixPeer) serve(c net.Conn, n int, rec io.Reader) {
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))

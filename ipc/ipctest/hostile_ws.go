@@ -2,6 +2,7 @@ package ipctest
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/binary"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/ecoPrimals/primalscope/internal/peer"
 )
 
 // HostileWSMode says how a HostileWS peer misbehaves once it has read a
@@ -63,16 +66,10 @@ type HostileWSConfig struct {
 // HostileWS is a running hostile WebSocket peer on a loopback TCP port.
 type HostileWS struct {
 	cfg HostileWSConfig
-	ln  net.Listener
+	acc *peer.Acceptor
 	// URL is the ws:// URL to dial (path /rpc).
 	URL string
 
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  map[net.Conn]struct{}
-	closed chan struct{}
-
-	accepted    atomic.Int64
 	requests    atomic.Int64
 	closeFrames atomic.Int64
 	reqMu       sync.Mutex
@@ -85,14 +82,13 @@ func ListenHostileWS(cfg HostileWSConfig) (*HostileWS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hostile ws: listen: %w", err)
 	}
-	s := &HostileWS{cfg: cfg, ln: ln, URL: "ws://" + ln.Addr().String() + "/rpc", conns: map[net.Conn]struct{}{}, closed: make(chan struct{})}
-	s.wg.Add(1)
-	go s.accept()
+	s := &HostileWS{cfg: cfg, URL: "ws://" + ln.Addr().String() + "/rpc"}
+	s.acc = peer.Serve(ln, s.serve)
 	return s, nil
 }
 
 // Accepted is how many TCP connections the peer accepted.
-func (s *HostileWS) Accepted() int64 { return s.accepted.Load() }
+func (s *HostileWS) Accepted() int64 { return s.acc.Accepted() }
 
 // Requests is how many request frames the peer received.
 func (s *HostileWS) Requests() int64 { return s.requests.Load() }
@@ -113,54 +109,7 @@ func (s *HostileWS) Received() [][]byte {
 
 // Close stops the peer: every connection is closed and its goroutine has
 // ended when Close returns.
-func (s *HostileWS) Close() error {
-	select {
-	case <-s.closed:
-		return nil
-	default:
-	}
-	close(s.closed)
-	err := s.ln.Close()
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
-	s.wg.Wait()
-	return err
-}
-
-func (s *HostileWS) accept() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
-		s.accepted.Add(1)
-		s.mu.Lock()
-		select {
-		case <-s.closed:
-			s.mu.Unlock()
-			c.Close()
-			return
-		default:
-		}
-		s.conns[c] = struct{}{}
-		s.mu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			defer func() {
-				s.mu.Lock()
-				delete(s.conns, c)
-				s.mu.Unlock()
-				c.Close()
-			}()
-			s.serve(c)
-		}()
-	}
-}
+func (s *HostileWS) Close() error { return s.acc.Close() }
 
 const wsGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -172,10 +121,10 @@ const (
 	opPing  = 0x9
 )
 
-func (s *HostileWS) serve(c net.Conn) {
+func (s *HostileWS) serve(ctx context.Context, c net.Conn) {
 	br := bufio.NewReader(c)
 	if s.cfg.Mode == WSStallUpgrade {
-		<-s.closed
+		<-ctx.Done()
 		return
 	}
 	req, err := http.ReadRequest(br)

@@ -74,12 +74,15 @@ func LoadServices(n int, goneDir string) []Service {
 
 // Register adds or replaces a service and records an ipc.watch event.
 func (s *Songbird) Register(svc Service) {
+	if svc.Capabilities == nil {
+		svc.Capabilities = []string{} // answered as [], never null
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rev++
 	s.services[svc.PrimalID] = svc
 	s.events = append(s.events, map[string]any{"revision": s.rev, "kind": "registered", "primal": svc.PrimalID,
-		"capabilities": orEmpty(svc.Capabilities), "endpoint": svc.Endpoint})
+		"capabilities": svc.Capabilities, "endpoint": svc.Endpoint})
 }
 
 // Unregister removes a service and records an ipc.watch event.
@@ -126,7 +129,7 @@ func (s *Songbird) sorted() []Service {
 
 func (s *Songbird) provider(v Service) map[string]any {
 	m := map[string]any{"primal_id": v.PrimalID, "virtual_endpoint": "songbird://" + v.PrimalID,
-		"capabilities": orEmpty(v.Capabilities)}
+		"capabilities": v.Capabilities}
 	if v.Relay {
 		m["endpoint"] = map[string]any{"transport": "mesh_relay", "peer_id": "node-" + v.PrimalID}
 		m["relay"] = true
@@ -170,11 +173,11 @@ func (s *Songbird) Config() Config {
 			for _, v := range s.sorted() {
 				if s.Legacy {
 					list = append(list, map[string]any{"name": v.PrimalID, "endpoint": v.Endpoint,
-						"capabilities": orEmpty(v.Capabilities), "version": "1.0.0", "available": true})
+						"capabilities": v.Capabilities, "version": "1.0.0", "available": true})
 					continue
 				}
 				m := map[string]any{"primal_id": v.PrimalID, "virtual_endpoint": "songbird://" + v.PrimalID,
-					"capabilities": orEmpty(v.Capabilities)}
+					"capabilities": v.Capabilities}
 				if !s.VirtualOnly && !v.Relay {
 					m["native_endpoint"] = v.Endpoint
 				}
@@ -262,7 +265,7 @@ func (s *Songbird) Config() Config {
 			defer s.mu.Unlock()
 			var ps []map[string]any
 			for _, v := range s.sorted() {
-				ps = append(ps, map[string]any{"primal_id": v.PrimalID, "capabilities": orEmpty(v.Capabilities),
+				ps = append(ps, map[string]any{"primal_id": v.PrimalID, "capabilities": v.Capabilities,
 					"virtual_endpoint": "songbird://" + v.PrimalID, "status": "up"})
 			}
 			return map[string]any{"primals": ps, "total_capabilities": 0, "timestamp": 0}, nil
@@ -295,82 +298,4 @@ func portOf(hostport string) int {
 	}
 	n, _ := strconv.Atoi(p)
 	return n
-}
-
-// NeuralEntry is one primal a fake Neural API manages.
-type NeuralEntry struct {
-	Name, State string
-	// Socket is the primal's socket path ("" leaves it out).
-	Socket string
-	PID    int
-	// Hidden leaves the socket out of lifecycle.status and
-	// topology.primals, so clients must ask lifecycle.get.
-	Hidden bool
-}
-
-// Neural is a fake biomeOS Neural API: lifecycle.status, lifecycle.get,
-// topology.primals and the health methods.
-type Neural struct {
-	mu      sync.Mutex
-	entries []NeuralEntry
-}
-
-// NewNeural returns a fake Neural API managing entries.
-func NewNeural(entries ...NeuralEntry) *Neural {
-	return &Neural{entries: append([]NeuralEntry(nil), entries...)}
-}
-
-// Set replaces the primals the Neural API reports.
-func (n *Neural) Set(entries ...NeuralEntry) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.entries = append([]NeuralEntry(nil), entries...)
-}
-
-// Config returns the server config of the Neural API.
-func (n *Neural) Config() Config {
-	list := func(withSocket bool) []map[string]any {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		out := []map[string]any{}
-		for _, e := range n.entries {
-			m := map[string]any{"name": e.Name, "state": e.State}
-			d := map[string]any{"pid": e.PID}
-			if withSocket && e.Socket != "" && !e.Hidden {
-				d["socket_path"] = e.Socket
-			}
-			m["details"] = d
-			out = append(out, m)
-		}
-		return out
-	}
-	return Config{Methods: map[string]HandlerFunc{
-		"health.liveness": func(context.Context, json.RawMessage) (any, error) {
-			return map[string]any{"alive": true, "primal": "neural-api"}, nil
-		},
-		"lifecycle.status": func(context.Context, json.RawMessage) (any, error) {
-			ps := list(true)
-			return map[string]any{"primals": ps, "count": len(ps), "healthy": len(ps)}, nil
-		},
-		"topology.primals": func(context.Context, json.RawMessage) (any, error) {
-			return list(false), nil
-		},
-		"lifecycle.get": func(_ context.Context, p json.RawMessage) (any, error) {
-			var a struct{ Name string }
-			_ = json.Unmarshal(p, &a)
-			n.mu.Lock()
-			defer n.mu.Unlock()
-			for _, e := range n.entries {
-				if e.Name == a.Name {
-					return map[string]any{"name": e.Name, "socket_path": e.Socket, "pid": e.PID, "state": e.State,
-						"depends_on": []string{}}, nil
-				}
-			}
-			return nil, &ipc.RPCError{Code: -32001, Message: "no such primal"}
-		},
-		"capabilities.list": func(context.Context, json.RawMessage) (any, error) {
-			return map[string]any{"primal": "neural-api", "version": "2.93.0",
-				"methods": []string{"lifecycle.status", "lifecycle.get", "topology.primals", "health.liveness"}}, nil
-		},
-	}}
 }

@@ -1,10 +1,4 @@
-// Package ipctest runs in-process fake peers for every wire primalscope speaks,
-// like net/http/httptest: configurable JSON-RPC primals, a lean NDJSON daemon,
-// and the misbehaving peers real deployments show (slow, silent, garbage,
-// oversize lines, closes mid-line, duplicate and unknown ids, control
-// sequences, floods, a peer that never reads). The demo ecosystem is built
-// from the same servers.
-package ipctest
+package peer
 
 import (
 	"bufio"
@@ -16,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -52,7 +45,7 @@ type Behavior struct {
 	OnConnect []byte
 }
 
-// Config describes a fake peer.
+// Config describes a simulated peer.
 type Config struct {
 	// Methods answer requests by method name.
 	Methods map[string]HandlerFunc
@@ -75,10 +68,10 @@ type Config struct {
 	MaxLine int
 }
 
-// Server is a running fake peer on a Unix socket or TCP port.
+// Server is a running simulated peer on a Unix socket or TCP port.
 type Server struct {
 	cfg Config
-	ln  net.Listener
+	acc *Acceptor
 	// Path is the socket path (empty for TCP servers).
 	Path string
 	// Addr is the listener address (the path, or host:port).
@@ -87,7 +80,6 @@ type Server struct {
 	mu     sync.Mutex
 	conns  map[*ServerConn]struct{}
 	closed bool
-	wg     sync.WaitGroup
 	ctx    context.Context
 	cancel context.CancelFunc
 	calls  atomic.Int64
@@ -129,10 +121,6 @@ func ListenTCP(addr string, cfg Config) (*Server, error) {
 	return serve(ln, cfg), nil
 }
 
-// TempDir makes a short temporary directory for sockets (Unix socket paths
-// must stay under 108 bytes, which t.TempDir() paths can exceed).
-func TempDir() (string, error) { return os.MkdirTemp("", "ps") }
-
 func serve(ln net.Listener, cfg Config) *Server {
 	if cfg.MaxLine <= 0 {
 		cfg.MaxLine = 16 << 20
@@ -141,9 +129,8 @@ func serve(ln net.Listener, cfg Config) *Server {
 		cfg.Concurrent = true
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{cfg: cfg, ln: ln, Addr: ln.Addr().String(), conns: map[*ServerConn]struct{}{}, ctx: ctx, cancel: cancel}
-	s.wg.Add(1)
-	go s.acceptLoop()
+	s := &Server{cfg: cfg, Addr: ln.Addr().String(), conns: map[*ServerConn]struct{}{}, ctx: ctx, cancel: cancel}
+	s.acc = Serve(ln, s.serveConn)
 	return s
 }
 
@@ -167,17 +154,9 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	conns := make([]*ServerConn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
 	s.mu.Unlock()
 	s.cancel()
-	err := s.ln.Close()
-	for _, c := range conns {
-		c.c.Close()
-	}
-	s.wg.Wait()
+	err := s.acc.Close()
 	if s.Path != "" {
 		_ = os.Remove(s.Path)
 	}
@@ -207,34 +186,18 @@ func (s *Server) Notify(method string, params any) {
 	}
 }
 
-func (s *Server) acceptLoop() {
-	defer s.wg.Done()
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			return
-		}
+// serveConn serves one connection the acceptor took.
+func (s *Server) serveConn(_ context.Context, c net.Conn) {
+	sc := &ServerConn{srv: s, c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[string]chan *ipc.Message{}}
+	s.mu.Lock()
+	s.conns[sc] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
 		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			c.Close()
-			return
-		}
-		sc := &ServerConn{srv: s, c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[string]chan *ipc.Message{}}
-		s.conns[sc] = struct{}{}
-		s.wg.Add(1)
+		delete(s.conns, sc)
 		s.mu.Unlock()
-		go func() {
-			defer s.wg.Done()
-			defer func() {
-				s.mu.Lock()
-				delete(s.conns, sc)
-				s.mu.Unlock()
-				sc.c.Close()
-			}()
-			sc.serve()
-		}()
-	}
+	}()
+	sc.serve()
 }
 
 func (sc *ServerConn) serve() {
@@ -268,7 +231,7 @@ func (sc *ServerConn) serve() {
 		if sc.fr != nil {
 			line, err = sc.fr.ReadFrame()
 		} else {
-			line, err = readLine(r, s.cfg.MaxLine)
+			line, err = ReadLine(r, s.cfg.MaxLine)
 		}
 		if err != nil {
 			return
@@ -311,7 +274,11 @@ func (sc *ServerConn) serve() {
 	}
 }
 
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
+// ReadLine reads one line from r and returns it without its newline; a line
+// longer than max bytes is an error (the simulated peers drop the
+// connection). It is the peers' own reader, not the client's, so a test
+// pitting the two against each other does not share a bug between them.
+func ReadLine(r *bufio.Reader, max int) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
@@ -399,7 +366,7 @@ func (sc *ServerConn) dispatch(m *ipc.Message, flush bool) {
 }
 
 // encodeResponse builds a response line without reflection on the envelope
-// (the fake must not be the bottleneck of a throughput benchmark).
+// (the server must not be the bottleneck of a throughput benchmark).
 func (sc *ServerConn) encodeResponse(id json.RawMessage, res any, herr error) []byte {
 	b := make([]byte, 0, 128)
 	b = append(b, '{')
@@ -536,8 +503,5 @@ func (sc *ServerConn) settle(m *ipc.Message) {
 
 // Close closes this connection from the server side.
 func (sc *ServerConn) Close() error { return sc.c.Close() }
-
-// SocketPath joins dir and name (a helper for tests laying out socket dirs).
-func SocketPath(dir, name string) string { return filepath.Join(dir, name) }
 
 var _ io.Closer = (*Server)(nil)

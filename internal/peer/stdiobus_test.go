@@ -1,4 +1,4 @@
-package ipctest_test
+package peer_test
 
 import (
 	"bufio"
@@ -15,33 +15,33 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 // TestMain lets the test binary serve as the bus's worker processes.
 func TestMain(m *testing.M) {
-	ipctest.WorkerMain()
+	peer.WorkerMain()
 	os.Exit(m.Run())
 }
 
-func pool(t testing.TB, id string, instances int) ipctest.BusPool {
+func pool(t testing.TB, id string, instances int) peer.BusPool {
 	t.Helper()
-	p, ok := ipctest.SelfWorker(id, id, instances, nil)
+	p, ok := peer.SelfWorker(id, id, instances, nil)
 	if !ok {
 		t.Fatal("the test binary cannot re-execute itself as a worker")
 	}
 	return p
 }
 
-func startBus(t testing.TB, cfg ipctest.BusConfig) *ipctest.StdioBus {
+func startBus(t testing.TB, cfg peer.BusConfig) *peer.StdioBus {
 	t.Helper()
-	dir, err := ipctest.TempDir()
+	dir, err := os.MkdirTemp("", "ps")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	b, err := ipctest.StartStdioBus(filepath.Join(dir, "bus.sock"), cfg)
+	b, err := peer.StartStdioBus(filepath.Join(dir, "bus.sock"), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +49,11 @@ func startBus(t testing.TB, cfg ipctest.BusConfig) *ipctest.StdioBus {
 	return b
 }
 
-func twoPools(t testing.TB) *ipctest.StdioBus {
-	return startBus(t, ipctest.BusConfig{Pools: []ipctest.BusPool{pool(t, "alpha", 2), pool(t, "beta", 1)}})
+func twoPools(t testing.TB) *peer.StdioBus {
+	return startBus(t, peer.BusConfig{Pools: []peer.BusPool{pool(t, "alpha", 2), pool(t, "beta", 1)}})
 }
 
-func dialBus(t testing.TB, b *ipctest.StdioBus) *ipc.Conn {
+func dialBus(t testing.TB, b *peer.StdioBus) *ipc.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -149,7 +149,7 @@ func TestBusDropsWithoutPool(t *testing.T) {
 		t.Fatalf("dropped %d, want 2", b.Dropped())
 	}
 	// One pool: no "pool" needed.
-	one := startBus(t, ipctest.BusConfig{Pools: []ipctest.BusPool{pool(t, "solo", 1)}})
+	one := startBus(t, peer.BusConfig{Pools: []peer.BusPool{pool(t, "solo", 1)}})
 	if a := send(t, dialBus(t, one), ipc.Request{Method: "health.liveness"}); a.Pool != "solo" {
 		t.Fatalf("single pool: %+v", a)
 	}
@@ -262,7 +262,7 @@ func TestBusDyingWorker(t *testing.T) {
 	}
 }
 
-func rawConn(t testing.TB, b *ipctest.StdioBus) net.Conn {
+func rawConn(t testing.TB, b *peer.StdioBus) net.Conn {
 	t.Helper()
 	nc, err := net.Dial("unix", b.Path)
 	if err != nil {
@@ -299,7 +299,7 @@ func TestBusMalformedInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		all, _ := io.ReadAll(nc)
-		if strings.TrimSpace(string(all)) != ipctest.ParseErrorLine {
+		if strings.TrimSpace(string(all)) != peer.ParseErrorLine {
 			t.Fatalf("%q: got %q, want the parse error then close", bad, all)
 		}
 	}
@@ -312,7 +312,7 @@ func TestBusMalformedInput(t *testing.T) {
 }
 
 func TestBusOversizeLineResets(t *testing.T) {
-	b := startBus(t, ipctest.BusConfig{Pools: []ipctest.BusPool{pool(t, "solo", 1)}, Limits: ipctest.BusLimits{MaxInputBuffer: 1024}})
+	b := startBus(t, peer.BusConfig{Pools: []peer.BusPool{pool(t, "solo", 1)}, Limits: peer.BusLimits{MaxInputBuffer: 1024}})
 	nc := rawConn(t, b)
 	big := `{"jsonrpc":"2.0","id":1,"method":"x","params":"` + strings.Repeat("x", 64<<10) + `"}` + "\n"
 	_, _ = io.WriteString(nc, big)
@@ -331,9 +331,9 @@ func TestBusOversizeLineResets(t *testing.T) {
 func TestBusStdioMode(t *testing.T) {
 	cr, cw := io.Pipe() // client → bus
 	br, bw := io.Pipe() // bus → client
-	cfg := ipctest.BusConfig{Pools: []ipctest.BusPool{pool(t, "alpha", 1), pool(t, "beta", 1)}}
+	cfg := peer.BusConfig{Pools: []peer.BusPool{pool(t, "alpha", 1), pool(t, "beta", 1)}}
 	done := make(chan error, 1)
-	go func() { done <- ipctest.ServeStdioBus(context.Background(), cfg, cr, bw) }()
+	go func() { done <- peer.ServeStdioBus(context.Background(), cfg, cr, bw) }()
 	f := ipc.NewLineFramer(br, cw, closers{cw, br}, 0)
 	c := ipc.NewConn(f, ipc.Options{})
 	if a := send(t, c, ipc.Request{Method: "health.liveness", Pool: "beta"}); a.Pool != "beta" {
@@ -378,12 +378,12 @@ func TestBusCloseStopsWorkers(t *testing.T) {
 }
 
 func TestBusConfigErrors(t *testing.T) {
-	for _, cfg := range []ipctest.BusConfig{
+	for _, cfg := range []peer.BusConfig{
 		{},
-		{Pools: []ipctest.BusPool{{ID: "a"}}},
-		{Pools: []ipctest.BusPool{{ID: "a", Command: "/bin/true"}, {ID: "a", Command: "/bin/true"}}},
+		{Pools: []peer.BusPool{{ID: "a"}}},
+		{Pools: []peer.BusPool{{ID: "a", Command: "/bin/true"}, {ID: "a", Command: "/bin/true"}}},
 	} {
-		if b, err := ipctest.StartStdioBus(filepath.Join(os.TempDir(), "never.sock"), cfg); err == nil {
+		if b, err := peer.StartStdioBus(filepath.Join(os.TempDir(), "never.sock"), cfg); err == nil {
 			b.Close()
 			t.Fatalf("%+v: want an error", cfg)
 		}
@@ -394,7 +394,7 @@ func TestBusConfigErrors(t *testing.T) {
 // unanswered must not take the answer to another client's request with
 // the same id on the same worker.
 func TestBusGoneClientTakesNoAnswers(t *testing.T) {
-	b := startBus(t, ipctest.BusConfig{Pools: []ipctest.BusPool{pool(t, "solo", 1)}})
+	b := startBus(t, peer.BusConfig{Pools: []peer.BusPool{pool(t, "solo", 1)}})
 	gone := dialBus(t, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	_, err := gone.Send(ctx, ipc.Request{Method: "bus.silent"}) // id 1, never answered

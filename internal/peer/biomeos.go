@@ -1,4 +1,4 @@
-package ipctest
+package peer
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ import (
 
 // BiomeOSPrefix is the riboCipher prefix the biomeOS API socket requires
 // (0xEC, then 0x04 for HTTP).
-var BiomeOSPrefix = []byte{0xEC, 0x04}
+const BiomeOSPrefix = "\xEC\x04"
 
-// BiomeOS is a fake biomeOS API socket: HTTP over a Unix socket after the
+// BiomeOS is a simulated biomeOS API socket: HTTP over a Unix socket after the
 // riboCipher prefix (connections without it are dropped silently), serving
 // GET /api/v1/events/stream as server-sent events and GET /api/v1/health.
 type BiomeOS struct {
@@ -40,7 +40,7 @@ type BiomeOS struct {
 	closeOnce sync.Once
 }
 
-// ListenBiomeOS starts a fake biomeOS API on a new Unix socket at path.
+// ListenBiomeOS starts a simulated biomeOS API on a new Unix socket at path.
 func ListenBiomeOS(path string) (*BiomeOS, error) {
 	_ = os.Remove(path)
 	ln, err := net.Listen("unix", path)
@@ -136,7 +136,7 @@ func (b *BiomeOS) acceptLoop() {
 			defer b.wg.Done()
 			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			var p [2]byte
-			if _, err := io.ReadFull(c, p[:]); err != nil || !bytes.Equal(p[:], BiomeOSPrefix) {
+			if _, err := io.ReadFull(c, p[:]); err != nil || string(p[:]) != BiomeOSPrefix {
 				b.dropped.Add(1)
 				c.Close() // silently, as the real socket does
 				return

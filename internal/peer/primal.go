@@ -1,4 +1,4 @@
-package ipctest
+package peer
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
-// CapFormat selects the shape of a fake primal's capabilities.list answer.
+// CapFormat selects the shape of a simulated primal's capabilities.list answer.
 type CapFormat string
 
 // The capability shapes of the Capability Wire Standard.
@@ -34,7 +34,7 @@ type Group struct {
 	Description string   `json:"description,omitempty"`
 }
 
-// Primal describes a fake primal: what it says about itself and how it
+// Primal describes a simulated primal: what it says about itself and how it
 // answers the standard methods.
 type Primal struct {
 	Name, Version, Domain, License string
@@ -301,27 +301,6 @@ func LeanDaemon() Config {
 			case <-ctx.Done():
 			}
 			return map[string]any{"slept_ms": a.MS}, nil
-		},
-	}}
-}
-
-// ControlSequences is a config whose method names and results carry terminal
-// control sequences (OSC 52 clipboard writes, cursor moves, title changes),
-// for tests that peer text never reaches a terminal unescaped.
-func ControlSequences() Config {
-	evil := "\x1b]52;c;cHduZWQ=\x07\x1b[2J\x1b[H\x1b]0;owned\x07\x9b31m"
-	return Config{Methods: map[string]HandlerFunc{
-		"capabilities.list": func(context.Context, json.RawMessage) (any, error) {
-			return map[string]any{"primal": "evil" + evil, "version": "1.0" + evil, "methods": []string{"evil.do" + evil, "health.liveness"}}, nil
-		},
-		"identity.get": func(context.Context, json.RawMessage) (any, error) {
-			return map[string]any{"primal": "evil" + evil, "version": "1.0"}, nil
-		},
-		"health.liveness": func(context.Context, json.RawMessage) (any, error) {
-			return map[string]any{"status": "alive" + evil}, nil
-		},
-		"evil.do": func(context.Context, json.RawMessage) (any, error) {
-			return map[string]any{"text": "plain" + evil, "raw": json.RawMessage(`"\u001b[31mred"`)}, nil
 		},
 	}}
 }

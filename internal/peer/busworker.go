@@ -1,4 +1,4 @@
-package ipctest
+package peer
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// Environment variables that make a binary linking ipctest act as a stdio
+// Environment variables that make a binary linking peer act as a stdio
 // Bus worker or daemon (see WorkerMain).
 const (
 	// WorkerEnv selects worker mode; its value names the worker (it appears
@@ -35,7 +35,7 @@ var reexecReady atomic.Bool
 // WorkerMain makes the current binary usable as a stdio Bus worker or
 // daemon: call it first thing in main (and in TestMain). With WorkerEnv set
 // it serves as a worker on stdin/stdout and exits; with DaemonEnv set it
-// runs the fake daemon with os.Args and exits. Otherwise it returns, and
+// runs the simulated daemon with os.Args and exits. Otherwise it returns, and
 // SelfWorker may be used to spawn workers from this binary.
 func WorkerMain() {
 	if kind := os.Getenv(WorkerEnv); kind != "" {
@@ -132,7 +132,7 @@ func RunBusWorker(kind string, in io.Reader, out io.Writer) int {
 
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
-		line, err := readLine(br, maxWorkerLine)
+		line, err := ReadLine(br, maxWorkerLine)
 		if err != nil {
 			return workerExitOK
 		}
@@ -230,7 +230,7 @@ func RunBusWorker(kind string, in io.Reader, out io.Writer) int {
 	}
 }
 
-// runDaemonMain runs the fake daemon from its command line:
+// runDaemonMain runs the simulated daemon from its command line:
 // --unix PATH | --stdio, --config FILE. In --unix mode it serves until
 // SIGTERM/SIGINT or until its standard input ends (so a daemon started by
 // a parent that dies goes with it); it prints "ready" on standard output

@@ -1,4 +1,4 @@
-package ipctest
+package peer
 
 import (
 	"bufio"
@@ -31,7 +31,7 @@ type BusPool struct {
 	Command   string   `json:"command"`
 	Args      []string `json:"args,omitempty"`
 	Instances int      `json:"instances,omitempty"` // default 1
-	// Env is extra environment for the workers (an extension of this fake:
+	// Env is extra environment for the workers (an extension of this simulation:
 	// the real daemon passes its own environment on).
 	Env map[string]string `json:"env,omitempty"`
 }
@@ -65,7 +65,7 @@ func LoadBusConfig(path string) (BusConfig, error) {
 	return cfg, nil
 }
 
-// StdioBus is a running fake stdio Bus daemon (stdiobus/stdiobus kernel
+// StdioBus is a running simulated stdio Bus daemon (stdiobus/stdiobus kernel
 // v0.1.0 as the ecosystem facts describe it): it spawns real worker
 // processes per pool and routes NDJSON between clients and workers,
 // forwarding every message byte for byte. Routing:
@@ -80,7 +80,7 @@ func LoadBusConfig(path string) (BusConfig, error) {
 //     the connection is closed; a line over max_input_buffer resets it.
 type StdioBus struct {
 	cfg BusConfig
-	ln  net.Listener
+	acc *Acceptor // nil in stdio mode
 	// Path is the --unix socket path ("" in stdio mode).
 	Path string
 
@@ -145,13 +145,13 @@ func StartStdioBus(path string, cfg BusConfig) (*StdioBus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stdio bus: listen %s: %w", path, err)
 	}
-	b.ln, b.Path = ln, path
+	b.Path = path
 	if err := b.spawnAll(); err != nil {
+		_ = ln.Close()
 		b.Close()
 		return nil, err
 	}
-	b.wg.Add(1)
-	go b.acceptLoop()
+	b.acc = Serve(ln, b.serveClient)
 	return b, nil
 }
 
@@ -272,8 +272,8 @@ func (b *StdioBus) Close() error {
 	b.mu.Unlock()
 	b.cancel()
 	var err error
-	if b.ln != nil {
-		err = b.ln.Close()
+	if b.acc != nil {
+		err = b.acc.Close()
 	}
 	for _, c := range clients {
 		_ = c.closer()
@@ -299,28 +299,17 @@ func (b *StdioBus) spawnAll() error {
 	return nil
 }
 
-func (b *StdioBus) acceptLoop() {
-	defer b.wg.Done()
-	for {
-		nc, err := b.ln.Accept()
-		if err != nil {
-			return
-		}
-		c := &busClient{bus: b, r: nc, w: nc, closer: nc.Close, asks: map[string]*busWorker{}}
-		b.mu.Lock()
-		if b.closed {
-			b.mu.Unlock()
-			nc.Close()
-			return
-		}
-		b.clients[c] = struct{}{}
-		b.wg.Add(1)
+// serveClient serves one client connection of a --unix daemon.
+func (b *StdioBus) serveClient(_ context.Context, nc net.Conn) {
+	c := &busClient{bus: b, r: nc, w: nc, closer: nc.Close, asks: map[string]*busWorker{}}
+	b.mu.Lock()
+	if b.closed {
 		b.mu.Unlock()
-		go func() {
-			defer b.wg.Done()
-			c.serve()
-		}()
+		return
 	}
+	b.clients[c] = struct{}{}
+	b.mu.Unlock()
+	c.serve()
 }
 
 // routing holds the fields the daemon reads from a message.
@@ -378,7 +367,7 @@ func (c *busClient) serve() {
 	br := bufio.NewReaderSize(c.r, 64<<10)
 	max := b.cfg.Limits.MaxInputBuffer
 	for {
-		line, err := readLine(br, max)
+		line, err := ReadLine(br, max)
 		if err != nil {
 			// A line over the limit: reset without a reply. Closing with
 			// unread data makes the kernel reset the connection.
@@ -573,7 +562,7 @@ func (w *busWorker) readLoop(stdout io.Reader) {
 	b := w.bus
 	br := bufio.NewReaderSize(stdout, 64<<10)
 	for {
-		line, err := readLine(br, maxWorkerLine)
+		line, err := ReadLine(br, maxWorkerLine)
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				_, _ = io.Copy(io.Discard, stdout)

@@ -1,4 +1,4 @@
-package ipctest
+package peer
 
 import (
 	"bufio"

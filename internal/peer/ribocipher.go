@@ -1,4 +1,4 @@
-package ipctest
+package peer
 
 import (
 	"bufio"
@@ -8,7 +8,7 @@ import (
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
-// PrefixPolicy is how a fake primal treats the riboCipher first-byte signal.
+// PrefixPolicy is how a simulated primal treats the riboCipher first-byte signal.
 type PrefixPolicy int
 
 const (

@@ -1,4 +1,4 @@
-package ipctest
+package peer
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 	"github.com/ecoPrimals/primalscope/ipc/holon"
 )
 
-// HolonConfig describes a fake Holon-RPC server (a go-holons WebBridge or a
+// HolonConfig describes a simulated Holon-RPC server (a go-holons WebBridge or a
 // js-web-holons server, and the ways real ones bend the rules).
 type HolonConfig struct {
 	// Methods answer requests by method name. rpc.heartbeat and rpc.peers
@@ -48,7 +48,7 @@ type HolonConfig struct {
 	MaxMessage int64
 }
 
-// HolonServer is a running fake Holon-RPC server on a loopback TCP port.
+// HolonServer is a running simulated Holon-RPC server on a loopback TCP port.
 type HolonServer struct {
 	cfg HolonConfig
 	ln  net.Listener
@@ -228,7 +228,7 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 			defer s.wg.Done()
 			actx, acancel := context.WithTimeout(ctx, 10*time.Second)
 			defer acancel()
-			if _, err := c.Ask(actx, "client.v1.Client/Hello", map[string]any{"server": "ipctest-holon", "version": "1.0.0"}); err == nil {
+			if _, err := c.Ask(actx, "client.v1.Client/Hello", map[string]any{"server": "peer-holon", "version": "1.0.0"}); err == nil {
 				s.helloAnswered.Add(1)
 			}
 		}()

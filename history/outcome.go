@@ -1,0 +1,62 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
+)
+
+// OutcomeOf names how a call ended from the error the dial or the call
+// returned, in the terms of the command line's exit codes: a peer's
+// JSON-RPC error is OutcomeError (1); a connection that could not be made
+// (no socket there, connection refused) is OutcomeUnreachable and one that
+// broke after it was made is OutcomeClosed (both 3); a timeout (also of a
+// BTSP handshake) is OutcomeTimeout (4); a BTSP demand or a failed
+// handshake is OutcomeRefused (5); a cancelled context is OutcomeCancelled.
+// An error of no known kind is OutcomeClosed.
+//
+// Front ends with failures of their own (a name that resolves to nothing,
+// a refusal before dialing) classify those first and pass the rest here.
+func OutcomeOf(err error) Outcome {
+	var (
+		hs *btsp.HandshakeError
+		bt *ipc.BTSPRequiredError
+		de *ipc.DialError
+		to *ipc.TimeoutError
+		ce *ipc.ClosedError
+		re *ipc.RPCError
+	)
+	switch {
+	case err == nil:
+		return OutcomeOK
+	case errors.As(err, &hs) && hs.Reason == btsp.ReasonTimeout:
+		return OutcomeTimeout // the handshake ran out of time: nothing was refused
+	case errors.As(err, &bt), errors.As(err, &hs):
+		return OutcomeRefused
+	case errors.Is(err, context.Canceled):
+		return OutcomeCancelled
+	case errors.As(err, &de):
+		return OutcomeUnreachable // even when connecting timed out
+	case errors.As(err, &to), errors.Is(err, context.DeadlineExceeded):
+		return OutcomeTimeout
+	case errors.As(err, &ce):
+		return OutcomeClosed
+	case errors.As(err, &re):
+		return OutcomeError
+	}
+	return OutcomeClosed
+}
+
+// OutcomeList is the outcomes for a help text or a message:
+// "ok, error, ..., or cancelled".
+func OutcomeList() string {
+	all := Outcomes()
+	words := make([]string, len(all))
+	for i, o := range all {
+		words[i] = string(o)
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " or " + words[len(words)-1]
+}
