@@ -9,8 +9,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
-	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 // programContext is what every pane shares (in the spirit of gh-dash's
@@ -123,10 +123,10 @@ const maxClipboard = 1 << 20
 // copyText puts s on the terminal's clipboard and says so.
 func (pc *programContext) copyText(what, s string) tea.Cmd {
 	if len(s) > maxClipboard {
-		pc.setErr(fmt.Sprintf("%s is %s: too large for the terminal clipboard (limit %s)", what, ipc.FormatBytes(int64(len(s))), ipc.FormatBytes(maxClipboard)))
+		pc.setErr(fmt.Sprintf("%s is %s: too large for the terminal clipboard (limit %s)", what, human.Bytes(int64(len(s))), human.Bytes(maxClipboard)))
 		return nil
 	}
-	pc.setInfo(fmt.Sprintf("copied %s (%s)", what, ipc.FormatBytes(int64(len(s)))))
+	pc.setInfo(fmt.Sprintf("copied %s (%s)", what, human.Bytes(int64(len(s)))))
 	return tea.SetClipboard(s)
 }
 

@@ -2,14 +2,11 @@ package tui
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 
 	"charm.land/bubbles/v2/key"
-	"github.com/BurntSushi/toml"
 )
 
 // KeyMap is every key the TUI answers to. Each field is one action; its
@@ -272,60 +269,4 @@ func ActionNames() []string {
 		out = append(out, p.Action)
 	}
 	return out
-}
-
-// ConfigPath is the config file the TUI reads keys from:
-// $XDG_CONFIG_HOME/primalscope/config.toml, else ~/.config/primalscope/config.toml.
-func ConfigPath(getenv func(string) string) string {
-	if d := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "primalscope", "config.toml")
-	}
-	if h := getenv("HOME"); h != "" {
-		return filepath.Join(h, ".config", "primalscope", "config.toml")
-	}
-	return ""
-}
-
-// LoadKeys reads the [keys] table of a config file (other tables are
-// ignored). A missing file yields no bindings and no error.
-func LoadKeys(path string) (map[string][]string, error) {
-	if path == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read config %s: %w", path, err)
-	}
-	if len(data) > 1<<20 {
-		return nil, fmt.Errorf("read config %s: larger than 1 MiB", path)
-	}
-	var f struct {
-		Keys map[string]any `toml:"keys"`
-	}
-	if err := toml.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("parse config %s: %w", path, err)
-	}
-	out := map[string][]string{}
-	for name, v := range f.Keys {
-		switch x := v.(type) {
-		case string:
-			out[name] = []string{x}
-		case []any:
-			var ks []string
-			for _, e := range x {
-				s, ok := e.(string)
-				if !ok {
-					return nil, fmt.Errorf("config %s: keys.%s: want strings", path, name)
-				}
-				ks = append(ks, s)
-			}
-			out[name] = ks
-		default:
-			return nil, fmt.Errorf("config %s: keys.%s: want a string or a list of strings", path, name)
-		}
-	}
-	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/config"
 )
 
 // remapKeys gives every action a key of its own that no default uses:
@@ -87,10 +88,11 @@ func TestEveryActionRemapped(t *testing.T) {
 	if err := os.WriteFile(path, []byte(toml.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := LoadKeys(path)
+	file, err := config.Load(path) // the CLI's one reader of the file
 	if err != nil {
 		t.Fatal(err)
 	}
+	loaded := map[string][]string(file.Keys)
 
 	_, tg := startPrimal(t)
 	caps, err := capability.Parse([]byte(`{"primal":"beardog","version":"0.9.0","methods":["crypto.sign_ed25519","crypto.verify_ed25519","health.liveness"]}`))

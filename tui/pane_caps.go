@@ -15,6 +15,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
@@ -526,26 +527,16 @@ func costText(c *capability.Cost) string {
 	}
 	var parts []string
 	if c.CPU != "" {
-		parts = append(parts, "cpu "+c.CPU)
+		parts = append(parts, "cpu "+render.Sanitize(c.CPU)) // the peer's words
 	}
 	if c.LatencyMS != nil {
 		parts = append(parts, fmt.Sprintf("~%g ms", *c.LatencyMS))
 	}
 	if c.MemoryBytes != nil {
-		parts = append(parts, fmt.Sprintf("mem %s", fmtBytesF(*c.MemoryBytes)))
+		parts = append(parts, "mem "+human.Bytes(int64(*c.MemoryBytes)))
 	}
 	if c.GPUEligible != nil && *c.GPUEligible {
 		parts = append(parts, "gpu")
 	}
 	return strings.Join(parts, " ")
-}
-
-func fmtBytesF(f float64) string {
-	switch {
-	case f >= 1<<20:
-		return fmt.Sprintf("%.0f MiB", f/(1<<20))
-	case f >= 1<<10:
-		return fmt.Sprintf("%.0f KiB", f/(1<<10))
-	}
-	return fmt.Sprintf("%.0f B", f)
 }

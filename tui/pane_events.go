@@ -4,12 +4,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
@@ -360,25 +360,9 @@ func (p *eventsPane) row(st *styles, e *Event, w int) string {
 	}
 	line := ts + " " + mark + " " + st.Accent.Render(src) + " " + body
 	if len(e.Data) > 0 && len(e.Data) < maxEventData && w > 40 {
-		line += " " + st.Dim.Render(render.Sanitize(string(cutUTF8(e.Data, 512))))
+		line += " " + st.Dim.Render(render.Sanitize(human.Clip(string(e.Data), 512)))
 	}
 	return line
-}
-
-// cutUTF8 keeps at most n bytes of p, ending on a character boundary (a
-// cut through a character would show as a replacement mark).
-func cutUTF8(p []byte, n int) []byte {
-	if len(p) <= n {
-		return p
-	}
-	// Back up at most to the start of one character; bytes that start
-	// none (invalid UTF-8 from a peer) are cut where they are.
-	for i := n; i > 0 && i > n-utf8.UTFMax; i-- {
-		if utf8.RuneStart(p[i]) {
-			return p[:i]
-		}
-	}
-	return p[:n]
 }
 
 func tailScroll(t *tail, n int) {

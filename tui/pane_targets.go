@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
@@ -287,12 +288,7 @@ func (p *targetsPane) move(n int) {
 func (p *targetsPane) counts() (live, stale, down int) { return p.live, p.stale, p.down }
 
 // shortFamily keeps a family id readable in a narrow list.
-func shortFamily(f string) string {
-	if len(f) > 12 {
-		return f[:11] + "…"
-	}
-	return f
-}
+func shortFamily(f string) string { return human.Truncate(f, 12) }
 
 func healthDot(st *styles, h discovery.State) string {
 	switch h {
@@ -393,7 +389,7 @@ func (p *targetsPane) row(st *styles, t *target, w int, sel, focused bool) strin
 		nw = 4
 	}
 	if sel && focused {
-		name = st.Selected.Render(ansi.Strip(ansi.Truncate(name, nw, "…")))
+		name = st.Selected.Render(ansi.Strip(human.Truncate(name, nw)))
 	}
 	return left + fit(name, nw) + " " + right
 }

@@ -8,6 +8,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -72,9 +73,9 @@ func (p *tracePane) inspect() tea.Cmd {
 	if f == nil {
 		return nil
 	}
-	a := &answer{title: fmt.Sprintf("frame %s %s · %s · %s", f.Dir, f.Source, ipc.FormatBytes(int64(f.Size)), f.Time.Format("15:04:05.000")), result: f.Data, outcome: "ok", size: f.Size}
+	a := &answer{title: fmt.Sprintf("frame %s %s · %s · %s", f.Dir, f.Source, human.Bytes(int64(f.Size)), f.Time.Format("15:04:05.000")), result: f.Data, outcome: "ok", size: f.Size}
 	if f.Size > len(f.Data) {
-		a.title += fmt.Sprintf(" (first %s)", ipc.FormatBytes(int64(len(f.Data))))
+		a.title += fmt.Sprintf(" (first %s)", human.Bytes(int64(len(f.Data))))
 	}
 	switch {
 	case len(f.Data) == 0 && f.Warning != "":
@@ -180,9 +181,9 @@ func (p *tracePane) row(st *styles, f *TraceFrame, prev *TraceFrame) string {
 	default:
 		arrow = st.Dim.Render("·")
 	}
-	line := ts + " " + arrow + " " + st.Accent.Render(render.Sanitize(f.Source)) + " " + st.Dim.Render(ipc.FormatBytes(int64(f.Size)))
+	line := ts + " " + arrow + " " + st.Accent.Render(render.Sanitize(f.Source)) + " " + st.Dim.Render(human.Bytes(int64(f.Size)))
 	if f.Warning != "" {
 		line += " " + st.Warn.Render("⚠ "+render.Sanitize(f.Warning))
 	}
-	return line + " " + render.Sanitize(string(cutUTF8(f.Data, 512)))
+	return line + " " + render.Sanitize(human.Clip(string(f.Data), 512))
 }

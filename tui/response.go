@@ -9,6 +9,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -298,10 +299,7 @@ func (r *responseView) line(st *styles, d *doc, i int) string {
 	if s, ok := m[i]; ok {
 		return s
 	}
-	l := d.lines[i]
-	if len(l) > 4096 {
-		l = l[:4096]
-	}
+	l := human.Clip(d.lines[i], 4096)
 	s := st.hl.Line(l)
 	m[i] = s
 	r.hlN++
@@ -387,9 +385,7 @@ func (r *responseView) ScrollX(n int) {
 // markMatches draws a line with every case-insensitive occurrence of q
 // emphasised (the line's JSON colours give way to the matches).
 func markMatches(st *styles, line, q string) string {
-	if len(line) > 4096 {
-		line = line[:4096]
-	}
+	line = human.Clip(line, 4096)
 	var sb strings.Builder
 	n := len(q)
 	last := 0
@@ -435,7 +431,7 @@ func (r *responseView) titles(st *styles) (string, string) {
 	if r.rawMode {
 		mode = "envelope"
 	}
-	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, fmtDur(a.elapsed), ipc.FormatBytes(int64(a.size)))
+	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, fmtDur(a.elapsed), human.Bytes(int64(a.size)))
 	right := mode
 	if r.partial {
 		right = "formatting… · " + mode

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/dial"
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/themes"
@@ -39,7 +40,8 @@ type Config struct {
 	Color render.ColorChoice
 	// Keys remaps actions (see ActionNames) to keys; nil keeps the defaults.
 	Keys map[string][]string
-	// ConfigPath is shown in the help overlay as where keys are remapped.
+	// ConfigPath is shown in the help overlay as where keys are remapped
+	// (the config file internal/paths names when empty).
 	ConfigPath string
 	// History keeps calls; nil turns history off.
 	History History
@@ -123,7 +125,7 @@ func (c *Config) fill() {
 		c.Family = discovery.Family(c.Getenv)
 	}
 	if c.ConfigPath == "" {
-		c.ConfigPath = ConfigPath(c.Getenv)
+		c.ConfigPath = paths.ConfigFile(c.Getenv)
 	}
 }
 

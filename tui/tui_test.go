@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -320,10 +320,11 @@ func TestKeysRemap(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.toml")
 	os.WriteFile(path, []byte("[discovery]\nfamily=\"x\"\n[keys]\nquit = [\"x\", \"ctrl+q\"]\nhelp = \"f1\"\ntrace = []\n"), 0o600)
-	keys, err := LoadKeys(path)
+	file, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	keys := map[string][]string(file.Keys)
 	km := DefaultKeyMap()
 	if err := km.Remap(keys); err != nil {
 		t.Fatal(err)
@@ -344,9 +345,6 @@ func TestKeysRemap(t *testing.T) {
 	km2 := DefaultKeyMap()
 	if err := km2.Remap(all); err != nil || len(all) < 40 {
 		t.Fatalf("every action name: %v (%d names)", err, len(all))
-	}
-	if k, err := LoadKeys(filepath.Join(dir, "missing.toml")); err != nil || k != nil {
-		t.Fatalf("missing file: %v %v", k, err)
 	}
 	// The help overlay shows the remapped key.
 	cfg := goldenConfig("dark")
@@ -669,22 +667,5 @@ func TestDescribedBTSPTargetKept(t *testing.T) {
 	m.update(feedMsg{items: []any{changed(again)}})
 	if got := m.pc.targets["k"]; got.caps() == nil || len(got.capTree()) == 0 || got.Latency() != time.Millisecond {
 		t.Fatalf("after a change: caps %v tree %d latency %v", got.caps() != nil, len(got.capTree()), got.Latency())
-	}
-}
-
-// TestCutUTF8: long data is cut on a character boundary, and bytes that
-// start no character (invalid UTF-8 from a peer) are cut where they are,
-// never to nothing.
-func TestCutUTF8(t *testing.T) {
-	s := []byte(strings.Repeat("a", 511) + "é" + "b")
-	if got := cutUTF8(s, 512); string(got) != strings.Repeat("a", 511) {
-		t.Fatalf("cut through é: %q", got[505:])
-	}
-	bad := bytes.Repeat([]byte{0x80}, 600)
-	if got := cutUTF8(bad, 512); len(got) != 512 {
-		t.Fatalf("600 continuation bytes cut to %d, want 512", len(got))
-	}
-	if got := cutUTF8([]byte("short"), 512); string(got) != "short" {
-		t.Fatalf("short data changed: %q", got)
 	}
 }
