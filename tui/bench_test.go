@@ -106,7 +106,7 @@ func BenchmarkEventStreamFrame(b *testing.B) {
 	const perFrame = 10000 / DefaultFPS
 	items := make([]any, perFrame)
 	for i := range items {
-		items[i] = Event{Time: fixedNow(), Source: fmt.Sprintf("primal%d", i%7), Kind: EventKind(1 + i%3), Name: "dag.event", Data: []byte(`{"seq":12345,"node":"abc"}`)}
+		items[i] = tailLine(fixedNow(), fmt.Sprintf("primal%d", i%7), "", EventKind(1+i%3), "dag.event", []byte(`{"seq":12345,"node":"abc"}`), nil)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

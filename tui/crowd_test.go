@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -39,7 +40,7 @@ func TestDiscoveryLiveCountHolds(t *testing.T) {
 		NoProc:     true,
 		Probe:      discovery.ProbeOptions{StaleTimeout: 300 * time.Millisecond, MaxOpen: 8},
 	})
-	beats := make(chan Event, 16)
+	beats := make(chan events.Event, 16)
 	w := &DiscoveryWatcher{D: d, Heartbeats: beats, Opts: discovery.WatchOptions{
 		Interval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond,
 		RetryBase: 20 * time.Millisecond, RetryMax: 20 * time.Millisecond, PollInterval: time.Hour}}
@@ -63,7 +64,7 @@ func TestDiscoveryLiveCountHolds(t *testing.T) {
 			var s struct {
 				Live, Targets int
 			}
-			if err := json.Unmarshal(hb.Data, &s); err != nil {
+			if err := json.Unmarshal(hb.Payload, &s); err != nil {
 				t.Fatal(err)
 			}
 			sweeps++

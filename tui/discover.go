@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/events"
 )
 
 // DiscoveryWatcher runs discovery's live watcher for the TUI: added,
@@ -14,8 +15,9 @@ import (
 type DiscoveryWatcher struct {
 	D    *discovery.Discoverer
 	Opts discovery.WatchOptions
-	// Heartbeats, when set, receives one event per sweep; sends never block.
-	Heartbeats chan<- Event
+	// Heartbeats, when set, receives one event per sweep (a liveness
+	// event named "sweep"); sends never block.
+	Heartbeats chan<- events.Event
 }
 
 // Dirs reports the socket directories discovery reads.
@@ -37,8 +39,8 @@ func (w *DiscoveryWatcher) Watch(ctx context.Context, out chan<- discovery.Event
 		case discovery.Synced:
 			if w.Heartbeats != nil && ev.Sweep != nil {
 				s := ev.Sweep
-				hb := Event{Time: ev.Time, Source: "discovery", Kind: EvHeartbeat, Name: "sweep",
-					Data: []byte(fmt.Sprintf(`{"live":%d,"targets":%d,"reason":%q,"took_ms":%.1f}`, s.Live, s.Targets, s.Reason, float64(s.Took)/float64(time.Millisecond)))}
+				hb := events.Event{Time: ev.Time, Source: "discovery", Kind: events.KindLiveness, Name: "sweep",
+					Payload: []byte(fmt.Sprintf(`{"live":%d,"targets":%d,"reason":%q,"took_ms":%.1f}`, s.Live, s.Targets, s.Reason, float64(s.Took)/float64(time.Millisecond)))}
 				select {
 				case w.Heartbeats <- hb:
 				default:

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/themes"
 )
@@ -87,3 +89,32 @@ func mustTheme(t *testing.T, name string) themes.Theme {
 }
 
 func winSize(w, h int) tea.WindowSizeMsg { return tea.WindowSizeMsg{Width: w, Height: h} }
+
+// tailLine is the events tail's line for what a peer pushed or the TUI
+// noted, built the way the program builds it: a notification (a heartbeat
+// when its name says so), a lean event, a request with id, a liveness
+// heartbeat, or a note whose text is data.
+func tailLine(at time.Time, source, key string, kind EventKind, name string, data []byte, id json.RawMessage) line {
+	var m ipc.Message
+	switch kind {
+	case EvNote:
+		l := noteLine(at, source, name, string(data))
+		l.key = key
+		return l
+	case EvHeartbeat:
+		if !isHeartbeatName(name) {
+			return newLine(key, events.Event{Time: at, Source: source, Kind: events.KindLiveness, Name: name, Payload: data})
+		}
+		m = ipc.Message{Kind: ipc.KindNotification, Method: name, Params: data}
+	case EvNotification:
+		m = ipc.Message{Kind: ipc.KindNotification, Method: name, Params: data}
+	case EvEvent:
+		m = ipc.Message{Kind: ipc.KindEvent, Type: name, Data: data}
+	case EvRequest:
+		m = ipc.Message{Kind: ipc.KindRequest, Method: name, Params: data, ID: id}
+	default:
+		m = ipc.Message{Kind: ipc.KindInvalid, Raw: data, Warning: name}
+	}
+	m.Time = at
+	return messageLine(source, key, &m)
+}

@@ -97,7 +97,7 @@ func FuzzPeerText(f *testing.F) {
 		m.update(tea.WindowSizeMsg{Width: 100, Height: 30})
 		m.update(feedMsg{items: []any{
 			discovery.Event{Kind: discovery.Added, Target: fuzzTarget(name, method, data)},
-			Event{Time: t0, Source: name, Kind: EvRequest, Name: method, Data: data, ID: data},
+			tailLine(t0, name, name, EvRequest, method, data, data),
 			TraceFrame{Time: t0, Source: name, Dir: ipc.In, Data: data, Warning: method},
 		}})
 		m.comp().method.Set(method)

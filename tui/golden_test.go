@@ -64,10 +64,9 @@ func sampleEvents() []any {
 	names := []string{"health.heartbeat", "dag.event.appended", "NewMail", "health.heartbeat", "target appeared"}
 	srcs := []string{"beardog", "rhizocrypt", "floatmail", "songbird", "nestgate"}
 	for i := 0; i < 30; i++ {
-		out = append(out, Event{Time: t0.Add(time.Duration(i) * 250 * time.Millisecond), Source: srcs[i%5], Kind: kinds[i%5], Name: names[i%5],
-			Data: []byte(fmt.Sprintf(`{"seq":%d}`, i)), Latency: time.Duration(i%3+1) * 100 * time.Microsecond})
+		out = append(out, tailLine(t0.Add(time.Duration(i)*250*time.Millisecond), srcs[i%5], "", kinds[i%5], names[i%5], []byte(fmt.Sprintf(`{"seq":%d}`, i)), nil))
 	}
-	out = append(out, Event{Time: t0.Add(8 * time.Second), Source: "holon", TargetKey: "ws://h", Kind: EvRequest, Name: "client.v1.Client/Hello", ID: json.RawMessage(`"s1"`), Data: []byte(`{"greeting":"hi \u001b[31mred"}`)})
+	out = append(out, tailLine(t0.Add(8*time.Second), "holon", "ws://h", EvRequest, "client.v1.Client/Hello", []byte(`{"greeting":"hi \u001b[31mred"}`), json.RawMessage(`"s1"`)))
 	return out
 }
 

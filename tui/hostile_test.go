@@ -225,7 +225,7 @@ func TestHostilePeersTUICall(t *testing.T) {
 				for {
 					select {
 					case x := <-m.feed.ch:
-						if e, ok := x.(Event); ok && e.Kind == EvNote && e.Name == "connection closed" {
+						if e, ok := x.(line); ok && e.kind == EvNote && e.title == "connection closed" {
 							break note
 						}
 					case <-wait:

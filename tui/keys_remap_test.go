@@ -351,7 +351,7 @@ func TestEveryActionRemapped(t *testing.T) {
 	want("replay", r.ans != nil && strings.HasPrefix(r.ans.title, "replay of 1"))
 
 	// Server requests.
-	m.update(feedMsg{items: []any{Event{Time: t0, Source: "beardog", TargetKey: tg.ID, Kind: EvRequest, Name: "client.confirm", ID: json.RawMessage(`7`)}}})
+	m.update(feedMsg{items: []any{tailLine(t0, "beardog", tg.ID, EvRequest, "client.confirm", nil, json.RawMessage(`7`))}})
 	do("requests")
 	do("reply")
 	want("reply", m.pc.focus == pComposer && c.reply != nil)

@@ -116,7 +116,7 @@ func (l *listener) wanted(t *target) bool {
 // current one, then the targets pane's order), up to the bound, and stops
 // hearing the ones no longer wanted. It returns a note for the events tail
 // when whether live targets are left out changed.
-func (l *listener) pass(current string, targets map[string]*target, listed func(yield func(string) bool)) *Event {
+func (l *listener) pass(current string, targets map[string]*target, listed func(yield func(string) bool)) *line {
 	cfg := l.pc.cfg
 	if cfg.NoListen || !l.dirty {
 		return nil
@@ -179,13 +179,14 @@ func (l *listener) pass(current string, targets map[string]*target, listed func(
 			l.listening[k] = true
 		}
 	}
-	var note *Event
+	var note *line
 	if (left > 0) != (l.notListened > 0) {
 		text := fmt.Sprintf("listening to %d targets; %d more live targets are not listened to (select one and press %s to hear it)", len(l.listening), left, helpKey(l.pc.keys.Select))
 		if left == 0 {
 			text = fmt.Sprintf("listening to every live target (%d)", len(l.listening))
 		}
-		note = &Event{Time: l.pc.now(), Source: "primalscope", Kind: EvNote, Name: "listening", Data: []byte(text)}
+		n := noteLine(l.pc.now(), "primalscope", "listening", text)
+		note = &n
 	}
 	l.notListened = left
 	return note

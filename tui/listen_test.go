@@ -59,8 +59,8 @@ func TestListenBounded(t *testing.T) {
 	note := func() string {
 		n := ""
 		for i := 0; i < m.events().ring.Len(); i++ {
-			if e := m.events().ring.At(i); e.Name == "listening" {
-				n = string(e.Data)
+			if e := m.events().ring.At(i); e.title == "listening" {
+				n = string(e.data)
 			}
 		}
 		return n
@@ -90,7 +90,7 @@ func TestListenBounded(t *testing.T) {
 	stopped := false
 	for i := 0; i < m.events().ring.Len(); i++ {
 		e := m.events().ring.At(i)
-		stopped = stopped || (e.Source == "p001" && strings.Contains(e.Name, "stopped watching"))
+		stopped = stopped || (e.Source == "p001" && strings.Contains(e.title, "stopped watching"))
 	}
 	if !stopped || len(l.listening) != 50 {
 		t.Fatalf("k001's end said %v; hearing %d, want 50", stopped, len(l.listening))
@@ -117,7 +117,7 @@ func TestListenBounded(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	heartbeat := feedMsg{items: []any{Event{Source: "p000", Kind: EvHeartbeat, Name: "health.heartbeat"}}}
+	heartbeat := feedMsg{items: []any{tailLine(t0, "p000", "k000", EvHeartbeat, "health.heartbeat", nil, nil)}}
 
 	// Moving through left-out targets with the keys: each becomes current
 	// and is heard, the one before it is let go; never more than one past

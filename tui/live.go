@@ -76,14 +76,14 @@ func (m *model) absorb(items []any) tea.Cmd {
 					pc.gone = nil // it came back
 				}
 			}
-		case Event:
+		case line:
 			m.rate.count(pc.now())
-			live.events = append(live.events, x)
+			live.lines = append(live.lines, x)
 		case streamMsg:
-			e := eventFromStream(x.key, x.ev)
-			e.reply = x.reply
+			l := newLine(x.key, x.ev)
+			l.reply = x.reply
 			m.rate.count(pc.now())
-			live.events = append(live.events, e)
+			live.lines = append(live.lines, l)
 		case listenEndedMsg:
 			m.listen.ended(x.key)
 		case crashMsg:
@@ -93,8 +93,8 @@ func (m *model) absorb(items []any) tea.Cmd {
 			live.frames = append(live.frames, x)
 		}
 	}
-	live.events = append(live.events, m.targetNotes(appeared, "target appeared", "targets appeared")...)
-	live.events = append(live.events, m.targetNotes(left, "target left", "targets left")...)
+	live.lines = append(live.lines, m.targetNotes(appeared, "target appeared", "targets appeared")...)
+	live.lines = append(live.lines, m.targetNotes(left, "target left", "targets left")...)
 	live.feedDropped = m.feed.dropped.Load()
 	cmds = append(cmds, m.broadcast(live))
 	if changed {
@@ -115,22 +115,21 @@ const maxTargetNotes = 20
 
 // targetNotes says on the events tail what happened to names: a note per
 // target, or one for a burst naming the first few.
-func (m *model) targetNotes(names []string, one, many string) []Event {
+func (m *model) targetNotes(names []string, one, many string) []line {
 	now := m.pc.now()
 	if len(names) <= maxTargetNotes {
-		out := make([]Event, 0, len(names))
+		out := make([]line, 0, len(names))
 		for _, n := range names {
-			out = append(out, Event{Time: now, Source: n, Kind: EvNote, Name: one})
+			out = append(out, noteLine(now, n, one, ""))
 		}
 		return out
 	}
-	return []Event{{Time: now, Source: "discovery", Kind: EvNote,
-		Name: fmt.Sprintf("%d %s", len(names), many), Data: []byte(strings.Join(names[:3], ", ") + ", …")}} // escaped where drawn
+	return []line{noteLine(now, "discovery", fmt.Sprintf("%d %s", len(names), many), strings.Join(names[:3], ", ")+", …")} // escaped where drawn
 }
 
 // note puts one line of the TUI's own on the events tail.
-func (m *model) note(e Event) tea.Cmd {
-	return m.broadcast(liveMsg{events: []Event{e}, feedDropped: m.feed.dropped.Load()})
+func (m *model) note(l line) tea.Cmd {
+	return m.broadcast(liveMsg{lines: []line{l}, feedDropped: m.feed.dropped.Load()})
 }
 
 // listenPass has the listener claim or let go of listening places, and

@@ -49,8 +49,8 @@ func TestLoadEventStream(t *testing.T) {
 			<-tick.C
 			want := int(time.Since(start).Seconds() * rate)
 			for ; sent < want; sent++ {
-				m.feed.push(Event{Time: time.Now(), Source: fmt.Sprintf("primal%d", sent%7), Kind: EventKind(1 + sent%3),
-					Name: "dag.event.appended", Data: []byte(`{"session_id":"sess-0001","seq":12345}`)})
+				m.feed.push(tailLine(time.Now(), fmt.Sprintf("primal%d", sent%7), "", EventKind(1+sent%3),
+					"dag.event.appended", []byte(`{"session_id":"sess-0001","seq":12345}`), nil))
 			}
 		}
 	}()

@@ -135,7 +135,7 @@ type (
 	currentMsg struct{ changed bool }
 	// liveMsg is a frame's worth of what live targets pushed.
 	liveMsg struct {
-		events []Event
+		lines  []line
 		frames []TraceFrame
 		// feedDropped counts items the feed dropped so far.
 		feedDropped uint64

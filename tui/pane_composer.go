@@ -56,7 +56,7 @@ type composer struct {
 	inflightSeq int    // its number (programContext.seq)
 	cancel      context.CancelFunc
 
-	reply *Event // answering this server request when set
+	reply *line // answering this server request when set
 }
 
 // composeMsg puts a call in the composer (or, with reply set, the answer
@@ -64,7 +64,7 @@ type composer struct {
 type composeMsg struct {
 	method, params string
 	session, pool  *string
-	reply          *Event
+	reply          *line
 }
 
 // Messages of the composer's commands.
@@ -293,9 +293,9 @@ func (c *composer) send() tea.Cmd {
 			if r.reply != nil { // it came on a listening connection
 				err = r.reply(ctx, res, nil)
 			} else { // on a call's
-				err = cl.reply(ctx, r.TargetKey, r.ID, res, nil)
+				err = cl.reply(ctx, r.key, r.id, res, nil)
 			}
-			return replyDoneMsg{targetKey: r.TargetKey, id: r.ID, err: err}
+			return replyDoneMsg{targetKey: r.key, id: r.id, err: err}
 		}))
 	}
 	t := pc.target()
@@ -509,7 +509,7 @@ func (c *composer) body(w int) []string {
 	var l1 string
 	if c.reply != nil {
 		l1 = st.WarnBadge.Render("reply") + " " + st.Accent.Render(render.Sanitize(c.reply.Source)) + " " +
-			render.Sanitize(c.reply.Name) + st.Dim.Render(" id "+render.Sanitize(string(c.reply.ID)))
+			render.Sanitize(c.reply.title) + st.Dim.Render(" id "+render.Sanitize(string(c.reply.id)))
 	} else {
 		busW := 0
 		var bus string

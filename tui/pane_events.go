@@ -112,7 +112,7 @@ func inspectKey(k *KeyMap) key.Binding {
 type eventsPane struct {
 	paneBase
 	tail
-	ring    *ring[Event]
+	ring    *ring[line]
 	kind    EventKind // 0: all
 	source  string    // "": all
 	sources map[string]bool
@@ -121,7 +121,7 @@ type eventsPane struct {
 }
 
 func newEventsPane(id paneID, pc *programContext, size int) *eventsPane {
-	return &eventsPane{paneBase: paneBase{id: id, pc: pc}, ring: newRing[Event](size), sources: map[string]bool{}}
+	return &eventsPane{paneBase: paneBase{id: id, pc: pc}, ring: newRing[line](size), sources: map[string]bool{}}
 }
 
 // Typing reports whether the filter has the keyboard.
@@ -138,8 +138,8 @@ func (p *eventsPane) KeyMap() help.KeyMap {
 func (p *eventsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	switch msg := msg.(type) {
 	case liveMsg:
-		for _, e := range msg.events {
-			p.Append(e)
+		for _, l := range msg.lines {
+			p.Append(l)
 		}
 		p.dropped = msg.feedDropped
 	case tea.KeyPressMsg, tea.PasteMsg:
@@ -181,7 +181,7 @@ func (p *eventsPane) inspect() tea.Cmd {
 	if e == nil {
 		return nil
 	}
-	a := &answer{title: fmt.Sprintf("%s %s · %s · %s", e.Kind, e.Name, e.Source, e.Time.Format("15:04:05.000")), result: e.Data, outcome: "ok", size: len(e.Data)}
+	a := &answer{title: fmt.Sprintf("%s %s · %s · %s", e.kind, e.title, e.Source, e.Time.Format("15:04:05.000")), result: e.data, outcome: "ok", size: len(e.data)}
 	return openAnswer(p.pc, a)
 }
 
@@ -197,7 +197,7 @@ func openAnswer(pc *programContext, a *answer) tea.Cmd {
 }
 
 // Append adds an event; while paused and scrolled, the view stays put.
-func (p *eventsPane) Append(e Event) {
+func (p *eventsPane) Append(e line) {
 	p.ring.Append(e)
 	p.sources[e.Source] = true
 	if p.paused || p.back > 0 {
@@ -205,19 +205,19 @@ func (p *eventsPane) Append(e Event) {
 	}
 }
 
-func (p *eventsPane) match(e *Event) bool {
-	if p.kind != 0 && e.Kind != p.kind {
+func (p *eventsPane) match(e *line) bool {
+	if p.kind != 0 && e.kind != p.kind {
 		return false
 	}
 	if p.source != "" && e.Source != p.source {
 		return false
 	}
 	if f := p.filter.String(); f != "" {
-		d := e.Data
+		d := e.data
 		if len(d) > 512 {
 			d = d[:512]
 		}
-		return containsFold(e.Source, f) || containsFold(e.Kind.String(), f) || containsFold(e.Name, f) || containsFold(string(d), f)
+		return containsFold(e.Source, f) || containsFold(e.kind.String(), f) || containsFold(e.title, f) || containsFold(string(d), f)
 	}
 	return true
 }
@@ -238,7 +238,7 @@ func containsFold(s, sub string) bool {
 }
 
 // at returns the back-th newest event that matches the filters.
-func (p *eventsPane) at(back int) *Event {
+func (p *eventsPane) at(back int) *line {
 	for i := p.ring.Len() - 1; i >= 0; i-- {
 		if e := p.ring.At(i); p.match(e) {
 			if back == 0 {
@@ -328,41 +328,38 @@ func (p *eventsPane) rows(st *styles, w, h int) []string {
 		" waiting for events…", " nothing matches the filter ("+joinHints(", ", hint(k.KindCycle, "kind"), hint(k.SrcCycle, "source"), hint(k.Filter, "text"))+")")
 }
 
-func (p *eventsPane) row(st *styles, e *Event, w int) string {
+func (p *eventsPane) row(st *styles, e *line, w int) string {
 	ts := st.Dim.Render(e.Time.Format("15:04:05"))
 	src := render.Sanitize(e.Source)
 	var mark, body string
-	switch e.Kind {
+	switch e.kind {
 	case EvHeartbeat:
 		mark = st.Heartbeat.Render("♥")
-		body = st.Heartbeat.Render(render.Sanitize(e.Name))
-		if e.Latency > 0 {
-			body += st.Dim.Render(" " + fmtDur(e.Latency))
-		}
+		body = st.Heartbeat.Render(render.Sanitize(e.title))
 	case EvNotification:
 		mark = st.Notify.Render("◆")
-		body = st.Notify.Render(render.Sanitize(e.Name))
+		body = st.Notify.Render(render.Sanitize(e.title))
 	case EvEvent:
 		mark = st.Event.Render("◇")
-		body = st.Event.Render(render.Sanitize(e.Name))
+		body = st.Event.Render(render.Sanitize(e.title))
 	case EvRequest:
 		mark = st.Warn.Render("?")
-		body = st.Warn.Render(render.Sanitize(e.Name))
-		if e.Answered {
+		body = st.Warn.Render(render.Sanitize(e.title))
+		if e.answered {
 			body += st.Dim.Render(" (answered)")
 		}
 	case EvNote:
 		mark = st.Dim.Render("·")
-		body = st.Dim.Render(render.Sanitize(e.Name))
+		body = st.Dim.Render(render.Sanitize(e.title))
 	default:
 		mark = st.Err.Render("!")
-		body = st.Err.Render(render.Sanitize(e.Name))
+		body = st.Err.Render(render.Sanitize(e.title))
 	}
-	line := ts + " " + mark + " " + st.Accent.Render(src) + " " + body
-	if len(e.Data) > 0 && len(e.Data) < maxEventData && w > 40 {
-		line += " " + st.Dim.Render(render.Sanitize(human.Clip(string(e.Data), 512)))
+	out := ts + " " + mark + " " + st.Accent.Render(src) + " " + body
+	if len(e.data) > 0 && len(e.data) < maxEventData && w > 40 {
+		out += " " + st.Dim.Render(render.Sanitize(human.Clip(string(e.data), 512)))
 	}
-	return line
+	return out
 }
 
 func tailScroll(t *tail, n int) {

@@ -22,7 +22,7 @@ const maxRequests = 500
 // requestsPane lists server-initiated requests; the composer answers them.
 type requestsPane struct {
 	paneBase
-	reqs     []Event
+	reqs     []line
 	sel, off int
 }
 
@@ -41,9 +41,9 @@ func (p *requestsPane) KeyMap() help.KeyMap {
 func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	switch msg := msg.(type) {
 	case liveMsg:
-		for _, e := range msg.events {
-			if e.Kind == EvRequest {
-				p.Append(e)
+		for _, l := range msg.lines {
+			if l.kind == EvRequest {
+				p.Append(l)
 			}
 		}
 	case replyDoneMsg:
@@ -52,8 +52,8 @@ func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			break
 		}
 		for i := len(p.reqs) - 1; i >= 0; i-- {
-			if r := &p.reqs[i]; r.TargetKey == msg.targetKey && bytes.Equal(r.ID, msg.id) {
-				r.Answered = true
+			if r := &p.reqs[i]; r.key == msg.targetKey && bytes.Equal(r.id, msg.id) {
+				r.answered = true
 				break
 			}
 		}
@@ -81,7 +81,7 @@ func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 }
 
 // Append adds a request and selects it.
-func (p *requestsPane) Append(e Event) {
+func (p *requestsPane) Append(e line) {
 	p.reqs = append(p.reqs, e)
 	if len(p.reqs) > maxRequests {
 		p.reqs = p.reqs[len(p.reqs)-maxRequests:]
@@ -92,7 +92,7 @@ func (p *requestsPane) Append(e Event) {
 func (p *requestsPane) pending() int {
 	n := 0
 	for _, r := range p.reqs {
-		if !r.Answered {
+		if !r.answered {
 			n++
 		}
 	}
@@ -127,11 +127,11 @@ func (p *requestsPane) rows(st *styles) []string {
 			cur = st.Accent.Render("›")
 		}
 		state := st.Warn.Render("waiting ")
-		if r.Answered {
+		if r.answered {
 			state = st.OK.Render("answered")
 		}
 		out = append(out, cur+st.Dim.Render(r.Time.Format("15:04:05"))+" "+state+" "+st.Accent.Render(render.Sanitize(r.Source))+" "+
-			render.Sanitize(r.Name)+" "+st.Dim.Render(render.Sanitize(string(r.Data))))
+			render.Sanitize(r.title)+" "+st.Dim.Render(render.Sanitize(string(r.data))))
 	}
 	return out
 }

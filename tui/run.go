@@ -14,6 +14,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/dial"
+	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -192,12 +193,12 @@ func Run(ctx context.Context, cfg Config) error {
 // startSources runs the discoverer (and its heartbeats) into the feed.
 func startSources(ctx context.Context, wg *sync.WaitGroup, cfg Config, f *feed) {
 	d := cfg.Discoverer
-	var hb chan Event
+	var hb chan events.Event
 	if d == nil {
 		d = &DiscoveryWatcher{D: discovery.New(discovery.Options{Getenv: cfg.Getenv, SocketDirs: cfg.SocketDirs, Family: cfg.Family})}
 	}
 	if dw, ok := d.(*DiscoveryWatcher); ok && dw.Heartbeats == nil {
-		hb = make(chan Event, 256)
+		hb = make(chan events.Event, 256)
 		dw.Heartbeats = hb
 	}
 	targets := make(chan discovery.Event, 64)
@@ -205,7 +206,7 @@ func startSources(ctx context.Context, wg *sync.WaitGroup, cfg Config, f *feed) 
 	go func() {
 		defer wg.Done()
 		if err := d.Watch(ctx, targets); err != nil && ctx.Err() == nil {
-			f.pushWait(ctx, Event{Time: time.Now(), Source: "discovery", Kind: EvNote, Name: "discovery stopped", Data: []byte(err.Error())})
+			f.pushWait(ctx, noteLine(time.Now(), "discovery", "discovery stopped", err.Error()))
 		}
 	}()
 	go func() {
@@ -217,7 +218,7 @@ func startSources(ctx context.Context, wg *sync.WaitGroup, cfg Config, f *feed) 
 			case te := <-targets:
 				f.pushWait(ctx, te)
 			case e := <-hb:
-				f.push(e)
+				f.push(newLine("", e))
 			}
 		}
 	}()

@@ -174,11 +174,12 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 			if d := cn.Dropped(); d > reported {
 				// Pushes the connection dropped while this reader was
 				// behind are said, not lost quietly.
-				c.feed.push(Event{Time: time.Now(), Source: src, TargetKey: t.ID, Kind: EvNote,
-					Name: fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d-reported)})
+				l := noteLine(time.Now(), src, fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d-reported), "")
+				l.key = t.ID
+				c.feed.push(l)
 				reported = d
 			}
-			c.feed.push(eventFromMessage(src, t.ID, m))
+			c.feed.push(messageLine(src, t.ID, m))
 		}
 		// The connection ended (by the peer, or a broken frame): close it so
 		// its socket is released, not only forgotten.
@@ -188,10 +189,12 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 			delete(c.conns, t.ID)
 		}
 		c.mu.Unlock()
-		note := Event{Time: time.Now(), Source: src, TargetKey: t.ID, Kind: EvNote, Name: "connection closed"}
+		why := ""
 		if err := cn.Err(); err != nil {
-			note.Data = []byte(err.Error())
+			why = err.Error()
 		}
+		note := noteLine(time.Now(), src, "connection closed", why)
+		note.key = t.ID
 		c.feed.pushWait(c.ctx, note)
 	}()
 	return cn, nil

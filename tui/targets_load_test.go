@@ -122,7 +122,7 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	// The events tail says it in a note or two, not 10,000.
 	burst := 0
 	for i := 0; i < m.events().ring.Len(); i++ {
-		if e := m.events().ring.At(i); strings.HasSuffix(e.Name, " targets appeared") {
+		if e := m.events().ring.At(i); strings.HasSuffix(e.title, " targets appeared") {
 			burst++
 		}
 	}

@@ -26,7 +26,7 @@ func TestInvisibleCharactersEscaped(t *testing.T) {
 		evil := "evil" + string(c.r) + "name"
 		m.update(feedMsg{items: []any{
 			discovery.Event{Kind: discovery.Added, Target: &discovery.Target{ID: "k", Name: evil, Aliases: []string{string(c.r)}, Probe: &discovery.Probe{State: discovery.StateLive}}},
-			Event{Time: t0, Source: evil, Kind: EvNotification, Name: evil, Data: []byte(`{"x":"` + string(c.r) + `"}`)},
+			tailLine(t0, evil, "", EvNotification, evil, []byte(`{"x":"`+string(c.r)+`"}`), nil),
 			TraceFrame{Time: t0, Source: evil, Dir: ipc.In, Data: []byte(`{"y":"` + string(c.r) + `"}`)},
 		}})
 		for _, p := range []paneID{pTargets, pEvents, pTrace} {

@@ -363,7 +363,7 @@ func TestPeerTextEscaped(t *testing.T) {
 	evil := "evil\x1b[2J\x1b]52;c;aGk=\x07"
 	m.update(feedMsg{items: []any{
 		discovery.Event{Kind: discovery.Added, Target: &discovery.Target{ID: "k", Name: evil, Aliases: []string{"\x9b31m"}, Probe: &discovery.Probe{State: discovery.StateLive}}},
-		Event{Time: t0, Source: evil, Kind: EvNotification, Name: evil, Data: []byte("\x1b[31mred")},
+		tailLine(t0, evil, "", EvNotification, evil, []byte("\x1b[31mred"), nil),
 		TraceFrame{Time: t0, Source: evil, Dir: ipc.In, Data: []byte("\x1b]0;title\x07")},
 	}})
 	for _, p := range []paneID{pTargets, pEvents, pTrace} {
@@ -383,7 +383,7 @@ func TestPeerTextEscaped(t *testing.T) {
 func TestEventsRingBounded(t *testing.T) {
 	p := newEventsPane(pEvents, testPC(), 10)
 	for i := 0; i < 25; i++ {
-		p.Append(Event{Time: t0, Source: "s", Kind: EvHeartbeat, Name: "hb"})
+		p.Append(tailLine(t0, "s", "", EvHeartbeat, "hb", nil, nil))
 	}
 	if p.ring.Len() != 10 || p.ring.dropped != 15 {
 		t.Fatalf("len %d dropped %d", p.ring.Len(), p.ring.dropped)
@@ -394,7 +394,7 @@ func TestEventsRingBounded(t *testing.T) {
 		t.Fatalf("title %q lacks the drop counter", ansi.Strip(right))
 	}
 	p.paused, p.pauseMark = true, p.ring.total
-	p.Append(Event{Time: t0, Source: "s", Kind: EvEvent, Name: "late"})
+	p.Append(tailLine(t0, "s", "", EvEvent, "late", nil, nil))
 	if rows := p.rows(st, 60, 5); strings.Contains(ansi.Strip(strings.Join(rows, "")), "late") {
 		t.Fatal("a paused tail scrolled")
 	}

@@ -263,30 +263,40 @@ func (t *TargetSource) pollWatch(ctx context.Context, c *ipc.Conn, emit Emit, re
 
 // deliver turns one pushed message into an event, answering requests.
 func (t *TargetSource) deliver(ctx context.Context, c *ipc.Conn, m *ipc.Message, emit Emit, answer Answerer) {
-	ev := Event{Source: t.Source, Time: m.Time}
+	ev := FromMessage(t.Source, m)
+	if m.Kind == ipc.KindRequest {
+		res, rerr := answer(m)
+		if rerr != nil || res != nil {
+			p := map[string]json.RawMessage{"id": rawOrString(m.ID), "params": rawOrString(m.Params)}
+			if rerr != nil {
+				p["answered_error"], _ = json.Marshal(rerr)
+			} else {
+				p["answered"] = rawOrString(res)
+			}
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := c.Reply(rctx, m.ID, res, rerr); err != nil {
+				p["answer_failed"] = jsonString(err.Error())
+			}
+			cancel()
+			ev.Payload, _ = json.Marshal(p)
+		}
+	}
+	emit(ev)
+}
+
+// FromMessage is the event a message a peer pushed makes: a notification
+// or a lean event with its params or data, a request with its id and params
+// ({"id", "params"}), and anything else a note with the connection's
+// warning and (the start of) the frame ({"warning", "frame"}).
+func FromMessage(source string, m *ipc.Message) Event {
+	ev := Event{Source: source, Time: m.Time}
 	switch m.Kind {
 	case ipc.KindNotification:
 		ev.Kind, ev.Name, ev.Payload = KindNotification, m.Method, rawOrString(m.Params)
 	case ipc.KindEvent:
 		ev.Kind, ev.Name, ev.Payload = KindEvent, m.Type, rawOrString(m.Data)
 	case ipc.KindRequest:
-		res, rerr := answer(m)
-		p := map[string]json.RawMessage{"id": rawOrString(m.ID), "params": rawOrString(m.Params)}
-		switch {
-		case rerr != nil:
-			b, _ := json.Marshal(rerr)
-			p["answered_error"] = b
-		case res != nil:
-			p["answered"] = rawOrString(res)
-		}
-		if rerr != nil || res != nil {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if err := c.Reply(rctx, m.ID, res, rerr); err != nil {
-				p["answer_failed"] = jsonString(err.Error())
-			}
-			cancel()
-		}
-		b, _ := json.Marshal(p)
+		b, _ := json.Marshal(map[string]json.RawMessage{"id": rawOrString(m.ID), "params": rawOrString(m.Params)})
 		ev.Kind, ev.Name, ev.Payload = KindRequest, m.Method, b
 	default:
 		w := m.Warning
@@ -296,7 +306,7 @@ func (t *TargetSource) deliver(ctx context.Context, c *ipc.Conn, m *ipc.Message,
 		b, _ := json.Marshal(map[string]json.RawMessage{"warning": jsonString(w), "frame": rawOrString(cutBytes(m.Raw, 2048))})
 		ev.Kind, ev.Name, ev.Payload = KindNote, m.Kind.String(), b
 	}
-	emit(ev)
+	return ev
 }
 
 // traceTo reports connection notes and the peer's heartbeats (answered
