@@ -157,3 +157,46 @@ func (e *lineEdit) View(width int, focused bool, st *styles, errAt int) string {
 	}
 	return sb.String()
 }
+
+// field is a text field a pane types into while it is active: a filter, a
+// search, a name. Accept leaves it keeping the text; Back leaves it too,
+// clearing a filter's text (a search keeps it); other keys edit it.
+type field struct {
+	lineEdit
+	active bool
+}
+
+// edit is what one key did to a field.
+type edit int
+
+const (
+	editNone    edit = iota // nothing
+	editChanged             // the text changed
+	editDone                // Accept: typing ended, the text kept
+	editBack                // Back: typing ended (a filter's text cleared)
+)
+
+// Update handles one key or paste while the field is active; clear says
+// Back clears the text (a filter's).
+func (f *field) Update(msg tea.Msg, k *KeyMap, clear bool) edit {
+	kp, _ := msg.(tea.KeyPressMsg)
+	switch {
+	case key.Matches(kp, k.Back):
+		f.active = false
+		if clear && !f.Empty() {
+			f.Set("")
+		}
+		return editBack
+	case key.Matches(kp, k.Accept):
+		f.active = false
+		return editDone
+	case f.lineEdit.Update(msg, k):
+		return editChanged
+	}
+	return editNone
+}
+
+// view draws the field after its label, in w cells.
+func (f *field) view(st *styles, label string, w int) string {
+	return st.Accent.Render(label) + f.View(w-ansi.StringWidth(label), f.active, st, -1)
+}

@@ -151,3 +151,23 @@ type (
 	// wheelMsg scrolls a pane by delta rows.
 	wheelMsg struct{ delta int }
 )
+
+// moveBy is how many rows a moving key moves the cursor of a list of n
+// rows (a page is 10); ok is false for any other key.
+func moveBy(kp tea.KeyPressMsg, k *KeyMap, n int) (d int, ok bool) {
+	switch {
+	case key.Matches(kp, k.Up):
+		return -1, true
+	case key.Matches(kp, k.Down):
+		return 1, true
+	case key.Matches(kp, k.PageUp):
+		return -10, true
+	case key.Matches(kp, k.PageDown):
+		return 10, true
+	case key.Matches(kp, k.Top):
+		return -n, true
+	case key.Matches(kp, k.Bottom):
+		return n, true
+	}
+	return 0, false
+}

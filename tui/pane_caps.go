@@ -46,13 +46,12 @@ type capRow struct {
 // consumes with who provides them.
 type capsPane struct {
 	paneBase
-	key       string // the target the rows are of
-	open      map[string]bool
-	rows      []capRow
-	sel, off  int
-	filter    lineEdit
-	filtering bool
-	consumed  bool // consumed section unfolded
+	key      string // the target the rows are of
+	open     map[string]bool
+	rows     []capRow
+	sel, off int
+	filter   field
+	consumed bool // consumed section unfolded
 }
 
 func newCapsPane(id paneID, pc *programContext) *capsPane {
@@ -60,7 +59,7 @@ func newCapsPane(id paneID, pc *programContext) *capsPane {
 }
 
 // Typing reports whether the filter has the keyboard.
-func (p *capsPane) Typing() bool { return p.filtering }
+func (p *capsPane) Typing() bool { return p.filter.active }
 
 // KeyMap is the status bar's keys.
 func (p *capsPane) KeyMap() help.KeyMap {
@@ -75,8 +74,11 @@ func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case targetsMsg, currentMsg:
 		p.refresh()
 	case tea.KeyPressMsg, tea.PasteMsg:
-		if p.filtering {
-			p.typeFilter(msg)
+		if p.filter.active {
+			if e := p.filter.Update(msg, p.keys(), true); e == editChanged || e == editBack {
+				p.sel = 0
+				p.refresh()
+			}
 			return p, nil
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
@@ -84,7 +86,7 @@ func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	case clickMsg:
 		row := msg.y
-		if p.filtering || !p.filter.Empty() {
+		if p.filter.active || !p.filter.Empty() {
 			row--
 		}
 		if i := p.off + row; msg.button == tea.MouseLeft && row >= 0 && i < len(p.rows) {
@@ -96,31 +98,12 @@ func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	return p, nil
 }
 
-func (p *capsPane) typeFilter(msg tea.Msg) {
-	k := p.keys()
-	kp, _ := msg.(tea.KeyPressMsg)
-	switch {
-	case key.Matches(kp, k.Back):
-		p.filtering = false
-		p.filter.Set("")
-		p.sel = 0
-		p.refresh()
-	case key.Matches(kp, k.Accept):
-		p.filtering = false
-	default:
-		if p.filter.Update(msg, k) {
-			p.sel = 0
-			p.refresh()
-		}
-	}
-}
-
 func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	k := p.keys()
 	t := p.pc.target()
 	if t == nil {
 		if key.Matches(kp, k.Filter) {
-			p.filtering = true
+			p.filter.active = true
 		}
 		return nil
 	}
@@ -130,21 +113,13 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		}
 		return nil
 	}
+	if d, ok := moveBy(kp, k, len(p.rows)); ok {
+		p.move(d)
+		return nil
+	}
 	switch {
-	case key.Matches(kp, k.Up):
-		p.move(-1)
-	case key.Matches(kp, k.Down):
-		p.move(1)
-	case key.Matches(kp, k.PageUp):
-		p.move(-10)
-	case key.Matches(kp, k.PageDown):
-		p.move(10)
-	case key.Matches(kp, k.Top):
-		p.move(-len(p.rows))
-	case key.Matches(kp, k.Bottom):
-		p.move(len(p.rows))
 	case key.Matches(kp, k.Filter):
-		p.filtering = true
+		p.filter.active = true
 	case key.Matches(kp, k.FoldAll):
 		anyOpen := false
 		for _, v := range p.open {
@@ -349,8 +324,8 @@ func (p *capsPane) body(t *target) []string {
 	w, h := p.inner()
 	focused := p.focused()
 	var out []string
-	if p.filtering || !p.filter.Empty() {
-		out = append(out, st.Accent.Render("/ ")+p.filter.View(w-2, p.filtering, st, -1))
+	if p.filter.active || !p.filter.Empty() {
+		out = append(out, p.filter.view(st, "/ ", w))
 	}
 	if t == nil {
 		return append(out, "", st.Dim.Render("  Select a target ("+helpKey(p.keys().Select)+" in Targets)."))

@@ -24,8 +24,7 @@ type tail struct {
 	back      int
 	paused    bool
 	pauseMark uint64 // total when paused
-	filter    lineEdit
-	filtering bool
+	filter    field
 }
 
 // tailAction is what a key asks of a live pane beyond moving its tail.
@@ -63,7 +62,7 @@ func (t *tail) onKey(kp tea.KeyPressMsg, k *KeyMap, n int, total uint64) tailAct
 			t.back = 0
 		}
 	case key.Matches(kp, k.Filter):
-		t.filtering = true
+		t.filter.active = true
 	case key.Matches(kp, k.Clear):
 		t.back = 0
 		return tailClear
@@ -75,21 +74,56 @@ func (t *tail) onKey(kp tea.KeyPressMsg, k *KeyMap, n int, total uint64) tailAct
 	return tailNone
 }
 
-// typeFilter edits the tail's filter; it reports whether the filter changed.
+// typeFilter edits the tail's filter; a new filter shows the newest rows.
 func (t *tail) typeFilter(msg tea.Msg, k *KeyMap) {
-	kp, _ := msg.(tea.KeyPressMsg)
-	switch {
-	case key.Matches(kp, k.Back):
-		t.filtering = false
-		t.filter.Set("")
+	if e := t.filter.Update(msg, k, true); e == editChanged || e == editBack {
 		t.back = 0
-	case key.Matches(kp, k.Accept):
-		t.filtering = false
-	default:
-		if t.filter.Update(msg, k) {
-			t.back = 0
+	}
+}
+
+// walk calls f with the items of r that match, newest first, after
+// skipping the skip newest of them, until f returns false.
+func walk[T any](r *ring[T], match func(*T) bool, skip int, f func(i int, x *T) bool) {
+	for i := r.Len() - 1; i >= 0; i-- {
+		x := r.At(i)
+		if !match(x) {
+			continue
+		}
+		if skip > 0 {
+			skip--
+			continue
+		}
+		if !f(i, x) {
+			return
 		}
 	}
+}
+
+// nth returns the skip-th newest item of r that matches, or nil.
+func nth[T any](r *ring[T], match func(*T) bool, skip int) (found *T) {
+	walk(r, match, skip, func(_ int, x *T) bool { found = x; return false })
+	return found
+}
+
+// tailView draws a live pane's body over r in w×h: the filter, then the
+// rows that match, newest at the bottom, ending t.back rows above the
+// newest (only those that show are drawn); row draws the i-th item. none
+// and filtered say why there is no row.
+func tailView[T any](st *styles, t *tail, r *ring[T], w, h int, match func(*T) bool, row func(i int, x *T) string, none, filtered string) []string {
+	var head []string
+	if t.filter.active || !t.filter.Empty() {
+		head = append(head, t.filter.view(st, "/ ", w))
+	}
+	avail := h - len(head)
+	if avail <= 0 {
+		return head
+	}
+	rows := make([]string, 0, avail)
+	walk(r, match, t.back, func(i int, x *T) bool {
+		rows = append(rows, row(i, x))
+		return len(rows) < avail
+	})
+	return tailRows(st, head, rows, r.Len() == 0, t.back == 0, none, filtered)
 }
 
 // wheel scrolls the tail by d rows over n.
@@ -125,7 +159,7 @@ func newEventsPane(id paneID, pc *programContext, size int) *eventsPane {
 }
 
 // Typing reports whether the filter has the keyboard.
-func (p *eventsPane) Typing() bool { return p.filtering }
+func (p *eventsPane) Typing() bool { return p.filter.active }
 
 // KeyMap is the status bar's keys.
 func (p *eventsPane) KeyMap() help.KeyMap {
@@ -143,7 +177,7 @@ func (p *eventsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 		p.dropped = msg.feedDropped
 	case tea.KeyPressMsg, tea.PasteMsg:
-		if p.filtering {
+		if p.filter.active {
 			p.typeFilter(msg, p.keys())
 			return p, nil
 		}
@@ -238,17 +272,7 @@ func containsFold(s, sub string) bool {
 }
 
 // at returns the back-th newest event that matches the filters.
-func (p *eventsPane) at(back int) *line {
-	for i := p.ring.Len() - 1; i >= 0; i-- {
-		if e := p.ring.At(i); p.match(e) {
-			if back == 0 {
-				return e
-			}
-			back--
-		}
-	}
-	return nil
-}
+func (p *eventsPane) at(back int) *line { return nth(p.ring, p.match, back) }
 
 func (p *eventsPane) cycleKind() {
 	p.kind++
@@ -302,29 +326,8 @@ func (p *eventsPane) View() string {
 }
 
 func (p *eventsPane) rows(st *styles, w, h int) []string {
-	var head []string
-	if p.filtering || !p.filter.Empty() {
-		head = append(head, st.Accent.Render("/ ")+p.filter.View(w-2, p.filtering, st, -1))
-	}
-	avail := h - len(head)
-	if avail <= 0 {
-		return head
-	}
-	rows := make([]string, 0, avail)
-	skip := p.back
-	for i := p.ring.Len() - 1; i >= 0 && len(rows) < avail; i-- {
-		e := p.ring.At(i)
-		if !p.match(e) {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
-		rows = append(rows, p.row(st, e, w))
-	}
 	k := p.keys()
-	return tailRows(st, head, rows, p.ring.Len() == 0, p.back == 0,
+	return tailView(st, &p.tail, p.ring, w, h, p.match, func(_ int, e *line) string { return p.row(st, e, w) },
 		" waiting for events…", " nothing matches the filter ("+joinHints(", ", hint(k.KindCycle, "kind"), hint(k.SrcCycle, "source"), hint(k.Filter, "text"))+")")
 }
 

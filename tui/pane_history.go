@@ -25,14 +25,13 @@ func historySpec() paneSpec {
 // see what changed, save it under a name, copy it as a command.
 type historyPane struct {
 	paneBase
-	entries   []history.Entry
-	sel, off  int
-	search    lineEdit
-	searching bool
-	loaded    bool
-	err       string
-	naming    bool // typing a name to save the selected call under
-	name      lineEdit
+	entries  []history.Entry
+	sel, off int
+	search   field
+	loaded   bool
+	err      string
+	// name is the name the selected call is saved under, while typed.
+	name field
 }
 
 // historyMsg is what a history search found.
@@ -42,7 +41,7 @@ type historyMsg struct {
 }
 
 // Typing reports whether the search or the name has the keyboard.
-func (p *historyPane) Typing() bool { return p.searching || p.naming }
+func (p *historyPane) Typing() bool { return p.search.active || p.name.active }
 
 // KeyMap is the status bar's keys.
 func (p *historyPane) KeyMap() help.KeyMap {
@@ -71,10 +70,13 @@ func (p *historyPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	case tea.KeyPressMsg, tea.PasteMsg:
 		switch {
-		case p.naming:
+		case p.name.active:
 			return p, p.typeName(msg)
-		case p.searching:
-			return p, p.typeSearch(msg)
+		case p.search.active:
+			if p.search.Update(msg, p.keys(), false) == editDone {
+				return p, p.load(p.search.String())
+			}
+			return p, nil
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
 			return p, p.onKey(kp)
@@ -90,13 +92,7 @@ func (p *historyPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 }
 
 func (p *historyPane) typeName(msg tea.Msg) tea.Cmd {
-	k := p.keys()
-	kp, _ := msg.(tea.KeyPressMsg)
-	switch {
-	case key.Matches(kp, k.Back):
-		p.naming = false
-	case key.Matches(kp, k.Accept):
-		p.naming = false
+	if p.name.Update(msg, p.keys(), false) == editDone {
 		if e := p.selected(); e != nil && p.pc.hist != nil {
 			id, name, hs, ctx := e.ID, p.name.String(), p.pc.hist, p.pc.ctx
 			return p.pc.safe(func() tea.Msg {
@@ -106,49 +102,24 @@ func (p *historyPane) typeName(msg tea.Msg) tea.Cmd {
 				return statusMsg{text: fmt.Sprintf("saved call %d as %s: primalscope replay %s", id, name, name)}
 			})
 		}
-	default:
-		p.name.Update(msg, k)
-	}
-	return nil
-}
-
-func (p *historyPane) typeSearch(msg tea.Msg) tea.Cmd {
-	k := p.keys()
-	kp, _ := msg.(tea.KeyPressMsg)
-	switch {
-	case key.Matches(kp, k.Back):
-		p.searching = false
-	case key.Matches(kp, k.Accept):
-		p.searching = false
-		return p.load(p.search.String())
-	default:
-		p.search.Update(msg, k)
 	}
 	return nil
 }
 
 func (p *historyPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	k := p.keys()
+	if d, ok := moveBy(kp, k, len(p.entries)); ok {
+		p.sel = min(max(p.sel+d, 0), len(p.entries)-1)
+		return nil
+	}
 	switch {
-	case key.Matches(kp, k.Up):
-		p.sel = max(p.sel-1, 0)
-	case key.Matches(kp, k.Down):
-		p.sel = min(p.sel+1, len(p.entries)-1)
-	case key.Matches(kp, k.PageUp):
-		p.sel = max(p.sel-10, 0)
-	case key.Matches(kp, k.PageDown):
-		p.sel = min(p.sel+10, len(p.entries)-1)
-	case key.Matches(kp, k.Top):
-		p.sel = 0
-	case key.Matches(kp, k.Bottom):
-		p.sel = len(p.entries) - 1
 	case key.Matches(kp, k.Filter):
-		p.searching = true
+		p.search.active = true
 	case key.Matches(kp, k.Refresh):
 		return p.load(p.search.String())
 	case key.Matches(kp, k.Save):
 		if p.selected() != nil {
-			p.naming = true
+			p.name.active = true
 			p.name.Set("")
 		}
 	case key.Matches(kp, k.Export), key.Matches(kp, k.CopyCmd):
@@ -263,11 +234,11 @@ func (p *historyPane) View() string {
 
 func (p *historyPane) rows(st *styles, w, h int, now time.Time) []string {
 	var out []string
-	if p.searching || !p.search.Empty() {
-		out = append(out, st.Accent.Render("/ ")+p.search.View(w-2, p.searching, st, -1))
+	if p.search.active || !p.search.Empty() {
+		out = append(out, p.search.view(st, "/ ", w))
 	}
-	if p.naming {
-		out = append(out, st.Accent.Render("save as ")+p.name.View(w-8, true, st, -1))
+	if p.name.active {
+		out = append(out, p.name.view(st, "save as ", w))
 	}
 	if p.err != "" {
 		out = append(out, st.Err.Render(render.Sanitize(p.err)))

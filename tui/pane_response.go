@@ -43,7 +43,7 @@ func newResponsePane(id paneID, pc *programContext) *responsePane {
 }
 
 // Typing reports whether the jq filter or the search has the keyboard.
-func (r *responsePane) Typing() bool { return r.jqEditing || r.searching }
+func (r *responsePane) Typing() bool { return r.jq.active || r.search.active }
 
 // KeyMap is the status bar's keys.
 func (r *responsePane) KeyMap() help.KeyMap {
@@ -111,9 +111,12 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		r.jump(msg.matches[r.mi])
 	case tea.KeyPressMsg, tea.PasteMsg:
 		switch {
-		case r.searching:
-			return r, r.typeSearch(msg)
-		case r.jqEditing:
+		case r.search.active:
+			if r.search.Update(msg, r.keys(), false) == editDone {
+				return r, r.runSearch()
+			}
+			return r, nil
+		case r.jq.active:
 			return r, r.typeJQ(msg)
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
@@ -154,46 +157,22 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	return tea.Batch(cmds...)
 }
 
-func (r *responsePane) typeSearch(msg tea.Msg) tea.Cmd {
-	k := r.keys()
-	kp, _ := msg.(tea.KeyPressMsg)
-	switch {
-	case key.Matches(kp, k.Back):
-		r.searching = false
-	case key.Matches(kp, k.Accept):
-		r.searching = false
-		return r.runSearch()
-	default:
-		r.search.Update(msg, k)
+func (r *responsePane) typeJQ(msg tea.Msg) tea.Cmd {
+	switch r.jq.Update(msg, r.keys(), true) {
+	case editBack:
+		r.jqDoc, r.jqErr = nil, ""
+		r.resetView()
+	case editChanged:
+		r.jqSeq++
+		seq := r.jqSeq
+		if r.jq.Empty() {
+			r.jqDoc, r.jqErr = nil, ""
+			r.resetView()
+			return nil
+		}
+		return tea.Tick(120*time.Millisecond, func(time.Time) tea.Msg { return jqTickMsg{seq: seq} })
 	}
 	return nil
-}
-
-func (r *responsePane) typeJQ(msg tea.Msg) tea.Cmd {
-	k := r.keys()
-	kp, _ := msg.(tea.KeyPressMsg)
-	switch {
-	case key.Matches(kp, k.Back):
-		r.jqEditing = false
-		r.jq.Set("")
-		r.jqDoc, r.jqErr = nil, ""
-		r.resetView()
-		return nil
-	case key.Matches(kp, k.Accept):
-		r.jqEditing = false
-		return nil
-	}
-	if !r.jq.Update(msg, k) {
-		return nil
-	}
-	r.jqSeq++
-	seq := r.jqSeq
-	if r.jq.Empty() {
-		r.jqDoc, r.jqErr = nil, ""
-		r.resetView()
-		return nil
-	}
-	return tea.Tick(120*time.Millisecond, func(time.Time) tea.Msg { return jqTickMsg{seq: seq} })
 }
 
 func (r *responsePane) runJQ() tea.Cmd {
@@ -267,10 +246,10 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		r.ScrollX(20)
 	case key.Matches(kp, k.Jq):
 		if r.ans != nil {
-			r.jqEditing = true
+			r.jq.active = true
 		}
 	case key.Matches(kp, k.Search):
-		r.searching = true
+		r.search.active = true
 		r.search.Set("")
 	case key.Matches(kp, k.NextMatch), key.Matches(kp, k.PrevMatch):
 		if len(r.matches) == 0 || r.matchDoc != r.current() {

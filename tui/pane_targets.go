@@ -29,11 +29,10 @@ type targetRow struct {
 // and grouped. Moving the cursor makes the target under it current.
 type targetsPane struct {
 	paneBase
-	rows      []targetRow
-	sel, off  int
-	filter    lineEdit
-	filtering bool
-	groupBy   int // 0 none, 1 source, 2 family
+	rows     []targetRow
+	sel, off int
+	filter   field
+	groupBy  int // 0 none, 1 source, 2 family
 	// live, stale and down count the targets by health (set by rebuild).
 	live, stale, down int
 }
@@ -45,7 +44,7 @@ func newTargetsPane(id paneID, pc *programContext) *targetsPane {
 }
 
 // Typing reports whether the filter has the keyboard.
-func (p *targetsPane) Typing() bool { return p.filtering }
+func (p *targetsPane) Typing() bool { return p.filter.active }
 
 // KeyMap is the status bar's keys.
 func (p *targetsPane) KeyMap() help.KeyMap {
@@ -60,7 +59,7 @@ func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case targetsMsg:
 		p.rebuild()
 	case tea.KeyPressMsg, tea.PasteMsg:
-		if p.filtering {
+		if p.filter.active {
 			return p, p.typeFilter(msg)
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
@@ -68,7 +67,7 @@ func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	case clickMsg:
 		row := msg.y
-		if p.filtering || !p.filter.Empty() {
+		if p.filter.active || !p.filter.Empty() {
 			row--
 		}
 		i := p.off + row
@@ -84,47 +83,30 @@ func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 }
 
 func (p *targetsPane) typeFilter(msg tea.Msg) tea.Cmd {
-	k := p.keys()
-	kp, _ := msg.(tea.KeyPressMsg)
-	switch {
-	case key.Matches(kp, k.Back):
-		p.filtering = false
-		p.filter.Set("")
+	switch p.filter.Update(msg, p.keys(), true) {
+	case editChanged, editBack:
 		p.rebuild()
-	case key.Matches(kp, k.Accept):
+	case editDone:
 		// The filter is done: the target under the cursor becomes the
 		// current one, as after a move (not on every keystroke, which
 		// would describe targets the user is only typing past).
-		p.filtering = false
 		return p.pc.do(selectMsg{key: p.selectedKey()})
-	default:
-		if p.filter.Update(msg, k) {
-			p.rebuild()
-		}
 	}
 	return nil
 }
 
 func (p *targetsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	k := p.keys()
+	if d, ok := moveBy(kp, k, len(p.rows)); ok {
+		p.move(d)
+		return p.pc.do(selectMsg{key: p.selectedKey()})
+	}
 	switch {
-	case key.Matches(kp, k.Up):
-		p.move(-1)
-	case key.Matches(kp, k.Down):
-		p.move(1)
-	case key.Matches(kp, k.PageUp):
-		p.move(-10)
-	case key.Matches(kp, k.PageDown):
-		p.move(10)
-	case key.Matches(kp, k.Top):
-		p.move(-len(p.rows))
-	case key.Matches(kp, k.Bottom):
-		p.move(len(p.rows))
 	case key.Matches(kp, k.Select), key.Matches(kp, k.Unfold):
 		cmd := p.pc.do(selectMsg{key: p.selectedKey(), listen: true})
 		return tea.Batch(cmd, p.pc.do(focusMsg{pCaps}))
 	case key.Matches(kp, k.Filter):
-		p.filtering = true
+		p.filter.active = true
 		return nil
 	case key.Matches(kp, k.Group):
 		p.groupBy = (p.groupBy + 1) % len(groupNames)
@@ -134,11 +116,8 @@ func (p *targetsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		} else {
 			p.pc.setInfo("not grouped")
 		}
-		return nil
-	default:
-		return nil
 	}
-	return p.pc.do(selectMsg{key: p.selectedKey()})
+	return nil
 }
 
 // fuzzy reports whether every rune of pat appears in s in order, ignoring case.
@@ -316,8 +295,8 @@ func (p *targetsPane) body() []string {
 	st := p.pc.st
 	w, h := p.inner()
 	var out []string
-	if p.filtering || !p.filter.Empty() {
-		out = append(out, st.Accent.Render("/ ")+p.filter.View(w-2, p.filtering, st, -1))
+	if p.filter.active || !p.filter.Empty() {
+		out = append(out, p.filter.view(st, "/ ", w))
 	}
 	if len(p.pc.targets) == 0 {
 		out = append(out, "", st.Warn.Render(" No targets found."), "", st.Dim.Render(" Looked in:"))

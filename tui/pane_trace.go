@@ -31,7 +31,7 @@ func newTracePane(id paneID, pc *programContext, size int) *tracePane {
 }
 
 // Typing reports whether the filter has the keyboard.
-func (p *tracePane) Typing() bool { return p.filtering }
+func (p *tracePane) Typing() bool { return p.filter.active }
 
 // KeyMap is the status bar's keys.
 func (p *tracePane) KeyMap() help.KeyMap {
@@ -48,7 +48,7 @@ func (p *tracePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			p.Append(f)
 		}
 	case tea.KeyPressMsg, tea.PasteMsg:
-		if p.filtering {
+		if p.filter.active {
 			p.typeFilter(msg, p.keys())
 			return p, nil
 		}
@@ -96,19 +96,15 @@ func (p *tracePane) Append(f TraceFrame) {
 }
 
 // at returns the back-th newest frame that matches the filter.
-func (p *tracePane) at(back int) *TraceFrame {
+func (p *tracePane) at(back int) *TraceFrame { return nth(p.ring, p.matcher(), back) }
+
+// matcher is the filter as a test of a frame (its source, warning and
+// first KiB of data).
+func (p *tracePane) matcher() func(*TraceFrame) bool {
 	f := p.filter.String()
-	for i := p.ring.Len() - 1; i >= 0; i-- {
-		fr := p.ring.At(i)
-		if f != "" && !containsFold(fr.Source, f) && !containsFold(fr.Warning, f) && !containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f) {
-			continue
-		}
-		if back == 0 {
-			return fr
-		}
-		back--
+	return func(fr *TraceFrame) bool {
+		return f == "" || containsFold(fr.Source, f) || containsFold(fr.Warning, f) || containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f)
 	}
-	return nil
 }
 
 func (p *tracePane) titles(st *styles) (string, string) {
@@ -131,33 +127,14 @@ func (p *tracePane) View() string {
 }
 
 func (p *tracePane) rows(st *styles, w, h int) []string {
-	var head []string
-	if p.filtering || !p.filter.Empty() {
-		head = append(head, st.Accent.Render("/ ")+p.filter.View(w-2, p.filtering, st, -1))
-	}
-	avail := h - len(head)
-	if avail <= 0 {
-		return head
-	}
-	f := p.filter.String()
-	rows := make([]string, 0, avail)
-	skip := p.back
-	for i := p.ring.Len() - 1; i >= 0 && len(rows) < avail; i-- {
-		fr := p.ring.At(i)
-		if f != "" && !containsFold(fr.Source, f) && !containsFold(fr.Warning, f) && !containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f) {
-			continue
-		}
-		if skip > 0 {
-			skip--
-			continue
-		}
+	row := func(i int, fr *TraceFrame) string {
 		var prev *TraceFrame
 		if i > 0 {
 			prev = p.ring.At(i - 1)
 		}
-		rows = append(rows, p.row(st, fr, prev))
+		return p.row(st, fr, prev)
 	}
-	return tailRows(st, head, rows, p.ring.Len() == 0, p.back == 0,
+	return tailView(st, &p.tail, p.ring, w, h, p.matcher(), row,
 		" no frames yet: every frame sent and received shows here", " nothing matches the filter")
 }
 

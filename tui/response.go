@@ -46,8 +46,7 @@ type responseView struct {
 	xoff     int // columns scrolled to the right
 	folds    map[*doc]map[int]bool
 
-	jq        lineEdit
-	jqEditing bool
+	jq        field
 	jqDoc     *doc
 	jqErr     string
 	jqSeq     int
@@ -55,12 +54,11 @@ type responseView struct {
 	jqInputOf *answer
 	jqRunning bool
 
-	search    lineEdit
-	searching bool
-	matches   []int
-	matchDoc  *doc
-	matchQ    string // the query the matches are of
-	mi        int
+	search   field
+	matches  []int
+	matchDoc *doc
+	matchQ   string // the query the matches are of
+	mi       int
 
 	hl    map[*doc]map[int]string
 	hlOf  *styles // the styles hl was drawn in
@@ -310,15 +308,15 @@ func (r *responseView) line(st *styles, d *doc, i int) string {
 func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 	r.lastH = h
 	var rows []string
-	if r.jqEditing || !r.jq.Empty() {
+	if r.jq.active || !r.jq.Empty() {
 		label := st.Accent.Render("jq ")
-		field := r.jq.View(w-4, r.jqEditing, st, -1)
+		field := r.jq.View(w-4, r.jq.active, st, -1)
 		rows = append(rows, label+field)
 		if r.jqErr != "" {
 			rows = append(rows, st.Err.Render(render.Sanitize(r.jqErr)))
 		}
 	}
-	if r.searching {
+	if r.search.active {
 		rows = append(rows, st.Accent.Render("/ ")+r.search.View(w-3, true, st, -1))
 	}
 	if r.ans == nil {
