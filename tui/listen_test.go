@@ -49,11 +49,12 @@ func TestListenBounded(t *testing.T) {
 	run(t, m, m.update(feedMsg{items: items}))
 	l := m.listen
 	for i := 0; i < 50; i++ { // the current target first, then the pane's order
-		if k := fmt.Sprintf("k%03d", i); !l.listening[k] || !l.group.Running(k) {
+		// (k001's source may have given up already: it is said below)
+		if k := fmt.Sprintf("k%03d", i); !l.listening[k] || (i != 1 && !l.group.Running(k)) {
 			t.Fatalf("%s is not heard: the first 50 in the pane's order should be", k)
 		}
 	}
-	if len(l.listening) != 50 || l.group.Len() != 50 {
+	if len(l.listening) != 50 || l.group.Len() > 50 {
 		t.Fatalf("hearing %d (%d sources); want MaxListen (50)", len(l.listening), l.group.Len())
 	}
 	note := func() string {
