@@ -60,7 +60,7 @@ func BenchmarkLargeAnswerFirstFrame(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		resp := &ipc.Response{Result: data, Raw: raw, Elapsed: time.Millisecond}
-		a := answerOf(m.comp.seq, Target{Name: "big"}, ipc.Request{Method: "big.get"}, time.Now(), resp, nil)
+		a := answerOf(m.pc.seq, named("big"), ipc.Request{Method: "big.get"}, time.Now(), resp, nil)
 		m.update(answerMsg(a))
 		if s := m.render(); !strings.Contains(s, "items") {
 			b.Fatal("answer not drawn")
@@ -73,7 +73,7 @@ func BenchmarkLargeAnswerFirstFrame(b *testing.B) {
 func BenchmarkLargeAnswerWhole(b *testing.B) {
 	data := genAnswer(10 << 20)
 	m := benchModel(b, 160, 48)
-	a := answerOf(0, Target{Name: "big"}, ipc.Request{Method: "big.get"}, time.Now(), &ipc.Response{Result: data}, nil)
+	a := answerOf(0, named("big"), ipc.Request{Method: "big.get"}, time.Now(), &ipc.Response{Result: data}, nil)
 	m.update(answerMsg(a))
 	b.SetBytes(int64(len(data)))
 	b.ResetTimer()
@@ -87,7 +87,7 @@ func BenchmarkLargeAnswerWhole(b *testing.B) {
 func BenchmarkLargeAnswerScroll(b *testing.B) {
 	data := genAnswer(10 << 20)
 	m := benchModel(b, 160, 48)
-	a := answerOf(0, Target{Name: "big"}, ipc.Request{Method: "big.get"}, time.Now(), &ipc.Response{Result: data}, nil)
+	a := answerOf(0, named("big"), ipc.Request{Method: "big.get"}, time.Now(), &ipc.Response{Result: data}, nil)
 	m.update(callDoneMsg{ans: a, doc: prettyDoc(a.result)})
 	m.setFocus(pResponse)
 	b.ResetTimer()
@@ -106,7 +106,7 @@ func BenchmarkEventStreamFrame(b *testing.B) {
 	const perFrame = 10000 / DefaultFPS
 	items := make([]any, perFrame)
 	for i := range items {
-		items[i] = Event{Time: fixedNow(), Source: fmt.Sprintf("primal%d", i%7), Kind: EventKind(1 + i%3), Name: "dag.event", Data: []byte(`{"seq":12345,"node":"abc"}`)}
+		items[i] = tailLine(fixedNow(), fmt.Sprintf("primal%d", i%7), "", EventKind(1+i%3), "dag.event", []byte(`{"seq":12345,"node":"abc"}`), nil)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

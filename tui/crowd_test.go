@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -39,30 +40,31 @@ func TestDiscoveryLiveCountHolds(t *testing.T) {
 		NoProc:     true,
 		Probe:      discovery.ProbeOptions{StaleTimeout: 300 * time.Millisecond, MaxOpen: 8},
 	})
-	beats := make(chan Event, 16)
+	beats := make(chan events.Event, 16)
 	w := &DiscoveryWatcher{D: d, Heartbeats: beats, Opts: discovery.WatchOptions{
 		Interval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond,
 		RetryBase: 20 * time.Millisecond, RetryMax: 20 * time.Millisecond, PollInterval: time.Hour}}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out := make(chan TargetEvent, 64)
+	out := make(chan discovery.Event, 64)
 	done := make(chan error, 1)
 	go func() { done <- w.Watch(ctx, out) }()
 
-	health := map[string]Health{}
+	health := map[string]discovery.State{}
 	sweeps := 0
 	for sweeps < 4 {
 		select {
 		case te := <-out:
-			health[te.Target.Key] = te.Target.Health
-			if strings.HasPrefix(te.Target.Name, "live") && te.Target.Health != HealthLive {
-				t.Errorf("%s: health %v (%s)", te.Target.Name, te.Target.Health, te.Target.Err)
+			tg := newTarget(te.Target, nil)
+			health[tg.ID] = tg.health()
+			if strings.HasPrefix(tg.Name, "live") && tg.health() != discovery.StateLive {
+				t.Errorf("%s: health %v (%s)", tg.Name, tg.health(), tg.errText())
 			}
 		case hb := <-beats:
 			var s struct {
 				Live, Targets int
 			}
-			if err := json.Unmarshal(hb.Data, &s); err != nil {
+			if err := json.Unmarshal(hb.Payload, &s); err != nil {
 				t.Fatal(err)
 			}
 			sweeps++
@@ -77,7 +79,7 @@ func TestDiscoveryLiveCountHolds(t *testing.T) {
 	<-done
 	n := 0
 	for _, h := range health {
-		if h == HealthLive {
+		if h == discovery.StateLive {
 			n++
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/demo"
 	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -34,23 +35,25 @@ func TestTUICallsWhatTheCLICalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := eco.Path("neural-api-" + eco.Family + ".sock")
-	for _, tg := range []Target{
-		{Key: "early", Name: "neural-api", Endpoint: path},                                                   // before its probe
-		{Key: "probed", Name: "neural-api", Endpoint: path, Family: eco.Family, BTSP: true, Wire: "jsonrpc"}, // as discovery lists it
+	probed := locked(discovered("probed", "neural-api", path, discovery.StateLocked)) // as discovery lists it
+	probed.Family, probed.Probe.Wire = eco.Family, "jsonrpc"
+	for _, tg := range []*discovery.Target{
+		discovered("early", "neural-api", path, discovery.StateUnknown), // before its probe
+		probed,
 	} {
 		c := newClient(ctx, nil, newFeed(1024, time.Millisecond), 0, ipc.Security{})
 		c.useDialer(d)
 		resp, err := c.send(ctx, tg, ipc.Request{Method: "health.liveness"})
 		if err != nil || !strings.Contains(string(resp.Result), `"alive":true`) {
 			c.close()
-			t.Fatalf("%s: %v %v", tg.Key, resp, err)
+			t.Fatalf("%s: %v %v", tg.ID, resp, err)
 		}
 		cn, err := c.conn(ctx, tg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if ss, ok := cn.Session(); !ok || !ss.Authenticated || !ss.Encrypted {
-			t.Errorf("%s: session %+v", tg.Key, ss)
+			t.Errorf("%s: session %+v", tg.ID, ss)
 		}
 		c.close()
 	}
@@ -59,7 +62,7 @@ func TestTUICallsWhatTheCLICalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tuiSide, _ := dialTarget(Target{Name: "neural-api", Endpoint: path})
+	tuiSide, _ := dialTarget(discovered("", "neural-api", path, discovery.StateUnknown))
 	if a, b := d.Security(byName), d.Security(tuiSide); a.FamilyScoped != b.FamilyScoped || !a.FamilyScoped {
 		t.Errorf("CLI and TUI decide differently: %v vs %v", a.FamilyScoped, b.FamilyScoped)
 	}
@@ -81,7 +84,7 @@ func TestTUIHonoursInsecure(t *testing.T) {
 	url := "wss://" + strings.TrimPrefix(ts.URL, "https://") + "/rpc"
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tg := Target{Key: "h", Name: "holon", Endpoint: url}
+	tg := discovered("h", "holon", url, discovery.StateUnknown)
 	for _, insecure := range []bool{false, true} {
 		d, err := dial.New(dial.Settings{Insecure: insecure})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/themes"
 )
@@ -46,11 +47,8 @@ func fit(line string, w int) string {
 	if w <= 0 {
 		return ""
 	}
+	line = human.Truncate(line, w)
 	lw := ansi.StringWidth(line)
-	if lw > w {
-		line = ansi.Truncate(line, w, "…")
-		lw = ansi.StringWidth(line)
-	}
 	if lw < w {
 		line += strings.Repeat(" ", w-lw)
 	}
@@ -80,7 +78,7 @@ func (s *styles) box(w, h int, title, right string, focused bool, body []string)
 	if title != "" {
 		t = " " + title + " "
 		if ansi.StringWidth(t) > inner-1 {
-			t = ansi.Truncate(t, inner-1, "… ")
+			t = ansi.Truncate(t, inner-1, "… ") // the border's own tail: the mark, then the space before ─
 		}
 		tw = ansi.StringWidth(t)
 	}
@@ -175,3 +173,6 @@ func (r *ring[T]) Clear() {
 	}
 	r.start, r.n = 0, 0
 }
+
+// joinLines joins a pane's or the screen's lines.
+func joinLines(lines []string) string { return strings.Join(lines, "\n") }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -49,10 +50,12 @@ func TestFamilyScopedBeforeProbe(t *testing.T) {
 				familyPeer(t, dir, "myprimal-westgate.sock", seed), // the family seen beside it
 				familyPeer(t, dir, "other-east.sock", seed),        // the family discovery split
 			}
-			targets := []Target{
-				{Key: "bd", Name: "beardog", Endpoint: peers[0].Path(), Health: HealthUnknown},
-				{Key: "mp", Name: "myprimal", Endpoint: "unix://" + peers[1].Path(), Health: HealthLive},
-				{Key: "ot", Name: "other", Endpoint: peers[2].Path(), Family: "east", Health: HealthLive},
+			other := discovered("ot", "other", peers[2].Path(), discovery.StateLive)
+			other.Family = "east"
+			targets := []*discovery.Target{
+				discovered("bd", "beardog", peers[0].Path(), discovery.StateUnknown),
+				discovered("mp", "myprimal", "unix://"+peers[1].Path(), discovery.StateLive),
+				other,
 			}
 			c := newClient(context.Background(), nil, newFeed(1024, time.Millisecond), 0, sec)
 			defer c.close()
@@ -70,7 +73,7 @@ func TestFamilyScopedBeforeProbe(t *testing.T) {
 			m, _ := testModel(t, cfg)
 			var items []any
 			for _, tg := range targets {
-				items = append(items, TargetEvent{Kind: TargetAdded, Target: tg})
+				items = append(items, added(tg)...)
 			}
 			run(t, m, m.update(feedMsg{items: items}))
 			for i, h := range peers {

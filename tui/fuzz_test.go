@@ -8,6 +8,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -53,10 +55,10 @@ func FuzzAnswerView(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, moves uint8) {
 		m := newModel(context.Background(), goldenConfig("dark"))
 		m.update(tea.WindowSizeMsg{Width: 80, Height: 24})
-		a := answerOf(0, Target{Name: "fz"}, ipc.Request{Method: "m"}, t0, &ipc.Response{Result: data, Raw: data}, nil)
+		a := answerOf(0, named("fz"), ipc.Request{Method: "m"}, t0, &ipc.Response{Result: data, Raw: data}, nil)
 		m.update(answerMsg(a))
 		m.setFocus(pResponse)
-		r := &m.resp
+		r := m.resp()
 		for i := 0; i < int(moves%16); i++ {
 			switch i % 6 {
 			case 0:
@@ -94,15 +96,15 @@ func FuzzPeerText(f *testing.F) {
 		m := newModel(context.Background(), goldenConfig("dark"))
 		m.update(tea.WindowSizeMsg{Width: 100, Height: 30})
 		m.update(feedMsg{items: []any{
-			TargetEvent{Kind: TargetAdded, Target: Target{Key: name, Name: name, Aliases: []string{method}, Family: name, Health: HealthLive, Err: string(data), Endpoint: name}},
-			Event{Time: t0, Source: name, Kind: EvRequest, Name: method, Data: data, ID: data},
+			discovery.Event{Kind: discovery.Added, Target: fuzzTarget(name, method, data)},
+			tailLine(t0, name, name, EvRequest, method, data, data),
 			TraceFrame{Time: t0, Source: name, Dir: ipc.In, Data: data, Warning: method},
 		}})
-		m.comp.method.Set(method)
-		m.comp.params.Set(string(data))
-		m.comp.checkParams()
-		m.histp.entries = []CallRecord{{ID: 1, Time: t0, Target: name, Method: method, Params: data, Outcome: OutcomeOK}}
-		for _, p := range []pane{pTargets, pCaps, pComposer, pEvents, pTrace, pHistory, pRequests} {
+		m.comp().method.Set(method)
+		m.comp().params.Set(string(data))
+		m.comp().checkParams()
+		m.histp().entries = []history.Entry{{ID: 1, Time: t0, Target: name, Method: method, Params: data, Outcome: history.OutcomeOK}}
+		for _, p := range []paneID{pTargets, pCaps, pComposer, pEvents, pTrace, pHistory, pRequests} {
 			m.setFocus(p)
 			out := m.render()
 			if bad, ok := rawControl(out); ok {
@@ -113,4 +115,11 @@ func FuzzPeerText(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzTarget is a live target whose every word comes from the fuzzer.
+func fuzzTarget(name, alias string, data []byte) *discovery.Target {
+	d := discovered(name, name, name, discovery.StateLive)
+	d.Aliases, d.Family, d.Probe.Err = []string{alias}, name, string(data)
+	return d
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -50,7 +52,7 @@ var t0 = fixedNow()
 
 func sampleAnswer(seq int) *answer {
 	res := json.RawMessage(`{"signature":"3J9xQw==","algorithm":"ed25519","public_key":"9f2c…","meta":{"node":"tower-1","took_ms":0.8,"ok":true,"tags":["a","b",null]}}`)
-	return &answer{seq: seq, target: Target{Name: "beardog"}, req: ipc.Request{Method: "crypto.sign_ed25519", Params: json.RawMessage(`{"message":"aGVsbG8="}`)},
+	return &answer{seq: seq, target: named("beardog"), req: ipc.Request{Method: "crypto.sign_ed25519", Params: json.RawMessage(`{"message":"aGVsbG8="}`)},
 		elapsed: 800 * time.Microsecond, size: 214, outcome: "ok", result: res,
 		raw:  json.RawMessage(`{"jsonrpc":"2.0","id":3,"result":` + string(res) + `}`),
 		sent: json.RawMessage(`{"jsonrpc":"2.0","id":3,"method":"crypto.sign_ed25519","params":{"message":"aGVsbG8="}}`)}
@@ -62,10 +64,9 @@ func sampleEvents() []any {
 	names := []string{"health.heartbeat", "dag.event.appended", "NewMail", "health.heartbeat", "target appeared"}
 	srcs := []string{"beardog", "rhizocrypt", "floatmail", "songbird", "nestgate"}
 	for i := 0; i < 30; i++ {
-		out = append(out, Event{Time: t0.Add(time.Duration(i) * 250 * time.Millisecond), Source: srcs[i%5], Kind: kinds[i%5], Name: names[i%5],
-			Data: []byte(fmt.Sprintf(`{"seq":%d}`, i)), Latency: time.Duration(i%3+1) * 100 * time.Microsecond})
+		out = append(out, tailLine(t0.Add(time.Duration(i)*250*time.Millisecond), srcs[i%5], "", kinds[i%5], names[i%5], []byte(fmt.Sprintf(`{"seq":%d}`, i)), nil))
 	}
-	out = append(out, Event{Time: t0.Add(8 * time.Second), Source: "holon", TargetKey: "ws://h", Kind: EvRequest, Name: "client.v1.Client/Hello", ID: json.RawMessage(`"s1"`), Data: []byte(`{"greeting":"hi \u001b[31mred"}`)})
+	out = append(out, tailLine(t0.Add(8*time.Second), "holon", "ws://h", EvRequest, "client.v1.Client/Hello", []byte(`{"greeting":"hi \u001b[31mred"}`), json.RawMessage(`"s1"`)))
 	return out
 }
 
@@ -86,12 +87,12 @@ func sampleTrace() []any {
 }
 
 func sampleHistory() historyMsg {
-	var es []CallRecord
+	var es []history.Entry
 	for i := 5; i >= 1; i-- {
-		e := CallRecord{ID: int64(i), Time: t0.Add(-time.Duration(i) * time.Minute), Target: "beardog", Method: "crypto.sign_ed25519",
-			Params: json.RawMessage(fmt.Sprintf(`{"message":"m%d"}`, i)), Outcome: OutcomeOK, Duration: time.Millisecond}
+		e := history.Entry{ID: int64(i), Time: t0.Add(-time.Duration(i) * time.Minute), Target: "beardog", Method: "crypto.sign_ed25519",
+			Params: json.RawMessage(fmt.Sprintf(`{"message":"m%d"}`, i)), Outcome: history.OutcomeOK, Duration: time.Millisecond}
 		if i == 3 {
-			e.Outcome, e.Method = OutcomeError, "crypto.nope"
+			e.Outcome, e.Method = history.OutcomeError, "crypto.nope"
 		}
 		es = append(es, e)
 	}
@@ -122,9 +123,9 @@ var scenarios = []scenario{
 		return append(msgs, press("backspace", `"message":"aGVsbG8=",}`)...)
 	}},
 	{"composer-bus", func() []tea.Msg {
-		bus := TargetEvent{Kind: TargetAdded, Target: Target{Key: "unix:///run/stdiobus/agents.sock#agents", Name: "agents", Pool: "agents", Bus: true,
-			Kind: "bus", Endpoint: "unix:///run/stdiobus/agents.sock", Health: HealthLive, Latency: 2 * time.Millisecond, Level: 1}}
-		msgs := []tea.Msg{feedMsg{items: []any{bus}}}
+		bus := discovered("unix:///run/stdiobus/agents.sock#agents", "agents", "unix:///run/stdiobus/agents.sock", discovery.StateLive)
+		bus.Pool, bus.Kind, bus.Level, bus.Probe.Latency = "agents", discovery.KindBus, 1, 2*time.Millisecond
+		msgs := []tea.Msg{feedMsg{items: added(bus)}}
 		msgs = append(msgs, press("3")...)
 		msgs = append(msgs, press("agent.ask", "down", "backspace", "backspace", `{"q":"hi"}`, "down")...)
 		return append(msgs, press("S1")...)

@@ -16,6 +16,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -168,20 +169,20 @@ func TestHostilePeersTUICall(t *testing.T) {
 			m := newModel(ctx, cfg)
 			m.manualFeed = true
 			m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
-			tg := Target{Key: "unix://" + path, Name: "hostile" + hostileEvil, Endpoint: "unix://" + path, Health: HealthLive}
-			m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+			tg := discovered("unix://"+path, "hostile"+hostileEvil, "unix://"+path, discovery.StateLive)
+			m.update(feedMsg{items: added(tg)})
 			m.setFocus(pComposer)
 			method := tc.method
 			if method == "" {
 				method = "test.echo"
 			}
-			m.comp.method.Set(method)
+			m.comp().method.Set(method)
 			if tc.params != "" {
-				m.comp.params.Set(tc.params)
+				m.comp().params.Set(tc.params)
 			}
 			start := time.Now()
 			cmd := m.update(press("enter")[0])
-			if !m.comp.inflight || cmd == nil {
+			if !m.comp().inflight || cmd == nil {
 				t.Fatal("the call is not in flight")
 			}
 			done := make(chan tea.Msg, 1)
@@ -193,11 +194,11 @@ func TestHostilePeersTUICall(t *testing.T) {
 				t.Fatalf("the call did not end within %v past its %v timeout", 5*time.Second, timeout)
 			}
 			took := time.Since(start)
-			a := m.resp.ans
+			a := m.resp().ans
 			if a == nil || a.outcome != tc.outcome {
 				t.Fatalf("outcome %+v, want %q", a, tc.outcome)
 			}
-			for _, p := range []pane{pResponse, pComposer, pTargets, pTrace} {
+			for _, p := range []paneID{pResponse, pComposer, pTargets, pTrace} {
 				m.setFocus(p)
 				out := m.render()
 				for _, bad := range []string{"\x1b[2J", "\x1b[H", "\x1b]52", "\x1b]0;", "\x9b", "\x07"} {
@@ -224,7 +225,7 @@ func TestHostilePeersTUICall(t *testing.T) {
 				for {
 					select {
 					case x := <-m.feed.ch:
-						if e, ok := x.(Event); ok && e.Kind == EvNote && e.Name == "connection closed" {
+						if e, ok := x.(line); ok && e.kind == EvNote && e.title == "connection closed" {
 							break note
 						}
 					case <-wait:
@@ -234,7 +235,8 @@ func TestHostilePeersTUICall(t *testing.T) {
 				}
 			}
 			cancel()
-			m.client.close()
+			m.listen.close()
+			m.pc.client.close()
 			s.Close()
 			hostileNoLeak(t, g0, fd0)
 		})
@@ -281,14 +283,14 @@ func TestHostilePeersTUIListen(t *testing.T) {
 			m := newModel(ctx, mc)
 			m.manualFeed = true
 			m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
-			tg := Target{Key: "unix://" + path, Name: "hostile" + hostileEvil, Endpoint: "unix://" + path, Health: HealthLive}
-			run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
-			if !m.listening[tg.Key] {
+			tg := discovered("unix://"+path, "hostile"+hostileEvil, "unix://"+path, discovery.StateLive)
+			run(t, m, m.update(feedMsg{items: added(tg)}))
+			if !m.listen.listening[tg.ID] {
 				t.Fatal("the TUI does not listen to the live target")
 			}
 			screenText := func() string {
 				var b strings.Builder
-				for _, p := range []pane{pEvents, pTrace, pRequests} {
+				for _, p := range []paneID{pEvents, pTrace, pRequests} {
 					m.setFocus(p)
 					m.zoom = true
 					m.layout()
@@ -297,7 +299,7 @@ func TestHostilePeersTUIListen(t *testing.T) {
 					m.layout()
 					for _, bad := range []string{"\x1b[2J", "\x1b[H", "\x1b]52", "\x1b]0;", "\x9b", "\x07"} {
 						if strings.Contains(out, bad) {
-							t.Fatalf("%s pane: raw %q reached the screen", tabNames[p], bad)
+							t.Fatalf("%s pane: raw %q reached the screen", tabName(p), bad)
 						}
 					}
 					b.WriteString(ansi.Strip(out))
@@ -307,8 +309,8 @@ func TestHostilePeersTUIListen(t *testing.T) {
 			deadline := time.Now().Add(5 * time.Second)
 			for {
 				drainFeed(t, m, 100*time.Millisecond)
-				if m.events.ring.Len() > 1000 || m.trace.ring.Len() > 500 {
-					t.Fatalf("live panes past their bounds: %d events, %d frames", m.events.ring.Len(), m.trace.ring.Len())
+				if m.events().ring.Len() > 1000 || m.trace().ring.Len() > 500 {
+					t.Fatalf("live panes past their bounds: %d events, %d frames", m.events().ring.Len(), m.trace().ring.Len())
 				}
 				if strings.Contains(screenText(), tc.want) {
 					break
@@ -318,7 +320,8 @@ func TestHostilePeersTUIListen(t *testing.T) {
 				}
 			}
 			cancel()
-			m.client.close()
+			m.listen.close()
+			m.pc.client.close()
 			s.Close()
 			hostileNoLeak(t, g0, fd0)
 		})

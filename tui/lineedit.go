@@ -4,14 +4,22 @@ import (
 	"strings"
 	"unicode"
 
+	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
-// lineEdit is a one-line text field: a rune buffer and a cursor. It does not
-// blink (no ticker runs while the UI is idle).
+// lineEdit is a one-line text field: a rune buffer and a cursor.
+//
+// It is kept rather than bubbles' textinput because the composer needs what
+// textinput cannot do: draw the rune where the params stop being JSON in
+// the error style (errAt), and show peer text (params loaded from history
+// or $EDITOR) escaped by render.Sanitize instead of having control
+// characters dropped from the value. It does not blink (no ticker runs
+// while the UI is idle), and its keys are the KeyMap's text-field actions,
+// remappable like every other key.
 type lineEdit struct {
 	r   []rune
 	pos int
@@ -39,41 +47,43 @@ func (e *lineEdit) insert(s string) {
 	e.pos += len(rs)
 }
 
-// Update edits the field for one key; it reports whether the key was used.
-func (e *lineEdit) Update(msg tea.Msg) bool {
+// Update edits the field for one key (through the KeyMap's text-field
+// bindings) or a paste; it reports whether the field used it. Printable
+// text is typed as it is.
+func (e *lineEdit) Update(msg tea.Msg, k *KeyMap) bool {
 	switch m := msg.(type) {
 	case tea.PasteMsg:
 		e.insert(m.Content)
 		return true
 	case tea.KeyPressMsg:
-		switch m.String() {
-		case "left", "ctrl+b":
+		switch {
+		case key.Matches(m, k.CharLeft):
 			if e.pos > 0 {
 				e.pos--
 			}
-		case "right", "ctrl+f":
+		case key.Matches(m, k.CharRight):
 			if e.pos < len(e.r) {
 				e.pos++
 			}
-		case "home", "ctrl+a":
+		case key.Matches(m, k.LineStart):
 			e.pos = 0
-		case "end", "ctrl+e":
+		case key.Matches(m, k.LineEnd):
 			e.pos = len(e.r)
-		case "backspace", "ctrl+h":
+		case key.Matches(m, k.DeleteBack):
 			if e.pos > 0 {
 				e.r = append(e.r[:e.pos-1], e.r[e.pos:]...)
 				e.pos--
 			}
-		case "delete", "ctrl+d":
+		case key.Matches(m, k.DeleteForward):
 			if e.pos < len(e.r) {
 				e.r = append(e.r[:e.pos], e.r[e.pos+1:]...)
 			}
-		case "ctrl+k":
+		case key.Matches(m, k.DeleteToEnd):
 			e.r = e.r[:e.pos]
-		case "ctrl+u":
+		case key.Matches(m, k.DeleteToStart):
 			e.r = e.r[e.pos:]
 			e.pos = 0
-		case "ctrl+w", "alt+backspace":
+		case key.Matches(m, k.DeleteWord):
 			i := e.pos
 			for i > 0 && unicode.IsSpace(e.r[i-1]) {
 				i--
@@ -86,27 +96,23 @@ func (e *lineEdit) Update(msg tea.Msg) bool {
 			}
 			e.r = append(e.r[:i], e.r[e.pos:]...)
 			e.pos = i
-		case "alt+left", "ctrl+left":
+		case key.Matches(m, k.WordLeft):
 			for e.pos > 0 && unicode.IsSpace(e.r[e.pos-1]) {
 				e.pos--
 			}
 			for e.pos > 0 && !unicode.IsSpace(e.r[e.pos-1]) {
 				e.pos--
 			}
-		case "alt+right", "ctrl+right":
+		case key.Matches(m, k.WordRight):
 			for e.pos < len(e.r) && unicode.IsSpace(e.r[e.pos]) {
 				e.pos++
 			}
 			for e.pos < len(e.r) && !unicode.IsSpace(e.r[e.pos]) {
 				e.pos++
 			}
-		case "space":
-			e.insert(" ")
+		case m.Text != "" && m.Mod&^(tea.ModShift) == 0:
+			e.insert(m.Text)
 		default:
-			if m.Text != "" && m.Mod&^(tea.ModShift) == 0 {
-				e.insert(m.Text)
-				return true
-			}
 			return false
 		}
 		return true
@@ -150,4 +156,47 @@ func (e *lineEdit) View(width int, focused bool, st *styles, errAt int) string {
 		w += cw
 	}
 	return sb.String()
+}
+
+// field is a text field a pane types into while it is active: a filter, a
+// search, a name. Accept leaves it keeping the text; Back leaves it too,
+// clearing a filter's text (a search keeps it); other keys edit it.
+type field struct {
+	lineEdit
+	active bool
+}
+
+// edit is what one key did to a field.
+type edit int
+
+const (
+	editNone    edit = iota // nothing
+	editChanged             // the text changed
+	editDone                // Accept: typing ended, the text kept
+	editBack                // Back: typing ended (a filter's text cleared)
+)
+
+// Update handles one key or paste while the field is active; clear says
+// Back clears the text (a filter's).
+func (f *field) Update(msg tea.Msg, k *KeyMap, clear bool) edit {
+	kp, _ := msg.(tea.KeyPressMsg)
+	switch {
+	case key.Matches(kp, k.Back):
+		f.active = false
+		if clear && !f.Empty() {
+			f.Set("")
+		}
+		return editBack
+	case key.Matches(kp, k.Accept):
+		f.active = false
+		return editDone
+	case f.lineEdit.Update(msg, k):
+		return editChanged
+	}
+	return editNone
+}
+
+// view draws the field after its label, in w cells.
+func (f *field) view(st *styles, label string, w int) string {
+	return st.Accent.Render(label) + f.View(w-ansi.StringWidth(label), f.active, st, -1)
 }

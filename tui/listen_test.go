@@ -2,10 +2,7 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,15 +10,15 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
-// TestListenBounded: with more live targets than MaxListen, the TUI
-// listens to MaxListen of them (the current one first, then in the pane's
-// order), says on the events tail how many it left out, and listens to a
-// left-out target as soon as the user opens it. A target it cannot listen
-// to frees its place.
+// TestListenBounded: with more live targets than MaxListen, the TUI hears
+// MaxListen of them (the current one first, then in the pane's order), says
+// on the events tail how many it left out, and hears a left-out target as
+// soon as the user opens it. A target whose source cannot go on (a BTSP
+// handshake it cannot do) frees its place.
 func TestListenBounded(t *testing.T) {
 	_, shared := startPrimal(t)
 	var mu sync.Mutex
@@ -29,185 +26,137 @@ func TestListenBounded(t *testing.T) {
 	fail := map[string]bool{}
 	cfg := goldenConfig("dark")
 	cfg.NoListen, cfg.MaxListen = false, 50
-	cfg.Dial = func(ctx context.Context, tg Target, opts ipc.Options) (*ipc.Conn, error) {
+	cfg.Dial = func(ctx context.Context, tg *discovery.Target, opts ipc.Options) (*ipc.Conn, error) {
 		mu.Lock()
-		dialed[tg.Key]++
-		bad := fail[tg.Key]
+		dialed[tg.ID]++
+		bad := fail[tg.ID]
 		mu.Unlock()
 		if bad {
-			return nil, errors.New("refused")
+			return nil, &ipc.BTSPRequiredError{Endpoint: tg.Address}
 		}
 		return defaultDialer(ctx, shared, opts) // every target is the same fake primal
 	}
 	m, _ := testModel(t, cfg)
 	var items []any
 	for i := 0; i < 120; i++ {
-		tg := shared
-		tg.Key, tg.Name = fmt.Sprintf("k%03d", i), fmt.Sprintf("p%03d", i)
-		items = append(items, TargetEvent{Kind: TargetAdded, Target: tg})
+		tg := *shared
+		tg.ID, tg.Name = fmt.Sprintf("k%03d", i), fmt.Sprintf("p%03d", i)
+		items = append(items, added(&tg)...)
 	}
 	mu.Lock()
 	fail["k001"] = true
 	mu.Unlock()
 	run(t, m, m.update(feedMsg{items: items}))
-	count := func() int {
+	l := m.listen
+	for i := 0; i < 50; i++ { // the current target first, then the pane's order
+		// (k001's source may have given up already: it is said below)
+		if k := fmt.Sprintf("k%03d", i); !l.listening[k] || (i != 1 && !l.group.Running(k)) {
+			t.Fatalf("%s is not heard: the first 50 in the pane's order should be", k)
+		}
+	}
+	if len(l.listening) != 50 || l.group.Len() > 50 {
+		t.Fatalf("hearing %d (%d sources); want MaxListen (50)", len(l.listening), l.group.Len())
+	}
+	note := func() string {
+		n := ""
+		for i := 0; i < m.events().ring.Len(); i++ {
+			if e := m.events().ring.At(i); e.title == "listening" {
+				n = string(e.data)
+			}
+		}
+		return n
+	}
+	if !strings.Contains(note(), "70 more live targets are not listened to") {
+		t.Fatalf("the events tail should say how many are left out, says %q", note())
+	}
+	count := func(k string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return dialed[k]
+	}
+	all := func() int {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(dialed)
 	}
-	if got := count(); got != 50 {
-		t.Fatalf("%d targets dialled, want MaxListen (50)", got)
-	}
-	// k001 failed and freed its place, which the next feed gives to the
-	// next target in line (k001 itself waits for its backoff).
-	if m.listening["k001"] || len(m.listening) != 49 {
-		t.Fatalf("listening to %d, k001 %v; want 49 and not the one that failed", len(m.listening), m.listening["k001"])
-	}
-	run(t, m, m.update(feedMsg{items: []any{Event{Source: "p000", Kind: EvHeartbeat, Name: "health.heartbeat"}}}))
-	for i := 0; i < 51; i++ { // the current target first, then the pane's order
-		if k := fmt.Sprintf("k%03d", i); i != 1 && !m.listening[k] {
-			t.Fatalf("%s is not listened to: the first in the pane's order should be", k)
+	// k001's source gives up (no seed can help) and says so; its place
+	// goes to the next in line, k050.
+	deadline := time.Now().Add(10 * time.Second)
+	for l.listening["k001"] || !l.listening["k050"] {
+		if time.Now().After(deadline) {
+			t.Fatalf("k001 still heard (%v), k050 not (%v), after 10 s", l.listening["k001"], l.listening["k050"])
 		}
+		drainFeed(t, m, 50*time.Millisecond)
 	}
-	if got := count(); got != 51 || len(m.listening) != 50 {
-		t.Fatalf("%d dialled, listening to %d; want 51 and 50", got, len(m.listening))
+	stopped := false
+	for i := 0; i < m.events().ring.Len(); i++ {
+		e := m.events().ring.At(i)
+		stopped = stopped || (e.Source == "p001" && strings.Contains(e.title, "stopped watching"))
 	}
-	note := ""
-	for i := 0; i < m.events.ring.Len(); i++ {
-		if e := m.events.ring.At(i); e.Name == "listening" {
-			note = string(e.Data)
+	if !stopped || len(l.listening) != 50 {
+		t.Fatalf("k001's end said %v; hearing %d, want 50", stopped, len(l.listening))
+	}
+	for all() < 51 { // every source dials, in its own goroutine
+		if time.Now().After(deadline) {
+			t.Fatalf("%d targets dialled after 10 s, want 51", all())
 		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	if !strings.Contains(note, "70 more live targets are not listened to") {
-		t.Fatalf("the events tail should say how many are left out, says %q", note)
-	}
-	// Opening a left-out target listens to it at once.
+
+	// Opening a left-out target hears it at once.
 	m.setFocus(pTargets)
-	for m.targets.selectedKey() != "k100" {
-		m.targets.move(1)
+	for m.tp().selectedKey() != "k100" {
+		m.tp().move(1)
 	}
 	run(t, m, m.update(tea.KeyPressMsg{Code: tea.KeyEnter}))
-	if m.current != "k100" || !m.listening["k100"] {
-		t.Fatalf("opening k100: current %q, listening %v", m.current, m.listening["k100"])
+	if m.pc.current != "k100" || !l.listening["k100"] || !l.group.Running("k100") {
+		t.Fatalf("opening k100: current %q, heard %v", m.pc.current, l.listening["k100"])
 	}
-	mu.Lock()
-	n := dialed["k100"]
-	mu.Unlock()
-	if n != 1 {
-		t.Fatalf("k100 dialled %d times, want once", n)
-	}
-	conns := func() map[string]bool {
-		m.client.mu.Lock()
-		defer m.client.mu.Unlock()
-		out := map[string]bool{}
-		for k := range m.client.conns {
-			out[k] = true
+	for count("k100") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("k100 was never dialled")
 		}
-		return out
+		time.Sleep(10 * time.Millisecond)
 	}
-	heartbeat := feedMsg{items: []any{Event{Source: "p000", Kind: EvHeartbeat, Name: "health.heartbeat"}}}
+	heartbeat := feedMsg{items: []any{tailLine(t0, "p000", "k000", EvHeartbeat, "health.heartbeat", nil, nil)}}
 
 	// Moving through left-out targets with the keys: each becomes current
 	// and is heard, the one before it is let go; never more than one past
-	// the bound, in the model or in open connections.
+	// the bound.
 	m.setFocus(pTargets)
 	for i := 0; i < 19; i++ {
 		run(t, m, m.update(press("down")[0]))
 		run(t, m, m.update(heartbeat))
-		if len(m.listening) > 51 || len(conns()) > 51 {
-			t.Fatalf("after %d moves: listening to %d, %d connections open; want at most MaxListen+1 (51)", i+1, len(m.listening), len(conns()))
+		if len(l.listening) > 51 || l.group.Len() > 51 {
+			t.Fatalf("after %d moves: hearing %d, %d sources; want at most MaxListen+1 (51)", i+1, len(l.listening), l.group.Len())
 		}
-		if !m.listening[m.current] || !conns()[m.current] {
-			t.Fatalf("the current target %s is not heard", m.current)
+		if !l.listening[m.pc.current] || !l.group.Running(m.pc.current) {
+			t.Fatalf("the current target %s is not heard", m.pc.current)
 		}
 	}
-	if m.current != "k119" || conns()["k118"] {
-		t.Fatalf("current %s; k118 still connected: %v", m.current, conns()["k118"])
+	if m.pc.current != "k119" || l.group.Running("k118") || count("k100") != 1 {
+		t.Fatalf("current %s; k118 still heard: %v; k100 dialled %d times, want once", m.pc.current, l.group.Running("k118"), count("k100"))
 	}
 
-	// Targets that leave free their places, and their connections close.
+	// Targets that leave free their places, and their sources stop.
 	var gone []any
 	for _, k := range []string{"k000", "k002", "k003", "k004"} {
-		gone = append(gone, TargetEvent{Kind: TargetRemoved, Target: Target{Key: k, Name: "p" + k[1:]}})
+		gone = append(gone, removed(&discovery.Target{ID: k, Name: "p" + k[1:]}))
 	}
 	run(t, m, m.update(feedMsg{items: gone}))
 	for _, k := range []string{"k000", "k002", "k003", "k004"} {
-		if m.listening[k] || conns()[k] {
-			t.Fatalf("%s left but is still listened to (%v) or connected (%v)", k, m.listening[k], conns()[k])
+		if l.listening[k] || l.group.Running(k) {
+			t.Fatalf("%s left but is still heard", k)
 		}
 	}
 	// The current target, heard past the bound until now, takes one of
 	// the four places; k051-k053 get the others.
-	if len(m.listening) != 50 || !m.listening["k051"] || !m.listening["k053"] || m.listening["k054"] || !m.listening["k119"] {
-		t.Fatalf("after four left: listening to %d (want 50), k051 %v, k053 %v, k054 %v (want false), k119 %v",
-			len(m.listening), m.listening["k051"], m.listening["k053"], m.listening["k054"], m.listening["k119"])
+	if len(l.listening) != 50 || !l.listening["k051"] || !l.listening["k053"] || l.listening["k054"] || !l.listening["k119"] {
+		t.Fatalf("after four left: hearing %d (want 50), k051 %v, k053 %v, k054 %v (want false), k119 %v",
+			len(l.listening), l.listening["k051"], l.listening["k053"], l.listening["k054"], l.listening["k119"])
 	}
-}
-
-// TestDropLetsCallsFinish: letting a target go while a call to it is in
-// flight (the user moved on, or discovery lost it for a moment) does not
-// cut the call: new calls get a fresh connection at once, the old one
-// closes when its call is answered, and its end is not reported as a
-// connection that closed.
-func TestDropLetsCallsFinish(t *testing.T) {
-	dir := t.TempDir()
-	p := &ipctest.Primal{Name: "slow", Version: "1.0", Groups: []ipctest.Group{{Type: "test", Methods: []string{"slow"}}},
-		Handlers: map[string]ipctest.HandlerFunc{"test.slow": func(context.Context, json.RawMessage) (any, error) {
-			time.Sleep(300 * time.Millisecond)
-			return "done", nil
-		}}}
-	path := filepath.Join(dir, "slow.sock")
-	s, err := ipctest.StartPrimal(path, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	m, _ := testModel(t, goldenConfig("dark"))
-	tg := Target{Key: "unix://" + path, Name: "slow", Endpoint: "unix://" + path, Health: HealthLive}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	first, err := m.client.conn(ctx, tg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answered := make(chan error, 1)
-	go func() {
-		_, err := m.client.send(ctx, tg, ipc.Request{Method: "test.slow"})
-		answered <- err
-	}()
-	for first.InFlight() == 0 { // the call is on the wire
-		time.Sleep(time.Millisecond)
-	}
-	dropped := make(chan struct{})
-	go func() { m.client.drop(tg.Key, 5*time.Second); close(dropped) }()
-	time.Sleep(20 * time.Millisecond)
-	again, err := m.client.conn(ctx, tg)
-	if err != nil || again == first {
-		t.Fatalf("a new call should get a fresh connection at once: same %v, %v", again == first, err)
-	}
-	if err := <-answered; err != nil {
-		t.Fatalf("the call in flight was cut: %v", err)
-	}
-	select {
-	case <-dropped:
-	case <-time.After(3 * time.Second):
-		t.Fatal("drop did not close the connection after its call was answered")
-	}
-	select {
-	case <-first.Done():
-	case <-time.After(time.Second):
-		t.Fatal("the dropped connection is still open")
-	}
-	time.Sleep(50 * time.Millisecond) // its reader has ended
-	for {
-		select {
-		case x := <-m.feed.ch:
-			if e, ok := x.(Event); ok && e.Name == "connection closed" {
-				t.Fatalf("a connection closed on purpose was reported: %+v", e)
-			}
-			continue
-		default:
-		}
-		break
+	m.listen.close()
+	if l.group.Len() != 0 {
+		t.Fatal("sources still run after close")
 	}
 }

@@ -49,8 +49,8 @@ func TestLoadEventStream(t *testing.T) {
 			<-tick.C
 			want := int(time.Since(start).Seconds() * rate)
 			for ; sent < want; sent++ {
-				m.feed.push(Event{Time: time.Now(), Source: fmt.Sprintf("primal%d", sent%7), Kind: EventKind(1 + sent%3),
-					Name: "dag.event.appended", Data: []byte(`{"session_id":"sess-0001","seq":12345}`)})
+				m.feed.push(tailLine(time.Now(), fmt.Sprintf("primal%d", sent%7), "", EventKind(1+sent%3),
+					"dag.event.appended", []byte(`{"session_id":"sess-0001","seq":12345}`), nil))
 			}
 		}
 	}()
@@ -80,7 +80,7 @@ loop:
 		applied, applied/secs, m.feed.dropped.Load(), len(frames), float64(len(frames))/secs)
 	t.Logf("frame (Update+View) p50 %v p99 %v max %v", pct(0.5), pct(0.99), frames[len(frames)-1])
 	t.Logf("heap in use before %.1f MiB, after %.1f MiB (ring of %d events kept)",
-		float64(before.HeapInuse)/(1<<20), float64(after.HeapInuse)/(1<<20), m.events.ring.Len())
+		float64(before.HeapInuse)/(1<<20), float64(after.HeapInuse)/(1<<20), m.events().ring.Len())
 }
 
 func feedMsgOf(items []any) feedMsg { return feedMsg{items: items} }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -15,7 +17,7 @@ import (
 // answer is one finished call as the response viewer shows it.
 type answer struct {
 	seq      int
-	target   Target
+	target   *discovery.Target
 	req      ipc.Request
 	elapsed  time.Duration
 	size     int
@@ -44,8 +46,7 @@ type responseView struct {
 	xoff     int // columns scrolled to the right
 	folds    map[*doc]map[int]bool
 
-	jq        lineEdit
-	jqEditing bool
+	jq        field
 	jqDoc     *doc
 	jqErr     string
 	jqSeq     int
@@ -53,16 +54,19 @@ type responseView struct {
 	jqInputOf *answer
 	jqRunning bool
 
-	search    lineEdit
-	searching bool
-	matches   []int
-	matchDoc  *doc
-	matchQ    string // the query the matches are of
-	mi        int
+	search   field
+	matches  []int
+	matchDoc *doc
+	matchQ   string // the query the matches are of
+	mi       int
 
 	hl    map[*doc]map[int]string
+	hlOf  *styles // the styles hl was drawn in
 	hlN   int
 	lastH int
+
+	// empty is what the pane says before the first answer.
+	empty string
 }
 
 // current is the document on screen.
@@ -281,9 +285,9 @@ func (r *responseView) line(st *styles, d *doc, i int) string {
 	if d.plain {
 		return d.lines[i]
 	}
-	if r.hl == nil || r.hlN > 4096 {
+	if r.hl == nil || r.hlN > 4096 || r.hlOf != st {
 		r.hl = map[*doc]map[int]string{}
-		r.hlN = 0
+		r.hlN, r.hlOf = 0, st
 	}
 	m := r.hl[d]
 	if m == nil {
@@ -293,35 +297,30 @@ func (r *responseView) line(st *styles, d *doc, i int) string {
 	if s, ok := m[i]; ok {
 		return s
 	}
-	l := d.lines[i]
-	if len(l) > 4096 {
-		l = l[:4096]
-	}
+	l := human.Clip(d.lines[i], 4096)
 	s := st.hl.Line(l)
 	m[i] = s
 	r.hlN++
 	return s
 }
 
-// View renders the body rows of the pane (w×h).
-func (r *responseView) View(st *styles, w, h int, focused bool) []string {
+// rows renders the body rows of the pane (w×h).
+func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 	r.lastH = h
 	var rows []string
-	if r.jqEditing || !r.jq.Empty() {
+	if r.jq.active || !r.jq.Empty() {
 		label := st.Accent.Render("jq ")
-		field := r.jq.View(w-4, r.jqEditing, st, -1)
+		field := r.jq.View(w-4, r.jq.active, st, -1)
 		rows = append(rows, label+field)
 		if r.jqErr != "" {
 			rows = append(rows, st.Err.Render(render.Sanitize(r.jqErr)))
 		}
 	}
-	if r.searching {
+	if r.search.active {
 		rows = append(rows, st.Accent.Render("/ ")+r.search.View(w-3, true, st, -1))
 	}
 	if r.ans == nil {
-		rows = append(rows, "", st.Dim.Render("  No answer yet."), "",
-			st.Dim.Render("  Pick a target (1), a method (2), edit params (3) and press ⏎."))
-		return rows
+		return append(rows, "", st.Dim.Render("  No answer yet."), "", st.Dim.Render("  "+r.empty))
 	}
 	if r.pending {
 		rows = append(rows, st.Dim.Render("  formatting…"))
@@ -384,9 +383,7 @@ func (r *responseView) ScrollX(n int) {
 // markMatches draws a line with every case-insensitive occurrence of q
 // emphasised (the line's JSON colours give way to the matches).
 func markMatches(st *styles, line, q string) string {
-	if len(line) > 4096 {
-		line = line[:4096]
-	}
+	line = human.Clip(line, 4096)
 	var sb strings.Builder
 	n := len(q)
 	last := 0
@@ -432,7 +429,7 @@ func (r *responseView) titles(st *styles) (string, string) {
 	if r.rawMode {
 		mode = "envelope"
 	}
-	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, fmtDur(a.elapsed), ipc.FormatBytes(int64(a.size)))
+	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, fmtDur(a.elapsed), human.Bytes(int64(a.size)))
 	right := mode
 	if r.partial {
 		right = "formatting… · " + mode

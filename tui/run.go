@@ -1,7 +1,3 @@
-// Package tui is primalscope's terminal UI: one bubbletea root model with
-// its panes (targets, capability tree, composer, response viewer, events,
-// trace, history, server requests) as plain structs beside it. All I/O runs
-// in commands or in goroutines owned by Run; Update only applies messages.
 package tui
 
 import (
@@ -18,6 +14,8 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/dial"
+	"github.com/ecoPrimals/primalscope/internal/events"
+	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/themes"
@@ -43,7 +41,8 @@ type Config struct {
 	Color render.ColorChoice
 	// Keys remaps actions (see ActionNames) to keys; nil keeps the defaults.
 	Keys map[string][]string
-	// ConfigPath is shown in the help overlay as where keys are remapped.
+	// ConfigPath is shown in the help overlay as where keys are remapped
+	// (the config file internal/paths names when empty).
 	ConfigPath string
 	// History keeps calls; nil turns history off.
 	History History
@@ -127,7 +126,7 @@ func (c *Config) fill() {
 		c.Family = discovery.Family(c.Getenv)
 	}
 	if c.ConfigPath == "" {
-		c.ConfigPath = ConfigPath(c.Getenv)
+		c.ConfigPath = paths.ConfigFile(c.Getenv)
 	}
 }
 
@@ -176,7 +175,8 @@ func Run(ctx context.Context, cfg Config) error {
 
 	_, err := p.Run()
 	cancel()
-	m.client.close()
+	m.listen.close()
+	m.pc.client.close()
 	wg.Wait()
 	if m.crashed != "" {
 		return &CrashError{Report: m.crashed}
@@ -193,20 +193,20 @@ func Run(ctx context.Context, cfg Config) error {
 // startSources runs the discoverer (and its heartbeats) into the feed.
 func startSources(ctx context.Context, wg *sync.WaitGroup, cfg Config, f *feed) {
 	d := cfg.Discoverer
-	var hb chan Event
+	var hb chan events.Event
 	if d == nil {
 		d = &DiscoveryWatcher{D: discovery.New(discovery.Options{Getenv: cfg.Getenv, SocketDirs: cfg.SocketDirs, Family: cfg.Family})}
 	}
 	if dw, ok := d.(*DiscoveryWatcher); ok && dw.Heartbeats == nil {
-		hb = make(chan Event, 256)
+		hb = make(chan events.Event, 256)
 		dw.Heartbeats = hb
 	}
-	targets := make(chan TargetEvent, 64)
+	targets := make(chan discovery.Event, 64)
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		if err := d.Watch(ctx, targets); err != nil && ctx.Err() == nil {
-			f.pushWait(ctx, Event{Time: time.Now(), Source: "discovery", Kind: EvNote, Name: "discovery stopped", Data: []byte(err.Error())})
+			f.pushWait(ctx, noteLine(time.Now(), "discovery", "discovery stopped", err.Error()))
 		}
 	}()
 	go func() {
@@ -218,7 +218,7 @@ func startSources(ctx context.Context, wg *sync.WaitGroup, cfg Config, f *feed) 
 			case te := <-targets:
 				f.pushWait(ctx, te)
 			case e := <-hb:
-				f.push(e)
+				f.push(newLine("", e))
 			}
 		}
 	}()

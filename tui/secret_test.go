@@ -13,6 +13,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
@@ -64,54 +65,54 @@ func TestFamilySeedNeverOnScreen(t *testing.T) {
 			mc.History, mc.CanBTSP, mc.NoListen, mc.Timeout = hist, true, false, 5*time.Second
 			mc.Security = ipc.Security{Seed: ipc.NewSeed(sentinel), Family: "fam", Memory: ipc.NewEndpointMemory()}
 			m, _ := testModel(t, mc)
-			tg := Target{Key: "unix://" + path, Name: "beardog-fam", Family: "fam", Endpoint: "unix://" + path, Wire: "jsonrpc", Health: HealthLive, BTSP: true}
+			tg := famTarget(path)
 			// Adding it selects it, which describes it through the handshake,
 			// and listens to it.
-			run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
-			got := m.targets.targets[tg.Key]
-			if tc.ok && (got.Caps == nil || got.Err != "") {
-				t.Fatalf("the handshake should have let the TUI describe the target: err %q", got.Err)
+			run(t, m, m.update(feedMsg{items: added(tg)}))
+			got := m.pc.targets[tg.ID]
+			if tc.ok && (got.caps() == nil || got.errText() != "") {
+				t.Fatalf("the handshake should have let the TUI describe the target: err %q", got.errText())
 			}
-			if !tc.ok && got.Err == "" {
+			if !tc.ok && got.errText() == "" {
 				t.Fatal("a handshake with another family's seed should have failed")
 			}
 			m.setFocus(pComposer)
-			m.comp.method.Set("crypto.sign_ed25519")
-			m.comp.params.Set(`{"message":"aGk="}`)
+			m.comp().method.Set("crypto.sign_ed25519")
+			m.comp().params.Set(`{"message":"aGk="}`)
 			run(t, m, m.update(press("enter")[0]))
-			ans := m.resp.ans
+			ans := m.resp().ans
 			if ans == nil || (tc.ok && ans.outcome != "ok") || (!tc.ok && ans.outcome == "ok") {
 				t.Fatalf("answer %+v", ans)
 			}
 			drainFeed(t, m, 200*time.Millisecond)
-			if m.trace.ring.Len() == 0 {
+			if m.trace().ring.Len() == 0 {
 				t.Fatal("the trace saw no frame")
 			}
-			run(t, m, m.loadHistory(""))
+			run(t, m, m.histp().load(""))
 			screens := map[string]string{}
 			// The call's whole envelope, as sent and received.
 			m.setFocus(pResponse)
 			run(t, m, m.update(press("r")[0]))
-			if !m.resp.rawMode {
+			if !m.resp().rawMode {
 				t.Fatal("r did not show the envelope")
 			}
 			screens["raw envelope"] = m.render()
-			for _, pn := range []pane{pTargets, pCaps, pComposer, pResponse, pEvents, pTrace, pHistory, pRequests} {
+			for _, pn := range []paneID{pTargets, pCaps, pComposer, pResponse, pEvents, pTrace, pHistory, pRequests} {
 				m.setFocus(pn)
-				screens[tabNames[pn]] = m.render()
+				screens[tabName(pn)] = m.render()
 				m.zoom = true
 				m.layout()
-				screens[tabNames[pn]+" zoomed"] = m.render()
+				screens[tabName(pn)+" zoomed"] = m.render()
 				m.zoom = false
 				m.layout()
 			}
 			// Every frame of the trace, handshake included, opened whole.
-			n := m.trace.ring.Len()
+			n := m.trace().ring.Len()
 			for i := 0; i < n; i++ {
 				m.setFocus(pTrace)
-				m.trace.back = i
+				m.trace().back = i
 				run(t, m, m.update(press("enter")[0]))
-				if a := m.resp.ans; a == nil || !strings.HasPrefix(a.title, "frame ") {
+				if a := m.resp().ans; a == nil || !strings.HasPrefix(a.title, "frame ") {
 					t.Fatalf("frame %d did not open: %+v", i, a)
 				}
 				m.setFocus(pResponse)
@@ -125,21 +126,21 @@ func TestFamilySeedNeverOnScreen(t *testing.T) {
 			if !sawHandshake {
 				t.Error("no opened trace frame shows the BTSP handshake")
 			}
-			m.trace.back = 0
+			m.trace().back = 0
 			for where, sc := range screens {
 				check(t, where, sc)
 				check(t, where+" (plain)", ansi.Strip(sc))
 			}
-			check(t, "the status line", m.status)
-			for i := 0; i < m.trace.ring.Len(); i++ {
-				check(t, "a trace frame", fmt.Sprintf("%+v", m.trace.ring.At(i)))
+			check(t, "the status line", m.pc.status)
+			for i := 0; i < m.trace().ring.Len(); i++ {
+				check(t, "a trace frame", fmt.Sprintf("%+v", m.trace().ring.At(i)))
 			}
 			es, err := hist.Search(context.Background(), "", 100)
 			if err != nil || len(es) == 0 {
 				t.Fatalf("history: %d calls, %v", len(es), err)
 			}
 			check(t, "the recorded calls", fmt.Sprintf("%+v", es))
-			c, _ := callCommand(recordFor(ans.target, ans.req, time.Time{}, nil, nil), ans.target.Family)
+			c, _ := history.CommandFor(recordFor(ans.target, ans.req, time.Time{}, nil, nil))
 			check(t, "the command copied", c.Line+strings.Join(c.Notes, ""))
 		})
 	}

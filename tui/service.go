@@ -11,8 +11,8 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/dial"
-	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -92,10 +92,7 @@ type client struct {
 	mu     sync.Mutex
 	conns  map[string]*ipc.Conn
 	closed bool // after close, no connection is kept (commands may still dial)
-	// dropping marks connections closed on purpose by drop: their end is
-	// not reported as a "connection closed" note.
-	dropping map[*ipc.Conn]bool
-	wg       sync.WaitGroup
+	wg     sync.WaitGroup
 }
 
 // newClient returns a client dialling with sec and maxFrame (a dialer of
@@ -105,7 +102,7 @@ func newClient(ctx context.Context, dialFn Dialer, f *feed, maxFrame int64, sec 
 	if err != nil { // cannot happen: no wire is named
 		panic(err)
 	}
-	return &client{ctx: ctx, dialer: d, dial: dialFn, feed: f, conns: map[string]*ipc.Conn{}, dropping: map[*ipc.Conn]bool{}}
+	return &client{ctx: ctx, dialer: d, dial: dialFn, feed: f, conns: map[string]*ipc.Conn{}}
 }
 
 // useDialer makes the client dial through d (the run's one dialer, which
@@ -116,22 +113,26 @@ func (c *client) useDialer(d *dial.Dialer) {
 	}
 }
 
-// dialTarget is the one dialer's view of a TUI target.
-func dialTarget(t Target) (dial.Target, error) {
-	ep, err := ipc.ParseEndpoint(t.Endpoint)
-	if err != nil {
-		return dial.Target{}, &ipc.DialError{Endpoint: t.Endpoint, Err: err}
+// dialTarget is the one dialer's view of a discovered target.
+func dialTarget(t *discovery.Target) (dial.Target, error) {
+	dt := dial.FromDiscovery(t)
+	if dt.Endpoint.Transport == "" {
+		ep, err := ipc.ParseEndpoint(t.Address)
+		if err != nil {
+			return dial.Target{}, &ipc.DialError{Endpoint: t.Address, Err: err}
+		}
+		dt.Endpoint = ep
 	}
-	return dial.Target{Name: t.Name, Endpoint: ep, Family: t.Family, Pool: t.Pool, Wire: t.Wire, BTSPRequired: t.BTSP}, nil
+	return dt, nil
 }
 
 // conn returns the open connection to t, dialling it when needed.
-func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
+func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, error) {
 	c.mu.Lock()
-	if cn, ok := c.conns[t.Key]; ok {
+	if cn, ok := c.conns[t.ID]; ok {
 		select {
 		case <-cn.Done():
-			delete(c.conns, t.Key)
+			delete(c.conns, t.ID)
 			// Release the socket of a connection that ended by itself, off
 			// the lock (closing a stdio peer can wait for the process).
 			defer cn.Close()
@@ -142,31 +143,13 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 	}
 	c.mu.Unlock()
 	src := t.Name
-	dt, err := dialTarget(t)
-	if err != nil {
-		return nil, err
-	}
-	// The same decisions as the CLI's, made by the same dialer at every
-	// dial: a call or a listen made before the target's probe has finished
-	// (or when it failed) sends nothing in cleartext to a family-scoped name.
-	o := dial.Options{
-		Persistent: true,
-		Trace: func(ev ipc.TraceEvent) {
-			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
-		},
-	}
 	dctx := ctx
-	if dt.Endpoint.Transport == ipc.WS || dt.Endpoint.Transport == ipc.WSS {
+	if tr := t.Endpoint.Transport; tr == ipc.WS || tr == ipc.WSS {
 		// A holon session lives as long as the context it was opened with
 		// (it reconnects inside), so it gets the client's, not the call's.
 		dctx = c.ctx
 	}
-	var cn *ipc.Conn
-	if c.dial != nil {
-		cn, err = c.dial(dctx, t, c.dialer.IPCOptions(dt, o))
-	} else {
-		cn, err = c.dialer.Dial(dctx, dt, o)
-	}
+	cn, err := c.open(dctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -176,12 +159,12 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 		cn.Close()
 		return nil, &ipc.ClosedError{Cause: errors.New("primalscope is quitting")}
 	}
-	if old, ok := c.conns[t.Key]; ok {
+	if old, ok := c.conns[t.ID]; ok {
 		c.mu.Unlock()
 		cn.Close()
 		return old, nil
 	}
-	c.conns[t.Key] = cn
+	c.conns[t.ID] = cn
 	c.wg.Add(1) // under the lock, so close never waits on a group that grows after it
 	c.mu.Unlock()
 	go func() {
@@ -191,61 +174,61 @@ func (c *client) conn(ctx context.Context, t Target) (*ipc.Conn, error) {
 			if d := cn.Dropped(); d > reported {
 				// Pushes the connection dropped while this reader was
 				// behind are said, not lost quietly.
-				c.feed.push(Event{Time: time.Now(), Source: src, TargetKey: t.Key, Kind: EvNote,
-					Name: fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d-reported)})
+				l := noteLine(time.Now(), src, fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d-reported), "")
+				l.key = t.ID
+				c.feed.push(l)
 				reported = d
 			}
-			c.feed.push(eventFromMessage(src, t.Key, m))
+			c.feed.push(messageLine(src, t.ID, m))
 		}
 		// The connection ended (by the peer, or a broken frame): close it so
 		// its socket is released, not only forgotten.
 		cn.Close()
 		c.mu.Lock()
-		if c.conns[t.Key] == cn {
-			delete(c.conns, t.Key)
+		if c.conns[t.ID] == cn {
+			delete(c.conns, t.ID)
 		}
-		onPurpose := c.dropping[cn]
-		delete(c.dropping, cn)
 		c.mu.Unlock()
-		if onPurpose {
-			return
-		}
-		note := Event{Time: time.Now(), Source: src, TargetKey: t.Key, Kind: EvNote, Name: "connection closed"}
+		why := ""
 		if err := cn.Err(); err != nil {
-			note.Data = []byte(err.Error())
+			why = err.Error()
 		}
-		// The model frees the target's listening place on this note: it
-		// must arrive even when a flood has filled the feed.
+		note := noteLine(time.Now(), src, "connection closed", why)
+		note.key = t.ID
 		c.feed.pushWait(c.ctx, note)
 	}()
 	return cn, nil
 }
 
-// watchStream reads an events source (the biomeOS API's server-sent
-// events) into the feed until ctx ends or the source gives up.
-func (c *client) watchStream(ctx context.Context, t Target, src events.Source) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return
+// open dials a new connection to t (not kept: conn keeps the ones calls
+// use) through the one dialer, which decides its security and wire; every
+// frame goes to the trace pane, and then to trace when it is not nil.
+func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+	dt, err := dialTarget(t)
+	if err != nil {
+		return nil, err
 	}
-	c.wg.Add(1)
-	c.mu.Unlock()
-	go func() {
-		defer c.wg.Done()
-		err := src.Run(ctx, func(e events.Event) { c.feed.push(eventFromStream(t.Key, e)) })
-		note := Event{Time: time.Now(), Source: t.Name, TargetKey: t.Key, Kind: EvNote, Name: "connection closed"}
-		if err != nil {
-			note.Data = []byte(err.Error())
-		}
-		if ctx.Err() == nil {
-			c.feed.pushWait(ctx, note) // it frees the listening place: never dropped
-		}
-	}()
+	src := t.Name
+	// The same decisions as the CLI's, made by the same dialer at every
+	// dial: a call or a listen made before the target's probe has finished
+	// (or when it failed) sends nothing in cleartext to a family-scoped name.
+	o := dial.Options{
+		Persistent: true,
+		Trace: func(ev ipc.TraceEvent) {
+			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
+			if trace != nil {
+				trace(ev)
+			}
+		},
+	}
+	if c.dial != nil {
+		return c.dial(ctx, t, c.dialer.IPCOptions(dt, o))
+	}
+	return c.dialer.Dial(ctx, dt, o)
 }
 
 // send makes one call on t.
-func (c *client) send(ctx context.Context, t Target, req ipc.Request) (*ipc.Response, error) {
+func (c *client) send(ctx context.Context, t *discovery.Target, req ipc.Request) (*ipc.Response, error) {
 	cn, err := c.conn(ctx, t)
 	if err != nil {
 		return nil, err
@@ -262,41 +245,6 @@ func (c *client) reply(ctx context.Context, key string, id json.RawMessage, resu
 		return fmt.Errorf("reply: the connection that asked is closed")
 	}
 	return cn.Reply(ctx, id, result, rpcErr)
-}
-
-// drop closes the connection to key, if there is one, without reporting
-// its end (the TUI stopped listening to it). New calls to key dial afresh
-// at once; calls already in flight on it are given up to grace (the call
-// timeout) to finish before it closes.
-func (c *client) drop(key string, grace time.Duration) {
-	c.mu.Lock()
-	cn := c.conns[key]
-	if cn != nil {
-		delete(c.conns, key)
-		c.dropping[cn] = true
-	}
-	c.mu.Unlock()
-	if cn == nil {
-		return
-	}
-	deadline := time.NewTimer(grace)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for cn.InFlight() > 0 {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			cn.Close()
-			return
-		case <-cn.Done():
-			return
-		case <-c.ctx.Done():
-			cn.Close()
-			return
-		}
-	}
-	cn.Close()
 }
 
 // close closes every connection and waits for their readers.

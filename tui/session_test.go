@@ -16,7 +16,7 @@ import (
 
 // probedTarget probes the socket at path through discovery's prober with
 // sec, as the TUI's discovery watcher does, and converts the result.
-func probedTarget(t *testing.T, path string, sec ipc.Security) Target {
+func probedTarget(t *testing.T, path string, sec ipc.Security) *target {
 	t.Helper()
 	ep := ipc.Endpoint{Transport: ipc.Unix, Path: path}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -24,7 +24,7 @@ func probedTarget(t *testing.T, path string, sec ipc.Security) Target {
 	r := discovery.NewProber(discovery.ProbeOptions{ConnectTimeout: 2 * time.Second, StaleTimeout: 2 * time.Second, Security: sec}).
 		Probe(ctx, discovery.ProbeSpec{Endpoint: ep, Family: "fam"})
 	d := &discovery.Target{ID: ep.String(), Name: "beardog", Family: "fam", Endpoint: ep, Address: ep.String(), Kind: discovery.KindPrimal, Probe: &r}
-	return fromDiscovery(d)
+	return newTarget(d, nil)
 }
 
 // TestLockSaysUnauthenticated: a target probed through a BTSP session whose
@@ -68,12 +68,12 @@ func TestLockSaysUnauthenticated(t *testing.T) {
 			sec := ipc.Security{Seed: ipc.NewSeed(scopeSeed), Family: "fam", Cipher: cipher, Negotiate: negotiate, Prefix: ipc.PrefixAuto}
 			tg := probedTarget(t, tc.path, sec)
 			m, _ := testModel(t, goldenConfig("dark"))
-			st := m.st
-			if tg.Session == nil {
-				t.Fatalf("the probe said nothing of its BTSP session (health %v, err %q)", tg.Health, tg.Err)
+			st := m.pc.st
+			if tg.session() == nil {
+				t.Fatalf("the probe said nothing of its BTSP session (health %v, err %q)", tg.health(), tg.errText())
 			}
-			row := m.targets.row(st, &tg, 60, false, false)
-			title, right := capsTitle(st, &tg)
+			row := m.tp().row(st, tg, 60, false, false)
+			title, right := capsTitle(st, tg)
 			weakMark, lock := st.Err.Render("⚿! "), st.Warn.Render("⚿ ")
 			if tc.weak == "" {
 				if !strings.Contains(row, lock) || strings.Contains(row, "⚿!") {
@@ -91,7 +91,7 @@ func TestLockSaysUnauthenticated(t *testing.T) {
 				t.Errorf("%s session: caps header %q / %q", tc.weak, title, right)
 			}
 			// The whole screen, as the user sees it.
-			m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+			m.update(feedMsg{items: added(tg.Target)})
 			m.setFocus(pCaps)
 			if scr := m.render(); !strings.Contains(scr, "BTSP "+tc.weak) {
 				t.Errorf("the screen does not say %q:\n%s", tc.weak, scr)
@@ -130,19 +130,27 @@ func TestDescribeLearnsSession(t *testing.T) {
 			mc.CanBTSP, mc.Timeout = true, 5*time.Second
 			mc.Security = ipc.Security{Seed: ipc.NewSeed(scopeSeed), Family: "fam", Cipher: cipher, Negotiate: negotiate, Memory: ipc.NewEndpointMemory()}
 			m, _ := testModel(t, mc)
-			tg := Target{Key: "unix://" + path, Name: "beardog-fam", Family: "fam", Endpoint: "unix://" + path, Wire: "jsonrpc", Health: HealthLive, BTSP: true}
-			run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
-			got := m.targets.targets[tg.Key]
-			if got.Caps == nil || got.Session == nil || !got.Session.BTSP {
-				t.Fatalf("described: caps %v, session %+v, err %q", got.Caps != nil, got.Session, got.Err)
+			tg := famTarget(path)
+			run(t, m, m.update(feedMsg{items: added(tg)}))
+			got := m.pc.targets[tg.ID]
+			if got.caps() == nil || got.session() == nil || !got.session().BTSP {
+				t.Fatalf("described: caps %v, session %+v, err %q", got.caps() != nil, got.session(), got.errText())
 			}
 			if w := got.weakSession(); w != tc.weak {
-				t.Fatalf("session %+v says %q, want %q", *got.Session, w, tc.weak)
+				t.Fatalf("session %+v says %q, want %q", *got.session(), w, tc.weak)
 			}
-			m.update(feedMsg{items: []any{TargetEvent{Kind: TargetChanged, Target: tg}}})
-			if got := m.targets.targets[tg.Key]; got.Session == nil || got.weakSession() != tc.weak {
-				t.Fatalf("after discovery's update: session %+v", got.Session)
+			m.update(feedMsg{items: []any{changed(famTarget(path))}})
+			if got := m.pc.targets[tg.ID]; got.session() == nil || got.weakSession() != tc.weak {
+				t.Fatalf("after discovery's update: session %+v", got.session())
 			}
 		})
 	}
+}
+
+// famTarget is the family-scoped beardog at path as discovery reports it
+// without a seed: alive, demanding BTSP, undescribed.
+func famTarget(path string) *discovery.Target {
+	d := locked(discovered("unix://"+path, "beardog-fam", "unix://"+path, discovery.StateLocked))
+	d.Family, d.Probe.Wire = "fam", "jsonrpc"
+	return d
 }

@@ -69,7 +69,7 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	m.manualFeed = true
 	m.update(winSize(160, 48))
 
-	out := make(chan TargetEvent, 256)
+	out := make(chan discovery.Event, 256)
 	watched := make(chan error, 1)
 	go func() { watched <- w.Watch(ctx, out) }()
 	go func() { // the program's discovery pump: target events must arrive
@@ -84,7 +84,7 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	}()
 	registered := func() int {
 		c := 0
-		for _, tg := range m.targets.targets {
+		for _, tg := range m.pc.targets {
 			if strings.HasPrefix(tg.Name, "load") {
 				c++
 			}
@@ -105,12 +105,12 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 			t.Fatalf("%d of %d registered targets reached the pane after 90 s", registered(), n)
 		}
 	}
-	t.Logf("%d targets in %d frames", len(m.targets.targets), frames)
+	t.Logf("%d targets in %d frames", len(m.pc.targets), frames)
 
 	names := map[string]int{}
-	for _, r := range m.targets.rows {
+	for _, r := range m.tp().rows {
 		if r.key != "" {
-			names[m.targets.targets[r.key].Name]++
+			names[m.pc.targets[r.key].Name]++
 		}
 	}
 	for i := 0; i < n; i++ {
@@ -121,13 +121,13 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 
 	// The events tail says it in a note or two, not 10,000.
 	burst := 0
-	for i := 0; i < m.events.ring.Len(); i++ {
-		if e := m.events.ring.At(i); strings.HasSuffix(e.Name, " targets appeared") {
+	for i := 0; i < m.events().ring.Len(); i++ {
+		if e := m.events().ring.At(i); strings.HasSuffix(e.title, " targets appeared") {
 			burst++
 		}
 	}
-	if burst == 0 || m.events.ring.Len() > n/10 { // a few frames under load may carry 20 or fewer each
-		t.Fatalf("events tail: %d events, %d burst notes; want a burst note and no note per target", m.events.ring.Len(), burst)
+	if burst == 0 || m.events().ring.Len() > n/10 { // a few frames under load may carry 20 or fewer each
+		t.Fatalf("events tail: %d events, %d burst notes; want a burst note and no note per target", m.events().ring.Len(), burst)
 	}
 
 	m.setFocus(pTargets)
@@ -142,7 +142,7 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	for _, msg := range press("G") {
 		m.update(msg)
 	}
-	if got := m.targets.targets[m.targets.selectedKey()].Name; got != "songbird" && !strings.HasPrefix(got, "load") {
+	if got := m.pc.targets[m.tp().selectedKey()].Name; got != "songbird" && !strings.HasPrefix(got, "load") {
 		t.Fatalf("G selected %q", got)
 	}
 	screen = ansi.Strip(m.render())
@@ -152,11 +152,11 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	for _, msg := range press("/", "load07777", "enter") {
 		m.update(msg)
 	}
-	if len(m.targets.rows) != 1 || m.targets.targets[m.targets.selectedKey()].Name != "load07777" {
-		t.Fatalf("filter load07777: %d rows, selected %q", len(m.targets.rows), m.targets.selectedKey())
+	if len(m.tp().rows) != 1 || m.pc.targets[m.tp().selectedKey()].Name != "load07777" {
+		t.Fatalf("filter load07777: %d rows, selected %q", len(m.tp().rows), m.tp().selectedKey())
 	}
-	if m.current != m.targets.selectedKey() {
-		t.Fatalf("the filtered target is not the current one (%q, want %q)", m.current, m.targets.selectedKey())
+	if m.pc.current != m.tp().selectedKey() {
+		t.Fatalf("the filtered target is not the current one (%q, want %q)", m.pc.current, m.tp().selectedKey())
 	}
 	screen = ansi.Strip(m.render())
 	if rows := targetRows(screen); len(rows) != 1 || rows[0] != "load07777" {
@@ -165,11 +165,11 @@ func TestTenThousandRegisteredTargets(t *testing.T) {
 	for _, msg := range press("/", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "backspace", "enter") {
 		m.update(msg)
 	}
-	if got := len(m.targets.rows); got < n {
+	if got := len(m.tp().rows); got < n {
 		t.Fatalf("after clearing the filter %d rows, want at least %d", got, n)
 	}
-	if m.targets.targets[m.targets.selectedKey()].Name != "load07777" {
-		t.Fatalf("clearing the filter lost the selection: %q", m.targets.selectedKey())
+	if m.pc.targets[m.tp().selectedKey()].Name != "load07777" {
+		t.Fatalf("clearing the filter lost the selection: %q", m.tp().selectedKey())
 	}
 	cancel()
 	select {
@@ -198,22 +198,23 @@ func targetRows(screen string) []string {
 // capability tree, the rest stale or down, spread over a few families.
 func manyTargets(n int) []any {
 	base := sampleTargets()
-	caps := base[0].(TargetEvent).Target
+	caps := base[0].(discovery.Event).Target.Probe
 	out := make([]any, 0, n)
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("load%05d", i)
-		tg := Target{Key: "tcp://10.0.0.1:" + fmt.Sprint(20000+i), Name: name, Endpoint: "tcp://10.0.0.1:" + fmt.Sprint(20000+i),
-			Wire: "jsonrpc", Sources: []string{"songbird"}, Health: HealthStale, Level: 1}
+		addr := "tcp://10.0.0.1:" + fmt.Sprint(20000+i)
+		tg := discovered(addr, name, addr, discovery.StateStale)
+		tg.Sources, tg.Level, tg.Probe.Wire = []discovery.SourceRef{{Source: "songbird"}}, 1, "jsonrpc"
 		switch {
 		case i%10 == 0:
-			tg.Health, tg.Latency, tg.Caps, tg.Tree, tg.Identity = HealthLive, time.Millisecond, caps.Caps, caps.Tree, caps.Identity
+			tg.Probe.State, tg.Probe.Latency, tg.Probe.Capabilities, tg.Probe.Identity = discovery.StateLive, time.Millisecond, caps.Capabilities, caps.Identity
 		case i%3 == 0:
-			tg.Health = HealthDown
+			tg.Probe.State = discovery.StateDead
 		}
 		if i%7 == 0 {
 			tg.Family = fmt.Sprintf("family-%d", i%4)
 		}
-		out = append(out, TargetEvent{Kind: TargetAdded, Target: tg})
+		out = append(out, added(tg)...)
 	}
 	return out
 }
@@ -280,12 +281,13 @@ func BenchmarkTargets10k(b *testing.B) {
 		for b.Loop() {
 			batch := make([]any, 0, 100)
 			for j := 0; j < 100; j++ {
-				te := all[(i*100+j)%n].(TargetEvent)
-				te.Kind = TargetChanged
+				d := *all[(i*100+j)%n].(discovery.Event).Target
 				if i%2 == 0 {
-					te.Target.Health = HealthDown
+					p := *d.Probe
+					p.State = discovery.StateDead
+					d.Probe = &p
 				}
-				batch = append(batch, te)
+				batch = append(batch, changed(&d))
 			}
 			i++
 			m.update(feedMsg{items: batch})
@@ -301,22 +303,22 @@ func BenchmarkTargets10k(b *testing.B) {
 func BenchmarkListen10k(b *testing.B) {
 	cfg := goldenConfig("dark")
 	cfg.NoListen = false
-	cfg.Dial = func(context.Context, Target, ipc.Options) (*ipc.Conn, error) {
+	cfg.Dial = func(context.Context, *discovery.Target, ipc.Options) (*ipc.Conn, error) {
 		return nil, errors.New("no network in this benchmark")
 	}
 	m := newModel(context.Background(), cfg)
 	m.manualFeed = true
 	m.update(feedMsg{items: manyTargets(10_000)})
-	m.listen() // the first pass claims MaxListen places
+	m.listenPass() // the first pass claims MaxListen places
 	b.Run("unchanged", func(b *testing.B) {
 		for b.Loop() {
-			m.listen()
+			m.listenPass()
 		}
 	})
 	b.Run("after-a-change", func(b *testing.B) {
 		for b.Loop() {
-			m.listenDirty = true
-			m.listen()
+			m.listen.dirty = true
+			m.listenPass()
 		}
 	})
 }

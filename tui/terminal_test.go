@@ -6,6 +6,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -24,11 +25,11 @@ func TestInvisibleCharactersEscaped(t *testing.T) {
 		m, _ := testModel(t, goldenConfig("dark"))
 		evil := "evil" + string(c.r) + "name"
 		m.update(feedMsg{items: []any{
-			TargetEvent{Kind: TargetAdded, Target: Target{Key: "k", Name: evil, Health: HealthLive, Aliases: []string{string(c.r)}}},
-			Event{Time: t0, Source: evil, Kind: EvNotification, Name: evil, Data: []byte(`{"x":"` + string(c.r) + `"}`)},
+			discovery.Event{Kind: discovery.Added, Target: &discovery.Target{ID: "k", Name: evil, Aliases: []string{string(c.r)}, Probe: &discovery.Probe{State: discovery.StateLive}}},
+			tailLine(t0, evil, "", EvNotification, evil, []byte(`{"x":"`+string(c.r)+`"}`), nil),
 			TraceFrame{Time: t0, Source: evil, Dir: ipc.In, Data: []byte(`{"y":"` + string(c.r) + `"}`)},
 		}})
-		for _, p := range []pane{pTargets, pEvents, pTrace} {
+		for _, p := range []paneID{pTargets, pEvents, pTrace} {
 			m.setFocus(p)
 			out := ansi.Strip(m.render())
 			if strings.ContainsRune(out, c.r) {

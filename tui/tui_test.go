@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,8 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -78,7 +79,7 @@ func keyMsgs(t *testing.T, m *model, keys ...string) {
 	}
 }
 
-func startPrimal(t *testing.T) (*ipctest.Server, Target) {
+func startPrimal(t *testing.T) (*ipctest.Server, *discovery.Target) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "pst")
 	if err != nil {
@@ -98,7 +99,8 @@ func startPrimal(t *testing.T) (*ipctest.Server, Target) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	tg := Target{Key: "unix://" + path, Name: "beardog", Endpoint: "unix://" + path, Wire: "jsonrpc", Health: HealthLive}
+	tg := discovered("unix://"+path, "beardog", "unix://"+path, discovery.StateLive)
+	tg.Probe.Wire = "jsonrpc"
 	return s, tg
 }
 
@@ -108,7 +110,8 @@ func testModel(t *testing.T, cfg Config) (*model, context.CancelFunc) {
 	m.manualFeed = true
 	t.Cleanup(func() {
 		cancel()
-		m.client.close()
+		m.listen.close()
+		m.pc.client.close()
 	})
 	m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	return m, cancel
@@ -122,19 +125,19 @@ func TestCallRoundTrip(t *testing.T) {
 	cfg := goldenConfig("dark")
 	cfg.History = hist
 	m, _ := testModel(t, cfg)
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
-	if m.current != tg.Key {
-		t.Fatalf("current target %q, want %q", m.current, tg.Key)
+	m.update(feedMsg{items: added(tg)})
+	if m.pc.current != tg.ID {
+		t.Fatalf("current target %q, want %q", m.pc.current, tg.ID)
 	}
-	run(t, m, m.pickMethod("crypto.sign_ed25519"))
+	run(t, m, m.cp().pickMethod("crypto.sign_ed25519"))
 	keyMsgs(t, m, "backspace", "backspace")
 	keyMsgs(t, m, `{"message":"aGk="}`)
-	if m.comp.paramsErr != "" {
-		t.Fatalf("params error %q", m.comp.paramsErr)
+	if m.comp().paramsErr != "" {
+		t.Fatalf("params error %q", m.comp().paramsErr)
 	}
 	run(t, m, m.update(press("enter")[0]))
-	if m.resp.ans == nil || m.resp.ans.outcome != "ok" {
-		t.Fatalf("no ok answer: %+v", m.resp.ans)
+	if m.resp().ans == nil || m.resp().ans.outcome != "ok" {
+		t.Fatalf("no ok answer: %+v", m.resp().ans)
 	}
 	screen := ansi.Strip(m.render())
 	for _, want := range []string{`"signature": "3J9xQw=="`, "Response · crypto.sign_ed25519 · ok", `"message": "aGk="`} {
@@ -143,18 +146,18 @@ func TestCallRoundTrip(t *testing.T) {
 		}
 	}
 	es, _ := hist.Search(context.Background(), "sign", 10)
-	if len(es) != 1 || es[0].Outcome != OutcomeOK || string(es[0].Params) != `{"message":"aGk="}` {
+	if len(es) != 1 || es[0].Outcome != history.OutcomeOK || string(es[0].Params) != `{"message":"aGk="}` {
 		t.Fatalf("history: %+v", es)
 	}
 	// Picking the method again prefills its last params.
-	run(t, m, m.pickMethod("crypto.sign_ed25519"))
-	if got := m.comp.params.String(); got != `{"message":"aGk="}` {
+	run(t, m, m.cp().pickMethod("crypto.sign_ed25519"))
+	if got := m.comp().params.String(); got != `{"message":"aGk="}` {
 		t.Fatalf("prefilled params %q", got)
 	}
 	// The trace saw the frames both ways.
 	drainFeed(t, m, 100*time.Millisecond)
-	if m.trace.ring.Len() < 2 {
-		t.Fatalf("trace has %d frames, want both ways", m.trace.ring.Len())
+	if m.trace().ring.Len() < 2 {
+		t.Fatalf("trace has %d frames, want both ways", m.trace().ring.Len())
 	}
 }
 
@@ -162,11 +165,11 @@ func TestCallRoundTrip(t *testing.T) {
 func TestUnknownMethodShowsMeaning(t *testing.T) {
 	_, tg := startPrimal(t)
 	m, _ := testModel(t, goldenConfig("dark"))
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	m.update(feedMsg{items: added(tg)})
 	m.setFocus(pComposer)
-	m.comp.field = fMethod
+	m.comp().field = fMethod
 	keyMsgs(t, m, "crypto.nope")
-	m.comp.field = fParams
+	m.comp().field = fParams
 	run(t, m, m.update(press("enter")[0]))
 	screen := ansi.Strip(m.render())
 	if !strings.Contains(screen, "error -32601 (method not found)") {
@@ -181,7 +184,7 @@ func TestServerRequestAnswered(t *testing.T) {
 	cfg := goldenConfig("dark")
 	cfg.NoListen = false
 	m, _ := testModel(t, cfg)
-	run(t, m, m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}}))
+	run(t, m, m.update(feedMsg{items: added(tg)}))
 	// wait for the listening connection
 	deadline := time.Now().Add(5 * time.Second)
 	for len(s.Conns()) == 0 && time.Now().Before(deadline) {
@@ -201,14 +204,14 @@ func TestServerRequestAnswered(t *testing.T) {
 		answer <- msg
 	}()
 	deadline = time.Now().Add(10 * time.Second)
-	for m.reqs.pending() == 0 && time.Now().Before(deadline) {
+	for m.reqs().pending() == 0 && time.Now().Before(deadline) {
 		drainFeed(t, m, 100*time.Millisecond)
 	}
-	if m.reqs.pending() != 1 {
+	if m.reqs().pending() != 1 {
 		t.Fatal("the request did not reach the requests pane")
 	}
 	keyMsgs(t, m, "R", "a")
-	if m.focus != pComposer || m.comp.reply == nil {
+	if m.pc.focus != pComposer || m.comp().reply == nil {
 		t.Fatal("answering did not open the composer in reply mode")
 	}
 	keyMsgs(t, m, "backspace", "backspace", `{"ok":true}`)
@@ -221,13 +224,13 @@ func TestServerRequestAnswered(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server got no answer")
 	}
-	if m.reqs.pending() != 0 {
+	if m.reqs().pending() != 0 {
 		t.Fatal("the request is still marked waiting")
 	}
 }
 
 func TestParamsFaultPosition(t *testing.T) {
-	c := newComposer()
+	c := newComposer(pComposer, testPC())
 	for _, tc := range []struct {
 		in   string
 		at   int
@@ -275,7 +278,7 @@ func TestResponseFoldAndScroll(t *testing.T) {
 	cur, off := r.cur, r.off
 	r.cur, r.off = 0, 0
 	r.ScrollX(4)
-	if rows := r.View(newStyles(mustTheme(t, "dark")), 60, 3, false); ansi.Strip(rows[1]) != `  ": { … 8 lines },` {
+	if rows := r.rows(newStyles(mustTheme(t, "dark")), 60, 3, false); ansi.Strip(rows[1]) != `  ": { … 8 lines },` {
 		t.Fatalf("scrolled sideways: %q", ansi.Strip(rows[1]))
 	}
 	r.ScrollX(-10)
@@ -286,7 +289,7 @@ func TestResponseFoldAndScroll(t *testing.T) {
 	r.foldAll() // unfolds "a"
 	r.foldAll() // folds every child of the root
 	st := newStyles(mustTheme(t, "dark"))
-	rows := r.View(st, 60, 10, true)
+	rows := r.rows(st, 60, 10, true)
 	txt := ansi.Strip(strings.Join(rows, "\n"))
 	if !strings.Contains(txt, "… 8 lines") || strings.Contains(txt, `"b"`) {
 		t.Fatalf("fold all:\n%s", txt)
@@ -317,10 +320,11 @@ func TestKeysRemap(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "config.toml")
 	os.WriteFile(path, []byte("[discovery]\nfamily=\"x\"\n[keys]\nquit = [\"x\", \"ctrl+q\"]\nhelp = \"f1\"\ntrace = []\n"), 0o600)
-	keys, err := LoadKeys(path)
+	file, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	keys := map[string][]string(file.Keys)
 	km := DefaultKeyMap()
 	if err := km.Remap(keys); err != nil {
 		t.Fatal(err)
@@ -328,7 +332,7 @@ func TestKeysRemap(t *testing.T) {
 	if got := km.Quit.Keys(); len(got) != 2 || got[0] != "x" {
 		t.Fatalf("quit keys %v", got)
 	}
-	if km.Trace.Enabled() {
+	if km.focusKey(pTrace).Enabled() {
 		t.Fatal("an empty key list did not disable trace")
 	}
 	if err := km.Remap(map[string][]string{"nope": {"z"}}); err == nil || !strings.Contains(err.Error(), "nope") {
@@ -342,14 +346,11 @@ func TestKeysRemap(t *testing.T) {
 	if err := km2.Remap(all); err != nil || len(all) < 40 {
 		t.Fatalf("every action name: %v (%d names)", err, len(all))
 	}
-	if k, err := LoadKeys(filepath.Join(dir, "missing.toml")); err != nil || k != nil {
-		t.Fatalf("missing file: %v %v", k, err)
-	}
 	// The help overlay shows the remapped key.
 	cfg := goldenConfig("dark")
 	cfg.Keys = keys
 	m, _ := testModel(t, cfg)
-	m.showHelp = true
+	m.overlay.shown = true
 	if s := ansi.Strip(m.render()); !strings.Contains(s, "x/ctrl+q") {
 		t.Fatalf("help does not show the remapped quit:\n%s", s)
 	}
@@ -361,11 +362,11 @@ func TestPeerTextEscaped(t *testing.T) {
 	m, _ := testModel(t, goldenConfig("dark"))
 	evil := "evil\x1b[2J\x1b]52;c;aGk=\x07"
 	m.update(feedMsg{items: []any{
-		TargetEvent{Kind: TargetAdded, Target: Target{Key: "k", Name: evil, Health: HealthLive, Aliases: []string{"\x9b31m"}}},
-		Event{Time: t0, Source: evil, Kind: EvNotification, Name: evil, Data: []byte("\x1b[31mred")},
+		discovery.Event{Kind: discovery.Added, Target: &discovery.Target{ID: "k", Name: evil, Aliases: []string{"\x9b31m"}, Probe: &discovery.Probe{State: discovery.StateLive}}},
+		tailLine(t0, evil, "", EvNotification, evil, []byte("\x1b[31mred"), nil),
 		TraceFrame{Time: t0, Source: evil, Dir: ipc.In, Data: []byte("\x1b]0;title\x07")},
 	}})
-	for _, p := range []pane{pTargets, pEvents, pTrace} {
+	for _, p := range []paneID{pTargets, pEvents, pTrace} {
 		m.setFocus(p)
 		out := m.render()
 		for _, bad := range []string{"\x1b[2J", "\x1b]52", "\x1b]0;", "\x9b", "\x07", "\x1b[31mred"} {
@@ -380,9 +381,9 @@ func TestPeerTextEscaped(t *testing.T) {
 }
 
 func TestEventsRingBounded(t *testing.T) {
-	p := newEventsPane(10)
+	p := newEventsPane(pEvents, testPC(), 10)
 	for i := 0; i < 25; i++ {
-		p.Append(Event{Time: t0, Source: "s", Kind: EvHeartbeat, Name: "hb"})
+		p.Append(tailLine(t0, "s", "", EvHeartbeat, "hb", nil, nil))
 	}
 	if p.ring.Len() != 10 || p.ring.dropped != 15 {
 		t.Fatalf("len %d dropped %d", p.ring.Len(), p.ring.dropped)
@@ -393,13 +394,13 @@ func TestEventsRingBounded(t *testing.T) {
 		t.Fatalf("title %q lacks the drop counter", ansi.Strip(right))
 	}
 	p.paused, p.pauseMark = true, p.ring.total
-	p.Append(Event{Time: t0, Source: "s", Kind: EvEvent, Name: "late"})
-	if rows := p.View(st, 60, 5); strings.Contains(ansi.Strip(strings.Join(rows, "")), "late") {
+	p.Append(tailLine(t0, "s", "", EvEvent, "late", nil, nil))
+	if rows := p.rows(st, 60, 5); strings.Contains(ansi.Strip(strings.Join(rows, "")), "late") {
 		t.Fatal("a paused tail scrolled")
 	}
 	p.kind = EvEvent
 	p.back, p.paused = 0, false
-	rows := p.View(st, 60, 5)
+	rows := p.rows(st, 60, 5)
 	if len(rows) != 1 || !strings.Contains(ansi.Strip(rows[0]), "late") {
 		t.Fatalf("kind filter: %q", rows)
 	}
@@ -408,9 +409,10 @@ func TestEventsRingBounded(t *testing.T) {
 // TestCallCommand: the copied command calls the target's endpoint with its
 // family, and says that the family seed must be set (never copied).
 func TestCallCommand(t *testing.T) {
-	tg := Target{Name: "beardog", Endpoint: "/run/b/beardog-fam1.sock", Family: "fam1", BTSP: true}
+	tg := locked(discovered("b1", "beardog", "/run/b/beardog-fam1.sock", discovery.StateLive))
+	tg.Family = "fam1"
 	req := ipc.Request{Method: "crypto.sign_ed25519", Params: []byte(` { "message" : "it's" } `), SessionID: "S1"}
-	got, err := callCommand(recordFor(tg, req, time.Time{}, nil, nil), tg.Family)
+	got, err := history.CommandFor(recordFor(tg, req, time.Time{}, nil, nil))
 	want := `primalscope call --family fam1 --session S1 /run/b/beardog-fam1.sock crypto.sign_ed25519 '{"message":"it'\''s"}'`
 	if err != nil || got.Line != want || len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "FAMILY_SEED") {
 		t.Fatalf("got  %s %q\nwant %s", got.Line, got.Notes, want)
@@ -422,7 +424,7 @@ func TestCrashRestores(t *testing.T) {
 	cfg := goldenConfig("dark")
 	cfg.CrashDir = t.TempDir()
 	m, _ := testModel(t, cfg)
-	m.targets.targets = nil // the next target event panics
+	m.pc.targets = nil // the next target event panics
 	_, cmd := m.Update(feedMsg{items: sampleTargets()})
 	if cmd == nil {
 		t.Fatal("no quit after a panic")
@@ -435,7 +437,7 @@ func TestCrashRestores(t *testing.T) {
 		t.Fatalf("crash report %q: %v\n%s", m.crashed, err, b)
 	}
 	// A panic inside a command becomes a crash message too.
-	msg := m.safe(func() tea.Msg { panic("boom") })()
+	msg := m.pc.safe(func() tea.Msg { panic("boom") })()
 	if cm, ok := msg.(crashMsg); !ok || cm.path == "" {
 		t.Fatalf("command panic gave %#v", msg)
 	}
@@ -447,16 +449,16 @@ func TestMouse(t *testing.T) {
 	m.update(feedMsg{items: sampleTargets()})
 	r := m.rects[pTargets]
 	m.update(tea.MouseClickMsg{X: r.x + 3, Y: r.y + 1 + 2, Button: tea.MouseLeft})
-	if m.focus != pTargets || m.targets.rows[m.targets.sel].key != m.current || m.target().Name != "nestgate" {
-		t.Fatalf("click selected %q", m.target().Name)
+	if m.pc.focus != pTargets || m.tp().rows[m.tp().sel].key != m.pc.current || m.pc.target().Name != "nestgate" {
+		t.Fatalf("click selected %q", m.pc.target().Name)
 	}
-	a := answerOf(0, Target{Name: "x"}, ipc.Request{Method: "m"}, t0, &ipc.Response{Result: genAnswer(20000)}, nil)
+	a := answerOf(0, named("x"), ipc.Request{Method: "m"}, t0, &ipc.Response{Result: genAnswer(20000)}, nil)
 	m.update(answerMsg(a))
 	rr := m.rects[pResponse]
 	m.render()
 	m.update(tea.MouseWheelMsg{X: rr.x + 5, Y: rr.y + 3, Button: tea.MouseWheelDown})
-	if m.resp.off != 3 {
-		t.Fatalf("wheel scrolled to %d, want 3", m.resp.off)
+	if m.resp().off != 3 {
+		t.Fatalf("wheel scrolled to %d, want 3", m.resp().off)
 	}
 }
 
@@ -470,8 +472,8 @@ func TestTabClick(t *testing.T) {
 			t.Fatalf("tab %q is not at column %d of %q", tb.label, tb.x0, got)
 		}
 		m.update(tea.MouseClickMsg{X: tb.x0 + 1, Y: 0, Button: tea.MouseLeft})
-		if m.focus != tb.p {
-			t.Fatalf("clicking %q focused pane %d", tb.label, m.focus)
+		if m.pc.focus != tb.p {
+			t.Fatalf("clicking %q focused pane %d", tb.label, m.pc.focus)
 		}
 	}
 }
@@ -482,7 +484,7 @@ func TestResize(t *testing.T) {
 	m.update(feedMsg{items: append(sampleTargets(), sampleEvents()...)})
 	for _, sz := range [][2]int{{80, 24}, {100, 30}, {120, 40}, {200, 60}, {40, 12}, {20, 8}} {
 		m.update(tea.WindowSizeMsg{Width: sz[0], Height: sz[1]})
-		for _, p := range []pane{pTargets, pCaps, pComposer, pResponse, pEvents, pTrace, pHistory, pRequests} {
+		for _, p := range []paneID{pTargets, pCaps, pComposer, pResponse, pEvents, pTrace, pHistory, pRequests} {
 			m.setFocus(p)
 			checkScreen(t, m.render(), sz[0], sz[1])
 			m.zoom = true
@@ -495,9 +497,9 @@ func TestResize(t *testing.T) {
 }
 
 func TestTargetsFuzzyRanking(t *testing.T) {
-	p := newTargetsPane()
+	p := newTargetsPane(pTargets, testPC())
 	for _, n := range []string{"neural-api", "nestgate", "beardog", "songbird"} {
-		p.targets[n] = &Target{Key: n, Name: n}
+		p.pc.targets[n] = newTarget(&discovery.Target{ID: n, Name: n}, nil)
 	}
 	p.filter.Set("nest")
 	p.rebuild()
@@ -537,12 +539,12 @@ func TestCancelInFlight(t *testing.T) {
 	}
 	defer s.Close()
 	m, _ := testModel(t, goldenConfig("dark"))
-	tg := Target{Key: "unix://" + path, Name: "slow", Endpoint: "unix://" + path, Health: HealthLive}
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	tg := discovered("unix://"+path, "slow", "unix://"+path, discovery.StateLive)
+	m.update(feedMsg{items: added(tg)})
 	m.setFocus(pComposer)
-	m.comp.method.Set("slow.wait")
+	m.comp().method.Set("slow.wait")
 	cmd := m.update(press("enter")[0])
-	if !m.comp.inflight || cmd == nil {
+	if !m.comp().inflight || cmd == nil {
 		t.Fatal("the call is not in flight")
 	}
 	done := make(chan tea.Msg, 1)
@@ -554,8 +556,8 @@ func TestCancelInFlight(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("cancel did not end the call")
 	}
-	if m.comp.inflight || m.resp.ans == nil || m.resp.ans.outcome != "cancelled" {
-		t.Fatalf("after cancel: inflight %v answer %+v", m.comp.inflight, m.resp.ans)
+	if m.comp().inflight || m.resp().ans == nil || m.resp().ans.outcome != "cancelled" {
+		t.Fatalf("after cancel: inflight %v answer %+v", m.comp().inflight, m.resp().ans)
 	}
 }
 
@@ -563,15 +565,15 @@ func TestCancelInFlight(t *testing.T) {
 func TestHistoryReplayDiff(t *testing.T) {
 	_, tg := startPrimal(t)
 	hist := NewMemHistory(0)
-	hist.Record(CallRecord{Time: t0, Target: "beardog", Endpoint: tg.Endpoint, Method: "crypto.sign_ed25519",
-		Params: json.RawMessage(`{"message":"x"}`), Outcome: OutcomeOK, Result: json.RawMessage(`{"signature":"OLD","echo":{"message":"x"}}`)})
+	hist.Record(history.Entry{Time: t0, Target: "beardog", Endpoint: tg.Address, Method: "crypto.sign_ed25519",
+		Params: json.RawMessage(`{"message":"x"}`), Outcome: history.OutcomeOK, Result: json.RawMessage(`{"signature":"OLD","echo":{"message":"x"}}`)})
 	cfg := goldenConfig("dark")
 	cfg.History = hist
 	m, _ := testModel(t, cfg)
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
+	m.update(feedMsg{items: added(tg)})
 	keyMsgs(t, m, "H")
-	if len(m.histp.entries) != 1 {
-		t.Fatalf("history pane has %d entries", len(m.histp.entries))
+	if len(m.histp().entries) != 1 {
+		t.Fatalf("history pane has %d entries", len(m.histp().entries))
 	}
 	keyMsgs(t, m, "r")
 	screen := ansi.Strip(m.render())
@@ -580,21 +582,21 @@ func TestHistoryReplayDiff(t *testing.T) {
 	}
 	// Saving names it.
 	keyMsgs(t, m, "H", "s", "daily-sign", "enter")
-	if !strings.Contains(m.status, "saved call 2 as daily-sign") || hist.names["daily-sign"] != 2 {
-		t.Fatalf("save: status %q, names %v", m.status, hist.names)
+	if !strings.Contains(m.pc.status, "saved call 2 as daily-sign") || hist.names["daily-sign"] != 2 {
+		t.Fatalf("save: status %q, names %v", m.pc.status, hist.names)
 	}
 	// Loading the call puts it in the composer.
 	keyMsgs(t, m, "H", "enter")
-	if m.focus != pComposer || m.comp.method.String() != "crypto.sign_ed25519" || m.comp.params.String() != `{"message":"x"}` {
-		t.Fatalf("load: focus %d method %q params %q", m.focus, m.comp.method.String(), m.comp.params.String())
+	if m.pc.focus != pComposer || m.comp().method.String() != "crypto.sign_ed25519" || m.comp().params.String() != `{"message":"x"}` {
+		t.Fatalf("load: focus %d method %q params %q", m.pc.focus, m.comp().method.String(), m.comp().params.String())
 	}
 }
 
-type oneTarget struct{ t Target }
+type oneTarget struct{ t *discovery.Target }
 
-func (o oneTarget) Watch(ctx context.Context, out chan<- TargetEvent) error {
+func (o oneTarget) Watch(ctx context.Context, out chan<- discovery.Event) error {
 	select {
-	case out <- TargetEvent{Kind: TargetAdded, Target: o.t}:
+	case out <- discovery.Event{Kind: discovery.Added, Target: o.t}:
 	case <-ctx.Done():
 	}
 	<-ctx.Done()
@@ -610,8 +612,8 @@ func TestRunCrashReport(t *testing.T) {
 	cfg.CrashDir = t.TempDir()
 	cfg.Input = strings.NewReader("")
 	cfg.Output = io.Discard
-	cfg.Discoverer = oneTarget{Target{Key: "k", Name: "boom", Endpoint: "unix:///nonexistent", Health: HealthLive}}
-	cfg.Dial = func(context.Context, Target, ipc.Options) (*ipc.Conn, error) { panic("dialer bug") }
+	cfg.Discoverer = oneTarget{discovered("k", "boom", "unix:///nonexistent", discovery.StateLive)}
+	cfg.Dial = func(context.Context, *discovery.Target, ipc.Options) (*ipc.Conn, error) { panic("dialer bug") }
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	err := Run(ctx, cfg)
@@ -642,7 +644,7 @@ func TestInspectEvent(t *testing.T) {
 func TestClientCloseWithDialInFlight(t *testing.T) {
 	_, tg := startPrimal(t)
 	release := make(chan struct{})
-	dial := func(ctx context.Context, t Target, o ipc.Options) (*ipc.Conn, error) {
+	dial := func(ctx context.Context, t *discovery.Target, o ipc.Options) (*ipc.Conn, error) {
 		<-release
 		return defaultDialer(ctx, t, o)
 	}
@@ -661,30 +663,14 @@ func TestClientCloseWithDialInFlight(t *testing.T) {
 // BTSP handshake survive discovery's later updates of the target.
 func TestDescribedBTSPTargetKept(t *testing.T) {
 	m, _ := testModel(t, goldenConfig("dark"))
-	tg := Target{Key: "k", Name: "beardog", BTSP: true, Health: HealthLive}
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetAdded, Target: tg}}})
-	caps := sampleTargets()[0].(TargetEvent).Target
-	m.update(describedMsg{key: "k", desc: &discovery.Description{Capabilities: caps.Caps, Tree: caps.Tree, Identity: caps.Identity}})
-	tg.Latency = time.Millisecond
-	m.update(feedMsg{items: []any{TargetEvent{Kind: TargetChanged, Target: tg}}})
-	if got := m.targets.targets["k"]; got.Caps == nil || len(got.Tree) == 0 || got.Latency != time.Millisecond {
-		t.Fatalf("after a change: caps %v tree %d latency %v", got.Caps != nil, len(got.Tree), got.Latency)
-	}
-}
-
-// TestCutUTF8: long data is cut on a character boundary, and bytes that
-// start no character (invalid UTF-8 from a peer) are cut where they are,
-// never to nothing.
-func TestCutUTF8(t *testing.T) {
-	s := []byte(strings.Repeat("a", 511) + "é" + "b")
-	if got := cutUTF8(s, 512); string(got) != strings.Repeat("a", 511) {
-		t.Fatalf("cut through é: %q", got[505:])
-	}
-	bad := bytes.Repeat([]byte{0x80}, 600)
-	if got := cutUTF8(bad, 512); len(got) != 512 {
-		t.Fatalf("600 continuation bytes cut to %d, want 512", len(got))
-	}
-	if got := cutUTF8([]byte("short"), 512); string(got) != "short" {
-		t.Fatalf("short data changed: %q", got)
+	tg := locked(discovered("k", "beardog", "", discovery.StateLocked))
+	m.update(feedMsg{items: added(tg)})
+	caps := sampleTarget(0).Probe
+	m.update(describedMsg{key: "k", desc: &discovery.Description{Capabilities: caps.Capabilities, Tree: caps.Capabilities.Tree(), Identity: caps.Identity}})
+	again := locked(discovered("k", "beardog", "", discovery.StateLocked))
+	again.Probe.Latency = time.Millisecond
+	m.update(feedMsg{items: []any{changed(again)}})
+	if got := m.pc.targets["k"]; got.caps() == nil || len(got.capTree()) == 0 || got.Latency() != time.Millisecond {
+		t.Fatalf("after a change: caps %v tree %d latency %v", got.caps() != nil, len(got.capTree()), got.Latency())
 	}
 }

@@ -1031,46 +1031,9 @@ func (a *app) tuiHistory(ctx context.Context) (tui.History, func()) {
 	return h, func() { s.Close() }
 }
 
-func toEntry(c tui.CallRecord) history.Entry {
-	e := history.Entry{
-		ID: c.ID, Time: c.Time, Duration: c.Duration, Target: c.Target, Endpoint: c.Endpoint,
-		Wire: c.Wire, Transport: c.Transport, Method: c.Method, Params: c.Params, Result: c.Result,
-		Session: c.Session, Pool: c.Pool, Outcome: history.Outcome(c.Outcome),
-		ResponseSize: c.ResponseSize, Truncated: c.Truncated, ParamsTruncated: c.ParamsTruncated,
-		Source: history.SourceTUI,
-	}
-	if !e.Outcome.Valid() {
-		e.Outcome = ""
-	}
-	if c.Err != nil {
-		e.Error = &history.RPCError{Code: c.Err.Code, Message: c.Err.Message, Data: c.Err.Data}
-	}
-	return e
-}
-
-func fromEntry(e history.Entry) tui.CallRecord {
-	c := tui.CallRecord{
-		ID: e.ID, Time: e.Time, Duration: e.Duration, Target: e.Target, Endpoint: e.Endpoint,
-		Wire: e.Wire, Transport: e.Transport, Method: e.Method, Params: e.Params, Result: e.Result,
-		Outcome: string(e.Outcome), Session: e.Session, Pool: e.Pool, ResponseSize: e.ResponseSize,
-		Truncated: e.Truncated, ParamsTruncated: e.ParamsTruncated,
-	}
-	if e.Error != nil {
-		c.Err = &ipc.RPCError{Code: e.Error.Code, Message: e.Error.Message, Data: e.Error.Data}
-	}
-	return c
-}
-
-func tuiErr(err error) error {
-	if errors.Is(err, history.ErrNotFound) {
-		return fmt.Errorf("%w: %w", tui.ErrNotFound, err)
-	}
-	return err
-}
-
 // Record writes the call to the journal (one file; a failure is dropped,
 // the TUI has no place to say it).
-func (h *storeHistory) Record(c tui.CallRecord) { h.journal.Append(toEntry(c)) }
+func (h *storeHistory) Record(e history.Entry) { h.journal.Append(e) }
 
 // fold brings the journal into the database when the write lock is free;
 // otherwise the next read does.
@@ -1078,29 +1041,17 @@ func (h *storeHistory) fold(ctx context.Context) {
 	h.store.Fold(ctx, history.FoldOptions{NoWait: true})
 }
 
-func (h *storeHistory) Search(ctx context.Context, text string, limit int) ([]tui.CallRecord, error) {
+func (h *storeHistory) Search(ctx context.Context, text string, limit int) ([]history.Entry, error) {
 	h.fold(ctx)
 	if limit <= 0 {
 		limit = -1
 	}
-	es, err := h.store.Search(ctx, history.Query{Text: text, Limit: limit})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]tui.CallRecord, len(es))
-	for i, e := range es {
-		out[i] = fromEntry(e)
-	}
-	return out, nil
+	return h.store.Search(ctx, history.Query{Text: text, Limit: limit})
 }
 
-func (h *storeHistory) Get(ctx context.Context, id int64) (tui.CallRecord, error) {
+func (h *storeHistory) Get(ctx context.Context, id int64) (history.Entry, error) {
 	h.fold(ctx)
-	e, err := h.store.Get(ctx, id)
-	if err != nil {
-		return tui.CallRecord{}, tuiErr(err)
-	}
-	return fromEntry(e), nil
+	return h.store.Get(ctx, id)
 }
 
 func (h *storeHistory) LastParams(ctx context.Context, target, method string) (json.RawMessage, bool, error) {
@@ -1113,17 +1064,5 @@ func (h *storeHistory) LastParams(ctx context.Context, target, method string) (j
 }
 
 func (h *storeHistory) Save(ctx context.Context, id int64, name string) error {
-	return tuiErr(h.store.Save(ctx, id, name))
-}
-
-func (h *storeHistory) Diff(old, new []byte) ([]string, error) {
-	changes, err := history.Diff(old, new)
-	if err != nil {
-		return nil, err
-	}
-	var b strings.Builder
-	if err := history.FormatDiff(&b, changes, history.DiffFormat{}); err != nil {
-		return nil, err
-	}
-	return strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"), nil
+	return h.store.Save(ctx, id, name)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/tui"
 )
 
 // seedHistory writes entries straight into the store at path.
@@ -254,15 +253,15 @@ func TestStoreHistoryForTUI(t *testing.T) {
 	if !ok {
 		t.Fatalf("got %T (%s)", h, errs)
 	}
-	sh.Record(tui.CallRecord{Target: "beardog", Method: "crypto.sign", Params: json.RawMessage(`{"seed":"S","m":1}`),
-		Outcome: tui.OutcomeOK, Result: json.RawMessage(`{"a":1}`)})
-	sh.Record(tui.CallRecord{Target: "beardog", Method: "crypto.sign", Params: json.RawMessage(`{"m":2}`), Outcome: tui.OutcomeError,
-		Err: &ipc.RPCError{Code: -1, Message: "boom"}})
+	sh.Record(history.Entry{Target: "beardog", Method: "crypto.sign", Params: json.RawMessage(`{"seed":"S","m":1}`),
+		Outcome: history.OutcomeOK, Result: json.RawMessage(`{"a":1}`), Source: history.SourceTUI})
+	sh.Record(history.Entry{Target: "beardog", Method: "crypto.sign", Params: json.RawMessage(`{"m":2}`), Outcome: history.OutcomeError,
+		Error: &history.RPCError{Code: -1, Message: "boom"}, Source: history.SourceTUI})
 	closeH() // flushes
 	h, closeH = a.tuiHistory(ctx)
 	defer closeH()
 	got, err := h.Search(ctx, "crypto", 0)
-	if err != nil || len(got) != 2 || got[0].Err == nil || got[0].Outcome != "error" {
+	if err != nil || len(got) != 2 || got[0].Error == nil || got[0].Outcome != "error" {
 		t.Fatalf("Search: %+v %v", got, err)
 	}
 	p, ok, err := h.LastParams(ctx, "beardog", "crypto.sign")
@@ -273,15 +272,11 @@ func TestStoreHistoryForTUI(t *testing.T) {
 	if err != nil || string(one.Result) != `{"a":1}` || !strings.Contains(string(one.Params), "[redacted]") {
 		t.Errorf("Get = %+v %v", one, err)
 	}
-	if _, err := h.Get(ctx, 999); !errors.Is(err, tui.ErrNotFound) {
-		t.Errorf("Get(999) = %v, want tui.ErrNotFound", err)
+	if _, err := h.Get(ctx, 999); !errors.Is(err, history.ErrNotFound) {
+		t.Errorf("Get(999) = %v, want history.ErrNotFound", err)
 	}
 	if err := h.Save(ctx, got[1].ID, "x"); err != nil {
 		t.Error(err)
-	}
-	lines, err := h.Diff([]byte(`{"a":1}`), []byte(`{"a":2}`))
-	if err != nil || len(lines) != 1 || lines[0] != "~ .a: 1 → 2" {
-		t.Errorf("Diff = %q %v", lines, err)
 	}
 }
 

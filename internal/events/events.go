@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,13 +85,12 @@ type Stream struct {
 	now      func() time.Time
 	dropped  atomic.Uint64
 	reported uint64 // dropped count already reported (consumer side)
-	wg       sync.WaitGroup
 	done     chan struct{}
 	mu       sync.Mutex // serialises drop-oldest against other producers
 }
 
-// Merge starts every source and returns their merged stream. The sources
-// stop when ctx ends; Wait waits for them.
+// Merge starts every source (in a Group without a bound) and returns their
+// merged stream. The sources stop when ctx ends; Wait waits for them.
 func Merge(ctx context.Context, sources []Source, opts Options) *Stream {
 	if opts.Buffer <= 0 {
 		opts.Buffer = 1024
@@ -99,18 +99,12 @@ func Merge(ctx context.Context, sources []Source, opts Options) *Stream {
 		opts.Now = time.Now
 	}
 	s := &Stream{ch: make(chan Event, opts.Buffer), now: opts.Now, done: make(chan struct{})}
-	for _, src := range sources {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			err := src.Run(ctx, s.Emit)
-			if err != nil && ctx.Err() == nil {
-				s.Emit(Note(src.Name(), "stopped watching: "+err.Error()))
-			}
-		}()
+	g := NewGroup(ctx, s.Emit, GroupOptions{})
+	for i, src := range sources {
+		g.Start(strconv.Itoa(i), src)
 	}
 	go func() {
-		s.wg.Wait()
+		g.Wait()
 		close(s.done)
 	}()
 	return s

@@ -84,6 +84,9 @@ type Config struct {
 	Answer Answerer
 	// BackoffMin and BackoffMax bound reconnection waits.
 	BackoffMin, BackoffMax time.Duration
+	// LivenessMethod overrides the method TargetSources poll ("-" polls
+	// nothing: the TUI's discovery already does).
+	LivenessMethod string
 }
 
 // Source returns the source that watches s.
@@ -114,6 +117,9 @@ func (c Config) Source(s Spec) Source {
 			sec := ipc.Security{FamilyScoped: discovery.FamilyScoped(s.Endpoint)}
 			return ipc.Dial(ctx, s.Endpoint, ipc.Options{Wire: w, Trace: trace, Endpoint: s.Name, MaxFrame: c.MaxFrame, IncomingBuffer: 256, Security: sec})
 		}
+	}
+	if c.LivenessMethod != "" {
+		ts.LivenessMethod = c.LivenessMethod
 	}
 	return ts
 }

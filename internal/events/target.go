@@ -57,6 +57,9 @@ type TargetSource struct {
 	// Pool routes liveness polls on a stdio Bus with several pools (which
 	// drops messages without one).
 	Pool string
+
+	mu   sync.Mutex
+	conn *ipc.Conn // the connection being served, for Reply
 }
 
 // Name is the source's name.
@@ -70,6 +73,19 @@ func DefaultAnswer(m *ipc.Message) (json.RawMessage, *ipc.RPCError) {
 		return json.RawMessage(`{"name":"primalscope","role":"observer"}`), nil
 	}
 	return nil, &ipc.RPCError{Code: -32601, Message: "method not found: primalscope tail only watches"}
+}
+
+// Reply answers a request the peer sent (an event of KindRequest its
+// Answer left unanswered) on the connection it came on; it fails when that
+// connection is gone.
+func (t *TargetSource) Reply(ctx context.Context, id, result json.RawMessage, rpcErr *ipc.RPCError) error {
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c == nil {
+		return errors.New("reply: the connection that asked is closed")
+	}
+	return c.Reply(ctx, id, result, rpcErr)
 }
 
 // Run watches the target until ctx ends.
@@ -115,7 +131,13 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	t.mu.Lock()
+	t.conn = c
+	t.mu.Unlock()
 	defer func() {
+		t.mu.Lock()
+		t.conn = nil
+		t.mu.Unlock()
 		c.Close() // ends Incoming, so the reader below returns
 		wg.Wait()
 	}()
@@ -241,30 +263,40 @@ func (t *TargetSource) pollWatch(ctx context.Context, c *ipc.Conn, emit Emit, re
 
 // deliver turns one pushed message into an event, answering requests.
 func (t *TargetSource) deliver(ctx context.Context, c *ipc.Conn, m *ipc.Message, emit Emit, answer Answerer) {
-	ev := Event{Source: t.Source, Time: m.Time}
+	ev := FromMessage(t.Source, m)
+	if m.Kind == ipc.KindRequest {
+		res, rerr := answer(m)
+		if rerr != nil || res != nil {
+			p := map[string]json.RawMessage{"id": rawOrString(m.ID), "params": rawOrString(m.Params)}
+			if rerr != nil {
+				p["answered_error"], _ = json.Marshal(rerr)
+			} else {
+				p["answered"] = rawOrString(res)
+			}
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			if err := c.Reply(rctx, m.ID, res, rerr); err != nil {
+				p["answer_failed"] = jsonString(err.Error())
+			}
+			cancel()
+			ev.Payload, _ = json.Marshal(p)
+		}
+	}
+	emit(ev)
+}
+
+// FromMessage is the event a message a peer pushed makes: a notification
+// or a lean event with its params or data, a request with its id and params
+// ({"id", "params"}), and anything else a note with the connection's
+// warning and (the start of) the frame ({"warning", "frame"}).
+func FromMessage(source string, m *ipc.Message) Event {
+	ev := Event{Source: source, Time: m.Time}
 	switch m.Kind {
 	case ipc.KindNotification:
 		ev.Kind, ev.Name, ev.Payload = KindNotification, m.Method, rawOrString(m.Params)
 	case ipc.KindEvent:
 		ev.Kind, ev.Name, ev.Payload = KindEvent, m.Type, rawOrString(m.Data)
 	case ipc.KindRequest:
-		res, rerr := answer(m)
-		p := map[string]json.RawMessage{"id": rawOrString(m.ID), "params": rawOrString(m.Params)}
-		switch {
-		case rerr != nil:
-			b, _ := json.Marshal(rerr)
-			p["answered_error"] = b
-		case res != nil:
-			p["answered"] = rawOrString(res)
-		}
-		if rerr != nil || res != nil {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			if err := c.Reply(rctx, m.ID, res, rerr); err != nil {
-				p["answer_failed"] = jsonString(err.Error())
-			}
-			cancel()
-		}
-		b, _ := json.Marshal(p)
+		b, _ := json.Marshal(map[string]json.RawMessage{"id": rawOrString(m.ID), "params": rawOrString(m.Params)})
 		ev.Kind, ev.Name, ev.Payload = KindRequest, m.Method, b
 	default:
 		w := m.Warning
@@ -274,7 +306,7 @@ func (t *TargetSource) deliver(ctx context.Context, c *ipc.Conn, m *ipc.Message,
 		b, _ := json.Marshal(map[string]json.RawMessage{"warning": jsonString(w), "frame": rawOrString(cutBytes(m.Raw, 2048))})
 		ev.Kind, ev.Name, ev.Payload = KindNote, m.Kind.String(), b
 	}
-	emit(ev)
+	return ev
 }
 
 // traceTo reports connection notes and the peer's heartbeats (answered

@@ -1,0 +1,517 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/render"
+)
+
+func capsSpec() paneSpec {
+	return paneSpec{action: "caps", tab: "caps", focus: b([]string{"2"}, "2", "capabilities"),
+		make: func(id paneID, pc *programContext) pane { return newCapsPane(id, pc) }}
+}
+
+type capRowKind int
+
+const (
+	rowDomain capRowKind = iota
+	rowMethod
+	rowConsumedHeader
+	rowConsumed
+	rowInfo
+)
+
+type capRow struct {
+	kind   capRowKind
+	domain int // index in tree
+	method int // index in domain's methods
+	text   string
+}
+
+// capsPane is the current target's capability tree: domains that fold,
+// their methods (⏎ puts one in the composer) and the capabilities it
+// consumes with who provides them.
+type capsPane struct {
+	paneBase
+	key      string // the target the rows are of
+	open     map[string]bool
+	rows     []capRow
+	sel, off int
+	filter   field
+	consumed bool // consumed section unfolded
+}
+
+func newCapsPane(id paneID, pc *programContext) *capsPane {
+	return &capsPane{paneBase: paneBase{id: id, pc: pc}, open: map[string]bool{}}
+}
+
+// Typing reports whether the filter has the keyboard.
+func (p *capsPane) Typing() bool { return p.filter.active }
+
+// KeyMap is the status bar's keys.
+func (p *capsPane) KeyMap() help.KeyMap {
+	k := p.keys()
+	return hints{k.Help, k.Select, k.Fold, k.Unfold, k.Filter, k.NextPane, k.Quit}
+}
+
+// Update handles the pane's keys and clicks, and rebuilds the tree when
+// the targets or the current one change.
+func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	switch msg := msg.(type) {
+	case targetsMsg, currentMsg:
+		p.refresh()
+	case tea.KeyPressMsg, tea.PasteMsg:
+		if p.filter.active {
+			if e := p.filter.Update(msg, p.keys(), true); e == editChanged || e == editBack {
+				p.sel = 0
+				p.refresh()
+			}
+			return p, nil
+		}
+		if kp, ok := msg.(tea.KeyPressMsg); ok {
+			return p, p.onKey(kp)
+		}
+	case clickMsg:
+		row := msg.y
+		if p.filter.active || !p.filter.Empty() {
+			row--
+		}
+		if i := p.off + row; msg.button == tea.MouseLeft && row >= 0 && i < len(p.rows) {
+			p.sel = i
+		}
+	case wheelMsg:
+		p.move(msg.delta)
+	}
+	return p, nil
+}
+
+func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
+	k := p.keys()
+	t := p.pc.target()
+	if t == nil {
+		if key.Matches(kp, k.Filter) {
+			p.filter.active = true
+		}
+		return nil
+	}
+	row := func() *capRow {
+		if p.sel >= 0 && p.sel < len(p.rows) {
+			return &p.rows[p.sel]
+		}
+		return nil
+	}
+	if d, ok := moveBy(kp, k, len(p.rows)); ok {
+		p.move(d)
+		return nil
+	}
+	switch {
+	case key.Matches(kp, k.Filter):
+		p.filter.active = true
+	case key.Matches(kp, k.FoldAll):
+		anyOpen := false
+		for _, v := range p.open {
+			anyOpen = anyOpen || v
+		}
+		p.open = map[string]bool{}
+		if !anyOpen {
+			for _, d := range t.capTree() {
+				p.open[d.Name] = true
+			}
+		}
+		p.refresh()
+	case key.Matches(kp, k.Fold):
+		r := row()
+		if r == nil {
+			return nil
+		}
+		switch r.kind {
+		case rowDomain:
+			p.open[t.capTree()[r.domain].Name] = false
+		case rowMethod:
+			p.open[t.capTree()[r.domain].Name] = false
+			for i, rr := range p.rows {
+				if rr.kind == rowDomain && rr.domain == r.domain {
+					p.sel = i
+				}
+			}
+		case rowConsumedHeader, rowConsumed:
+			p.consumed = false
+		}
+		p.refresh()
+	case key.Matches(kp, k.Select), key.Matches(kp, k.Unfold):
+		r := row()
+		if r == nil {
+			return nil
+		}
+		switch r.kind {
+		case rowDomain:
+			name := t.capTree()[r.domain].Name
+			if key.Matches(kp, k.Unfold) {
+				p.open[name] = true
+			} else {
+				p.open[name] = !p.open[name]
+			}
+			p.refresh()
+		case rowConsumedHeader:
+			p.consumed = !p.consumed
+			p.refresh()
+		case rowMethod:
+			if key.Matches(kp, k.Select) {
+				return p.pickMethod(t.capTree()[r.domain].Methods[r.method].Name)
+			}
+		}
+	}
+	return nil
+}
+
+// pickMethod puts method in the composer and prefills its params from the
+// last call of it in history (or {}).
+func (p *capsPane) pickMethod(method string) tea.Cmd {
+	cmd := p.pc.do(composeMsg{method: method, params: "{}"})
+	hs := p.pc.hist
+	if hs == nil {
+		return cmd
+	}
+	tname := ""
+	if t := p.pc.target(); t != nil {
+		tname = t.Name
+	}
+	ctx := p.pc.ctx
+	return tea.Batch(cmd, p.pc.safe(func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		params, ok, err := hs.LastParams(ctx, tname, method)
+		if err != nil || !ok || !json.Valid(params) {
+			return nil
+		}
+		return prefillMsg{method: method, params: params}
+	}))
+}
+
+// providers names the targets other than the current one that offer
+// method (for consumed capabilities).
+func (p *capsPane) providers(method string) []string {
+	var out []string
+	for _, t := range p.pc.targets {
+		if t.caps() == nil || t.ID == p.pc.current {
+			continue
+		}
+		for _, mm := range t.caps().Methods {
+			if mm == method || strings.HasPrefix(mm, method+".") {
+				out = append(out, t.Name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// refresh rebuilds the rows of the current target's tree; a new target
+// starts at the top.
+func (p *capsPane) refresh() {
+	if p.key != p.pc.current {
+		p.key = p.pc.current
+		p.sel, p.off = 0, 0
+	}
+	p.rebuild(p.pc.target(), p.providers)
+}
+
+// rebuild recomputes the rows of t's tree.
+func (p *capsPane) rebuild(t *target, providers func(method string) []string) {
+	keepKind, keepText := rowDomain, ""
+	if p.sel >= 0 && p.sel < len(p.rows) {
+		keepKind, keepText = p.rows[p.sel].kind, p.rowName(t, p.rows[p.sel])
+	}
+	p.rows = p.rows[:0]
+	if t == nil {
+		return
+	}
+	pat := strings.TrimSpace(p.filter.String())
+	for di, d := range t.capTree() {
+		var ms []int
+		for mi, m := range d.Methods {
+			if pat == "" || fuzzy(m.Name, pat) || fuzzy(m.Description+" "+m.GroupDescription, pat) {
+				ms = append(ms, mi)
+			}
+		}
+		if pat != "" && len(ms) == 0 {
+			continue
+		}
+		p.rows = append(p.rows, capRow{kind: rowDomain, domain: di})
+		if p.open[d.Name] || pat != "" {
+			for _, mi := range ms {
+				p.rows = append(p.rows, capRow{kind: rowMethod, domain: di, method: mi})
+			}
+		}
+	}
+	if t.caps() != nil && len(t.caps().Consumed) > 0 && pat == "" {
+		p.rows = append(p.rows, capRow{kind: rowConsumedHeader})
+		if p.consumed {
+			for _, c := range t.caps().Consumed {
+				txt := "✗ " + c + "  (nobody provides it)"
+				if ps := providers(c); len(ps) > 0 {
+					txt = "✓ " + c + "  ← " + strings.Join(ps, ", ")
+				}
+				p.rows = append(p.rows, capRow{kind: rowConsumed, text: txt})
+			}
+		}
+	}
+	p.sel = min(max(p.sel, 0), len(p.rows)-1)
+	for i, r := range p.rows {
+		if r.kind == keepKind && p.rowName(t, r) == keepText {
+			p.sel = i
+			break
+		}
+	}
+}
+
+func (p *capsPane) rowName(t *target, r capRow) string {
+	if t == nil {
+		return ""
+	}
+	switch r.kind {
+	case rowDomain:
+		if r.domain < len(t.capTree()) {
+			return t.capTree()[r.domain].Name
+		}
+	case rowMethod:
+		if r.domain < len(t.capTree()) && r.method < len(t.capTree()[r.domain].Methods) {
+			return t.capTree()[r.domain].Methods[r.method].Name
+		}
+	}
+	return r.text
+}
+
+// selectedMethod returns the method under the cursor, if any.
+func (p *capsPane) selectedMethod(t *target) *capability.Method {
+	if t == nil || p.sel < 0 || p.sel >= len(p.rows) {
+		return nil
+	}
+	r := p.rows[p.sel]
+	if r.kind != rowMethod || r.domain >= len(t.capTree()) || r.method >= len(t.capTree()[r.domain].Methods) {
+		return nil
+	}
+	return &t.capTree()[r.domain].Methods[r.method]
+}
+
+func (p *capsPane) move(n int) {
+	p.sel = min(max(p.sel+n, 0), len(p.rows)-1)
+}
+
+// View draws the tree, and the selected method's details at the bottom.
+func (p *capsPane) View() string {
+	t := p.pc.target()
+	title, right := capsTitle(p.pc.st, t)
+	return p.box(title, right, p.body(t))
+}
+
+func (p *capsPane) body(t *target) []string {
+	st := p.pc.st
+	w, h := p.inner()
+	focused := p.focused()
+	var out []string
+	if p.filter.active || !p.filter.Empty() {
+		out = append(out, p.filter.view(st, "/ ", w))
+	}
+	if t == nil {
+		return append(out, "", st.Dim.Render("  Select a target ("+helpKey(p.keys().Select)+" in Targets)."))
+	}
+	if t.capTree() == nil {
+		out = append(out, "")
+		canBTSP := p.pc.cfg.CanBTSP
+		switch {
+		case t.Kind == discovery.KindTarpc:
+			out = append(out, st.Dim.Render("  A binary tarpc sidecar: listed, never spoken to."))
+		case t.BTSP() && canBTSP && t.errText() == "":
+			out = append(out, st.Info.Render("  This socket demands a BTSP handshake: asking it with the family seed…"))
+		case t.BTSP() && canBTSP:
+			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake, which failed."))
+		case t.BTSP():
+			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake before JSON-RPC."),
+				st.Dim.Render("  Set FAMILY_SEED (or --family-seed-file) to reach it."))
+		case t.health() == discovery.StateUnknown:
+			out = append(out, st.Dim.Render("  Probing…"))
+		default:
+			out = append(out, st.Dim.Render("  No capabilities known."))
+		}
+		if t.errText() != "" {
+			out = append(out, "  "+st.Err.Render(render.Sanitize(t.errText())))
+		}
+		if t.endpoint() != "" {
+			out = append(out, "", st.Dim.Render("  endpoint ")+render.Sanitize(t.endpoint()))
+		}
+		return out
+	}
+	// Details of the selected method at the bottom.
+	var detail []string
+	if m := p.selectedMethod(t); m != nil && h >= 8 {
+		if s := costText(m.Cost); s != "" {
+			detail = append(detail, st.Dim.Render("cost ")+s)
+		}
+		if len(m.Prerequisites) > 0 {
+			detail = append(detail, st.Dim.Render("after ")+render.Sanitize(strings.Join(m.Prerequisites, ", ")))
+		}
+		if len(m.Params) > 0 {
+			detail = append(detail, st.Dim.Render("params ")+render.Sanitize(string(m.Params[:min(len(m.Params), 512)])))
+		}
+		if m.Description != "" {
+			detail = append(detail, render.Sanitize(m.Description))
+		} else if m.GroupDescription != "" {
+			detail = append(detail, st.Dim.Render(render.Sanitize(m.GroupDescription)))
+		}
+		if len(detail) > 0 {
+			detail = append([]string{st.Dim.Render(strings.Repeat("─", max(w, 0)))}, detail...)
+		}
+	}
+	avail := h - len(out) - len(detail)
+	p.off = scrollInto(p.off, p.sel, avail, len(p.rows))
+	for i := p.off; i < len(p.rows) && i < p.off+avail; i++ {
+		out = append(out, p.row(st, t, p.rows[i], w, i == p.sel, focused))
+	}
+	for len(out) < h-len(detail) {
+		out = append(out, "")
+	}
+	return append(out, detail...)
+}
+
+func (p *capsPane) row(st *styles, t *target, r capRow, w int, sel, focused bool) string {
+	cur := " "
+	if sel {
+		cur = st.Accent.Render("›")
+	}
+	var left, right string
+	switch r.kind {
+	case rowDomain:
+		d := t.capTree()[r.domain]
+		arrow := "▸ "
+		if p.open[d.Name] || !p.filter.Empty() {
+			arrow = "▾ "
+		}
+		left = arrow + st.Accent.Render(render.Sanitize(d.Name))
+		if d.Description != "" {
+			left += " " + st.Dim.Render(render.Sanitize(d.Description))
+		}
+		right = st.Dim.Render(fmt.Sprint(len(d.Methods)))
+	case rowMethod:
+		m := t.capTree()[r.domain].Methods[r.method]
+		left = "    " + render.Sanitize(m.Short)
+		if sel && focused {
+			left = "    " + st.Selected.Render(render.Sanitize(m.Short))
+		}
+		right = st.Dim.Render(costText(m.Cost))
+		if len(m.Prerequisites) > 0 {
+			right = st.Dim.Render("⤷ ") + right
+		}
+	case rowConsumedHeader:
+		arrow := "▸ "
+		if p.consumed {
+			arrow = "▾ "
+		}
+		left = arrow + st.Title.Render("consumed capabilities")
+		right = st.Dim.Render(fmt.Sprint(len(t.caps().Consumed)))
+	case rowConsumed:
+		s := render.Sanitize(r.text)
+		if strings.HasPrefix(s, "✓") {
+			left = "    " + st.OK.Render(s)
+		} else {
+			left = "    " + st.Err.Render(s)
+		}
+	}
+	rw := ansi.StringWidth(right)
+	lw := w - 1 - rw - 1
+	if lw < 8 {
+		lw, right = w-1, ""
+	}
+	return cur + fit(left, lw) + " " + right
+}
+
+// capsTitle is the identity line of the pane and its right-hand note.
+func capsTitle(st *styles, t *target) (string, string) {
+	if t == nil {
+		return "Capabilities", ""
+	}
+	parts := []string{render.Sanitize(t.Name)}
+	if v := t.version(); v != "" {
+		parts[0] += " " + render.Sanitize(v)
+	}
+	if t.identityOf() != nil && t.identityOf().Domain != "" {
+		parts = append(parts, render.Sanitize(t.identityOf().Domain))
+	}
+	if t.Level > 0 {
+		parts = append(parts, fmt.Sprintf("L%d", t.Level))
+	}
+	if t.caps() != nil {
+		switch t.caps().Signature.State {
+		case capability.Verified:
+			parts = append(parts, "signed ✓")
+		case "", "unsigned", "absent":
+		default:
+			parts = append(parts, "signature "+render.Sanitize(string(t.caps().Signature.State))+" ✗")
+		}
+	}
+	weak := t.weakSession()
+	switch ts := (*capability.TransportSecurity)(nil); {
+	case weak != "" && !t.session().BTSP:
+		parts = append(parts, "cleartext, BTSP skipped")
+	case weak != "":
+		parts = append(parts, "BTSP "+weak)
+	case t.BTSP():
+		parts = append(parts, "BTSP")
+	case t.caps() != nil && t.caps().TransportSecurity != nil:
+		ts = t.caps().TransportSecurity
+		if ts.BTSPServerAvailable != nil && *ts.BTSPServerAvailable {
+			parts = append(parts, "BTSP optional")
+		} else {
+			parts = append(parts, "cleartext")
+		}
+	}
+	var right []string
+	if t.gone {
+		// Discovery lost it; it stays here until the user picks another.
+		parts = append(parts, "gone")
+		right = append(right, st.Err.Render("✕ gone"))
+	}
+	if weak != "" {
+		// The title (which says the word) is drawn in the title's style:
+		// the styled marker is here.
+		right = append(right, st.Err.Render("⚿!"))
+	}
+	if t.caps() != nil {
+		right = append(right, st.Dim.Render(fmt.Sprintf("%d methods", len(t.caps().Methods))))
+	}
+	return strings.Join(parts, " · "), strings.Join(right, " ")
+}
+
+func costText(c *capability.Cost) string {
+	if c == nil {
+		return ""
+	}
+	var parts []string
+	if c.CPU != "" {
+		parts = append(parts, "cpu "+render.Sanitize(c.CPU)) // the peer's words
+	}
+	if c.LatencyMS != nil {
+		parts = append(parts, fmt.Sprintf("~%g ms", *c.LatencyMS))
+	}
+	if c.MemoryBytes != nil {
+		parts = append(parts, "mem "+human.Bytes(int64(*c.MemoryBytes)))
+	}
+	if c.GPUEligible != nil && *c.GPUEligible {
+		parts = append(parts, "gpu")
+	}
+	return strings.Join(parts, " ")
+}

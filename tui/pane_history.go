@@ -1,0 +1,279 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+func historySpec() paneSpec {
+	return paneSpec{action: "history", tab: "history", focus: b([]string{"H", "7"}, "H", "history"),
+		make: func(id paneID, pc *programContext) pane { return &historyPane{paneBase: paneBase{id: id, pc: pc}} }}
+}
+
+// historyPane lists past calls: load one in the composer, replay it and
+// see what changed, save it under a name, copy it as a command.
+type historyPane struct {
+	paneBase
+	entries  []history.Entry
+	sel, off int
+	search   field
+	loaded   bool
+	err      string
+	// name is the name the selected call is saved under, while typed.
+	name field
+}
+
+// historyMsg is what a history search found.
+type historyMsg struct {
+	entries []history.Entry
+	err     error
+}
+
+// Typing reports whether the search or the name has the keyboard.
+func (p *historyPane) Typing() bool { return p.search.active || p.name.active }
+
+// KeyMap is the status bar's keys.
+func (p *historyPane) KeyMap() help.KeyMap {
+	k := p.keys()
+	return hints{k.Help, k.Select, k.Replay, k.Save, k.Export, k.Filter, k.Quit}
+}
+
+// Update loads the history when the pane is focused (and after each call
+// once it has been), and handles the pane's keys, clicks and wheel.
+func (p *historyPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	switch msg := msg.(type) {
+	case focusedMsg:
+		return p, p.load(p.search.String())
+	case historyMsg:
+		p.loaded = true
+		if msg.err != nil {
+			p.err = msg.err.Error()
+			break
+		}
+		p.err = ""
+		p.entries = msg.entries
+		p.sel = max(min(p.sel, len(msg.entries)-1), 0)
+	case callDoneMsg:
+		if p.focused() || p.loaded {
+			return p, p.loadAfter(p.search.String(), 100*time.Millisecond)
+		}
+	case tea.KeyPressMsg, tea.PasteMsg:
+		switch {
+		case p.name.active:
+			return p, p.typeName(msg)
+		case p.search.active:
+			if p.search.Update(msg, p.keys(), false) == editDone {
+				return p, p.load(p.search.String())
+			}
+			return p, nil
+		}
+		if kp, ok := msg.(tea.KeyPressMsg); ok {
+			return p, p.onKey(kp)
+		}
+	case clickMsg:
+		if i := p.off + msg.y; i < len(p.entries) {
+			p.sel = i
+		}
+	case wheelMsg:
+		p.sel = min(max(p.sel+msg.delta, 0), len(p.entries)-1)
+	}
+	return p, nil
+}
+
+func (p *historyPane) typeName(msg tea.Msg) tea.Cmd {
+	if p.name.Update(msg, p.keys(), false) == editDone {
+		if e := p.selected(); e != nil && p.pc.hist != nil {
+			id, name, hs, ctx := e.ID, p.name.String(), p.pc.hist, p.pc.ctx
+			return p.pc.safe(func() tea.Msg {
+				if err := hs.Save(ctx, id, name); err != nil {
+					return statusMsg{text: "save: " + err.Error(), err: true}
+				}
+				return statusMsg{text: fmt.Sprintf("saved call %d as %s: primalscope replay %s", id, name, name)}
+			})
+		}
+	}
+	return nil
+}
+
+func (p *historyPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
+	k := p.keys()
+	if d, ok := moveBy(kp, k, len(p.entries)); ok {
+		p.sel = min(max(p.sel+d, 0), len(p.entries)-1)
+		return nil
+	}
+	switch {
+	case key.Matches(kp, k.Filter):
+		p.search.active = true
+	case key.Matches(kp, k.Refresh):
+		return p.load(p.search.String())
+	case key.Matches(kp, k.Save):
+		if p.selected() != nil {
+			p.name.active = true
+			p.name.Set("")
+		}
+	case key.Matches(kp, k.Export), key.Matches(kp, k.CopyCmd):
+		if e := p.selected(); e != nil {
+			return p.pc.copyCommand(history.CommandFor(*e))
+		}
+	case key.Matches(kp, k.Select):
+		e := p.selected()
+		if e == nil {
+			return nil
+		}
+		var cmd tea.Cmd
+		if t := p.pc.targetFor(e.Target, e.Endpoint); t != nil {
+			cmd = p.pc.do(selectMsg{key: t.ID})
+		}
+		session, pool := e.Session, e.Pool
+		return tea.Batch(cmd, p.pc.do(composeMsg{method: e.Method, params: string(e.Params), session: &session, pool: &pool}))
+	case key.Matches(kp, k.Replay):
+		e := p.selected()
+		if e == nil || p.pc.hist == nil {
+			return nil
+		}
+		if e.ParamsTruncated {
+			p.pc.setErr("this call's params were stored cut: it cannot be replayed")
+			return nil
+		}
+		t := p.pc.targetFor(e.Target, e.Endpoint)
+		if t == nil {
+			p.pc.setErr("replay: target " + render.Sanitize(e.Target) + " is not live")
+			return nil
+		}
+		return p.replay(*e, t.Target)
+	}
+	return nil
+}
+
+func (p *historyPane) selected() *history.Entry {
+	if p.sel >= 0 && p.sel < len(p.entries) {
+		return &p.entries[p.sel]
+	}
+	return nil
+}
+
+func (p *historyPane) load(q string) tea.Cmd { return p.loadAfter(q, 0) }
+
+// loadAfter searches the history for q, after d (a call just answered is
+// recorded off the UI's path).
+func (p *historyPane) loadAfter(q string, d time.Duration) tea.Cmd {
+	hs, ctx := p.pc.hist, p.pc.ctx
+	if hs == nil {
+		p.loaded = true
+		p.err = "history is off"
+		return nil
+	}
+	return p.pc.safe(func() tea.Msg {
+		if d > 0 {
+			time.Sleep(d)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		es, err := hs.Search(ctx, q, 500)
+		return historyMsg{entries: es, err: err}
+	})
+}
+
+// replay sends a stored call again and shows the diff against its answer.
+func (p *historyPane) replay(e history.Entry, t *discovery.Target) tea.Cmd {
+	cl, hs, timeout, ctx := p.pc.client, p.pc.hist, p.pc.callTimeout(), p.pc.ctx
+	p.pc.setInfo(fmt.Sprintf("replaying call %d…", e.ID))
+	seq := p.pc.nextSeq()
+	return p.pc.safe(func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		old, err := hs.Get(ctx, e.ID)
+		if err != nil {
+			return statusMsg{text: "replay: " + err.Error(), err: true}
+		}
+		req := ipc.Request{Method: e.Method, Params: e.Params, SessionID: e.Session, Pool: e.Pool}
+		start := time.Now()
+		resp, err := cl.send(ctx, t, req)
+		hs.Record(recordFor(t, req, start, resp, err))
+		a := answerOf(seq, t, req, start, resp, err)
+		a.title = fmt.Sprintf("replay of %d · %s · %s · %s", e.ID, e.Method, a.outcome, fmtDur(a.elapsed))
+		oldDoc := old.Result
+		if old.Error != nil {
+			oldDoc, _ = json.Marshal(old.Error)
+		}
+		var lines []string
+		if old.Truncated {
+			lines = append(lines, "(the stored answer was cut; the diff covers what was kept)")
+		}
+		dl, derr := diffLines(oldDoc, a.result)
+		if derr != nil {
+			lines = append(lines, "cannot diff: "+render.Sanitize(derr.Error()))
+		}
+		lines = append(lines, dl...)
+		return callDoneMsg{ans: a, doc: textDoc(lines)}
+	})
+}
+
+// View draws the visible calls.
+func (p *historyPane) View() string {
+	st, k := p.pc.st, p.keys()
+	title := "History"
+	if !p.search.Empty() {
+		title += " · " + render.Sanitize(p.search.String())
+	}
+	right := st.Dim.Render(joinHints(" · ", hint(k.Select, "load"), hint(k.Replay, "replay"), hint(k.Save, "save"), hint(k.Export, "export")))
+	w, h := p.inner()
+	return p.box(title, right, p.rows(st, w, h, p.pc.now()))
+}
+
+func (p *historyPane) rows(st *styles, w, h int, now time.Time) []string {
+	var out []string
+	if p.search.active || !p.search.Empty() {
+		out = append(out, p.search.view(st, "/ ", w))
+	}
+	if p.name.active {
+		out = append(out, p.name.view(st, "save as ", w))
+	}
+	if p.err != "" {
+		out = append(out, st.Err.Render(render.Sanitize(p.err)))
+	}
+	if len(p.entries) == 0 {
+		msg := " No calls yet."
+		if !p.loaded {
+			msg = " loading…"
+		}
+		return append(out, st.Dim.Render(msg))
+	}
+	avail := h - len(out)
+	p.off = scrollInto(p.off, p.sel, avail, len(p.entries))
+	for i := p.off; i < len(p.entries) && i < p.off+avail; i++ {
+		e := &p.entries[i]
+		cur := " "
+		if i == p.sel {
+			cur = st.Accent.Render("›")
+		}
+		oc := st.OK.Render("ok ")
+		if e.Outcome != history.OutcomeOK {
+			oc = st.Err.Render(fmt.Sprintf("%-3.3s", string(e.Outcome)))
+		}
+		when := e.Time.Format("15:04:05")
+		if now.Sub(e.Time) > 24*time.Hour {
+			when = e.Time.Format("01-02 15:04")
+		}
+		line := cur + st.Dim.Render(fmt.Sprintf("%4d ", e.ID)) + st.Dim.Render(when) + " " + oc + " " +
+			st.Accent.Render(render.Sanitize(e.Target)) + " " + render.Sanitize(e.Method) + " " +
+			st.Dim.Render(render.Sanitize(string(e.Params)))
+		out = append(out, line)
+	}
+	return out
+}
+
+// Init loads the history once at start, so that calls made before the pane
+// is opened reload it.
+func (p *historyPane) Init() tea.Cmd { return p.load("") }

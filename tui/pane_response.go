@@ -1,0 +1,300 @@
+package tui
+
+import (
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/ecoPrimals/primalscope/history"
+)
+
+func responseSpec() paneSpec {
+	return paneSpec{action: "response", tab: "resp", focus: b([]string{"4"}, "4", "response"),
+		make: func(id paneID, pc *programContext) pane { return newResponsePane(id, pc) }}
+}
+
+// responsePane shows the last answer (a call, a replay's diff, an inspected
+// event or frame): pretty or as the envelope, folded, searched, filtered
+// with jq, copied.
+type responsePane struct {
+	paneBase
+	responseView
+}
+
+// Messages of the response pane's commands.
+type (
+	jqTickMsg struct{ seq int }
+	jqDoneMsg struct {
+		seq     int
+		doc     *doc
+		err     error
+		input   any
+		inputOf *answer
+	}
+	searchDoneMsg struct {
+		d       *doc
+		q       string
+		matches []int
+	}
+)
+
+func newResponsePane(id paneID, pc *programContext) *responsePane {
+	return &responsePane{paneBase: paneBase{id: id, pc: pc}}
+}
+
+// Typing reports whether the jq filter or the search has the keyboard.
+func (r *responsePane) Typing() bool { return r.jq.active || r.search.active }
+
+// KeyMap is the status bar's keys.
+func (r *responsePane) KeyMap() help.KeyMap {
+	k := r.keys()
+	return hints{k.Help, k.Jq, k.Search, k.RawToggle, k.Fold, k.Copy, k.CopyCmd, k.Quit}
+}
+
+// View draws the answer: the visible lines only, highlighted once each.
+func (r *responsePane) View() string {
+	k := r.keys()
+	r.empty = "Pick a target (" + helpKey(k.focusKey(pTargets)) + "), a method (" + helpKey(k.focusKey(pCaps)) +
+		"), edit params (" + helpKey(k.focusKey(pComposer)) + ") and press " + helpKey(k.Send) + "."
+	title, right := r.titles(r.pc.st)
+	w, h := r.inner()
+	return r.box(title, right, r.rows(r.pc.st, w, h, r.focused()))
+}
+
+// Update shows answers as they come, runs the jq filter and the search,
+// and handles the pane's keys and wheel.
+func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	switch msg := msg.(type) {
+	case callDoneMsg:
+		return r, r.show(msg)
+	case fullDocMsg:
+		if msg.ans == r.ans {
+			r.pretty, r.partial = msg.doc, false
+			r.follow()
+		}
+	case envDoneMsg:
+		if msg.ans == r.ans {
+			r.env = msg.doc
+			r.pending = false
+		}
+	case jqTickMsg:
+		if msg.seq == r.jqSeq {
+			return r, r.runJQ()
+		}
+	case jqDoneMsg:
+		if msg.seq != r.jqSeq {
+			break
+		}
+		r.jqRunning = false
+		if msg.input != nil {
+			r.jqInput, r.jqInputOf = msg.input, msg.inputOf
+		}
+		if msg.err != nil {
+			r.jqErr = msg.err.Error()
+			break
+		}
+		r.jqErr = ""
+		r.jqDoc = msg.doc
+		r.resetView()
+	case searchDoneMsg:
+		r.matchDoc, r.matches, r.mi, r.matchQ = msg.d, msg.matches, 0, msg.q
+		if len(msg.matches) == 0 {
+			r.pc.setErr("no match")
+			break
+		}
+		for i, l := range msg.matches {
+			if l >= r.cur {
+				r.mi = i
+				break
+			}
+		}
+		r.jump(msg.matches[r.mi])
+	case tea.KeyPressMsg, tea.PasteMsg:
+		switch {
+		case r.search.active:
+			if r.search.Update(msg, r.keys(), false) == editDone {
+				return r, r.runSearch()
+			}
+			return r, nil
+		case r.jq.active:
+			return r, r.typeJQ(msg)
+		}
+		if kp, ok := msg.(tea.KeyPressMsg); ok {
+			return r, r.onKey(kp)
+		}
+	case wheelMsg:
+		r.ScrollBy(msg.delta)
+	}
+	return r, nil
+}
+
+// show puts a finished call (or anything opened here) on screen.
+func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
+	a := msg.ans
+	r.ans, r.pretty, r.env = a, msg.doc, nil
+	if a.noResult {
+		r.pretty = textDoc(nil)
+	}
+	r.rawMode, r.pending = false, false
+	r.folds, r.hl, r.hlN = nil, nil, 0
+	r.jqDoc, r.jqErr, r.jqInput, r.jqInputOf = nil, "", nil, nil
+	r.resetView()
+	r.partial = msg.partial
+	if a.outcome != "ok" && a.outcome != "error" {
+		r.pc.setErr(a.outcome + ": " + a.errText)
+	}
+	var cmds []tea.Cmd
+	if f := r.pc.focus; f == pComposer || f == pCaps {
+		cmds = append(cmds, r.pc.do(focusMsg{r.id}))
+	}
+	if msg.partial {
+		cmds = append(cmds, r.pc.safe(func() tea.Msg { return fullDocMsg{ans: a, doc: prettyDoc(a.result)} }))
+	}
+	if !r.jq.Empty() {
+		r.jqSeq++
+		cmds = append(cmds, r.runJQ())
+	}
+	return tea.Batch(cmds...)
+}
+
+func (r *responsePane) typeJQ(msg tea.Msg) tea.Cmd {
+	switch r.jq.Update(msg, r.keys(), true) {
+	case editBack:
+		r.jqDoc, r.jqErr = nil, ""
+		r.resetView()
+	case editChanged:
+		r.jqSeq++
+		seq := r.jqSeq
+		if r.jq.Empty() {
+			r.jqDoc, r.jqErr = nil, ""
+			r.resetView()
+			return nil
+		}
+		return tea.Tick(120*time.Millisecond, func(time.Time) tea.Msg { return jqTickMsg{seq: seq} })
+	}
+	return nil
+}
+
+func (r *responsePane) runJQ() tea.Cmd {
+	if r.ans == nil || r.jq.Empty() {
+		return nil
+	}
+	seq, filter, a := r.jqSeq, r.jq.String(), r.ans
+	input := r.jqInput
+	if r.jqInputOf != a {
+		input = nil
+	}
+	r.jqRunning = true
+	ctx := r.pc.ctx
+	return r.pc.safe(func() tea.Msg {
+		var newInput any
+		if input == nil {
+			v, err := parseForJQ(a.result)
+			if err != nil {
+				return jqDoneMsg{seq: seq, err: err}
+			}
+			input, newInput = v, v
+		}
+		d, err := jqRun(ctx, filter, input)
+		return jqDoneMsg{seq: seq, doc: d, err: err, input: newInput, inputOf: a}
+	})
+}
+
+func (r *responsePane) runSearch() tea.Cmd {
+	d := r.current()
+	q := r.search.String()
+	if d == nil || q == "" {
+		r.matches, r.matchDoc = nil, nil
+		return nil
+	}
+	ctx := r.pc.ctx
+	return r.pc.safe(func() tea.Msg { return searchDoneMsg{d: d, q: q, matches: searchDoc(ctx, d, q)} })
+}
+
+func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
+	k := r.keys()
+	page := max(r.lastH-1, 1)
+	switch {
+	case key.Matches(kp, k.Up):
+		r.move(-1)
+	case key.Matches(kp, k.Down):
+		r.move(1)
+	case key.Matches(kp, k.PageUp):
+		r.move(-page)
+	case key.Matches(kp, k.PageDown):
+		r.move(page)
+	case key.Matches(kp, k.Top):
+		r.home()
+	case key.Matches(kp, k.Bottom):
+		r.end()
+	case key.Matches(kp, k.Fold):
+		r.toggleFold(true)
+	case key.Matches(kp, k.Unfold), key.Matches(kp, k.Select):
+		d := r.current()
+		if d != nil && key.Matches(kp, k.Select) && r.folds[d][r.cur] {
+			r.toggleFold(false)
+		} else if key.Matches(kp, k.Select) && d != nil && d.close[r.cur] >= 0 {
+			r.toggleFold(true)
+		} else {
+			r.toggleFold(false)
+		}
+	case key.Matches(kp, k.FoldAll):
+		r.foldAll()
+	case key.Matches(kp, k.Left):
+		r.ScrollX(-20)
+	case key.Matches(kp, k.Right):
+		r.ScrollX(20)
+	case key.Matches(kp, k.Jq):
+		if r.ans != nil {
+			r.jq.active = true
+		}
+	case key.Matches(kp, k.Search):
+		r.search.active = true
+		r.search.Set("")
+	case key.Matches(kp, k.NextMatch), key.Matches(kp, k.PrevMatch):
+		if len(r.matches) == 0 || r.matchDoc != r.current() {
+			return nil
+		}
+		if key.Matches(kp, k.NextMatch) {
+			r.mi = (r.mi + 1) % len(r.matches)
+		} else {
+			r.mi = (r.mi - 1 + len(r.matches)) % len(r.matches)
+		}
+		r.jump(r.matches[r.mi])
+	case key.Matches(kp, k.RawToggle):
+		if r.ans == nil {
+			return nil
+		}
+		r.rawMode = !r.rawMode
+		r.cur, r.off = 0, 0
+		if r.rawMode && r.env == nil {
+			r.pending = true
+			a := r.ans
+			return r.pc.safe(func() tea.Msg { return envDoneMsg{ans: a, doc: prettyDoc(envelopeOf(a))} })
+		}
+	case key.Matches(kp, k.Copy):
+		if r.ans == nil {
+			return nil
+		}
+		return r.pc.copyText("answer", string(r.ans.result))
+	case key.Matches(kp, k.CopyPart):
+		switch {
+		case r.jqDoc != nil:
+			return r.pc.copyText("filtered answer", r.jqDoc.text)
+		case r.ans != nil:
+			return r.pc.copyText("answer", string(r.ans.result))
+		}
+	case key.Matches(kp, k.CopyCmd):
+		if r.ans == nil {
+			return nil
+		}
+		if r.ans.req.Method == "" {
+			r.pc.setErr("this answer is not a call: nothing to copy as a command")
+			return nil
+		}
+		a := r.ans
+		return r.pc.copyCommand(history.CommandFor(recordFor(a.target, a.req, time.Time{}, nil, nil)))
+	}
+	return nil
+}

@@ -1,0 +1,374 @@
+package tui
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/render"
+)
+
+func targetsSpec() paneSpec {
+	return paneSpec{action: "targets", tab: "targets", focus: b([]string{"1"}, "1", "targets"),
+		make: func(id paneID, pc *programContext) pane { return newTargetsPane(id, pc) }}
+}
+
+type targetRow struct {
+	header string // a group header when not empty
+	key    string
+}
+
+// targetsPane lists the targets (programContext.targets), filtered (fuzzy)
+// and grouped. Moving the cursor makes the target under it current.
+type targetsPane struct {
+	paneBase
+	rows     []targetRow
+	sel, off int
+	filter   field
+	groupBy  int // 0 none, 1 source, 2 family
+	// live, stale and down count the targets by health (set by rebuild).
+	live, stale, down int
+}
+
+var groupNames = [...]string{"", "source", "family"}
+
+func newTargetsPane(id paneID, pc *programContext) *targetsPane {
+	return &targetsPane{paneBase: paneBase{id: id, pc: pc}}
+}
+
+// Typing reports whether the filter has the keyboard.
+func (p *targetsPane) Typing() bool { return p.filter.active }
+
+// KeyMap is the status bar's keys.
+func (p *targetsPane) KeyMap() help.KeyMap {
+	k := p.keys()
+	return hints{k.Help, k.Select, k.Filter, k.Group, k.NextPane, k.focusKey(pEvents), k.Quit}
+}
+
+// Update handles the pane's keys, clicks and wheel, and rebuilds the rows
+// when the targets change.
+func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	switch msg := msg.(type) {
+	case targetsMsg:
+		p.rebuild()
+	case tea.KeyPressMsg, tea.PasteMsg:
+		if p.filter.active {
+			return p, p.typeFilter(msg)
+		}
+		if kp, ok := msg.(tea.KeyPressMsg); ok {
+			return p, p.onKey(kp)
+		}
+	case clickMsg:
+		row := msg.y
+		if p.filter.active || !p.filter.Empty() {
+			row--
+		}
+		i := p.off + row
+		if msg.button == tea.MouseLeft && row >= 0 && i < len(p.rows) && p.rows[i].key != "" {
+			p.sel = i
+			return p, p.pc.do(selectMsg{key: p.rows[i].key})
+		}
+	case wheelMsg:
+		p.move(msg.delta)
+		return p, p.pc.do(selectMsg{key: p.selectedKey()})
+	}
+	return p, nil
+}
+
+func (p *targetsPane) typeFilter(msg tea.Msg) tea.Cmd {
+	switch p.filter.Update(msg, p.keys(), true) {
+	case editChanged, editBack:
+		p.rebuild()
+	case editDone:
+		// The filter is done: the target under the cursor becomes the
+		// current one, as after a move (not on every keystroke, which
+		// would describe targets the user is only typing past).
+		return p.pc.do(selectMsg{key: p.selectedKey()})
+	}
+	return nil
+}
+
+func (p *targetsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
+	k := p.keys()
+	if d, ok := moveBy(kp, k, len(p.rows)); ok {
+		p.move(d)
+		return p.pc.do(selectMsg{key: p.selectedKey()})
+	}
+	switch {
+	case key.Matches(kp, k.Select), key.Matches(kp, k.Unfold):
+		cmd := p.pc.do(selectMsg{key: p.selectedKey(), listen: true})
+		return tea.Batch(cmd, p.pc.do(focusMsg{pCaps}))
+	case key.Matches(kp, k.Filter):
+		p.filter.active = true
+		return nil
+	case key.Matches(kp, k.Group):
+		p.groupBy = (p.groupBy + 1) % len(groupNames)
+		p.rebuild()
+		if p.groupBy > 0 {
+			p.pc.setInfo("grouped by " + groupNames[p.groupBy])
+		} else {
+			p.pc.setInfo("not grouped")
+		}
+	}
+	return nil
+}
+
+// fuzzy reports whether every rune of pat appears in s in order, ignoring case.
+func fuzzy(s, pat string) bool { return fuzzyLower(strings.ToLower(s), strings.ToLower(pat)) }
+
+// fuzzyLower is fuzzy for text already in lower case.
+func fuzzyLower(s, pat string) bool {
+	for _, r := range pat {
+		i := strings.IndexRune(s, r)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(string(r)):]
+	}
+	return true
+}
+
+func (p *targetsPane) selectedKey() string {
+	if p.sel >= 0 && p.sel < len(p.rows) {
+		return p.rows[p.sel].key
+	}
+	return ""
+}
+
+// order calls yield with the listed targets' keys, top down, until it
+// returns false.
+func (p *targetsPane) order(yield func(string) bool) {
+	for _, r := range p.rows {
+		if r.key != "" && !yield(r.key) {
+			return
+		}
+	}
+}
+
+// rebuild recomputes the rows, keeping the selection on the same target,
+// and the health counts the header shows. Each target's sort key is worked
+// out once, so a list of 10,000 re-sorts within a frame.
+func (p *targetsPane) rebuild() {
+	keep := p.selectedKey()
+	pat := strings.ToLower(strings.TrimSpace(p.filter.String()))
+	type sortKey struct {
+		group string
+		score int // best matches first: prefix, substring, alias or family, subsequence
+		t     *target
+	}
+	ts := make([]sortKey, 0, len(p.pc.targets))
+	p.live, p.stale, p.down = 0, 0, 0
+	for _, t := range p.pc.targets {
+		switch t.health() {
+		case discovery.StateLive:
+			p.live++
+		case discovery.StateStale:
+			p.stale++
+		case discovery.StateDead:
+			p.down++
+		}
+		k := sortKey{t: t}
+		if pat != "" {
+			aliases := strings.ToLower(strings.Join(t.Aliases, " "))
+			family := strings.ToLower(t.Family)
+			name := strings.ToLower(t.Name)
+			hay := name + " " + aliases + " " + family + " " + strings.ToLower(t.Pool) + " " + strings.ToLower(string(t.Kind))
+			if !fuzzyLower(hay, pat) {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(name, pat):
+				k.score = 0
+			case strings.Contains(name, pat):
+				k.score = 1
+			case strings.Contains(aliases+" "+family, pat):
+				k.score = 2
+			default:
+				k.score = 3
+			}
+		}
+		switch p.groupBy {
+		case 1:
+			k.group = "unknown source"
+			if src := t.firstSource(); src != "" {
+				k.group = src
+			}
+		case 2:
+			k.group = "no family"
+			if t.Family != "" {
+				k.group = "family " + t.Family
+			}
+		}
+		ts = append(ts, k)
+	}
+	slices.SortFunc(ts, func(a, b sortKey) int {
+		if c := strings.Compare(a.group, b.group); c != 0 {
+			return c
+		}
+		if a.score != b.score {
+			return a.score - b.score
+		}
+		if c := strings.Compare(a.t.Name, b.t.Name); c != 0 {
+			return c
+		}
+		return strings.Compare(a.t.ID, b.t.ID)
+	})
+	p.rows = p.rows[:0]
+	last := "\x00"
+	for _, k := range ts {
+		if p.groupBy != 0 && k.group != last {
+			p.rows = append(p.rows, targetRow{header: k.group})
+			last = k.group
+		}
+		p.rows = append(p.rows, targetRow{key: k.t.ID})
+	}
+	p.sel = -1
+	for i, r := range p.rows {
+		if r.key != "" && (r.key == keep || p.sel < 0) {
+			p.sel = i
+			if r.key == keep {
+				break
+			}
+		}
+	}
+}
+
+func (p *targetsPane) move(n int) {
+	if len(p.rows) == 0 {
+		return
+	}
+	i := p.sel
+	step := 1
+	if n < 0 {
+		step, n = -1, -n
+	}
+	for ; n > 0; n-- {
+		j := i + step
+		for j >= 0 && j < len(p.rows) && p.rows[j].key == "" {
+			j += step
+		}
+		if j < 0 || j >= len(p.rows) {
+			break
+		}
+		i = j
+	}
+	p.sel = i
+}
+
+// counts reports how many targets are live, stale and down (as of the last
+// rebuild).
+func (p *targetsPane) counts() (live, stale, down int) { return p.live, p.stale, p.down }
+
+// shortFamily keeps a family id readable in a narrow list.
+func shortFamily(f string) string { return human.Truncate(f, 12) }
+
+func healthDot(st *styles, h discovery.State) string {
+	switch h {
+	case discovery.StateLive:
+		return st.OK.Render("●")
+	case discovery.StateStale:
+		return st.Warn.Render("◌")
+	case discovery.StateDead:
+		return st.Err.Render("✕")
+	}
+	return st.Dim.Render("○")
+}
+
+// View draws the list: the visible rows only.
+func (p *targetsPane) View() string {
+	st := p.pc.st
+	title := "Targets"
+	if p.groupBy > 0 {
+		title += " · by " + groupNames[p.groupBy]
+	}
+	return p.box(title, st.Dim.Render(fmt.Sprintf("%d", len(p.pc.targets))), p.body())
+}
+
+func (p *targetsPane) body() []string {
+	st := p.pc.st
+	w, h := p.inner()
+	var out []string
+	if p.filter.active || !p.filter.Empty() {
+		out = append(out, p.filter.view(st, "/ ", w))
+	}
+	if len(p.pc.targets) == 0 {
+		out = append(out, "", st.Warn.Render(" No targets found."), "", st.Dim.Render(" Looked in:"))
+		dirs := p.pc.cfg.LookedIn
+		if len(dirs) == 0 {
+			out = append(out, st.Dim.Render("  (no socket directory exists)"))
+		}
+		for _, d := range dirs {
+			out = append(out, "  "+render.Sanitize(d))
+		}
+		out = append(out, "", st.Dim.Render(" Try ")+st.Accent.Render("primalscope demo"), st.Dim.Render(" or --socket-dir DIR."))
+		return out
+	}
+	if len(p.rows) == 0 {
+		return append(out, st.Dim.Render(" nothing matches the filter"))
+	}
+	avail := h - len(out)
+	p.off = scrollInto(p.off, p.sel, avail, len(p.rows))
+	for i := p.off; i < len(p.rows) && i < p.off+avail; i++ {
+		r := p.rows[i]
+		if r.header != "" {
+			out = append(out, st.Title.Render("▾ "+render.Sanitize(r.header)))
+			continue
+		}
+		out = append(out, p.row(st, p.pc.targets[r.key], w, i == p.sel, p.focused()))
+	}
+	return out
+}
+
+func (p *targetsPane) row(st *styles, t *target, w int, sel, focused bool) string {
+	right := ""
+	switch {
+	case t.weakSession() != "":
+		// Not the plain lock: the session does not protect what it seems to.
+		right += st.Err.Render("⚿! ")
+	case t.BTSP():
+		right += st.Warn.Render("⚿ ")
+	}
+	if t.Level > 0 {
+		right += st.Dim.Render(fmt.Sprintf("L%d ", t.Level))
+	}
+	switch {
+	case t.Kind == discovery.KindTarpc:
+		right += st.Dim.Render("  tarpc")
+	case t.health() == discovery.StateLive:
+		right += st.Dim.Render(fmt.Sprintf("%7s", fmtDur(t.Latency())))
+	case t.health() == discovery.StateUnknown:
+		right += st.Dim.Render("    …  ")
+	default:
+		right += st.Warn.Render(fmt.Sprintf("%7s", healthWord(t.health())))
+	}
+	name := render.Sanitize(t.Name)
+	if t.Family != "" {
+		name += st.Dim.Render("@" + render.Sanitize(shortFamily(t.Family)))
+	}
+	if t.Pool != "" && !strings.HasSuffix(t.Name, "/"+t.Pool) {
+		name += st.Dim.Render("/" + render.Sanitize(t.Pool))
+	}
+	if len(t.Aliases) > 0 {
+		name += st.Dim.Render(" " + render.Sanitize(strings.Join(t.Aliases, " ")))
+	}
+	cur := " "
+	if sel {
+		cur = st.Accent.Render("›")
+	}
+	left := cur + healthDot(st, t.health()) + " "
+	nw := w - ansi.StringWidth(left) - ansi.StringWidth(right) - 1
+	if nw < 4 {
+		nw = 4
+	}
+	if sel && focused {
+		name = st.Selected.Render(ansi.Strip(human.Truncate(name, nw)))
+	}
+	return left + fit(name, nw) + " " + right
+}

@@ -1,0 +1,166 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+func traceSpec() paneSpec {
+	return paneSpec{action: "trace", tab: "trace", focus: b([]string{"t", "6"}, "t", "trace"),
+		make: func(id paneID, pc *programContext) pane { return newTracePane(id, pc, pc.cfg.TraceBuffer) }}
+}
+
+// tracePane shows every frame both ways, and the notes of each connection
+// (dial, handshake steps, close).
+type tracePane struct {
+	paneBase
+	tail
+	ring *ring[TraceFrame]
+}
+
+func newTracePane(id paneID, pc *programContext, size int) *tracePane {
+	return &tracePane{paneBase: paneBase{id: id, pc: pc}, ring: newRing[TraceFrame](size)}
+}
+
+// Typing reports whether the filter has the keyboard.
+func (p *tracePane) Typing() bool { return p.filter.active }
+
+// KeyMap is the status bar's keys.
+func (p *tracePane) KeyMap() help.KeyMap {
+	k := p.keys()
+	return hints{k.Help, k.Pause, k.Filter, inspectKey(k), k.Clear, k.focusKey(pEvents), k.Quit}
+}
+
+// Update appends the frames of the live connections, and handles the
+// pane's keys and wheel.
+func (p *tracePane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	switch msg := msg.(type) {
+	case liveMsg:
+		for _, f := range msg.frames {
+			p.Append(f)
+		}
+	case tea.KeyPressMsg, tea.PasteMsg:
+		if p.filter.active {
+			p.typeFilter(msg, p.keys())
+			return p, nil
+		}
+		if kp, ok := msg.(tea.KeyPressMsg); ok {
+			switch p.tail.onKey(kp, p.keys(), p.ring.Len(), p.ring.total) {
+			case tailClear:
+				p.ring.Clear()
+			case tailInspect:
+				return p, p.inspect()
+			}
+		}
+	case wheelMsg:
+		p.wheel(msg.delta, p.ring.Len())
+	}
+	return p, nil
+}
+
+// inspect opens the bottom frame (the newest, or the one scrolled to) in
+// the response viewer.
+func (p *tracePane) inspect() tea.Cmd {
+	f := p.at(p.back)
+	if f == nil {
+		return nil
+	}
+	a := &answer{title: fmt.Sprintf("frame %s %s · %s · %s", f.Dir, f.Source, human.Bytes(int64(f.Size)), f.Time.Format("15:04:05.000")), result: f.Data, outcome: "ok", size: f.Size}
+	if f.Size > len(f.Data) {
+		a.title += fmt.Sprintf(" (first %s)", human.Bytes(int64(len(f.Data))))
+	}
+	switch {
+	case len(f.Data) == 0 && f.Warning != "":
+		// A note (dial, handshake step, close) says it all in its text.
+		a.result, a.size = []byte(f.Warning), len(f.Warning)
+	case f.Warning != "":
+		a.title += " · ⚠ " + f.Warning
+	}
+	return openAnswer(p.pc, a)
+}
+
+// Append adds a frame.
+func (p *tracePane) Append(f TraceFrame) {
+	p.ring.Append(f)
+	if p.paused || p.back > 0 {
+		p.back++
+	}
+}
+
+// at returns the back-th newest frame that matches the filter.
+func (p *tracePane) at(back int) *TraceFrame { return nth(p.ring, p.matcher(), back) }
+
+// matcher is the filter as a test of a frame (its source, warning and
+// first KiB of data).
+func (p *tracePane) matcher() func(*TraceFrame) bool {
+	f := p.filter.String()
+	return func(fr *TraceFrame) bool {
+		return f == "" || containsFold(fr.Source, f) || containsFold(fr.Warning, f) || containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f)
+	}
+}
+
+func (p *tracePane) titles(st *styles) (string, string) {
+	var right []string
+	if p.paused {
+		right = append(right, st.Warn.Render(fmt.Sprintf("paused +%d", p.ring.total-p.pauseMark)))
+	}
+	if p.ring.dropped > 0 {
+		right = append(right, st.Warn.Render(fmt.Sprintf("dropped %d", p.ring.dropped)))
+	}
+	right = append(right, st.Dim.Render(fmt.Sprint(p.ring.Len())))
+	return "Trace", strings.Join(right, " ")
+}
+
+// View draws the visible rows only: it walks back from the newest frame.
+func (p *tracePane) View() string {
+	title, right := p.titles(p.pc.st)
+	w, h := p.inner()
+	return p.box(title, right, p.rows(p.pc.st, w, h))
+}
+
+func (p *tracePane) rows(st *styles, w, h int) []string {
+	row := func(i int, fr *TraceFrame) string {
+		var prev *TraceFrame
+		if i > 0 {
+			prev = p.ring.At(i - 1)
+		}
+		return p.row(st, fr, prev)
+	}
+	return tailView(st, &p.tail, p.ring, w, h, p.matcher(), row,
+		" no frames yet: every frame sent and received shows here", " nothing matches the filter")
+}
+
+func (p *tracePane) row(st *styles, f *TraceFrame, prev *TraceFrame) string {
+	ts := st.Dim.Render(f.Time.Format("15:04:05.000"))
+	delta := ""
+	if prev != nil && !prev.Time.IsZero() {
+		if d := f.Time.Sub(prev.Time); d >= 0 && d < time.Hour {
+			delta = "+" + fmtDur(d)
+		}
+	}
+	ts += st.Dim.Render(fmt.Sprintf(" %9s", delta))
+	var arrow string
+	switch f.Dir {
+	case ipc.Out:
+		arrow = st.Sent.Render("→")
+	case ipc.In:
+		arrow = st.Received.Render("←")
+	case ipc.Stderr:
+		arrow = st.Warn.Render("⚠")
+	default:
+		arrow = st.Dim.Render("·")
+	}
+	line := ts + " " + arrow + " " + st.Accent.Render(render.Sanitize(f.Source)) + " " + st.Dim.Render(human.Bytes(int64(f.Size)))
+	if f.Warning != "" {
+		line += " " + st.Warn.Render("⚠ "+render.Sanitize(f.Warning))
+	}
+	return line + " " + render.Sanitize(human.Clip(string(f.Data), 512))
+}
