@@ -90,9 +90,6 @@ func (t *target) streamSpec() *events.Spec {
 	return t.stream
 }
 
-// key identifies the target across discovery's events.
-func (t *target) key() string { return t.ID }
-
 // endpoint is the address to dial ("" when there is nothing to dial).
 func (t *target) endpoint() string { return t.Address }
 
