@@ -47,8 +47,11 @@ func fit(line string, w int) string {
 	if w <= 0 {
 		return ""
 	}
-	line = human.Truncate(line, w)
 	lw := ansi.StringWidth(line)
+	if lw > w { // measured once: every line of every pane passes here each frame
+		line = human.Truncate(line, w)
+		lw = ansi.StringWidth(line)
+	}
 	if lw < w {
 		line += strings.Repeat(" ", w-lw)
 	}

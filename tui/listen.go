@@ -109,7 +109,7 @@ func (l *listener) wanted(t *target) bool {
 		return false
 	}
 	holon := t.Endpoint.Transport == ipc.WS || t.Endpoint.Transport == ipc.WSS
-	return t.health() == discovery.StateLive || holon || (t.hasStream && t.stream.BiomeOSAPI)
+	return t.health() == discovery.StateLive || holon || t.streamSpec() != nil
 }
 
 // pass starts hearing every wanted target not yet heard, in order (the
@@ -162,7 +162,7 @@ func (l *listener) pass(current string, targets map[string]*target, listed func(
 		if l.listening[k] || !l.wanted(t) {
 			continue
 		}
-		sse := t.hasStream && t.stream.BiomeOSAPI
+		sse := t.streamSpec() != nil
 		if len(l.listening) >= cfg.MaxListen {
 			if k != current {
 				left++
@@ -198,8 +198,8 @@ func (l *listener) pass(current string, targets map[string]*target, listed func(
 // does) and answers no request: the user does, from the requests pane.
 func (l *listener) source(t *target) events.Source {
 	key, feed := t.ID, l.feed
-	if t.hasStream && t.stream.BiomeOSAPI {
-		return keyed{Source: events.Config{}.Source(t.stream), key: key, feed: feed, crashDir: l.pc.cfg.CrashDir}
+	if s := t.streamSpec(); s != nil {
+		return keyed{Source: events.Config{}.Source(*s), key: key, feed: feed, crashDir: l.pc.cfg.CrashDir}
 	}
 	d, cl := t.Target, l.pc.client
 	ts := &events.TargetSource{

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,13 +38,16 @@ type describedMsg struct {
 // to the panes in one liveMsg).
 func (m *model) absorb(items []any) tea.Cmd {
 	pc := m.pc
-	changed := false
+	changed, reorder := false, false
 	// Targets that came and went in this frame: one note each, or one note
 	// for a burst (a registry of thousands would push every real event out
 	// of the tail).
 	var appeared, left []string
 	var cmds []tea.Cmd
-	var live liveMsg
+	// The lines go out in a buffer the model reuses frame after frame
+	// (10,000 events a second would allocate it 30 times a second).
+	live := liveMsg{lines: m.lineBuf[:0]}
+	defer func() { m.lineBuf = live.lines[:0] }()
 	for _, it := range items {
 		switch x := it.(type) {
 		case discovery.Event:
@@ -51,6 +55,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 			d := x.Target
 			switch x.Kind {
 			case discovery.Removed:
+				reorder = true
 				if old, had := pc.targets[d.ID]; had {
 					left = append(left, d.Name)
 					if d.ID == pc.current {
@@ -68,6 +73,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 				if x.Kind == discovery.Added && !had {
 					appeared = append(appeared, d.Name)
 				}
+				reorder = reorder || old == nil || !sameListing(old.Target, d)
 				if old == nil && pc.gone != nil && pc.gone.ID == d.ID {
 					old = pc.gone
 				}
@@ -99,7 +105,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 	cmds = append(cmds, m.broadcast(live))
 	if changed {
 		m.listen.dirty = true
-		cmds = append(cmds, m.broadcast(targetsMsg{}))
+		cmds = append(cmds, m.broadcast(targetsMsg{reorder: reorder}))
 		if pc.target() == nil { // none yet (a target that left stays current)
 			if k := m.list().selectedKey(); k != "" {
 				cmds = append(cmds, m.selectTarget(k))
@@ -107,6 +113,22 @@ func (m *model) absorb(items []any) tea.Cmd {
 		}
 	}
 	return tea.Batch(cmds...)
+}
+
+// sameListing reports whether a and b are listed alike: the same name,
+// aliases, family, pool, kind and first source (what the targets pane sorts,
+// groups and filters by).
+func sameListing(a, b *discovery.Target) bool {
+	if a.Name != b.Name || a.Family != b.Family || a.Pool != b.Pool || a.Kind != b.Kind || !slices.Equal(a.Aliases, b.Aliases) {
+		return false
+	}
+	first := func(t *discovery.Target) string {
+		if len(t.Sources) > 0 {
+			return t.Sources[0].Source
+		}
+		return ""
+	}
+	return first(a) == first(b)
 }
 
 // maxTargetNotes is how many targets coming or going in one frame get a

@@ -33,7 +33,9 @@ type model struct {
 
 	// described marks BTSP targets the TUI asked to describe itself.
 	described map[string]bool
-	rate      rateMeter
+	// lineBuf carries a frame's lines to the panes (see liveMsg).
+	lineBuf []line
+	rate    rateMeter
 
 	crashed string
 	quit    func()

@@ -129,11 +129,14 @@ type (
 		key    string
 		listen bool
 	}
-	// targetsMsg says the set of targets (programContext.targets) changed.
-	targetsMsg struct{}
+	// targetsMsg says the targets (programContext.targets) changed;
+	// reorder says targets came or went, or changed what they are listed
+	// by (else only their state did).
+	targetsMsg struct{ reorder bool }
 	// currentMsg says the current target changed, or what is known of it.
 	currentMsg struct{ changed bool }
-	// liveMsg is a frame's worth of what live targets pushed.
+	// liveMsg is a frame's worth of what live targets pushed. The slice is
+	// the root's, reused for the next frame: panes copy what they keep.
 	liveMsg struct {
 		lines  []line
 		frames []TraceFrame

@@ -35,6 +35,11 @@ type targetsPane struct {
 	groupBy  int // 0 none, 1 source, 2 family
 	// live, stale and down count the targets by health (set by rebuild).
 	live, stale, down int
+	// all is every target in list order, valid while allValid (see
+	// sorted); matches is the filtered list (its memory is reused).
+	all, matches []sortKey
+	allValid     bool
+	allGroup     int // the grouping all is sorted for
 }
 
 var groupNames = [...]string{"", "source", "family"}
@@ -57,7 +62,12 @@ func (p *targetsPane) KeyMap() help.KeyMap {
 func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	switch msg := msg.(type) {
 	case targetsMsg:
-		p.rebuild()
+		if msg.reorder || len(p.rows) == 0 {
+			p.allValid = false
+			p.rebuild()
+		} else {
+			p.count()
+		}
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.filter.active {
 			return p, p.typeFilter(msg)
@@ -152,48 +162,25 @@ func (p *targetsPane) order(yield func(string) bool) {
 	}
 }
 
-// rebuild recomputes the rows, keeping the selection on the same target,
-// and the health counts the header shows. Each target's sort key is worked
-// out once, so a list of 10,000 re-sorts within a frame.
-func (p *targetsPane) rebuild() {
-	keep := p.selectedKey()
-	pat := strings.ToLower(strings.TrimSpace(p.filter.String()))
-	type sortKey struct {
-		group string
-		score int // best matches first: prefix, substring, alias or family, subsequence
-		t     *target
+// sortKey is a target's place in the list: its group, how well it matches
+// the filter, its name and key (copied: comparing through the targets'
+// pointers costs a cache miss each, a million times a sort).
+type sortKey struct {
+	group     string
+	score     int // best matches first: prefix, substring, alias or family, subsequence
+	name, key string
+	t         *target // for its filter words (which a state change leaves alone)
+}
+
+// sorted is every target in list order without a filter, kept while
+// targets only change state (the list order does not change with it).
+func (p *targetsPane) sorted() []sortKey {
+	if p.allValid && p.allGroup == p.groupBy {
+		return p.all
 	}
-	ts := make([]sortKey, 0, len(p.pc.targets))
-	p.live, p.stale, p.down = 0, 0, 0
+	p.all = p.all[:0]
 	for _, t := range p.pc.targets {
-		switch t.health() {
-		case discovery.StateLive:
-			p.live++
-		case discovery.StateStale:
-			p.stale++
-		case discovery.StateDead:
-			p.down++
-		}
-		k := sortKey{t: t}
-		if pat != "" {
-			aliases := strings.ToLower(strings.Join(t.Aliases, " "))
-			family := strings.ToLower(t.Family)
-			name := strings.ToLower(t.Name)
-			hay := name + " " + aliases + " " + family + " " + strings.ToLower(t.Pool) + " " + strings.ToLower(string(t.Kind))
-			if !fuzzyLower(hay, pat) {
-				continue
-			}
-			switch {
-			case strings.HasPrefix(name, pat):
-				k.score = 0
-			case strings.Contains(name, pat):
-				k.score = 1
-			case strings.Contains(aliases+" "+family, pat):
-				k.score = 2
-			default:
-				k.score = 3
-			}
-		}
+		k := sortKey{name: t.Name, key: t.ID, t: t}
 		switch p.groupBy {
 		case 1:
 			k.group = "unknown source"
@@ -206,20 +193,58 @@ func (p *targetsPane) rebuild() {
 				k.group = "family " + t.Family
 			}
 		}
-		ts = append(ts, k)
+		p.all = append(p.all, k)
 	}
-	slices.SortFunc(ts, func(a, b sortKey) int {
+	slices.SortFunc(p.all, func(a, b sortKey) int {
 		if c := strings.Compare(a.group, b.group); c != 0 {
 			return c
 		}
-		if a.score != b.score {
-			return a.score - b.score
-		}
-		if c := strings.Compare(a.t.Name, b.t.Name); c != 0 {
+		if c := strings.Compare(a.name, b.name); c != 0 {
 			return c
 		}
-		return strings.Compare(a.t.ID, b.t.ID)
+		return strings.Compare(a.key, b.key)
 	})
+	p.allValid, p.allGroup = true, p.groupBy
+	return p.all
+}
+
+// rebuild recomputes the rows, keeping the selection on the same target,
+// and the health counts the header shows. The unfiltered order is sorted
+// once (again only when targets come, go or are renamed, or the grouping
+// changes); a filter keeps the matches in that order, best matches first
+// in each group, so a list of 10,000 refilters within a frame.
+func (p *targetsPane) rebuild() {
+	keep := p.selectedKey()
+	pat := strings.ToLower(strings.TrimSpace(p.filter.String()))
+	p.count()
+	ts := p.sorted()
+	if pat != "" {
+		p.matches = p.matches[:0]
+		for _, k := range ts {
+			w := k.t.words()
+			if !fuzzyLower(w.all, pat) {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(w.name, pat):
+				k.score = 0
+			case strings.Contains(w.name, pat):
+				k.score = 1
+			case strings.Contains(w.aliasesFamily, pat):
+				k.score = 2
+			default:
+				k.score = 3
+			}
+			p.matches = append(p.matches, k)
+		}
+		slices.SortStableFunc(p.matches, func(a, b sortKey) int {
+			if c := strings.Compare(a.group, b.group); c != 0 {
+				return c
+			}
+			return a.score - b.score
+		})
+		ts = p.matches
+	}
 	p.rows = p.rows[:0]
 	last := "\x00"
 	for _, k := range ts {
@@ -227,7 +252,7 @@ func (p *targetsPane) rebuild() {
 			p.rows = append(p.rows, targetRow{header: k.group})
 			last = k.group
 		}
-		p.rows = append(p.rows, targetRow{key: k.t.ID})
+		p.rows = append(p.rows, targetRow{key: k.key})
 	}
 	p.sel = -1
 	for i, r := range p.rows {
@@ -260,6 +285,22 @@ func (p *targetsPane) move(n int) {
 		i = j
 	}
 	p.sel = i
+}
+
+// count counts the targets by health (when only their states changed, the
+// rows stay as they are).
+func (p *targetsPane) count() {
+	p.live, p.stale, p.down = 0, 0, 0
+	for _, t := range p.pc.targets {
+		switch t.health() {
+		case discovery.StateLive:
+			p.live++
+		case discovery.StateStale:
+			p.stale++
+		case discovery.StateDead:
+			p.down++
+		}
+	}
 }
 
 // counts reports how many targets are live, stale and down (as of the last

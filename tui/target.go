@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"strings"
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
@@ -22,12 +23,37 @@ type target struct {
 	// tree is the capability tree of caps(), computed when first asked.
 	tree   []capability.Domain
 	treeOf *capability.Capabilities
-	// stream says how the events package would watch it: the biomeOS API
-	// is read as server-sent events.
-	stream    events.Spec
-	hasStream bool
+	// stream is streamSpec(), worked out when first asked.
+	stream    *events.Spec
+	streamSet bool
 	// gone marks the current target after discovery lost it.
 	gone bool
+	// h is health(), worked out once (the snapshot does not change): the
+	// targets pane and the listener read it for every target each pass.
+	h discovery.State
+	// filterWords is words(), worked out when first filtered (held in
+	// the target: one pointer less to follow for each of 10,000 targets
+	// at every keystroke in the filter).
+	filterWords filterWords
+}
+
+// filterWords is the text the targets pane's filter matches, lower case:
+// the name, the aliases and family, and all (with the pool and kind).
+type filterWords struct {
+	name, aliasesFamily, all string
+	set                      bool
+}
+
+// words is what the filter matches against, lowered once for every
+// keystroke after (the snapshot does not change).
+func (t *target) words() *filterWords {
+	if !t.filterWords.set {
+		name := strings.ToLower(t.Name)
+		af := strings.ToLower(strings.Join(t.Aliases, " ")) + " " + strings.ToLower(t.Family)
+		t.filterWords = filterWords{name: name, aliasesFamily: af,
+			all: name + " " + af + " " + strings.ToLower(t.Pool) + " " + strings.ToLower(string(t.Kind)), set: true}
+	}
+	return &t.filterWords
 }
 
 // learnt is what describing a target through the TUI's own connection
@@ -43,8 +69,7 @@ type learnt struct {
 // target before (old, nil when new) is kept while discovery still cannot
 // describe it.
 func newTarget(d *discovery.Target, old *target) *target {
-	t := &target{Target: d}
-	t.stream, t.hasStream = events.SpecFor(d)
+	t := &target{Target: d, h: healthOf(d)}
 	if old != nil && t.probeCaps() == nil && old.caps() != nil && t.BTSP() {
 		// keep what the TUI learnt itself through the handshake
 		t.learnt = learnt{identity: old.identityOf(), caps: old.caps(), session: old.learnt.session}
@@ -53,8 +78,17 @@ func newTarget(d *discovery.Target, old *target) *target {
 	return t
 }
 
-// key identifies the target across discovery's events.
-func (t *target) key() string { return t.ID }
+// streamSpec says how the events package would watch t when it is the
+// biomeOS API's event stream (read as server-sent events), else nil.
+func (t *target) streamSpec() *events.Spec {
+	if !t.streamSet {
+		if s, ok := events.SpecFor(t.Target); ok && s.BiomeOSAPI {
+			t.stream = &s
+		}
+		t.streamSet = true
+	}
+	return t.stream
+}
 
 // endpoint is the address to dial ("" when there is nothing to dial).
 func (t *target) endpoint() string { return t.Address }
@@ -124,8 +158,10 @@ func (t *target) bus() bool { return t.Kind == discovery.KindBus }
 // health buckets discovery's states as the TUI draws them: live (also a
 // live peer that demands BTSP), stale, dead (also one that answered
 // nonsense), or unknown (not probed yet, or never).
-func (t *target) health() discovery.State {
-	switch s := t.State(); s {
+func (t *target) health() discovery.State { return t.h }
+
+func healthOf(d *discovery.Target) discovery.State {
+	switch d.State() {
 	case discovery.StateLive, discovery.StateLocked:
 		return discovery.StateLive
 	case discovery.StateStale:

@@ -308,6 +308,7 @@ func BenchmarkListen10k(b *testing.B) {
 	}
 	m := newModel(context.Background(), cfg)
 	m.manualFeed = true
+	b.Cleanup(m.listen.close) // the sources it started, retrying their dials
 	m.update(feedMsg{items: manyTargets(10_000)})
 	m.listenPass() // the first pass claims MaxListen places
 	b.Run("unchanged", func(b *testing.B) {
