@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
 
 // maxRecordFile bounds the record files a fold reads.
@@ -180,16 +182,17 @@ func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 	return st, nil
 }
 
+// readRecordFile reads the record file p whole. It opens it with readfile
+// (no blocking on something that is not a regular file), refuses one larger
+// than maxRecordFile from its size, unread, and reads it into a buffer of
+// that size: readfile.All would grow its buffer from 512 bytes, which for a
+// fold of 16 records of 4 MiB cost 93 MB more allocation (BenchmarkFoldLarge).
 func readRecordFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
+	f, info, err := readfile.Open(p)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
 	if info.Size() > maxRecordFile {
 		return nil, fmt.Errorf("%w: larger than %d bytes", errBadRecord, maxRecordFile)
 	}

@@ -61,39 +61,15 @@ type Journal struct {
 // ("" means DefaultPath). opts are those the database would use: the entry
 // limit and the known secrets apply when a record is written.
 func OpenJournal(dbPath string, opts Options) (*Journal, error) {
-	if dbPath == "" {
-		p, err := DefaultPath()
-		if err != nil {
-			return nil, err
-		}
-		dbPath = p
-	}
-	abs, err := filepath.Abs(dbPath)
+	abs, err := absPath(dbPath)
 	if err != nil {
-		return nil, fmt.Errorf("open history journal for %s: %w", dbPath, err)
+		return nil, fmt.Errorf("open history journal: %w", err)
 	}
 	dir := JournalDir(abs)
 	if err := makeDir(dir); err != nil {
 		return nil, fmt.Errorf("open history journal %s: %w", dir, err)
 	}
 	return &Journal{dir: dir, opts: opts.withDefaults()}, nil
-}
-
-// makeDir creates dir and missing parents 0700 whatever the umask.
-func makeDir(dir string) error {
-	if st, err := os.Stat(dir); err == nil {
-		if !st.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		return nil
-	}
-	if err := makeDir(filepath.Dir(dir)); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return os.Chmod(dir, 0o700)
 }
 
 // Dir returns the journal directory.
@@ -275,18 +251,12 @@ func (d *decoder) fail(what string) {
 	}
 }
 
-func (d *decoder) int(what string) int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail(what)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decoder) int(what string) int64   { return varint(d, binary.Varint, what) }
+func (d *decoder) uint(what string) uint64 { return varint(d, binary.Uvarint, what) }
 
-func (d *decoder) uint(what string) uint64 {
-	v, n := binary.Uvarint(d.b)
+// varint takes one varint off d with read (binary.Varint or Uvarint).
+func varint[T int64 | uint64](d *decoder, read func([]byte) (T, int), what string) T {
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail(what)
 		return 0

@@ -54,33 +54,30 @@ func scanEntry(sc scanner) (Entry, error) {
 	return e, nil
 }
 
-func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
+// getOne reads, result included, the one call that from (the FROM and
+// WHERE clauses, with one placeholder) selects with arg, or ErrNotFound;
+// what names the call in errors.
+func (s *Store) getOne(ctx context.Context, from string, arg any, what string) (Entry, error) {
+	q := "SELECT " + fmt.Sprintf(columns, "c.result") + " " + from
+	e, err := scanEntry(s.db.QueryRowContext(ctx, q, arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Entry{}, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if err != nil {
+		return Entry{}, fmt.Errorf("read %s: %w", what, err)
+	}
+	return e, nil
+}
 
 // Get returns the call with that id, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, id int64) (Entry, error) {
-	q := "SELECT " + fmt.Sprintf(columns, "c.result") + " FROM calls c WHERE c.id = ?"
-	e, err := scanEntry(s.db.QueryRowContext(ctx, q, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Entry{}, fmt.Errorf("call %d: %w", id, ErrNotFound)
-	}
-	if err != nil {
-		return Entry{}, fmt.Errorf("read call %d: %w", id, err)
-	}
-	return e, nil
+	return s.getOne(ctx, "FROM calls c WHERE c.id = ?", id, "call "+strconv.FormatInt(id, 10))
 }
 
 // GetRecord returns the call folded from the journal record id, or
 // ErrNotFound (not folded yet, or trimmed since).
 func (s *Store) GetRecord(ctx context.Context, id string) (Entry, error) {
-	q := "SELECT " + fmt.Sprintf(columns, "c.result") + " FROM calls c WHERE c.record = ?"
-	e, err := scanEntry(s.db.QueryRowContext(ctx, q, id))
-	if err != nil {
-		if isNoRows(err) {
-			return Entry{}, fmt.Errorf("record %s: %w", strconv.Quote(id), ErrNotFound)
-		}
-		return Entry{}, fmt.Errorf("read record %s: %w", strconv.Quote(id), err)
-	}
-	return e, nil
+	return s.getOne(ctx, "FROM calls c WHERE c.record = ?", id, "record "+strconv.Quote(id))
 }
 
 // Query selects calls. Zero fields do not filter.

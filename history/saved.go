@@ -64,15 +64,8 @@ func (s *Store) Save(ctx context.Context, id int64, name string) error {
 
 // Lookup returns the call saved under name, or ErrNotFound.
 func (s *Store) Lookup(ctx context.Context, name string) (Entry, error) {
-	q := "SELECT " + fmt.Sprintf(columns, "c.result") + " FROM saved s JOIN calls c ON c.id = s.call_id WHERE s.name = ?"
-	e, err := scanEntry(s.db.QueryRowContext(ctx, q, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Entry{}, fmt.Errorf("saved call %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return Entry{}, fmt.Errorf("read saved call %q: %w", name, err)
-	}
-	return e, nil
+	return s.getOne(ctx, "FROM saved s JOIN calls c ON c.id = s.call_id WHERE s.name = ?",
+		name, "saved call "+strconv.Quote(name))
 }
 
 // Resolve returns the call ref names: an id when ref is an integer,

@@ -113,18 +113,10 @@ func DefaultPathEnv(getenv func(string) string) (string, error) {
 // DefaultPath) and brings its schema up to date. Missing directories are
 // created 0700; the file and its -wal and -shm files are made 0600.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
-	if path == "" {
-		p, err := DefaultPath()
-		if err != nil {
-			return nil, err
-		}
-		path = p
-	}
-	abs, err := filepath.Abs(path)
+	path, err := absPath(path)
 	if err != nil {
-		return nil, fmt.Errorf("open history %s: %w", path, err)
+		return nil, fmt.Errorf("open history: %w", err)
 	}
-	path = abs
 	opts = opts.withDefaults()
 	fresh, err := prepareFiles(path)
 	if err != nil {
@@ -189,18 +181,40 @@ func dsn(path string, busy time.Duration, fresh bool) string {
 	return "file:" + esc + "?" + strings.Join(q, "&")
 }
 
+// absPath returns the database path a caller gave: DefaultPath when it is
+// "", otherwise path made absolute.
+func absPath(path string) (string, error) {
+	if path == "" {
+		return DefaultPath()
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return abs, nil
+}
+
+// makeDir creates dir and missing parents 0700 whatever the umask.
+func makeDir(dir string) error {
+	if st, err := os.Stat(dir); err == nil {
+		if !st.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return nil
+	}
+	if err := makeDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}
+
 // prepareFiles creates the directory (0700) and the database file (0600),
 // and reports whether the file is empty (a database yet to be made).
 func prepareFiles(path string) (fresh bool, err error) {
-	dir := filepath.Dir(path)
-	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return false, err
-		}
-		if err := os.Chmod(dir, 0o700); err != nil { // umask-independent
-			return false, err
-		}
-	} else if err != nil {
+	if err := makeDir(filepath.Dir(path)); err != nil {
 		return false, err
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
