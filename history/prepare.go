@@ -78,22 +78,18 @@ func prepareEntry(e Entry, opts Options) row {
 		params = redactScan(params, sc.in(params), false, nil)
 		e.Params, e.ParamsTruncated = cutView(params, limit)
 	}
-	var cutAny bool
+	var cut bool
 	if len(e.Result) > 0 {
-		var r []byte
-		r, cutAny = cutView(e.Result, limit)
-		e.Result = redactScan(r, sc.in(r), false, nil)
-		e.Truncated = e.Truncated || cutAny
+		e.Result, cut = cutRedact(e.Result, limit, sc, false)
+		e.Truncated = e.Truncated || cut
 	}
 	if e.Error != nil {
 		er := *e.Error
-		m, _ := cutView([]byte(er.Message), limit)
-		er.Message = string(redactScan(m, sc.in(m), true, nil))
+		m, _ := cutRedact([]byte(er.Message), limit, sc, true)
+		er.Message = string(m)
 		if len(er.Data) > 0 {
-			var d []byte
-			d, cutAny = cutView(er.Data, limit)
-			er.Data = redactScan(d, sc.in(d), false, nil)
-			e.Truncated = e.Truncated || cutAny
+			er.Data, cut = cutRedact(er.Data, limit, sc, false)
+			e.Truncated = e.Truncated || cut
 		}
 		e.Error = &er
 	}
@@ -101,6 +97,13 @@ func prepareEntry(e Entry, opts Options) row {
 		*f = sc.scrubText(*f)
 	}
 	return countRow(e)
+}
+
+// cutRedact cuts v to limit (without copying) and redacts only the kept
+// part, as text when text is set; cut reports whether v was cut.
+func cutRedact(v []byte, limit int, sc *scrubber, text bool) (out []byte, cut bool) {
+	kept, cut := cutView(v, limit)
+	return redactScan(kept, sc.in(kept), text, nil), cut
 }
 
 // countRow fills in the full-text error text and the size counted for
