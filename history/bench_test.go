@@ -26,25 +26,15 @@ func benchEntry(i int) Entry {
 // printing the answer. It reports the median and 99th percentile.
 func BenchmarkRecordWait(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "history.db"), Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(b, Options{})
 	r := NewRecorder(s, RecorderOptions{})
 	defer r.Close(ctx)
-	times := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		e := benchEntry(i)
-		t0 := time.Now()
+	var e Entry
+	timeEach(b, func(i int) { e = benchEntry(i) }, func(int) {
 		if err := r.Record(e).Wait(ctx); err != nil {
 			b.Fatal(err)
 		}
-		times = append(times, time.Since(t0))
-	}
-	b.StopTimer()
-	reportPercentiles(b, times)
+	})
 }
 
 // BenchmarkOpenRecordClose measures the whole per-process cost of history in
@@ -52,16 +42,8 @@ func BenchmarkRecordWait(b *testing.B) {
 // wait for it, close.
 func BenchmarkOpenRecordClose(b *testing.B) {
 	ctx := context.Background()
-	path := filepath.Join(b.TempDir(), "history.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.Close()
-	times := make([]time.Duration, 0, b.N)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
+	path := newStoreFile(b)
+	timeEach(b, nil, func(i int) {
 		s, err := Open(ctx, path, Options{})
 		if err != nil {
 			b.Fatal(err)
@@ -72,6 +54,27 @@ func BenchmarkOpenRecordClose(b *testing.B) {
 		}
 		r.Close(ctx)
 		s.Close()
+	})
+}
+
+// newStoreFile makes an empty history database and returns its path.
+func newStoreFile(b *testing.B) string {
+	s := openTemp(b, Options{})
+	s.Close()
+	return s.Path()
+}
+
+// timeEach runs prep (untimed; nil for none) and op for each i in
+// [0, b.N), and reports the median and 99th percentile of op's times.
+func timeEach(b *testing.B, prep, op func(i int)) {
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if prep != nil {
+			prep(i)
+		}
+		t0 := time.Now()
+		op(i)
 		times = append(times, time.Since(t0))
 	}
 	b.StopTimer()
@@ -91,11 +94,7 @@ func reportPercentiles(b *testing.B, times []time.Duration) {
 // in one transaction). Target: under 50 ms per search.
 func BenchmarkSearch100k(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "history.db"), Options{MaxRows: -1, MaxBytes: -1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openTemp(b, Options{MaxRows: -1, MaxBytes: -1})
 	const n = 100_000
 	rng := rand.New(rand.NewPCG(1, 2))
 	targets := []string{"beardog", "songbird", "nestgate", "toadstool", "squirrel", "rhizocrypt", "loamspine", "sweetgrass", "petaltongue", "biomeos"}
@@ -147,19 +146,15 @@ func BenchmarkSearch100k(b *testing.B) {
 	}
 	for _, qc := range queries {
 		b.Run(qc.name, func(b *testing.B) {
-			times := make([]time.Duration, 0, b.N)
-			for i := 0; i < b.N; i++ {
-				t0 := time.Now()
+			timeEach(b, nil, func(int) {
 				res, err := s.Search(ctx, qc.q)
 				if err != nil {
 					b.Fatal(err)
 				}
-				times = append(times, time.Since(t0))
 				if qc.name != "text-no-match" && len(res) == 0 {
 					b.Fatalf("%s: no results", qc.name)
 				}
-			}
-			reportPercentiles(b, times)
+			})
 		})
 	}
 }
@@ -195,23 +190,16 @@ func BenchmarkJournalAppend(b *testing.B) {
 		{"10MB-secret", `{"password":"hunter2-secret"}`, big},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			j, err := OpenJournal(filepath.Join(b.TempDir(), "history.db"), Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			times := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				e := sample(i)
+			j := openJournal(b, filepath.Join(b.TempDir(), "history.db"), Options{})
+			var e Entry
+			timeEach(b, func(i int) {
+				e = sample(i)
 				e.Params, e.Result = json.RawMessage(c.params), c.result
-				t0 := time.Now()
+			}, func(int) {
 				if _, err := j.Append(e); err != nil {
 					b.Fatal(err)
 				}
-				times = append(times, time.Since(t0))
-			}
-			b.StopTimer()
-			reportPercentiles(b, times)
+			})
 		})
 	}
 }
@@ -219,66 +207,37 @@ func BenchmarkJournalAppend(b *testing.B) {
 // BenchmarkFold measures folding 32 small journal records (what a call
 // does after printing once the journal holds foldBacklog records),
 // including opening the store as such a call does.
-func BenchmarkFold(b *testing.B) {
-	ctx := context.Background()
-	path := filepath.Join(b.TempDir(), "history.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.Close()
-	j, _ := OpenJournal(path, Options{})
-	times := make([]time.Duration, 0, b.N)
-	for i := 0; i < b.N; i++ {
-		for k := 0; k < 32; k++ {
-			j.Append(benchEntry(i*32 + k))
-		}
-		t0 := time.Now()
-		s, err := Open(ctx, path, Options{BusyTimeout: -1})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if st, err := s.Fold(ctx, FoldOptions{NoWait: true}); err != nil || st.Folded != 32 {
-			b.Fatal(st, err)
-		}
-		s.Close()
-		times = append(times, time.Since(t0))
-	}
-	reportPercentiles(b, times)
-}
+func BenchmarkFold(b *testing.B) { benchFold(b, 32, nil) }
 
 // BenchmarkFoldLarge measures folding 16 journal records of a 10 MB answer
 // (each cut to the 4 MiB entry limit): the fold that 64 MiB of backlog
 // would cost, including opening the store.
-func BenchmarkFoldLarge(b *testing.B) {
+func BenchmarkFoldLarge(b *testing.B) { benchFold(b, 16, bigDoc(10<<20)) }
+
+// benchFold times opening the store and folding n journal records of
+// benchEntry, with result as their result unless it is nil.
+func benchFold(b *testing.B, n int, result json.RawMessage) {
 	ctx := context.Background()
-	path := filepath.Join(b.TempDir(), "history.db")
-	s, err := Open(ctx, path, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.Close()
-	j, _ := OpenJournal(path, Options{})
-	big := bigDoc(10 << 20)
-	times := make([]time.Duration, 0, b.N)
-	for i := 0; i < b.N; i++ {
-		for k := 0; k < 16; k++ {
-			e := benchEntry(i*16 + k)
-			e.Result = big
+	path := newStoreFile(b)
+	j := openJournal(b, path, Options{})
+	timeEach(b, func(i int) {
+		for k := 0; k < n; k++ {
+			e := benchEntry(i*n + k)
+			if result != nil {
+				e.Result = result
+			}
 			j.Append(e)
 		}
-		t0 := time.Now()
+	}, func(int) {
 		s, err := Open(ctx, path, Options{BusyTimeout: -1})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if st, err := s.Fold(ctx, FoldOptions{NoWait: true}); err != nil || st.Folded != 16 {
+		if st, err := s.Fold(ctx, FoldOptions{NoWait: true}); err != nil || st.Folded != n {
 			b.Fatal(st, err)
 		}
 		s.Close()
-		times = append(times, time.Since(t0))
-	}
-	reportPercentiles(b, times)
+	})
 }
 
 // diffDocs returns a document of n records and the same with one record

@@ -1,9 +1,9 @@
+// The journal's record files: writing them, their framing, and listing them.
+
 package history
 
 import (
 	"bytes"
-	"context"
-	"database/sql/driver"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -51,13 +50,6 @@ var recordMagic = []byte("PSJ1")
 // recordHeader is the magic, the CRC-32C of the body and the body's length.
 const recordHeader = 4 + 4 + 8
 
-// maxRecordFile bounds the record files a fold reads.
-const maxRecordFile = 1 << 30
-
-// staleTmp is the age after which a temporary record file (its writer died
-// before the rename) is removed by a fold.
-const staleTmp = time.Hour
-
 // Journal writes entries as record files for a database. It never opens the
 // database. It is safe for concurrent use by goroutines and processes.
 type Journal struct {
@@ -69,39 +61,15 @@ type Journal struct {
 // ("" means DefaultPath). opts are those the database would use: the entry
 // limit and the known secrets apply when a record is written.
 func OpenJournal(dbPath string, opts Options) (*Journal, error) {
-	if dbPath == "" {
-		p, err := DefaultPath()
-		if err != nil {
-			return nil, err
-		}
-		dbPath = p
-	}
-	abs, err := filepath.Abs(dbPath)
+	abs, err := absPath(dbPath)
 	if err != nil {
-		return nil, fmt.Errorf("open history journal for %s: %w", dbPath, err)
+		return nil, fmt.Errorf("open history journal: %w", err)
 	}
 	dir := JournalDir(abs)
 	if err := makeDir(dir); err != nil {
 		return nil, fmt.Errorf("open history journal %s: %w", dir, err)
 	}
 	return &Journal{dir: dir, opts: opts.withDefaults()}, nil
-}
-
-// makeDir creates dir and missing parents 0700 whatever the umask.
-func makeDir(dir string) error {
-	if st, err := os.Stat(dir); err == nil {
-		if !st.IsDir() {
-			return fmt.Errorf("%s is not a directory", dir)
-		}
-		return nil
-	}
-	if err := makeDir(filepath.Dir(dir)); err != nil {
-		return err
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	return os.Chmod(dir, 0o700)
 }
 
 // Dir returns the journal directory.
@@ -283,18 +251,12 @@ func (d *decoder) fail(what string) {
 	}
 }
 
-func (d *decoder) int(what string) int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.fail(what)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *decoder) int(what string) int64   { return varint(d, binary.Varint, what) }
+func (d *decoder) uint(what string) uint64 { return varint(d, binary.Uvarint, what) }
 
-func (d *decoder) uint(what string) uint64 {
-	v, n := binary.Uvarint(d.b)
+// varint takes one varint off d with read (binary.Varint or Uvarint).
+func varint[T int64 | uint64](d *decoder, read func([]byte) (T, int), what string) T {
+	v, n := read(d.b)
 	if n <= 0 {
 		d.fail(what)
 		return 0
@@ -405,207 +367,4 @@ func recordNames(dir string) ([]string, error) {
 	}
 	slices.Sort(names)
 	return names, nil
-}
-
-// removeStaleTmp removes temporary record files whose writer died before
-// renaming them.
-func removeStaleTmp(dir string) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if !strings.HasPrefix(e.Name(), tmpPrefix) {
-			continue
-		}
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > staleTmp {
-			os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
-}
-
-// FoldOptions tune a fold.
-type FoldOptions struct {
-	// NoWait: when another process holds the write lock, stop with ErrBusy
-	// instead of waiting for it as long as the store's BusyTimeout.
-	NoWait bool
-	// LockWait, with NoWait, is how long each transaction of the fold may
-	// wait for the lock (0: not at all). It bounds the waiting, not the
-	// work: a long journal is folded whole once the lock is had.
-	LockWait time.Duration
-	// Limit, when positive, is about the most records one fold takes (it
-	// stops after the batch that reaches it), for a fold that should cost
-	// little; the rest wait for the next.
-	Limit int
-}
-
-// FoldStats says what a fold did.
-type FoldStats struct {
-	// Folded is how many records were taken from the journal (entries added
-	// to the database, or found there already).
-	Folded int
-	// SetAside describes each damaged record found, renamed to *.bad so that
-	// it is reported once and never read again.
-	SetAside []string
-}
-
-// foldBatchBytes bounds the record bytes one fold transaction holds.
-const foldBatchBytes = 32 << 20
-
-// foldBatchFiles bounds the records one fold transaction holds.
-const foldBatchFiles = 256
-
-// Fold moves the journal's records into the database, oldest first, in a
-// few transactions, then trims the store if it is over a cap. Each record
-// is inserted at most once (its id is unique in the database, so a fold
-// killed between the commit and the removal of the files, or two processes
-// folding at once, add nothing twice) and its file is removed after the
-// commit. A damaged record is set aside (see FoldStats.SetAside), never an
-// error. With o.NoWait, or when the store was opened with a negative
-// BusyTimeout, a fold that finds another process holding the write lock
-// for longer than o.LockWait stops with ErrBusy (the records stay for the
-// next fold).
-func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
-	var st FoldStats
-	dir := JournalDir(s.path)
-	names, err := recordNames(dir)
-	if err != nil || len(names) == 0 {
-		return st, err
-	}
-	removeStaleTmp(dir)
-	w := s.writer()
-	w.lockWait = o.LockWait
-	if o.NoWait && !w.noWait {
-		// busy_timeout is per connection: take one and make it not wait.
-		conn, err := s.db.Conn(ctx)
-		if err != nil {
-			return st, fmt.Errorf("fold history journal: %w", err)
-		}
-		if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
-			conn.Close()
-			return st, fmt.Errorf("fold history journal: %w", err)
-		}
-		defer func() {
-			// Put the wait back before the connection returns to the pool;
-			// if that fails, the connection is not reused.
-			_, err := conn.ExecContext(context.WithoutCancel(ctx),
-				"PRAGMA busy_timeout = "+strconv.FormatInt(s.opts.BusyTimeout.Milliseconds(), 10))
-			if err != nil {
-				conn.Raw(func(any) error { return driver.ErrBadConn })
-			}
-			conn.Close()
-		}()
-		w = writer{db: conn, noWait: true, lockWait: o.LockWait}
-	}
-	for len(names) > 0 && (o.Limit <= 0 || st.Folded < o.Limit) {
-		if err := ctx.Err(); err != nil {
-			return st, fmt.Errorf("fold history journal: %w", err)
-		}
-		var batch []row
-		var ids, files []string
-		size := 0
-		maxFiles := foldBatchFiles
-		if o.Limit > 0 {
-			maxFiles = min(maxFiles, o.Limit-st.Folded)
-		}
-		for len(names) > 0 && len(files) < maxFiles && (size < foldBatchBytes || len(files) == 0) {
-			name := names[0]
-			names = names[1:]
-			p := filepath.Join(dir, name)
-			b, err := readRecordFile(p)
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // folded by another process meanwhile
-			}
-			if err != nil {
-				st.SetAside = append(st.SetAside, setAside(p, err))
-				continue
-			}
-			id, e, err := decodeRecord(b)
-			if err == nil && id+recordExt != name {
-				err = fmt.Errorf("%w: named %s but holds %s", errBadRecord, name, id)
-			}
-			if err != nil {
-				st.SetAside = append(st.SetAside, setAside(p, err))
-				continue
-			}
-			batch = append(batch, countRow(e))
-			ids = append(ids, id)
-			files = append(files, p)
-			size += len(b)
-		}
-		if len(batch) == 0 {
-			continue
-		}
-		tot, err := s.insert(ctx, w, batch, ids)
-		if err != nil {
-			return st, fmt.Errorf("fold history journal: %w", err)
-		}
-		for _, f := range files {
-			if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return st, fmt.Errorf("fold history journal: %w", err)
-			}
-		}
-		st.Folded += len(files)
-		if s.over(tot) {
-			for {
-				_, more, err := s.trimStep(ctx, w)
-				if err != nil {
-					return st, err
-				}
-				if !more {
-					break
-				}
-			}
-		}
-	}
-	if s.checkpointDue(1) {
-		_ = s.Checkpoint(ctx) // retried after the next write
-	}
-	return st, nil
-}
-
-func readRecordFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	info, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if info.Size() > maxRecordFile {
-		return nil, fmt.Errorf("%w: larger than %d bytes", errBadRecord, maxRecordFile)
-	}
-	b := make([]byte, info.Size())
-	n, err := f.ReadAt(b, 0)
-	if int64(n) == info.Size() {
-		err = nil
-	}
-	return b[:n], err
-}
-
-// setAside renames a damaged record out of the way and describes it.
-func setAside(p string, why error) string {
-	msg := fmt.Sprintf("history journal record %s set aside: %v", filepath.Base(p), why)
-	if err := os.Rename(p, p+setAsideExt); err != nil {
-		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			msg += " (and it could not be moved: " + err.Error() + ")"
-		}
-	}
-	return msg
-}
-
-// GetRecord returns the call folded from the journal record id, or
-// ErrNotFound (not folded yet, or trimmed since).
-func (s *Store) GetRecord(ctx context.Context, id string) (Entry, error) {
-	q := "SELECT " + fmt.Sprintf(columns, "c.result") + " FROM calls c WHERE c.record = ?"
-	e, err := scanEntry(s.db.QueryRowContext(ctx, q, id))
-	if err != nil {
-		if isNoRows(err) {
-			return Entry{}, fmt.Errorf("record %s: %w", strconv.Quote(id), ErrNotFound)
-		}
-		return Entry{}, fmt.Errorf("read record %s: %w", strconv.Quote(id), err)
-	}
-	return e, nil
 }

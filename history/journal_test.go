@@ -3,6 +3,7 @@ package history
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,10 +27,7 @@ func journalFiles(t *testing.T, dir, ext string) []string {
 func TestJournalAppendFold(t *testing.T) {
 	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "state", "history.db")
-	j, err := OpenJournal(path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openJournal(t, path, Options{})
 	if st, err := os.Stat(j.Dir()); err != nil || st.Mode().Perm() != 0o700 {
 		t.Fatalf("journal dir: %v %v", st, err)
 	}
@@ -122,10 +120,7 @@ func TestJournalAppendFold(t *testing.T) {
 func TestFoldIsOnce(t *testing.T) {
 	ctx := testCtx(t)
 	s := openTemp(t, Options{})
-	j, err := OpenJournal(s.Path(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openJournal(t, s.Path(), Options{})
 	if _, err := j.Append(sample(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +150,7 @@ func TestFoldIsOnce(t *testing.T) {
 func TestFoldSetsAsideDamagedRecords(t *testing.T) {
 	ctx := testCtx(t)
 	s := openTemp(t, Options{})
-	j, _ := OpenJournal(s.Path(), Options{})
+	j := openJournal(t, s.Path(), Options{})
 	for i := 0; i < 4; i++ {
 		if _, err := j.Append(sample(i)); err != nil {
 			t.Fatal(err)
@@ -243,25 +238,31 @@ func frame(body []byte) []byte {
 	return b
 }
 
+// holdWriteLock takes the write lock of the database at path (BEGIN
+// IMMEDIATE on a connection of a Store of its own), as another process
+// would. COMMIT on the connection lets it go; the connection and the Store
+// are closed at the end of the test.
+func holdWriteLock(t *testing.T, ctx context.Context, path string) *sql.Conn {
+	t.Helper()
+	holder := openAt(t, path, Options{})
+	conn, err := holder.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // Another process holding the write lock: a no-wait fold gives up at once
 // and the records stay; they fold once the lock is gone.
 func TestFoldNoWaitWhileLocked(t *testing.T) {
 	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "history.db")
-	holder, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	conn, err := holder.db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	j, _ := OpenJournal(path, Options{})
+	conn := holdWriteLock(t, ctx, path)
+	j := openJournal(t, path, Options{})
 	if _, err := j.Append(sample(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +307,7 @@ func TestFoldNoWaitWhileLocked(t *testing.T) {
 func TestConcurrentAppendAndFold(t *testing.T) {
 	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "history.db")
-	j, _ := OpenJournal(path, Options{})
+	j := openJournal(t, path, Options{})
 	const writers, each = 8, 50
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -381,7 +382,7 @@ func TestConcurrentAppendAndFold(t *testing.T) {
 func TestFoldTrims(t *testing.T) {
 	ctx := testCtx(t)
 	s := openTemp(t, Options{MaxRows: 50})
-	j, _ := OpenJournal(s.Path(), Options{})
+	j := openJournal(t, s.Path(), Options{})
 	for i := 0; i < 120; i++ {
 		if _, err := j.Append(sample(i)); err != nil {
 			t.Fatal(err)
@@ -400,17 +401,8 @@ func TestFoldTrims(t *testing.T) {
 func TestFoldLockWait(t *testing.T) {
 	ctx := testCtx(t)
 	path := filepath.Join(t.TempDir(), "history.db")
-	holder, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close()
-	conn, _ := holder.db.Conn(ctx)
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
-	j, _ := OpenJournal(path, Options{})
+	conn := holdWriteLock(t, ctx, path)
+	j := openJournal(t, path, Options{})
 	j.Append(sample(1))
 	s, _ := Open(ctx, path, Options{})
 	defer s.Close()
@@ -431,7 +423,7 @@ func TestFoldLockWait(t *testing.T) {
 func TestFoldLimit(t *testing.T) {
 	ctx := testCtx(t)
 	s := openTemp(t, Options{})
-	j, _ := OpenJournal(s.Path(), Options{})
+	j := openJournal(t, s.Path(), Options{})
 	for i := 0; i < 10; i++ {
 		j.Append(sample(i))
 	}

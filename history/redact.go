@@ -163,15 +163,22 @@ type redactor struct {
 	changed bool
 }
 
-func (r *redactor) value(depth int) error {
+// token reads the next token at depth: ErrTooDeep past maxRedactDepth,
+// io.ErrUnexpectedEOF where the document ends.
+func (r *redactor) token(depth int) (json.Token, error) {
 	if depth > maxRedactDepth {
-		return ErrTooDeep
+		return nil, ErrTooDeep
 	}
 	tok, err := r.dec.Token()
+	if err == io.EOF {
+		return nil, io.ErrUnexpectedEOF
+	}
+	return tok, err
+}
+
+func (r *redactor) value(depth int) error {
+	tok, err := r.token(depth)
 	if err != nil {
-		if err == io.EOF {
-			return io.ErrUnexpectedEOF
-		}
 		return err
 	}
 	switch t := tok.(type) {
@@ -252,14 +259,8 @@ func (r *redactor) value(depth int) error {
 func (r *redactor) skip(depth int) error {
 	level := 0
 	for {
-		if depth+level > maxRedactDepth {
-			return ErrTooDeep
-		}
-		tok, err := r.dec.Token()
+		tok, err := r.token(depth + level)
 		if err != nil {
-			if err == io.EOF {
-				return io.ErrUnexpectedEOF
-			}
 			return err
 		}
 		if d, ok := tok.(json.Delim); ok {

@@ -21,6 +21,13 @@ func TestIsSecretKey(t *testing.T) {
 		"key", "keys", "message", "method", "name", "author", "authors", "max_tokens",
 		"prompt_tokens", "monkey", "hockey", "capability", "data", "", "___",
 	}
+	checkSecretKeys(t, secret, plain)
+}
+
+// checkSecretKeys checks that IsSecretKey holds for each of secret and for
+// none of plain.
+func checkSecretKeys(t *testing.T, secret, plain []string) {
+	t.Helper()
 	for _, k := range secret {
 		if !IsSecretKey(k) {
 			t.Errorf("IsSecretKey(%q) = false, want true", k)

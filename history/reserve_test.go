@@ -17,10 +17,7 @@ func TestReservationAppend(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "history.db")
 	const seed = "family-seed-0123456789"
 	opts := Options{Secrets: []string{seed}}
-	j, err := OpenJournal(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openJournal(t, path, opts)
 	r, err := j.Reserve()
 	if err != nil {
 		t.Fatal(err)
@@ -91,10 +88,7 @@ func TestReservationAppend(t *testing.T) {
 
 // TestReservationRelease: a reservation released unused leaves nothing.
 func TestReservationRelease(t *testing.T) {
-	j, err := OpenJournal(filepath.Join(t.TempDir(), "history.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openJournal(t, filepath.Join(t.TempDir(), "history.db"), Options{})
 	r, err := j.Reserve()
 	if err != nil {
 		t.Fatal(err)

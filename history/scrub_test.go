@@ -24,16 +24,7 @@ func TestIsSecretKeyVariants(t *testing.T) {
 		"footprint", "session", "option", "topic", "author", "description", "keyboard", "key",
 		"sidebar", "inside", "message", "max_tokens",
 	}
-	for _, k := range secret {
-		if !IsSecretKey(k) {
-			t.Errorf("IsSecretKey(%q) = false, want true", k)
-		}
-	}
-	for _, k := range plain {
-		if IsSecretKey(k) {
-			t.Errorf("IsSecretKey(%q) = true, want false", k)
-		}
-	}
+	checkSecretKeys(t, secret, plain)
 }
 
 func TestRedactScan(t *testing.T) {
@@ -111,10 +102,7 @@ func hasSecret(b []byte) string {
 func TestNoSecretPersists(t *testing.T) {
 	ctx := testCtx(t)
 	s := openTemp(t, Options{})
-	j, err := OpenJournal(s.Path(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	j := openJournal(t, s.Path(), Options{})
 	rec, err := j.Append(secretEntry())
 	if err != nil {
 		t.Fatal(err)

@@ -23,12 +23,28 @@ func testCtx(t testing.TB) context.Context {
 
 func openTemp(t testing.TB, opts Options) *Store {
 	t.Helper()
-	s, err := Open(testCtx(t), filepath.Join(t.TempDir(), "h", "history.db"), opts)
+	return openAt(t, filepath.Join(t.TempDir(), "h", "history.db"), opts)
+}
+
+// openAt opens the store at path, closed at the end of the test.
+func openAt(t testing.TB, path string, opts Options) *Store {
+	t.Helper()
+	s, err := Open(testCtx(t), path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// openJournal opens the journal of the database at path.
+func openJournal(t testing.TB, path string, opts Options) *Journal {
+	t.Helper()
+	j, err := OpenJournal(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }
 
 func sample(i int) Entry {
@@ -86,11 +102,7 @@ func TestPermissionsIgnoreUmask(t *testing.T) {
 	defer syscall.Umask(old)
 	dir := filepath.Join(t.TempDir(), "state", "primalscope")
 	path := filepath.Join(dir, "history.db")
-	s, err := Open(testCtx(t), path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openAt(t, path, Options{})
 	if _, err := s.Add(testCtx(t), sample(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -124,11 +136,7 @@ func TestDefaultPath(t *testing.T) {
 
 func TestOpenOddPathCharacters(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a?b#c%d", "history.db")
-	s, err := Open(testCtx(t), path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openAt(t, path, Options{})
 	if _, err := s.Add(testCtx(t), sample(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -148,15 +156,8 @@ func TestAddGetRoundTrip(t *testing.T) {
 	e.Result = nil
 	e.Error = &RPCError{Code: -32601, Message: "Method not found", Data: json.RawMessage(`{"method":"x"}`)}
 	e.Outcome = OutcomeError
-	ids, err := s.Add(ctx, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Get(ctx, ids[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.ID = ids[0]
+	got := addGet(t, s, e)
+	e.ID = got.ID
 	e.ResponseSize = int64(len(e.Error.Data))
 	gj, _ := json.Marshal(got)
 	ej, _ := json.Marshal(e)
@@ -287,19 +288,11 @@ func TestSaveLookup(t *testing.T) {
 
 func TestTruncation(t *testing.T) {
 	s := openTemp(t, Options{EntryLimit: 1024})
-	ctx := testCtx(t)
 	big := `{"blob":"` + strings.Repeat("é", 3000) + `"}` // 2-byte runes: the cut must not split one
 	e := sample(1)
 	e.Result = json.RawMessage(big)
 	e.Params = json.RawMessage(`{"x":"` + strings.Repeat("p", 2000) + `"}`)
-	ids, err := s.Add(ctx, e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Get(ctx, ids[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := addGet(t, s, e)
 	if !got.Truncated || !got.ParamsTruncated {
 		t.Errorf("Truncated=%v ParamsTruncated=%v", got.Truncated, got.ParamsTruncated)
 	}
@@ -313,11 +306,28 @@ func TestTruncation(t *testing.T) {
 		t.Error("JSON form of a cut entry is not valid JSON")
 	}
 	small := sample(2)
-	ids, _ = s.Add(ctx, small)
-	got, _ = s.Get(ctx, ids[0])
+	got = addGet(t, s, small)
 	if got.Truncated || got.ResponseSize != int64(len(small.Result)) {
 		t.Errorf("small entry: truncated=%v size=%d", got.Truncated, got.ResponseSize)
 	}
+}
+
+// addGet stores e and reads it back by the id Add gave.
+func addGet(t *testing.T, s *Store, e Entry) Entry {
+	t.Helper()
+	ctx := testCtx(t)
+	ids, err := s.Add(ctx, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ID != ids[0] {
+		t.Fatalf("Get(%d) returned call %d", ids[0], got.ID)
+	}
+	return got
 }
 
 func mustJSON(t *testing.T, v any) []byte {
@@ -486,11 +496,7 @@ func TestMigrateFromSchema2(t *testing.T) {
 	}
 	s.Close()
 	// Opening again does not migrate again.
-	s2, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := openAt(t, path, Options{})
 	if es, err := s2.Search(ctx, Query{Limit: -1}); err != nil || len(es) != 2 {
 		t.Errorf("after reopening: %d calls, %v", len(es), err)
 	}
@@ -519,12 +525,8 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 // The full-text index holds the first 64 KiB of the params: a word there
 // is found, one past it is not, and the stored params are whole.
 func TestSearchCoversParamsPrefix(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "h.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	ctx := testCtx(t)
+	s := openTemp(t, Options{})
 	filler := strings.Repeat("é", ftsIndexed) // two bytes each: the cut falls inside one
 	params := `{"a":"nearword","b":"` + filler + `","c":"farword"}`
 	if _, err := s.Add(ctx, Entry{Target: "t", Method: "m", Params: json.RawMessage(params)}); err != nil {
