@@ -385,6 +385,10 @@ func (m *model) paneAt(x, y int) (paneID, rect, bool) {
 // onClick focuses the pane clicked (or the tab, on narrow screens) and
 // hands it a left click inside its border.
 func (m *model) onClick(ms tea.Mouse) tea.Cmd {
+	if m.quitting { // a click answers "stay" too
+		m.quitting = false
+		m.pc.setInfo("not quitting")
+	}
 	if m.overlay.shown {
 		_, cmd := m.overlay.Update(clickMsg{})
 		return cmd

@@ -57,15 +57,14 @@ func (t *tail) following() bool { return !t.paused && t.back == 0 && t.cur == 0 
 // sel is the cursor's row: how many matching rows are newer.
 func (t *tail) sel() int { return t.back + t.cur }
 
-// appended accounts for a new row (match: it passes the filters): a view
-// that does not follow keeps its rows, and the cursor its row.
-func (t *tail) appended(match bool) {
-	if !match {
+// appended accounts for a new row (match says whether it passes the
+// filters, asked only when the view does not follow): a view that does not
+// follow keeps its rows, and the cursor its row.
+func (t *tail) appended(match func() bool) {
+	if t.following() || !match() {
 		return
 	}
-	if !t.following() {
-		t.back++
-	}
+	t.back++
 	if t.paused {
 		t.newer++
 	}
@@ -346,7 +345,7 @@ func openAnswer(pc *programContext, a *answer) tea.Cmd {
 func (p *eventsPane) Append(e line) {
 	p.ring.Append(e)
 	p.sources[e.Source] = true
-	p.appended(p.match(&e))
+	p.appended(func() bool { return p.match(&e) })
 }
 
 func (p *eventsPane) match(e *line) bool {

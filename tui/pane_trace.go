@@ -94,7 +94,7 @@ func (p *tracePane) inspect() tea.Cmd {
 // Append adds a frame.
 func (p *tracePane) Append(f TraceFrame) {
 	p.ring.Append(f)
-	p.appended(p.matcher()(&f))
+	p.appended(func() bool { return p.matcher()(&f) })
 }
 
 // at returns the back-th newest frame that matches the filter.
