@@ -213,7 +213,9 @@ func TestEndToEndDemo(t *testing.T) {
 		t.Fatalf("the answer is not highlighted:\n%q", s.screen(true))
 	}
 
-	// 7. Filter it with jq.
+	// 7. Filter it with jq: the focus stayed in the composer; tab goes on
+	// to the answer.
+	s.send("Tab")
 	s.send(":")
 	s.typeText(".root")
 	s.send("Enter")

@@ -131,12 +131,12 @@ var scenarios = []scenario{
 		return append(msgs, press("S1")...)
 	}},
 	{"response", func() []tea.Msg {
-		return withTargets(append(press("enter"), callDoneMsg{ans: sampleAnswer(0), doc: prettyDoc(sampleAnswer(0).result)})...)
+		return withTargets(append(press("enter"), callDoneMsg{ans: sampleAnswer(0), doc: prettyDoc(sampleAnswer(0).result)}, press("4")[0])...)
 	}},
 	{"response-jq", func() []tea.Msg {
 		a := sampleAnswer(0)
 		msgs := withTargets(append(press("enter"), callDoneMsg{ans: a, doc: prettyDoc(a.result)})...)
-		msgs = append(msgs, press(":", ".meta.tags")...)
+		msgs = append(msgs, press("4", ":", ".meta.tags")...)
 		v, _ := parseForJQ(a.result)
 		d, _ := jqRun(context.Background(), ".meta.tags", v)
 		return append(msgs, jqDoneMsg{seq: len(".meta.tags"), doc: d})
@@ -152,7 +152,7 @@ var scenarios = []scenario{
 		a := sampleAnswer(0)
 		a.outcome, a.rpcErr = "error", &ipc.RPCError{Code: -32601, Message: "Method not found: crypto.nope"}
 		a.result, _ = json.Marshal(a.rpcErr)
-		return withTargets(append(press("enter"), callDoneMsg{ans: a, doc: prettyDoc(a.result)})...)
+		return withTargets(append(press("enter"), callDoneMsg{ans: a, doc: prettyDoc(a.result)}, press("4")[0])...)
 	}},
 	{"response-raw", func() []tea.Msg {
 		a := sampleAnswer(0)

@@ -264,7 +264,7 @@ func TestEveryActionRemapped(t *testing.T) {
 		t.Fatal("enter still sends")
 	}
 	do("send")
-	want("send", m.resp().ans != nil && m.resp().ans.outcome == "ok" && m.pc.focus == pResponse)
+	want("send, the focus staying in the composer", m.resp().ans != nil && m.resp().ans.outcome == "ok" && m.pc.focus == pComposer)
 	m.update(keyPress(t, keys["composer"]))
 	do("back")
 	want("back leaves the composer", m.pc.focus == pCaps)

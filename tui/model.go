@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -36,6 +37,10 @@ type model struct {
 	// lineBuf carries a frame's lines to the panes (see liveMsg).
 	lineBuf []line
 	rate    rateMeter
+
+	// quitting is set while the user is asked to confirm a quit that
+	// would lose something (see quitGuard).
+	quitting bool
 
 	crashed string
 	quit    func()
@@ -260,6 +265,9 @@ func (m *model) onKey(msg tea.Msg) tea.Cmd {
 		_, cmd := m.overlay.Update(msg)
 		return cmd
 	}
+	if m.quitting {
+		return m.confirmQuit(msg)
+	}
 	if isKey && !m.pc.statusErr {
 		m.pc.status = "" // an info message lasts until the next key; errors stay
 	}
@@ -280,7 +288,7 @@ func (m *model) globalKey(kp tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
 	k := m.pc.keys
 	switch {
 	case key.Matches(kp, k.Quit):
-		return tea.Quit, true
+		return m.askQuit(), true
 	case key.Matches(kp, k.Help):
 		m.overlay.shown = true
 		return nil, true
@@ -305,6 +313,41 @@ func (m *model) globalKey(kp tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
 		return m.broadcast(cancelMsg{}), true
 	}
 	return nil, false
+}
+
+// quitGuard is a pane holding something a quit would lose (a call in
+// flight, edits not sent): unsaved says what, "" when nothing.
+type quitGuard interface{ unsaved() string }
+
+// askQuit quits, unless a pane holds something a quit would lose: then it
+// asks first (Quit again quits, any other key stays). ForceQuit never asks.
+func (m *model) askQuit() tea.Cmd {
+	var why []string
+	for _, p := range m.panes {
+		if g, ok := p.(quitGuard); ok {
+			if s := g.unsaved(); s != "" {
+				why = append(why, s)
+			}
+		}
+	}
+	if len(why) == 0 {
+		return tea.Quit
+	}
+	k := m.pc.keys
+	m.quitting = true
+	m.pc.setErr(strings.Join(why, "; ") + ": " + joinHints(", ", hint(k.Quit, "quits anyway"), hint(k.Back, "stays")) + " (any other key stays)")
+	return nil
+}
+
+// confirmQuit answers the question askQuit asked: Quit quits; any other
+// key (or a paste) stays and is not used for anything else.
+func (m *model) confirmQuit(msg tea.Msg) tea.Cmd {
+	m.quitting = false
+	if kp, ok := msg.(tea.KeyPressMsg); ok && key.Matches(kp, m.pc.keys.Quit) {
+		return tea.Quit
+	}
+	m.pc.setInfo("not quitting")
+	return nil
 }
 
 func (m *model) nextTheme() tea.Cmd {
@@ -344,6 +387,10 @@ func (m *model) paneAt(x, y int) (paneID, rect, bool) {
 // onClick focuses the pane clicked (or the tab, on narrow screens) and
 // hands it a left click inside its border.
 func (m *model) onClick(ms tea.Mouse) tea.Cmd {
+	if m.quitting { // a click answers "stay" too
+		m.quitting = false
+		m.pc.setInfo("not quitting")
+	}
 	if m.overlay.shown {
 		_, cmd := m.overlay.Update(clickMsg{})
 		return cmd

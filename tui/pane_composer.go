@@ -57,6 +57,71 @@ type composer struct {
 	cancel      context.CancelFunc
 
 	reply *line // answering this server request when set
+	// result is the answer to the server request, typed in reply mode in
+	// its own field: the call being written stays as it was.
+	result     lineEdit
+	resultInit string
+
+	// saved is the call as last loaded or sent, and edited says the user
+	// changed a field since: together they tell unsent edits.
+	saved  draft
+	edited bool
+	// on is the key of the target the composer last saw as current;
+	// carried names the one the method was written for when the current
+	// target changed under it (until the method is edited, loaded or sent).
+	on      string
+	carried string
+}
+
+// draft is what the composer sends.
+type draft struct{ method, params, session, pool string }
+
+func (c *composer) draft() draft {
+	return draft{c.method.String(), c.params.String(), c.session.String(), c.pool.String()}
+}
+
+// loaded marks the composer's call as the one loaded or sent: nothing of
+// the user's is left unsent.
+func (c *composer) loaded() {
+	c.saved, c.edited, c.carried = c.draft(), false, ""
+}
+
+// unsaved says what a quit would lose: a call in flight, an answer to a
+// server request or edits not sent (quitGuard).
+func (c *composer) unsaved() string {
+	switch {
+	case c.inflight:
+		return "a call to " + render.Sanitize(c.inflightAt) + " is in flight"
+	case c.reply != nil && c.result.String() != c.resultInit:
+		return "the answer to " + render.Sanitize(c.reply.title) + " is not sent"
+	case c.edited && c.draft() != c.saved:
+		return "the composer holds edits not sent"
+	}
+	return ""
+}
+
+// paramsEdit is the params field, or in reply mode the result field.
+func (c *composer) paramsEdit() *lineEdit {
+	if c.reply != nil {
+		return &c.result
+	}
+	return &c.params
+}
+
+// notOffered reports whether the method is missing from t's capability
+// list (false when t has none: nothing is known).
+func (c *composer) notOffered(t *target) bool {
+	m := strings.TrimSpace(c.method.String())
+	return m != "" && t != nil && t.caps() != nil && !c.methodKnown(m)
+}
+
+// setReply enters reply mode for r (nil leaves it), keeping the call.
+func (c *composer) setReply(r *line, result string) {
+	c.reply = r
+	c.result.Set(result)
+	c.resultInit = result
+	c.field = fParams
+	c.checkParams()
 }
 
 // composeMsg puts a call in the composer (or, with reply set, the answer
@@ -101,6 +166,7 @@ const maxLiveCheck = 64 << 10
 func newComposer(id paneID, pc *programContext) *composer {
 	c := &composer{paneBase: paneBase{id: id, pc: pc}, paramsErrAt: -1}
 	c.params.Set("{}")
+	c.loaded()
 	return c
 }
 
@@ -120,28 +186,30 @@ func (c *composer) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case tea.KeyPressMsg, tea.PasteMsg:
 		return c, c.onKey(msg)
 	case composeMsg:
-		c.reply = msg.reply
-		if msg.reply == nil {
+		if msg.reply != nil {
+			// An answer has its own field: the call being written stays.
+			c.setReply(msg.reply, msg.params)
+		} else {
+			c.reply = nil
 			c.method.Set(msg.method)
+			c.params.Set(msg.params)
+			if msg.session != nil {
+				c.session.Set(*msg.session)
+			}
+			if msg.pool != nil {
+				c.pool.Set(*msg.pool)
+			}
+			c.loaded()
+			c.checkParams()
+			c.field = fParams
 		}
-		c.params.Set(msg.params)
-		if msg.session != nil {
-			c.session.Set(*msg.session)
-		}
-		if msg.pool != nil {
-			c.pool.Set(*msg.pool)
-		}
-		c.checkParams()
-		c.field = fParams
 		cmd := c.pc.do(focusMsg{c.id})
 		c.comps = nil
 		return c, cmd
 	case focusedMsg:
 		c.complete()
 	case currentMsg:
-		if t := c.pc.target(); msg.changed && t != nil && t.bus() && t.Pool != "" {
-			c.pool.Set(t.Pool)
-		}
+		c.follow(msg.changed)
 		c.complete()
 	case callDoneMsg:
 		if c.inflight && msg.ans.seq == c.inflightSeq {
@@ -154,8 +222,10 @@ func (c *composer) Update(msg tea.Msg) (pane, tea.Cmd) {
 			c.pc.setInfo("cancelled")
 		}
 	case prefillMsg:
-		if msg.method == c.method.String() && msg.params != nil {
+		// Only over what was loaded: never over the user's typing.
+		if msg.method == c.method.String() && msg.params != nil && !c.edited {
 			c.params.Set(string(msg.params))
+			c.loaded()
 			c.checkParams()
 		}
 	case editorReadyMsg:
@@ -167,7 +237,10 @@ func (c *composer) Update(msg tea.Msg) (pane, tea.Cmd) {
 			c.pc.setErr("editor: " + msg.err.Error())
 			break
 		}
-		c.params.Set(msg.text)
+		if c.paramsEdit().String() != msg.text && c.reply == nil {
+			c.edited = true
+		}
+		c.paramsEdit().Set(msg.text)
 		c.checkParams()
 	case clickMsg:
 		if msg.y <= 2 {
@@ -187,9 +260,8 @@ func (c *composer) onKey(msg tea.Msg) tea.Cmd {
 	switch {
 	case key.Matches(kp, k.Back):
 		if c.reply != nil {
-			c.reply = nil
-			c.params.Set("{}")
-			c.checkParams()
+			c.setReply(nil, "")
+			c.pc.setInfo("not answered: back to the call")
 			return nil
 		}
 		return c.pc.do(focusMsg{pCaps})
@@ -198,6 +270,7 @@ func (c *composer) onKey(msg tea.Msg) tea.Cmd {
 		// Take the highlighted completion (a key that also sends does
 		// so only while the typed method is not one the target has).
 		c.method.Set(c.comps[c.compIdx])
+		c.edited, c.carried = true, ""
 		c.comps = nil
 		c.field = fParams
 		return nil
@@ -226,7 +299,15 @@ func (c *composer) onKey(msg tea.Msg) tea.Cmd {
 	case key.Matches(kp, k.Send):
 		return c.send()
 	}
-	if c.fieldEdit().Update(msg, k) {
+	fe := c.fieldEdit()
+	before := fe.String()
+	if fe.Update(msg, k) {
+		if fe.String() != before && fe != &c.result {
+			c.edited = true
+			if fe == &c.method {
+				c.carried = ""
+			}
+		}
 		switch c.field {
 		case fParams:
 			c.checkParams()
@@ -240,7 +321,7 @@ func (c *composer) onKey(msg tea.Msg) tea.Cmd {
 func (c *composer) fieldEdit() *lineEdit {
 	switch c.field {
 	case fParams:
-		return &c.params
+		return c.paramsEdit()
 	case fSession:
 		return &c.session
 	case fPool:
@@ -270,15 +351,13 @@ func (c *composer) send() tea.Cmd {
 		pc.setErr("params are not valid JSON: " + c.paramsErr)
 		return nil
 	}
-	params := json.RawMessage(strings.TrimSpace(c.params.String()))
+	params := json.RawMessage(strings.TrimSpace(c.paramsEdit().String()))
 	if len(params) == 0 {
 		params = nil
 	}
 	if c.reply != nil {
 		r := *c.reply
-		c.reply = nil
-		c.params.Set("{}")
-		c.checkParams()
+		c.setReply(nil, "") // the call being written is back as it was
 		cmd := pc.do(focusMsg{pRequests})
 		cl := pc.client
 		ctx := pc.ctx
@@ -312,7 +391,19 @@ func (c *composer) send() tea.Cmd {
 		pc.setErr("a call is in flight: " + helpKey(k.Cancel) + " cancels it")
 		return nil
 	}
-	req := ipc.Request{Method: method, Params: params, SessionID: c.session.String(), Pool: c.pool.String()}
+	if c.carried != "" && c.notOffered(t) {
+		// Written for another target: say so once, never send it as if
+		// this one had it.
+		pc.setErr(fmt.Sprintf("%s does not offer %s (it was written for %s): %s again sends it anyway, or pick one in Capabilities (%s)",
+			render.Sanitize(t.Name), render.Sanitize(method), render.Sanitize(c.carried), helpKey(k.Send), helpKey(k.focusKey(pCaps))))
+		c.carried = ""
+		return nil
+	}
+	req := ipc.Request{Method: method, Params: params}
+	if t.bus() { // the routing fields are a bus's: never sent to another kind of target
+		req.SessionID, req.Pool = c.session.String(), c.pool.String()
+	}
+	c.loaded()
 	ctx, cancel := context.WithTimeout(pc.ctx, pc.callTimeout())
 	c.cancel = cancel
 	seq := pc.nextSeq()
@@ -336,7 +427,7 @@ func (c *composer) send() tea.Cmd {
 
 // openEditor writes the params to a temporary file for $EDITOR.
 func (c *composer) openEditor() tea.Cmd {
-	text := c.params.String()
+	text := c.paramsEdit().String()
 	return c.pc.safe(func() tea.Msg {
 		f, err := os.CreateTemp("", "primalscope-params-*.json")
 		if err != nil {
@@ -401,7 +492,8 @@ func (c *composer) readEdited(msg editorDoneMsg) tea.Cmd {
 // checkParams validates the params as JSON and finds the fault's position.
 func (c *composer) checkParams() {
 	c.paramsErr, c.paramsErrAt = "", -1
-	s := strings.TrimSpace(c.params.String())
+	raw := c.paramsEdit().String()
+	s := strings.TrimSpace(raw)
 	if s == "" {
 		return
 	}
@@ -409,15 +501,14 @@ func (c *composer) checkParams() {
 		return // checked when sent, off the UI's path
 	}
 	var v json.RawMessage
-	err := json.Unmarshal([]byte(c.params.String()), &v)
+	err := json.Unmarshal([]byte(raw), &v)
 	if err == nil {
-		if t := strings.TrimSpace(c.params.String()); t[0] != '{' && t[0] != '[' {
+		if s[0] != '{' && s[0] != '[' && c.reply == nil { // a result may be any value
 			c.paramsErr = "params must be an object or an array"
 		}
 		return
 	}
 	var se *json.SyntaxError
-	raw := c.params.String()
 	if errors.As(err, &se) {
 		off := int(se.Offset)
 		switch {
@@ -432,6 +523,29 @@ func (c *composer) checkParams() {
 	}
 	c.paramsErrAt = utf8.RuneCountInString(raw)
 	c.paramsErr = err.Error()
+}
+
+// follow keeps up with the current target: a bus's pool, and a method
+// written for the target before (carried, marked until it is offered).
+func (c *composer) follow(changed bool) {
+	t := c.pc.target()
+	if !changed || t == nil {
+		return
+	}
+	if t.bus() && t.Pool != "" {
+		if c.saved.pool == c.pool.String() {
+			c.saved.pool = t.Pool // set for the user, not by them
+		}
+		c.pool.Set(t.Pool)
+	}
+	if c.on != "" && c.on != c.pc.current && strings.TrimSpace(c.method.String()) != "" {
+		if prev := c.pc.targets[c.on]; prev != nil {
+			c.carried = prev.Name
+		} else {
+			c.carried = "another target"
+		}
+	}
+	c.on = c.pc.current
 }
 
 // complete recomputes the method completions for the typed prefix.
@@ -519,15 +633,19 @@ func (c *composer) body(w int) []string {
 			busW = ansi.StringWidth(bus)
 		}
 		head := tgt + "  " + label("method ", fMethod)
-		mw := w - ansi.StringWidth(head) - busW
-		l1 = head + c.method.View(max(mw, 4), focused && c.field == fMethod, st, -1) + bus
+		mark := ""
+		if c.notOffered(t) {
+			mark = " " + st.Warn.Render("⚠ not offered here")
+		}
+		mw := w - ansi.StringWidth(head) - busW - ansi.StringWidth(mark)
+		l1 = head + c.method.View(max(mw, 4), focused && c.field == fMethod, st, -1) + mark + bus
 	}
 	plabel := "params "
 	if c.reply != nil {
 		plabel = "result "
 	}
 	head2 := label(plabel, fParams)
-	l2 := head2 + c.params.View(max(w-ansi.StringWidth(head2), 4), focused && c.field == fParams, st, c.paramsErrAt)
+	l2 := head2 + c.paramsEdit().View(max(w-ansi.StringWidth(head2), 4), focused && c.field == fParams, st, c.paramsErrAt)
 	var l3 string
 	switch {
 	case c.inflight:

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
@@ -18,13 +20,21 @@ func eventsSpec() paneSpec {
 		make: func(id paneID, pc *programContext) pane { return newEventsPane(id, pc, pc.cfg.EventBuffer) }}
 }
 
-// tail is the scroll state shared by the events and trace panes: back is how
-// many (matching) rows above the newest the view ends; 0 follows the stream.
+// tail is the scroll state and the cursor shared by the events and trace
+// panes. Rows are counted among those that match the filters, from the
+// newest: back is how many are below the view's bottom, cur is the
+// cursor's row counted up from the view's bottom. Unpaused with both 0,
+// the view follows the stream with the cursor on the newest row; else it
+// stays on the rows it shows as new ones arrive.
 type tail struct {
-	back      int
+	back, cur int
 	paused    bool
-	pauseMark uint64 // total when paused
-	filter    field
+	// newer counts the matching rows that arrived since the pause.
+	newer int
+	// avail and shown are the rows the view had room for and showed last
+	// (keys move by them before the next frame); head is the rows above.
+	avail, shown, head int
+	filter             field
 }
 
 // tailAction is what a key asks of a live pane beyond moving its tail.
@@ -37,34 +47,70 @@ const (
 	tailUnknown // not a key the tails share
 )
 
-// onKey handles the keys the live panes share over n matching rows; total
-// is how many rows the pane has received so far.
-func (t *tail) onKey(kp tea.KeyPressMsg, k *KeyMap, n int, total uint64) tailAction {
+// far is further back than any ring holds (Top moves there; settle brings
+// it back to the oldest row).
+const far = 1 << 40
+
+// following reports whether the view follows the stream.
+func (t *tail) following() bool { return !t.paused && t.back == 0 && t.cur == 0 }
+
+// sel is the cursor's row: how many matching rows are newer.
+func (t *tail) sel() int { return t.back + t.cur }
+
+// appended accounts for a new row (match says whether it passes the
+// filters, asked only when the view does not follow): a view that does not
+// follow keeps its rows, and the cursor its row.
+func (t *tail) appended(match func() bool) {
+	if t.following() || !match() {
+		return
+	}
+	t.back++
+	if t.paused {
+		t.newer++
+	}
+}
+
+// select puts the cursor on row s (counted from the newest), scrolling
+// the view to show it.
+func (t *tail) moveTo(s int) {
+	s = max(s, 0)
+	avail := max(t.avail, 1)
 	switch {
-	case key.Matches(kp, k.Up):
-		t.back = min(t.back+1, n)
-	case key.Matches(kp, k.Down):
-		tailScroll(t, 1)
-	case key.Matches(kp, k.PageUp):
-		t.back = min(t.back+10, n)
-	case key.Matches(kp, k.PageDown):
-		tailScroll(t, 10)
-	case key.Matches(kp, k.Top):
-		t.back = n
-	case key.Matches(kp, k.Bottom):
-		t.back = 0
-		t.paused = false
+	case s < t.back:
+		t.back, t.cur = s, 0
+	case s >= t.back+avail:
+		t.back, t.cur = s-avail+1, avail-1
+	default:
+		t.cur = s - t.back
+	}
+}
+
+// live goes back to the newest row and follows the stream.
+func (t *tail) live() { t.back, t.cur, t.paused = 0, 0, false }
+
+// onKey handles the keys the live panes share: the moving keys move the
+// cursor (the pane settles it over its rows after).
+func (t *tail) onKey(kp tea.KeyPressMsg, k *KeyMap) tailAction {
+	if d, ok := moveBy(kp, k, far); ok {
+		if key.Matches(kp, k.Bottom) {
+			t.live()
+		} else {
+			t.moveTo(t.sel() - d) // rows count up from the newest
+		}
+		return tailNone
+	}
+	switch {
 	case key.Matches(kp, k.Pause):
 		t.paused = !t.paused
 		if t.paused {
-			t.pauseMark = total
+			t.newer = 0
 		} else {
-			t.back = 0
+			t.live()
 		}
 	case key.Matches(kp, k.Filter):
 		t.filter.active = true
 	case key.Matches(kp, k.Clear):
-		t.back = 0
+		t.live()
 		return tailClear
 	case key.Matches(kp, k.Select):
 		return tailInspect
@@ -77,7 +123,14 @@ func (t *tail) onKey(kp tea.KeyPressMsg, k *KeyMap, n int, total uint64) tailAct
 // typeFilter edits the tail's filter; a new filter shows the newest rows.
 func (t *tail) typeFilter(msg tea.Msg, k *KeyMap) {
 	if e := t.filter.Update(msg, k, true); e == editChanged || e == editBack {
-		t.back = 0
+		t.back, t.cur = 0, 0
+	}
+}
+
+// click puts the cursor on the row drawn y rows below the top.
+func (t *tail) click(y int) {
+	if i := y - t.head; i >= 0 && i < t.shown {
+		t.cur = t.shown - 1 - i
 	}
 }
 
@@ -105,35 +158,60 @@ func nth[T any](r *ring[T], match func(*T) bool, skip int) (found *T) {
 	return found
 }
 
+// settle fits the view and the cursor to the rows r holds that match: the
+// view ends no further back than shows a full page of the oldest rows, and
+// the cursor stays on its row, or the nearest one shown. It walks no
+// further back than the view.
+func settle[T any](t *tail, r *ring[T], match func(*T) bool) {
+	avail := max(t.avail, 1)
+	need := t.back + avail
+	n := 0
+	walk(r, match, 0, func(int, *T) bool { n++; return n < need })
+	if n < need { // the oldest row is in the view (or above it)
+		s := t.sel()
+		t.back = max(n-avail, 0)
+		t.cur = s - t.back
+	}
+	t.cur = max(min(t.cur, min(n-t.back, avail)-1), 0)
+}
+
 // tailView draws a live pane's body over r in w×h: the filter, then the
 // rows that match, newest at the bottom, ending t.back rows above the
-// newest (only those that show are drawn); row draws the i-th item. none
-// and filtered say why there is no row.
-func tailView[T any](st *styles, t *tail, r *ring[T], w, h int, match func(*T) bool, row func(i int, x *T) string, none, filtered string) []string {
+// newest (only those that show are drawn); row draws the i-th item, and
+// cursor marks the cursor's row (the focused pane's). none and filtered
+// say why there is no row.
+func tailView[T any](st *styles, t *tail, r *ring[T], w, h int, match func(*T) bool, row func(i int, x *T) string, cursor bool, none, filtered string) []string {
 	var head []string
 	if t.filter.active || !t.filter.Empty() {
 		head = append(head, t.filter.view(st, "/ ", w))
 	}
+	t.head = len(head)
 	avail := h - len(head)
 	if avail <= 0 {
+		t.shown = 0
 		return head
 	}
+	t.avail = avail
+	settle(t, r, match)
 	rows := make([]string, 0, avail)
 	walk(r, match, t.back, func(i int, x *T) bool {
-		rows = append(rows, row(i, x))
+		s := row(i, x)
+		if cursor {
+			mark := " "
+			if len(rows) == t.cur {
+				mark = st.Accent.Render("›")
+			}
+			s = mark + s
+		}
+		rows = append(rows, s)
 		return len(rows) < avail
 	})
+	t.shown = len(rows)
 	return tailRows(st, head, rows, r.Len() == 0, t.back == 0, none, filtered)
 }
 
-// wheel scrolls the tail by d rows over n.
-func (t *tail) wheel(d, n int) {
-	if d < 0 {
-		t.back = min(t.back-d, n)
-	} else {
-		tailScroll(t, d)
-	}
-}
+// wheel moves the cursor by d rows (down is newer).
+func (t *tail) wheel(d int) { t.moveTo(t.sel() - d) }
 
 // inspectKey is Select as the tails describe it.
 func inspectKey(k *KeyMap) key.Binding {
@@ -185,17 +263,22 @@ func (p *eventsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			return p, p.onKey(kp)
 		}
 	case wheelMsg:
-		p.wheel(msg.delta, p.ring.Len())
+		p.wheel(msg.delta)
+		settle(&p.tail, p.ring, p.match)
+	case clickMsg:
+		p.click(msg.y)
 	}
 	return p, nil
 }
 
 func (p *eventsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	k := p.keys()
-	switch p.tail.onKey(kp, k, p.ring.Len(), p.ring.total) {
+	defer settle(&p.tail, p.ring, p.match)
+	switch p.tail.onKey(kp, k) {
 	case tailClear:
 		p.ring.Clear()
 	case tailInspect:
+		settle(&p.tail, p.ring, p.match)
 		return p.inspect()
 	case tailUnknown:
 		switch {
@@ -208,15 +291,43 @@ func (p *eventsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-// inspect opens the bottom row (the newest, or the one scrolled to) in the
-// response viewer.
+// inspect opens the event under the cursor in the response viewer, whole:
+// its envelope (time, source, kind, name) and payload as JSON.
 func (p *eventsPane) inspect() tea.Cmd {
-	e := p.at(p.back)
+	e := p.at(p.sel())
 	if e == nil {
 		return nil
 	}
-	a := &answer{title: fmt.Sprintf("%s %s · %s · %s", e.kind, e.title, e.Source, e.Time.Format("15:04:05.000")), result: e.data, outcome: "ok", size: len(e.data)}
+	doc := eventJSON(e)
+	a := &answer{title: fmt.Sprintf("%s %s · %s · %s", e.kind, e.title, e.Source, e.Time.Format("15:04:05.000")), result: doc, outcome: "ok", size: len(doc)}
 	return openAnswer(p.pc, a)
+}
+
+// eventJSON is an event whole as JSON (the envelope tail --json prints:
+// source, time, kind, name, payload), its payload as kept (bounded by
+// maxEventData): a payload that is not JSON (cut, or sent so) is given as
+// a string, with "payload_cut" when it was cut. Peer text is escaped by
+// the encoder and sanitized where the viewer draws it.
+func eventJSON(e *line) []byte {
+	ev := e.Event
+	var cut bool
+	if len(ev.Payload) > 0 && !json.Valid(ev.Payload) {
+		cut = len(ev.Payload) >= maxEventData
+		s, _ := json.Marshal(string(ev.Payload))
+		ev.Payload = s
+	}
+	if len(ev.Payload) == 0 {
+		ev.Payload = json.RawMessage("null")
+	}
+	out := struct {
+		events.Event
+		Cut bool `json:"payload_cut,omitempty"`
+	}{ev, cut}
+	b, err := json.Marshal(out)
+	if err != nil { // not reached: every field is valid JSON
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	return b
 }
 
 // openAnswer shows a in the response viewer (focusing it on narrow
@@ -230,13 +341,11 @@ func openAnswer(pc *programContext, a *answer) tea.Cmd {
 	return tea.Batch(cmd, pc.safe(func() tea.Msg { return answerMsg(a) }))
 }
 
-// Append adds an event; while paused and scrolled, the view stays put.
+// Append adds an event; while paused or scrolled, the view stays put.
 func (p *eventsPane) Append(e line) {
 	p.ring.Append(e)
 	p.sources[e.Source] = true
-	if p.paused || p.back > 0 {
-		p.back++
-	}
+	p.appended(func() bool { return p.match(&e) })
 }
 
 func (p *eventsPane) match(e *line) bool {
@@ -279,7 +388,7 @@ func (p *eventsPane) cycleKind() {
 	if p.kind > EvInvalid {
 		p.kind = 0
 	}
-	p.back = 0
+	p.back, p.cur = 0, 0
 }
 
 func (p *eventsPane) cycleSource() {
@@ -295,7 +404,7 @@ func (p *eventsPane) cycleSource() {
 			break
 		}
 	}
-	p.back = 0
+	p.back, p.cur = 0, 0
 }
 
 func (p *eventsPane) titles(st *styles) (string, string) {
@@ -309,7 +418,7 @@ func (p *eventsPane) titles(st *styles) (string, string) {
 	t := "Events · " + f
 	var right []string
 	if p.paused {
-		right = append(right, st.Warn.Render(fmt.Sprintf("paused +%d", p.ring.total-p.pauseMark)))
+		right = append(right, st.Warn.Render(fmt.Sprintf("paused +%d", p.newer)))
 	}
 	if d := p.ring.dropped + p.dropped; d > 0 {
 		right = append(right, st.Warn.Render(fmt.Sprintf("dropped %d", d)))
@@ -327,7 +436,7 @@ func (p *eventsPane) View() string {
 
 func (p *eventsPane) rows(st *styles, w, h int) []string {
 	k := p.keys()
-	return tailView(st, &p.tail, p.ring, w, h, p.match, func(_ int, e *line) string { return p.row(st, e, w) },
+	return tailView(st, &p.tail, p.ring, w, h, p.match, func(_ int, e *line) string { return p.row(st, e, w) }, p.focused(),
 		" waiting for events…", " nothing matches the filter ("+joinHints(", ", hint(k.KindCycle, "kind"), hint(k.SrcCycle, "source"), hint(k.Filter, "text"))+")")
 }
 
@@ -363,13 +472,6 @@ func (p *eventsPane) row(st *styles, e *line, w int) string {
 		out += " " + st.Dim.Render(render.Sanitize(human.Clip(string(e.data), 512)))
 	}
 	return out
-}
-
-func tailScroll(t *tail, n int) {
-	t.back -= n
-	if t.back < 0 {
-		t.back = 0
-	}
 }
 
 // tailRows finishes a live pane: rows were collected newest first and are

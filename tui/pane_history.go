@@ -32,6 +32,15 @@ type historyPane struct {
 	err      string
 	// name is the name the selected call is saved under, while typed.
 	name field
+	// replaying is the number (programContext.seq) of the replay in
+	// flight, 0 when none.
+	replaying int
+}
+
+// replayFailedMsg says a replay could not be made.
+type replayFailedMsg struct {
+	seq int
+	err error
 }
 
 // historyMsg is what a history search found.
@@ -62,9 +71,16 @@ func (p *historyPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			break
 		}
 		p.err = ""
-		p.entries = msg.entries
-		p.sel = max(min(p.sel, len(msg.entries)-1), 0)
+		p.keep(msg.entries)
+	case replayFailedMsg:
+		if msg.seq == p.replaying {
+			p.replaying = 0
+		}
+		p.pc.setErr("replay: " + render.Sanitize(msg.err.Error()))
 	case callDoneMsg:
+		if msg.ans != nil && msg.ans.seq == p.replaying {
+			p.replaying = 0
+		}
 		if p.focused() || p.loaded {
 			return p, p.loadAfter(p.search.String(), 100*time.Millisecond)
 		}
@@ -156,6 +172,29 @@ func (p *historyPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
+// keep shows a new list of entries with the cursor on the entry it was
+// on (a call just recorded comes in above it), else at the same place.
+func (p *historyPane) keep(es []history.Entry) {
+	if e := p.selected(); e != nil {
+		for i := range es {
+			if es[i].ID == e.ID {
+				p.entries, p.sel = es, i
+				return
+			}
+		}
+	}
+	p.entries = es
+	p.sel = max(min(p.sel, len(es)-1), 0)
+}
+
+// unsaved says a replay is in flight (quitGuard).
+func (p *historyPane) unsaved() string {
+	if p.replaying != 0 {
+		return "a replay is in flight"
+	}
+	return ""
+}
+
 func (p *historyPane) selected() *history.Entry {
 	if p.sel >= 0 && p.sel < len(p.entries) {
 		return &p.entries[p.sel]
@@ -190,12 +229,13 @@ func (p *historyPane) replay(e history.Entry, t *discovery.Target) tea.Cmd {
 	cl, hs, timeout, ctx := p.pc.client, p.pc.hist, p.pc.callTimeout(), p.pc.ctx
 	p.pc.setInfo(fmt.Sprintf("replaying call %d…", e.ID))
 	seq := p.pc.nextSeq()
+	p.replaying = seq
 	return p.pc.safe(func() tea.Msg {
 		ctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		old, err := hs.Get(ctx, e.ID)
 		if err != nil {
-			return statusMsg{text: "replay: " + err.Error(), err: true}
+			return replayFailedMsg{seq: seq, err: err}
 		}
 		req := ipc.Request{Method: e.Method, Params: e.Params, SessionID: e.Session, Pool: e.Pool}
 		start := time.Now()

@@ -144,10 +144,10 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	if a.outcome != "ok" && a.outcome != "error" {
 		r.pc.setErr(a.outcome + ": " + a.errText)
 	}
+	// The focus stays where the user was: keys typed next must not
+	// become the viewer's commands (the response shows beside the
+	// composer at every size).
 	var cmds []tea.Cmd
-	if f := r.pc.focus; f == pComposer || f == pCaps {
-		cmds = append(cmds, r.pc.do(focusMsg{r.id}))
-	}
 	if msg.partial {
 		cmds = append(cmds, r.pc.safe(func() tea.Msg { return fullDocMsg{ans: a, doc: prettyDoc(a.result)} }))
 	}

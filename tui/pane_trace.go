@@ -53,23 +53,27 @@ func (p *tracePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			return p, nil
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
-			switch p.tail.onKey(kp, p.keys(), p.ring.Len(), p.ring.total) {
+			switch p.tail.onKey(kp, p.keys()) {
 			case tailClear:
 				p.ring.Clear()
 			case tailInspect:
+				settle(&p.tail, p.ring, p.matcher())
 				return p, p.inspect()
 			}
+			settle(&p.tail, p.ring, p.matcher())
 		}
 	case wheelMsg:
-		p.wheel(msg.delta, p.ring.Len())
+		p.wheel(msg.delta)
+		settle(&p.tail, p.ring, p.matcher())
+	case clickMsg:
+		p.click(msg.y)
 	}
 	return p, nil
 }
 
-// inspect opens the bottom frame (the newest, or the one scrolled to) in
-// the response viewer.
+// inspect opens the frame under the cursor in the response viewer.
 func (p *tracePane) inspect() tea.Cmd {
-	f := p.at(p.back)
+	f := p.at(p.sel())
 	if f == nil {
 		return nil
 	}
@@ -90,9 +94,7 @@ func (p *tracePane) inspect() tea.Cmd {
 // Append adds a frame.
 func (p *tracePane) Append(f TraceFrame) {
 	p.ring.Append(f)
-	if p.paused || p.back > 0 {
-		p.back++
-	}
+	p.appended(func() bool { return p.matcher()(&f) })
 }
 
 // at returns the back-th newest frame that matches the filter.
@@ -110,7 +112,7 @@ func (p *tracePane) matcher() func(*TraceFrame) bool {
 func (p *tracePane) titles(st *styles) (string, string) {
 	var right []string
 	if p.paused {
-		right = append(right, st.Warn.Render(fmt.Sprintf("paused +%d", p.ring.total-p.pauseMark)))
+		right = append(right, st.Warn.Render(fmt.Sprintf("paused +%d", p.newer)))
 	}
 	if p.ring.dropped > 0 {
 		right = append(right, st.Warn.Render(fmt.Sprintf("dropped %d", p.ring.dropped)))
@@ -134,7 +136,7 @@ func (p *tracePane) rows(st *styles, w, h int) []string {
 		}
 		return p.row(st, fr, prev)
 	}
-	return tailView(st, &p.tail, p.ring, w, h, p.matcher(), row,
+	return tailView(st, &p.tail, p.ring, w, h, p.matcher(), row, p.focused(),
 		" no frames yet: every frame sent and received shows here", " nothing matches the filter")
 }
 
