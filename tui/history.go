@@ -186,4 +186,3 @@ func transportOf(t *discovery.Target) string {
 	}
 	return s
 }
-
