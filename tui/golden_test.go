@@ -176,6 +176,12 @@ var scenarios = []scenario{
 		return withTargets(feedMsg{items: sampleEvents()}, press("R")[0])
 	}},
 	{"help", func() []tea.Msg { return withTargets(press("?")...) }},
+	{"response-failure", func() []tea.Msg {
+		return []tea.Msg{feedMsg{items: demoTargets()}, press("4")[0], callDoneMsg{ans: demoFailure(), doc: textDoc(nil)}}
+	}},
+	{"message", func() []tea.Msg {
+		return []tea.Msg{feedMsg{items: demoTargets()}, press("4")[0], callDoneMsg{ans: demoFailure(), doc: textDoc(nil)}, press("!")[0]}
+	}},
 }
 
 // TestGolden drives the program with teatest and compares the final screen

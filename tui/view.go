@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
@@ -29,6 +30,7 @@ func (m *model) layout() {
 			m.panes[p].SetSize(r.w, r.h)
 		}
 		m.overlay.SetSize(w, h-2)
+		m.msgBox.SetSize(w, h-2)
 	}()
 	bodyY, bodyH := 1, h-2
 	full := rect{0, bodyY, w, bodyH}
@@ -94,6 +96,10 @@ func (m *model) render() string {
 	lines[m.h-1] = m.statusBar()
 	if m.overlay.shown {
 		copy(lines[1:], strings.Split(m.overlay.View(), "\n"))
+		return joinLines(lines)
+	}
+	if m.msgBox.shown {
+		copy(lines[1:], strings.Split(m.msgBox.View(), "\n"))
 		return joinLines(lines)
 	}
 	// Draw each pane into its rectangle; panes never overlap.
@@ -223,16 +229,25 @@ func (m *model) header() string {
 	return fit(left, m.w-rw) + right
 }
 
-// statusBar is the status line and the focused pane's keys.
+// statusBar is the status line and the focused pane's keys. A message too
+// long for the line is cut, and says which key shows it whole.
 func (m *model) statusBar() string {
 	st, pc := m.pc.st, m.pc
 	left := ""
 	if pc.status != "" {
+		msg, style := " "+render.Sanitize(pc.status), st.OK
 		if pc.statusErr {
-			left = st.Err.Render(" ✗ "+render.Sanitize(pc.status)) + " "
-		} else {
-			left = st.OK.Render(" "+render.Sanitize(pc.status)) + " "
+			msg, style = " ✗"+msg, st.Err
 		}
+		if ansi.StringWidth(msg)+1 > m.w {
+			hint := ""
+			if k := pc.keys.Message; k.Enabled() {
+				hint = st.HelpKey.Render(k.Help().Key) + " " + st.HelpDesc.Render(k.Help().Desc)
+			}
+			msg = human.Truncate(msg, m.w-ansi.StringWidth(hint)-2)
+			return fit(style.Render(msg)+"  "+hint, m.w)
+		}
+		left = style.Render(msg) + " "
 	}
 	m.bar.SetWidth(max(m.w-ansi.StringWidth(left)-1, 10))
 	var km help.KeyMap = pc.keys
@@ -240,4 +255,13 @@ func (m *model) statusBar() string {
 		km = p.KeyMap()
 	}
 	return fit(left+" "+m.bar.ShortHelpView(km.ShortHelp()), m.w)
+}
+
+// messageHint names the key that shows a message whole ("" when it is
+// disabled).
+func messageHint(k *KeyMap) string {
+	if !k.Message.Enabled() {
+		return ""
+	}
+	return k.Message.Help().Key + " " + k.Message.Help().Desc
 }
