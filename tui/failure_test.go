@@ -47,3 +47,24 @@ func TestFailureWrapped(t *testing.T) {
 		t.Fatal("a click on the status line did not open the message")
 	}
 }
+
+// TestLongFailureBounded: a peer's megabyte of reason, control characters
+// and all, takes at most the response pane's rows, escaped, and the cut
+// says how to read it whole.
+func TestLongFailureBounded(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.update(winSize(80, 24))
+	a := demoFailure()
+	a.errText = strings.Repeat("no \x1b[31mred\x07 ", 100000)
+	run(t, m, m.update(callDoneMsg{ans: a, doc: textDoc(nil)}))
+	m.setFocus(pResponse)
+	out := m.render()
+	checkScreen(t, out, 80, 24)
+	scr := ansi.Strip(out)
+	if strings.Contains(out, "\x1b[31mred") || !strings.Contains(scr, `\x1b[31mred`) {
+		t.Fatalf("the reason's escapes reached the terminal:\n%s", scr)
+	}
+	if !strings.Contains(scr, "… ! message") {
+		t.Fatalf("the cut reason does not say how to read it whole:\n%s", scr)
+	}
+}

@@ -426,7 +426,9 @@ func (r *responseView) errorLines(st *styles, w, h int) []string {
 		return nil
 	}
 	b := st.ErrBadge.Render(badge)
-	lines := wrapText(render.Sanitize(human.Clip(text, maxErrorText)), w-ansi.StringWidth(b)-1, w)
+	// No more than the rows can show is wrapped (on every frame).
+	keep := min(maxErrorText, (max(h, 1)+1)*max(w, 1)*4)
+	lines := wrapText(render.Sanitize(human.Clip(text, keep)), w-ansi.StringWidth(b)-1, w)
 	if len(lines) > h {
 		lines = lines[:max(h, 1)]
 		lines[len(lines)-1] = human.Truncate(lines[len(lines)-1]+" …", w-ansi.StringWidth(r.more)-1) + " " + st.Dim.Render(r.more)

@@ -275,7 +275,8 @@ func (m *model) statusBar() string {
 	st, pc := m.pc.st, m.pc
 	left := ""
 	if pc.status != "" {
-		msg, style := " "+render.Sanitize(pc.status), st.OK
+		// Only what the line can show is sanitized (on every frame).
+		msg, style := " "+render.Sanitize(human.Clip(pc.status, m.w*4+16)), st.OK
 		if pc.statusErr {
 			msg, style = " ✗"+msg, st.Err
 		}
