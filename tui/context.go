@@ -46,6 +46,9 @@ type programContext struct {
 
 	status    string
 	statusErr bool
+	// lastErr is the last error the status line said, kept after the line
+	// moves on, for the Message key.
+	lastErr string
 
 	// seq numbers what is opened in the response viewer (calls, replays,
 	// inspected events), so late answers of older ones are told apart.
@@ -74,7 +77,7 @@ func (pc *programContext) nextSeq() int {
 	return pc.seq
 }
 
-func (pc *programContext) setErr(s string)  { pc.status, pc.statusErr = s, true }
+func (pc *programContext) setErr(s string)  { pc.status, pc.statusErr, pc.lastErr = s, true, s }
 func (pc *programContext) setInfo(s string) { pc.status, pc.statusErr = s, false }
 
 // narrow reports whether only one pane (and the composer) fit.

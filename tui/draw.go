@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/colorprofile"
@@ -179,3 +180,67 @@ func (r *ring[T]) Clear() {
 
 // joinLines joins a pane's or the screen's lines.
 func joinLines(lines []string) string { return strings.Join(lines, "\n") }
+
+// wrapText wraps plain one-line text into lines of at most w cells (the
+// first line at most first cells), between words where it can. A word
+// longer than a line (a path, an address) is broken after a slash where
+// that leaves at least a third of the line used, else where the line ends.
+// Runs of spaces become one. Give it peer text only after render.Sanitize,
+// and bound its length first (human.Clip): every line is kept.
+func wrapText(s string, first, w int) []string {
+	if w <= 0 {
+		return nil
+	}
+	first = min(max(first, 1), w)
+	var out []string
+	line, lw := "", 0
+	limit := func() int {
+		if len(out) == 0 {
+			return first
+		}
+		return w
+	}
+	flush := func() {
+		out = append(out, line)
+		line, lw = "", 0
+	}
+	for _, word := range strings.Fields(s) {
+		ww := ansi.StringWidth(word)
+		switch {
+		case lw > 0 && lw+1+ww <= limit():
+			line, lw = line+" "+word, lw+1+ww
+			continue
+		case lw == 0 && ww <= limit():
+			line, lw = word, ww
+			continue
+		case lw > 0:
+			flush()
+			if ww <= limit() {
+				line, lw = word, ww
+				continue
+			}
+		}
+		// Longer than a line: cut it into lines, the last piece staying
+		// on the line for the words after it.
+		for ww > limit() {
+			n := limit()
+			part := ansi.Truncate(word, n, "")
+			if i := strings.LastIndexByte(part, '/'); i >= 0 && (i+1)*3 >= n {
+				part = part[:i+1]
+			}
+			if part == "" { // a character wider than the line
+				_, size := utf8.DecodeRuneInString(word)
+				part = word[:size]
+			}
+			line = part
+			flush()
+			word = word[len(part):]
+			ww = ansi.StringWidth(word)
+		}
+		line, lw = word, ww
+	}
+	if lw > 0 || len(out) == 0 {
+		out = append(out, line)
+	}
+	return out
+}

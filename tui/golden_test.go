@@ -176,14 +176,26 @@ var scenarios = []scenario{
 		return withTargets(feedMsg{items: sampleEvents()}, press("R")[0])
 	}},
 	{"help", func() []tea.Msg { return withTargets(press("?")...) }},
+	{"targets-demo", func() []tea.Msg { return append([]tea.Msg{feedMsg{items: demoTargets()}}, press("j")...) }},
+	{"response-failure", func() []tea.Msg {
+		return []tea.Msg{feedMsg{items: demoTargets()}, press("4")[0], callDoneMsg{ans: demoFailure(), doc: textDoc(nil)}}
+	}},
+	{"message", func() []tea.Msg {
+		return []tea.Msg{feedMsg{items: demoTargets()}, press("4")[0], callDoneMsg{ans: demoFailure(), doc: textDoc(nil)}, press("!")[0]}
+	}},
 }
 
+// goldenSizes are the screens each scenario is drawn at: the three the
+// layout is made for in the dark theme, and the smallest in the light one
+// (a theme changes colours, not places).
+var goldenSizes = map[string][][2]int{"dark": sizes, "light": {{80, 24}}}
+
 // TestGolden drives the program with teatest and compares the final screen
-// of each pane, at 80×24 and 160×48, in two themes.
+// of each pane at goldenSizes, in two themes.
 func TestGolden(t *testing.T) {
 	for _, sc := range scenarios {
 		for _, theme := range []string{"dark", "light"} {
-			for _, sz := range [][2]int{{80, 24}, {160, 48}} {
+			for _, sz := range goldenSizes[theme] {
 				name := fmt.Sprintf("%s/%s/%dx%d", sc.name, theme, sz[0], sz[1])
 				t.Run(name, func(t *testing.T) {
 					ctx, cancel := context.WithCancel(context.Background())

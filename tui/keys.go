@@ -23,6 +23,8 @@ type KeyMap struct {
 	Zoom     key.Binding `toml:"zoom"`
 	Theme    key.Binding `toml:"theme"`
 	Cancel   key.Binding `toml:"cancel"`
+	// Message shows the status line's message whole (or the last error).
+	Message key.Binding `toml:"message"`
 	// ForceQuit quits even while typing in a field.
 	ForceQuit key.Binding `toml:"force_quit"`
 
@@ -111,6 +113,7 @@ func defaultKeyMap(specs []paneSpec) KeyMap {
 		Zoom:      b([]string{"z"}, "z", "zoom pane"),
 		Theme:     b([]string{"T"}, "T", "next theme"),
 		Cancel:    b([]string{"ctrl+x"}, "^x", "cancel call"),
+		Message:   b([]string{"!"}, "!", "message"),
 
 		Filter:   b([]string{"/"}, "/", "filter/search"),
 		Up:       b([]string{"k", "up"}, "↑/k", "up"),
@@ -187,7 +190,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 // FullHelp is the ? overlay, one column a group (titled by
 // helpGroupTitles).
 func (k KeyMap) FullHelp() [][]key.Binding {
-	every := []key.Binding{k.Help, k.Quit, k.ForceQuit, k.NextPane, k.PrevPane, k.Zoom}
+	every := []key.Binding{k.Help, k.Quit, k.ForceQuit, k.NextPane, k.PrevPane, k.Zoom, k.Message}
 	for _, p := range k.Panes {
 		every = append(every, p.Binding)
 	}

@@ -416,6 +416,13 @@ func TestEveryActionRemapped(t *testing.T) {
 	run(t, m, m.update(press("x")[0]))
 	want("any key closes the help", !m.overlay.shown)
 
+	// The status line's message, whole.
+	m.pc.setErr("a message too long for the status line")
+	do("message")
+	want("message", m.msgBox.shown)
+	run(t, m, m.update(press("x")[0]))
+	want("any key closes the message", !m.msgBox.shown)
+
 	// Quitting, last: quit, and force_quit even while typing.
 	m.setFocus(pTargets)
 	driven["quit"] = true

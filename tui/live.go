@@ -19,6 +19,7 @@ type targetList interface {
 	selectedKey() string
 	order(yield func(string) bool)
 	counts() (live, stale, down int)
+	wantWidth() int
 }
 
 func (m *model) list() targetList { return m.panes[pTargets].(targetList) }
@@ -106,6 +107,8 @@ func (m *model) absorb(items []any) tea.Cmd {
 	if changed {
 		m.listen.dirty = true
 		cmds = append(cmds, m.broadcast(targetsMsg{reorder: reorder}))
+		// The targets pane's width follows its names.
+		m.layout()
 		if pc.target() == nil { // none yet (a target that left stays current)
 			if k := m.list().selectedKey(); k != "" {
 				cmds = append(cmds, m.selectTarget(k))

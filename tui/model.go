@@ -21,7 +21,8 @@ type model struct {
 	specs   []paneSpec
 	panes   []pane
 	overlay *helpPane
-	bar     help.Model // the status bar's key list
+	msgBox  *messagePane // the status line's message, whole
+	bar     help.Model   // the status bar's key list
 	feed    *feed
 	listen  *listener
 	theme   string
@@ -92,6 +93,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 		m.panes = append(m.panes, s.make(paneID(i), pc))
 	}
 	m.overlay = newHelpPane(pc)
+	m.msgBox = newMessagePane(pc)
 	return m
 }
 
@@ -171,7 +173,11 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 	case describedMsg:
 		return m.onDescribed(msg)
 	case statusMsg:
-		m.pc.status, m.pc.statusErr = msg.text, msg.err
+		if msg.err {
+			m.pc.setErr(msg.text)
+		} else {
+			m.pc.setInfo(msg.text)
+		}
 		return nil
 	case crashMsg:
 		m.crashed = msg.path
@@ -265,6 +271,10 @@ func (m *model) onKey(msg tea.Msg) tea.Cmd {
 		_, cmd := m.overlay.Update(msg)
 		return cmd
 	}
+	if m.msgBox.shown {
+		_, cmd := m.msgBox.Update(msg)
+		return cmd
+	}
 	if m.quitting {
 		return m.confirmQuit(msg)
 	}
@@ -299,6 +309,11 @@ func (m *model) globalKey(kp tea.KeyPressMsg) (cmd tea.Cmd, ok bool) {
 	case key.Matches(kp, k.Zoom):
 		m.zoom = !m.zoom
 		m.layout()
+		return nil, true
+	case key.Matches(kp, k.Message):
+		if !m.msgBox.open() {
+			m.pc.setInfo("no message to show")
+		}
 		return nil, true
 	}
 	for i, p := range k.Panes {
@@ -395,6 +410,14 @@ func (m *model) onClick(ms tea.Mouse) tea.Cmd {
 		_, cmd := m.overlay.Update(clickMsg{})
 		return cmd
 	}
+	if m.msgBox.shown {
+		_, cmd := m.msgBox.Update(clickMsg{})
+		return cmd
+	}
+	if ms.Y == m.h-1 && ms.Button == tea.MouseLeft {
+		m.msgBox.open() // the status line opens its message whole
+		return nil
+	}
 	if ms.Y == 0 && m.pc.narrow() && !m.zoom {
 		var cmd tea.Cmd
 		for _, tb := range m.tabs() {
@@ -421,15 +444,23 @@ func (m *model) onClick(ms tea.Mouse) tea.Cmd {
 
 // onWheel scrolls the pane under the pointer.
 func (m *model) onWheel(ms tea.Mouse) tea.Cmd {
+	d := 0
+	switch ms.Button {
+	case tea.MouseWheelUp:
+		d = -3
+	case tea.MouseWheelDown:
+		d = 3
+	}
+	if d == 0 {
+		return nil
+	}
+	if m.msgBox.shown {
+		_, cmd := m.msgBox.Update(wheelMsg{delta: d})
+		return cmd
+	}
 	p, _, ok := m.paneAt(ms.X, ms.Y)
 	if !ok {
 		return nil
 	}
-	switch ms.Button {
-	case tea.MouseWheelUp:
-		return m.send(p, wheelMsg{delta: -3})
-	case tea.MouseWheelDown:
-		return m.send(p, wheelMsg{delta: 3})
-	}
-	return nil
+	return m.send(p, wheelMsg{delta: d})
 }

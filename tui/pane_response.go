@@ -57,6 +57,7 @@ func (r *responsePane) View() string {
 	k := r.keys()
 	r.empty = "Pick a target (" + helpKey(k.focusKey(pTargets)) + "), a method (" + helpKey(k.focusKey(pCaps)) +
 		"), edit params (" + helpKey(k.focusKey(pComposer)) + ") and press " + helpKey(k.Send) + "."
+	r.more = messageHint(k)
 	title, right := r.titles(r.pc.st)
 	w, h := r.inner()
 	return r.box(title, right, r.rows(r.pc.st, w, h, r.focused()))

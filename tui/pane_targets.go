@@ -40,6 +40,8 @@ type targetsPane struct {
 	all, matches []sortKey
 	allValid     bool
 	allGroup     int // the grouping all is sorted for
+	// want is how wide the pane would like to be (set by count).
+	want int
 }
 
 var groupNames = [...]string{"", "source", "family"}
@@ -291,7 +293,9 @@ func (p *targetsPane) move(n int) {
 // rows stay as they are).
 func (p *targetsPane) count() {
 	p.live, p.stale, p.down = 0, 0, 0
+	p.want = 0
 	for _, t := range p.pc.targets {
+		p.want = max(p.want, rowWant(t))
 		switch t.health() {
 		case discovery.StateLive:
 			p.live++
@@ -303,12 +307,33 @@ func (p *targetsPane) count() {
 	}
 }
 
+// rowWant is about how many cells a target's row needs to show all but
+// its aliases (byte lengths: cheap enough for every target on every
+// rebuild, and close enough for choosing the pane's width).
+func rowWant(t *target) int {
+	n := 3 + len(t.Name) + 1 + 3 + 3 + 7 // cursor and dot, name, gap, lock, level, latency
+	if t.Family != "" {
+		n += 1 + len(t.Family)
+	}
+	if t.Pool != "" && !strings.HasSuffix(t.Name, "/"+t.Pool) {
+		n += 1 + len(t.Pool)
+	}
+	return n
+}
+
+// wantWidth is how wide the pane would like to be, borders included, to
+// show every target's row whole but for its aliases (as of the last
+// rebuild; 0 when there are no targets).
+func (p *targetsPane) wantWidth() int {
+	if p.want == 0 {
+		return 0
+	}
+	return p.want + 2
+}
+
 // counts reports how many targets are live, stale and down (as of the last
 // rebuild).
 func (p *targetsPane) counts() (live, stale, down int) { return p.live, p.stale, p.down }
-
-// shortFamily keeps a family id readable in a narrow list.
-func shortFamily(f string) string { return human.Truncate(f, 12) }
 
 func healthDot(st *styles, h discovery.State) string {
 	switch h {
@@ -367,49 +392,101 @@ func (p *targetsPane) body() []string {
 	return out
 }
 
+// row draws one target in w cells: the cursor and health dot, the name
+// with its family, pool and aliases, and on the right the lock, the level
+// and the latency (or the health word). The name gets the room: when the
+// row is too narrow, the aliases go first, then the level, the latency,
+// the pool and the family (cut, then dropped); the name itself is cut only
+// when even the name and the lock do not fit.
 func (p *targetsPane) row(st *styles, t *target, w int, sel, focused bool) string {
-	right := ""
+	lock := ""
 	switch {
 	case t.weakSession() != "":
 		// Not the plain lock: the session does not protect what it seems to.
-		right += st.Err.Render("⚿! ")
+		lock = st.Err.Render("⚿! ")
 	case t.BTSP():
-		right += st.Warn.Render("⚿ ")
+		lock = st.Warn.Render("⚿ ")
 	}
+	level := ""
 	if t.Level > 0 {
-		right += st.Dim.Render(fmt.Sprintf("L%d ", t.Level))
+		level = st.Dim.Render(fmt.Sprintf("L%d ", t.Level))
 	}
+	var lat string
 	switch {
 	case t.Kind == discovery.KindTarpc:
-		right += st.Dim.Render("  tarpc")
+		lat = st.Dim.Render("  tarpc")
 	case t.health() == discovery.StateLive:
-		right += st.Dim.Render(fmt.Sprintf("%7s", fmtDur(t.Latency())))
+		lat = st.Dim.Render(fmt.Sprintf("%7s", fmtDur(t.Latency())))
 	case t.health() == discovery.StateUnknown:
-		right += st.Dim.Render("    …  ")
+		lat = st.Dim.Render("    …  ")
 	default:
-		right += st.Warn.Render(fmt.Sprintf("%7s", healthWord(t.health())))
+		lat = st.Warn.Render(fmt.Sprintf("%7s", healthWord(t.health())))
 	}
 	name := render.Sanitize(t.Name)
+	var fam, pool, alias string
 	if t.Family != "" {
-		name += st.Dim.Render("@" + render.Sanitize(shortFamily(t.Family)))
+		fam = "@" + render.Sanitize(t.Family)
 	}
 	if t.Pool != "" && !strings.HasSuffix(t.Name, "/"+t.Pool) {
-		name += st.Dim.Render("/" + render.Sanitize(t.Pool))
+		pool = "/" + render.Sanitize(t.Pool)
 	}
 	if len(t.Aliases) > 0 {
-		name += st.Dim.Render(" " + render.Sanitize(strings.Join(t.Aliases, " ")))
+		alias = " " + render.Sanitize(strings.Join(t.Aliases, " "))
 	}
 	cur := " "
 	if sel {
 		cur = st.Accent.Render("›")
 	}
 	left := cur + healthDot(st, t.health()) + " "
-	nw := w - ansi.StringWidth(left) - ansi.StringWidth(right) - 1
+	wd := ansi.StringWidth
+	// over is how many cells the row is too wide by.
+	over := func() int {
+		right := wd(lock) + wd(level) + wd(lat)
+		gap := 0
+		if right > 0 {
+			gap = 1
+		}
+		return wd(left) + wd(name) + wd(fam) + wd(pool) + wd(alias) + gap + right - w
+	}
+	alias = shrink(alias, over(), 4)
+	if over() > 0 {
+		level = ""
+	}
+	if over() > 0 {
+		lat = ""
+	}
+	pool = shrink(pool, over(), 3)
+	fam = shrink(fam, over(), 3)
+	right := lock + level + lat
+	nw := w - wd(left) - wd(right)
+	if right != "" {
+		nw--
+	}
 	if nw < 4 {
-		nw = 4
+		right, nw = "", w-wd(left)
+	}
+	label := name
+	if more := fam + pool + alias; more != "" {
+		label += st.Dim.Render(more)
 	}
 	if sel && focused {
-		name = st.Selected.Render(ansi.Strip(human.Truncate(name, nw)))
+		label = st.Selected.Render(ansi.Strip(human.Truncate(label, nw)))
 	}
-	return left + fit(name, nw) + " " + right
+	if right == "" {
+		return left + fit(label, nw)
+	}
+	return left + fit(label, nw) + " " + right
+}
+
+// shrink cuts s by over cells (with an ellipsis), or drops it when fewer
+// than keep cells would be left; s comes back whole when over <= 0.
+func shrink(s string, over, keep int) string {
+	if over <= 0 || s == "" {
+		return s
+	}
+	n := ansi.StringWidth(s) - over
+	if n < keep {
+		return ""
+	}
+	return human.Truncate(s, n)
 }

@@ -67,6 +67,8 @@ type responseView struct {
 
 	// empty is what the pane says before the first answer.
 	empty string
+	// more says how to read an error cut for room ("! message").
+	more string
 }
 
 // current is the document on screen.
@@ -327,7 +329,7 @@ func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 		return rows
 	}
 	if a := r.ans; a.rpcErr != nil || a.errText != "" {
-		rows = append(rows, r.errorLines(st)...)
+		rows = append(rows, r.errorLines(st, w, h-len(rows))...)
 	}
 	d := r.current()
 	if d == nil {
@@ -401,18 +403,41 @@ func markMatches(st *styles, line, q string) string {
 	return sb.String()
 }
 
-func (r *responseView) errorLines(st *styles) []string {
+// maxErrorText bounds how much of an error's text the pane wraps.
+const maxErrorText = 16 << 10
+
+// errorLines says what went wrong, wrapped to w cells: the JSON-RPC
+// error's code, meaning and message, or why the call failed. It takes at
+// most h rows (half of them when the error object follows); a cut ends
+// with r.more.
+func (r *responseView) errorLines(st *styles, w, h int) []string {
 	a := r.ans
-	var out []string
+	var badge, text string
 	if e := a.rpcErr; e != nil {
-		s := fmt.Sprintf("error %d", e.Code)
+		badge = fmt.Sprintf("error %d", e.Code)
 		if m := e.Meaning(); m != "" {
-			s += " (" + m + ")"
+			badge += " (" + m + ")"
 		}
-		out = append(out, st.ErrBadge.Render(s)+" "+st.Err.Render(render.Sanitize(e.Message)))
+		text = e.Message
+		h = max(h/2, 2)
 	} else if a.errText != "" {
-		out = append(out, st.ErrBadge.Render(a.outcome)+" "+st.Err.Render(render.Sanitize(a.errText)))
+		badge, text = a.outcome, a.errText
+	} else {
+		return nil
 	}
+	b := st.ErrBadge.Render(badge)
+	// No more than the rows can show is wrapped (on every frame).
+	keep := min(maxErrorText, (max(h, 1)+1)*max(w, 1)*4)
+	lines := wrapText(render.Sanitize(human.Clip(text, keep)), w-ansi.StringWidth(b)-1, w)
+	if len(lines) > h {
+		lines = lines[:max(h, 1)]
+		lines[len(lines)-1] = human.Truncate(lines[len(lines)-1]+" …", w-ansi.StringWidth(r.more)-1) + " " + st.Dim.Render(r.more)
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = st.Err.Render(l)
+	}
+	out[0] = b + " " + out[0]
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
@@ -29,6 +30,7 @@ func (m *model) layout() {
 			m.panes[p].SetSize(r.w, r.h)
 		}
 		m.overlay.SetSize(w, h-2)
+		m.msgBox.SetSize(w, h-2)
 	}()
 	bodyY, bodyH := 1, h-2
 	full := rect{0, bodyY, w, bodyH}
@@ -47,16 +49,37 @@ func (m *model) layout() {
 		}
 		return
 	}
-	topH := max((bodyH-composerH)*45/100, 8)
+	// Wide: the targets run down the left, as wide as their rows want
+	// (within a third of the screen, so names are whole); the capability
+	// tree and the side pane share the top right; the composer and the
+	// response fill the rest below them; while the composer or the
+	// response has the keyboard, the response takes more of the height.
+	// From 180 columns the side pane runs down the right edge instead, as
+	// long as the screen.
+	tw := m.list().wantWidth()
+	if tw == 0 {
+		tw = 46 // the empty state's words
+	}
+	tw = min(max(tw, 28), min(w/3, 60))
+	share := 40
+	if focus == pComposer || focus == pResponse {
+		share = 30
+	}
+	topH := max((bodyH-composerH)*share/100, 8)
 	respH := bodyH - composerH - topH
-	tw := min(max(w/5, 24), 36)
-	sw := min(max(w/4, 28), 56)
-	cw := w - tw - sw
-	m.rects[pTargets] = rect{0, bodyY, tw, topH}
-	m.rects[pCaps] = rect{tw, bodyY, cw, topH}
-	m.rects[m.side] = rect{tw + cw, bodyY, sw, topH}
-	m.rects[pComposer] = rect{0, bodyY + topH, w, composerH}
-	m.rects[pResponse] = rect{0, bodyY + topH + composerH, w, respH}
+	x, rw := tw, w-tw
+	sw := min(max(rw*2/5, 28), 56)
+	m.rects[pTargets] = rect{0, bodyY, tw, bodyH}
+	if w >= 180 {
+		rw -= sw
+		m.rects[m.side] = rect{w - sw, bodyY, sw, bodyH}
+		m.rects[pCaps] = rect{x, bodyY, rw, topH}
+	} else {
+		m.rects[pCaps] = rect{x, bodyY, rw - sw, topH}
+		m.rects[m.side] = rect{x + rw - sw, bodyY, sw, topH}
+	}
+	m.rects[pComposer] = rect{x, bodyY + topH, rw, composerH}
+	m.rects[pResponse] = rect{x, bodyY + topH + composerH, rw, respH}
 }
 
 // View draws the screen.
@@ -94,6 +117,10 @@ func (m *model) render() string {
 	lines[m.h-1] = m.statusBar()
 	if m.overlay.shown {
 		copy(lines[1:], strings.Split(m.overlay.View(), "\n"))
+		return joinLines(lines)
+	}
+	if m.msgBox.shown {
+		copy(lines[1:], strings.Split(m.msgBox.View(), "\n"))
 		return joinLines(lines)
 	}
 	// Draw each pane into its rectangle; panes never overlap.
@@ -190,6 +217,15 @@ func (m *model) header() string {
 		right += sep + st.Warn.Render(count(asking, words[3]))
 	}
 	right += " "
+	rw := ansi.StringWidth(right)
+	if rw > m.w/2 {
+		right, rw = "", 0
+	}
+	// room is what the left side may take: it never runs into the counts.
+	room := m.w - rw
+	if rw > 0 {
+		room -= 2
+	}
 	left := " " + st.Header.Render("primalscope")
 	if pc.cfg.Title != "" {
 		left += " " + st.InfoBadge.Render(render.Sanitize(pc.cfg.Title))
@@ -205,34 +241,54 @@ func (m *model) header() string {
 		}
 		left += " " + strings.Join(tabs, " ")
 	} else {
-		dirs := pc.cfg.SocketDirsShown
-		if len(dirs) == 0 {
-			dirs = []string{"(none)"}
-		}
-		left += st.Dim.Render(" · sockets: ") + render.Sanitize(strings.Join(dirs, ", "))
-		fam := pc.cfg.Family
-		if fam == "" {
-			fam = "default"
-		}
-		left += st.Dim.Render(" · family: ") + render.Sanitize(fam)
+		left += m.whereFrom(room - ansi.StringWidth(left))
 	}
-	rw := ansi.StringWidth(right)
-	if rw > m.w/2 {
-		return fit(left, m.w)
-	}
-	return fit(left, m.w-rw) + right
+	return fit(fit(left, room)+strings.Repeat(" ", m.w-room-rw)+right, m.w)
 }
 
-// statusBar is the status line and the focused pane's keys.
+// whereFrom is the header's " · sockets: DIRS · family: F" in at most
+// room cells: the family whole first, the directories cut to what is left
+// (or left out).
+func (m *model) whereFrom(room int) string {
+	st, pc := m.pc.st, m.pc
+	dirs := pc.cfg.SocketDirsShown
+	if len(dirs) == 0 {
+		dirs = []string{"(none)"}
+	}
+	fam := pc.cfg.Family
+	if fam == "" {
+		fam = "default"
+	}
+	famPart := st.Dim.Render(" · family: ") + render.Sanitize(fam)
+	sockLabel := st.Dim.Render(" · sockets: ")
+	sock := render.Sanitize(strings.Join(dirs, ", "))
+	wd := ansi.StringWidth
+	if n := room - wd(famPart) - wd(sockLabel); n >= min(wd(sock), 12) {
+		return sockLabel + human.Truncate(sock, n) + famPart
+	}
+	return famPart
+}
+
+// statusBar is the status line and the focused pane's keys. A message too
+// long for the line is cut, and says which key shows it whole.
 func (m *model) statusBar() string {
 	st, pc := m.pc.st, m.pc
 	left := ""
 	if pc.status != "" {
+		// Only what the line can show is sanitized (on every frame).
+		msg, style := " "+render.Sanitize(human.Clip(pc.status, m.w*4+16)), st.OK
 		if pc.statusErr {
-			left = st.Err.Render(" ✗ "+render.Sanitize(pc.status)) + " "
-		} else {
-			left = st.OK.Render(" "+render.Sanitize(pc.status)) + " "
+			msg, style = " ✗"+msg, st.Err
 		}
+		if ansi.StringWidth(msg)+1 > m.w {
+			hint := ""
+			if k := pc.keys.Message; k.Enabled() {
+				hint = st.HelpKey.Render(k.Help().Key) + " " + st.HelpDesc.Render(k.Help().Desc)
+			}
+			msg = human.Truncate(msg, m.w-ansi.StringWidth(hint)-2)
+			return fit(style.Render(msg)+"  "+hint, m.w)
+		}
+		left = style.Render(msg) + " "
 	}
 	m.bar.SetWidth(max(m.w-ansi.StringWidth(left)-1, 10))
 	var km help.KeyMap = pc.keys
@@ -240,4 +296,13 @@ func (m *model) statusBar() string {
 		km = p.KeyMap()
 	}
 	return fit(left+" "+m.bar.ShortHelpView(km.ShortHelp()), m.w)
+}
+
+// messageHint names the key that shows a message whole ("" when it is
+// disabled).
+func messageHint(k *KeyMap) string {
+	if !k.Message.Enabled() {
+		return ""
+	}
+	return k.Message.Help().Key + " " + k.Message.Help().Desc
 }
