@@ -266,13 +266,14 @@ func (d *Discoverer) Sweep(ctx context.Context, onProbe func(*Target)) (*Snapsho
 }
 
 // SweepUntilJudged is Sweep for a one-shot listing that prints as soon as
-// every target is judged: once every source has been read and every other
-// probe has ended, a target that accepted a connection but has not
-// answered health.liveness for far longer than the others took (eight
-// times the slowest judged probe, at least 300 ms, at most the stale
-// timeout) is judged stale without waiting for its own deadline, with
-// Probe.CutOff set and Err saying so. A target this process may have been
-// too slow to hear (see Sweep) still gets its whole deadline.
+// every target that answers is judged: once every source has been read
+// and every other probe has ended, a target that accepted a connection but
+// has not answered health.liveness for far longer than the others took
+// (eight times the slowest judged probe, at least 300 ms, at most the
+// stale timeout) is not waited for until its own deadline. It is left
+// unjudged: state unknown, Probe.CutOff and Incomplete set, Err saying how
+// long it was waited for (never stale: that takes its own deadline). A
+// caller that needs every verdict (a gate) uses Sweep.
 func (d *Discoverer) SweepUntilJudged(ctx context.Context, onProbe func(*Target)) (*Snapshot, error) {
 	return d.sweep(ctx, false, true, onProbe)
 }

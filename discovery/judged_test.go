@@ -11,10 +11,12 @@ import (
 
 // TestSweepUntilJudged: a one-shot sweep does not hold every verdict for
 // one silent socket's whole probe timeout. With a probe timeout far longer
-// than the test may run, the silent socket is still judged (stale, cut
-// off, saying so) once every other target has been, while the answering
-// ones are judged as usual; a plain Sweep in the same time judges nothing
-// of the silent one.
+// than the test may run, the sweep ends once every other target has been
+// judged, the silent socket left unjudged (unknown, cut off, saying how
+// long it was waited for and what the probe timeout is: never stale, which
+// only its own deadline passing may say), while the answering ones are
+// judged as usual; a plain Sweep in the same time judges nothing of the
+// silent one.
 func TestSweepUntilJudged(t *testing.T) {
 	dir := tempDir(t)
 	serve(t, dir, "quiet.sock", ipctest.Config{Behavior: ipctest.Behavior{Silent: true}})
@@ -38,7 +40,7 @@ func TestSweepUntilJudged(t *testing.T) {
 		case p == nil:
 			t.Errorf("%s: not probed", tg.Name)
 		case tg.Name == "quiet":
-			if p.State != StateStale || !p.CutOff || p.Incomplete || !strings.Contains(p.Err, "cut off") || !strings.Contains(p.Err, "1h0m0s") {
+			if p.State != StateUnknown || !p.CutOff || !p.Incomplete || !strings.Contains(p.Err, "cut off") || !strings.Contains(p.Err, "1h0m0s") {
 				t.Errorf("quiet: %+v", p)
 			}
 		case p.State != StateLive || p.CutOff:

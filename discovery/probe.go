@@ -363,9 +363,10 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		case ep.Transport == ipc.Unix && !exists(ep.Path):
 			res.State, res.Err = StateDead, "the socket vanished during the probe"
 		case errors.Is(context.Cause(lctx), errCutOff) && pctx.Err() == nil:
-			// Silent far longer than every other target took: judged
-			// without waiting for its own deadline, and said so.
-			res.State, res.CutOff = StateStale, true
+			// Silent far longer than every other target took: not waited
+			// for until its own deadline. That is no verdict (only its own
+			// deadline passing makes it stale): not answered yet, said so.
+			res.State, res.CutOff, res.Incomplete = StateUnknown, true, true
 			res.Err = fmt.Sprintf("no answer to health.liveness within %s (cut off: every other target had been judged; the probe timeout is %s)",
 				time.Duration(spec.cut.after.Load()).Round(time.Millisecond), p.opts.StaleTimeout)
 		case strings.HasPrefix(cr.Err, "timeout") && (errors.Is(context.Cause(pctx), errProbeDeadline) || !time.Now().Before(deadline)):

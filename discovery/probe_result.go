@@ -91,14 +91,18 @@ type Probe struct {
 	Cached bool `json:"cached,omitempty"`
 	// Full is true when identity and capabilities were asked too.
 	Full bool `json:"full,omitempty"`
-	// CutOff is true when the target was judged stale before its own
-	// deadline, by a sweep that judges as soon as it can
-	// (SweepUntilJudged): every other target had been judged and it had
-	// been silent far longer than they took. Err says how long.
+	// CutOff is true when a sweep that prints as soon as it can
+	// (SweepUntilJudged) stopped waiting for the target's liveness answer
+	// before its own deadline: every other target had been judged and it
+	// had been silent far longer than they took. That is no verdict: State
+	// is unknown (never stale: only the probe's own deadline passing makes a
+	// target stale), Incomplete is set, and Err says how long it was waited
+	// for and what the probe timeout is.
 	CutOff bool `json:"cut_off,omitempty"`
 	// Incomplete is true when the probe did not run to its own end: the
 	// caller's context ended while it waited for its turn ("not probed
-	// yet") or while it ran ("probe cut short"). Its State is then unknown
+	// yet") or while it ran ("probe cut short"), or it was cut off
+	// (CutOff). Its State is then unknown
 	// unless the peer had already answered: nothing was learned, and a
 	// sweep keeps the target's last judged probe instead.
 	Incomplete bool `json:"incomplete,omitempty"`

@@ -41,7 +41,12 @@ effects, so it is never done unasked.
 
 --level N exits 1 when a judged target is below level N (with N = 3, also
 when the composition has a gap or a cycle). Targets found but not answering
-(stale, dead, BTSP-locked) are listed, and judged only when named.`,
+(stale, dead, BTSP-locked) are listed, and judged only when named.
+
+Without --level, check prints as soon as every target that answers is
+judged: one still silent then is listed as not answered yet (cut off), not
+judged and not called stale. --level (a gate needs every verdict) and
+--stale wait for each probe's own timeout.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if level < 0 || level > 3 {
 				return usageErr(fmt.Errorf("--level must be 0 to 3, not %d", level))
@@ -86,13 +91,16 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 	if err != nil {
 		return err
 	}
-	snap, cut, err := a.sweepWithin(ctx, d, df)
+	// A gate (--level) needs a verdict on every target: each probe gets its
+	// own whole timeout. Without one, check prints as soon as every target
+	// that answers is judged.
+	snap, cut, err := a.sweepWithin(ctx, d, df.stale > 0 || level > 0)
 	if err != nil {
 		return err
 	}
 	if !asJSON {
 		a.reportSourceErrors(snap.Errors)
-		a.reportCutOff(snap.Targets)
+		a.reportCutOff(snap.Targets, "--stale (or --level)")
 	}
 	selected, explicit, err := a.selectTargets(ctx, snap, args)
 	if err != nil {
@@ -125,7 +133,9 @@ func (a *app) check(ctx context.Context, args []string, df discoverFlags, asJSON
 		}
 		rep := discovery.Audit(t, opts)
 		standard := t.Kind != discovery.KindLean && t.Kind != discovery.KindBus
-		ct := checkTarget{Report: rep, Kind: t.Kind, Judged: explicit || t.State() == discovery.StateLive && standard}
+		// A named target is judged whatever its state, unless the sweep
+		// stopped waiting for it: no answer yet is nothing to judge.
+		ct := checkTarget{Report: rep, Kind: t.Kind, Judged: explicit && !cutOff(t) || t.State() == discovery.StateLive && standard}
 		if !ct.Judged {
 			ct.NotWhy = notJudgedWhy(t)
 		}
@@ -253,6 +263,8 @@ func notJudgedWhy(t *discovery.Target) string {
 		return "not probed"
 	case t.State() == discovery.StateLocked:
 		return "BTSP handshake required before JSON-RPC"
+	case cutOff(t):
+		return "not answered yet: " + t.Probe.Err
 	case t.Probe != nil && t.Probe.Err != "":
 		return string(t.State()) + ": " + t.Probe.Err
 	}

@@ -97,3 +97,33 @@ func TestCallResolvedFamilyNoCleartext(t *testing.T) {
 		t.Fatalf("neural → neural-api.sock: %+v", r)
 	}
 }
+
+// TestTailNameKeepsItsFamily: tail NAME dials the target the name resolved
+// to as call does: "foo" found as foo-fam1.sock (a primal no list knows,
+// no FAMILY_ID) is family-scoped by its name, so without a seed tail sends
+// it nothing (call exits 5), where it used to poll health.liveness in
+// cleartext.
+func TestTailNameKeepsItsFamily(t *testing.T) {
+	t.Parallel()
+	dir := wireDir(t)
+	p, err := ipctest.ListenPrefixPeer(filepath.Join(dir, "foo-fam1.sock"), &ipctest.PrefixPeer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir}
+	if r := runCLI(t, env, "", "call", "--no-history", "--socket-dir", dir, "foo", "health.liveness"); r.code != exitSecurity {
+		t.Fatalf("call foo: %+v", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	r, _ := runCLICtx(ctx, env, "", "tail", "--interval", "100ms", "--no-proc", "--socket-dir", dir, "foo")
+	cancel()
+	for i, b := range p.Received() {
+		if ipctest.CleartextJSONRPC(b) {
+			t.Fatalf("tail foo: connection %d carried JSON-RPC in cleartext: %q (%+v)", i+1, cut(b), r)
+		}
+	}
+	if reqs := p.Requests(); len(reqs) != 0 {
+		t.Fatalf("tail foo: the peer read %q", reqs)
+	}
+}

@@ -34,6 +34,9 @@ Neural API, stdio Bus daemons in the process table, lean NDJSON daemons and
 the targets of the config file ($XDG_CONFIG_HOME/primalscope/config.toml).
 Each is probed (connect within 50 ms, health.liveness within --stale, then
 identity and capabilities) and listed once, with every name and source.
+The table is printed as soon as every target that answers is judged: one
+still silent then shows "no answer yet" (cut off, not stale; stderr says
+how long it was waited for); --stale waits for each probe's own timeout.
 
 --watch keeps watching and prints changes as they happen (one JSON object a
 line with --json) until interrupted.`,
@@ -79,7 +82,7 @@ func (a *app) ls(ctx context.Context, df discoverFlags, asJSON bool, jq jqFlag) 
 	if err != nil {
 		return err
 	}
-	snap, cut, err := a.sweepWithin(ctx, d, df)
+	snap, cut, err := a.sweepWithin(ctx, d, df.stale > 0)
 	if err != nil {
 		return err
 	}
@@ -111,7 +114,7 @@ func (a *app) printLs(ctx context.Context, snap *discovery.Snapshot, asJSON bool
 	}
 	a.printTable(a.io.out, snap.Targets)
 	a.reportWarnings(snap.Targets)
-	a.reportCutOff(snap.Targets)
+	a.reportCutOff(snap.Targets, "--stale")
 	return nil
 }
 
@@ -184,6 +187,9 @@ func (a *app) printTable(w io.Writer, targets []*discovery.Target) {
 			addr += " pool=" + t.Pool
 		}
 		health := stateText(t.State())
+		if cutOff(t) {
+			health = "? no answer yet" // not a verdict: the sweep stopped waiting (reportCutOff)
+		}
 		tb.rows = append(tb.rows, []string{
 			s(t.Name), s(strings.Join(t.Aliases, ",")), s(t.Family), s(addr), s(t.Wire()),
 			health, latency(t.Latency()), levelCell(t), btspCell(t), sourceList(t),

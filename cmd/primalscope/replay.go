@@ -8,11 +8,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -41,8 +43,10 @@ call is recorded too.
 
 The call goes to the name it was made to when that still resolves, else to
 the endpoint it was made at (said on stderr), with the family, wire and
-riboCipher prefix it was made with (the flags override them). A BTSP call
-needs the family seed as call does ($FAMILY_SEED or --family-seed-file).
+riboCipher prefix it was made with (the flags override them). A call made
+over BTSP is replayed only over BTSP, wherever the name leads now: it needs
+the family seed as call does ($FAMILY_SEED or --family-seed-file), and a
+target that cannot complete the handshake gets nothing (exit 5).
 
 Params stored as "[redacted]" are not sent: give the real ones with --params.
 
@@ -69,29 +73,43 @@ with an error, 2 unknown call or bad input, 3 cannot connect, 4 timed out,
 	return cmd
 }
 
-// replayTarget chooses where a replayed call goes: the name it was made
-// to, when that still resolves (a note on stderr when it now leads
-// elsewhere), else the endpoint it was made at (history records it
-// absolute), saying so on stderr; a call made to an address (a bus pool
-// too: its endpoint is the bus) goes to its recorded endpoint. It returns
-// what to dial and, when that is not the name, the name to record the new
-// call under.
-func (a *app) replayTarget(ctx context.Context, old history.Entry) (arg, recordAs string) {
+// replayTarget resolves where a replayed call goes: --target when given;
+// else the name it was made to, when that still resolves (a note on stderr
+// when it now leads elsewhere); else the endpoint it was made at (history
+// records it absolute), said on stderr and recorded under the name. A call
+// made to an address (a bus pool too: its endpoint is the bus) goes to its
+// recorded endpoint. The target is returned as resolved, with what the name
+// said about it (the family it carries), so that it is dialled as call
+// would dial the name: resolving its endpoint's string again would lose
+// that. A lookup cut by the deadline is an error (exit 4), not "does not
+// resolve now".
+func (a *app) replayTarget(ctx context.Context, old history.Entry, f replayFlags) (target, error) {
+	if f.target != "" {
+		return a.resolve(ctx, f.target)
+	}
 	name := old.Target
 	switch {
 	case name == "":
-		return old.Endpoint, ""
+		return a.resolve(ctx, old.Endpoint)
 	case old.Endpoint == "":
-		return name, ""
+		return a.resolve(ctx, name)
 	}
 	if _, err := ipc.ParseEndpoint(name); err == nil {
-		return old.Endpoint, "" // an address typed relative resolves only where it was typed
+		return a.resolve(ctx, old.Endpoint) // an address typed relative resolves only where it was typed
 	}
 	t, err := a.resolve(ctx, name)
-	if err != nil {
+	var lt *dial.LookupTimeoutError
+	switch {
+	case errors.As(err, &lt) || err != nil && ctx.Err() != nil:
+		return t, err // not known whether it resolves: nothing is sent
+	case err != nil:
 		fmt.Fprintf(a.io.err, "primalscope: %s does not resolve now (%s); replaying to the endpoint the call was made at: %s\n",
 			render.Sanitize(name), render.Sanitize(err.Error()), render.Sanitize(old.Endpoint))
-		return old.Endpoint, name
+		t, err = a.resolve(ctx, old.Endpoint)
+		if err == nil {
+			t.Arg, t.Name = name, name // the name it was called by, reached at its endpoint
+		}
+		return t, err
 	}
 	was := old.Endpoint
 	if ep, err := ipc.ParseEndpoint(was); err == nil {
@@ -101,11 +119,12 @@ func (a *app) replayTarget(ctx context.Context, old history.Entry) (arg, recordA
 		fmt.Fprintf(a.io.err, "primalscope: note: %s now resolves to %s (the call was made at %s)\n",
 			render.Sanitize(name), render.Sanitize(now), render.Sanitize(old.Endpoint))
 	}
-	if t.Family != "" && a.family == "" {
-		a.family = t.Family // the family the name carried, as dialing by name would use
-	}
-	return t.Endpoint.String(), name
+	return t, nil
 }
+
+// overBTSP reports whether a recorded call went over a BTSP session
+// (history's Transport: "unix+btsp(chacha20_poly1305)"...).
+func overBTSP(e history.Entry) bool { return strings.Contains(e.Transport, "+btsp") }
 
 // replayDoc is replay's --json output.
 type replayDoc struct {
@@ -152,9 +171,18 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags) error {
 	if !f.prefixSet && old.Prefix {
 		a.prefix = "on"
 	}
-	targetArg, recordAs := f.target, ""
-	if targetArg == "" {
-		targetArg, recordAs = a.replayTarget(ctx, old)
+	t, err := a.replayTarget(ctx, old, f)
+	if err != nil {
+		return err
+	}
+	if overBTSP(old) {
+		// What was sent under a session is sent under one again, wherever
+		// the name leads now: no seed is exit 5, a peer that cannot
+		// complete the handshake is exit 5, nothing goes in cleartext
+		// (unless --btsp-cipher null names it, loudly).
+		t.BTSPRequired = true
+		fmt.Fprintf(a.io.err, "primalscope: call %d was made over BTSP (%s): it is replayed only over BTSP\n",
+			old.ID, render.Sanitize(old.Transport))
 	}
 
 	rec := a.startRecording(ctx)
@@ -163,14 +191,9 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags) error {
 	cctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	start := time.Now()
-	conn, t, err := a.dial(cctx, targetArg, nil)
-	if recordAs != "" && t.Arg != "" {
-		t.Arg, t.Name = recordAs, recordAs // the name it was called by, reached at its endpoint
-	}
+	conn, err := a.dialTarget(cctx, t, nil)
 	if err != nil {
-		if t.Arg != "" {
-			rec.record(ctx, a.callEntry(t, nil, req, nil, err, start))
-		}
+		rec.record(ctx, a.callEntry(t, nil, req, nil, err, start))
 		return err
 	}
 	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)

@@ -13,17 +13,18 @@ import (
 const maxPrintReserve = 300 * time.Millisecond
 
 // sweepWithin runs one discovery sweep for a one-shot command (ls, check)
-// so that what it found is printed as soon as every target is judged, and
-// within --timeout. Without --stale, a target that accepts but stays silent
-// while every other one has been judged is not waited for until its whole
-// probe timeout: it is judged stale early and said to be cut off
-// (discovery.SweepUntilJudged; reportCutOff names it). With --stale, each
-// target gets that long. The sweep ends a tenth of the budget (at most
-// maxPrintReserve) before the command's deadline. A sweep cut there is no
-// error: the targets it could not judge say so ("not probed yet", "probe
-// cut short"), and cut reports it so the command prints everything and
-// then exits 4 (see cutShort).
-func (a *app) sweepWithin(ctx context.Context, d *discovery.Discoverer, df discoverFlags) (snap *discovery.Snapshot, cut bool, err error) {
+// so that what it found is printed as soon as every target that answers is
+// judged, and within --timeout. Unless full, a target that accepts but
+// stays silent while every other one has been judged is not waited for
+// until its whole probe timeout: it is left unjudged (unknown, cut off;
+// discovery.SweepUntilJudged), never called stale, and reportCutOff names
+// it. With full (--stale, or a gate such as check --level that needs
+// every verdict) each target gets its own whole probe timeout. The sweep
+// ends a tenth of the budget (at most maxPrintReserve) before the
+// command's deadline. A sweep cut there is no error: the targets it could
+// not judge say so ("not probed yet", "probe cut short"), and cut reports
+// it so the command prints everything and then exits 4 (see cutShort).
+func (a *app) sweepWithin(ctx context.Context, d *discovery.Discoverer, full bool) (snap *discovery.Snapshot, cut bool, err error) {
 	sctx := ctx
 	if dl, ok := ctx.Deadline(); ok {
 		reserve := min(time.Until(dl)/10, maxPrintReserve)
@@ -31,7 +32,7 @@ func (a *app) sweepWithin(ctx context.Context, d *discovery.Discoverer, df disco
 		sctx, cancel = context.WithDeadline(ctx, dl.Add(-reserve))
 		defer cancel()
 	}
-	if df.stale > 0 {
+	if full {
 		snap, err = d.Sweep(sctx, nil)
 	} else {
 		snap, err = d.SweepUntilJudged(sctx, nil)
@@ -56,13 +57,17 @@ func (a *app) cutShort(snap *discovery.Snapshot) error {
 	return &quietError{code: exitTimeout, err: fmt.Errorf("the sweep ran out of --timeout (%s)", a.timeout)}
 }
 
-// reportCutOff names on stderr the targets judged stale before their own
-// probe timeout because every other target had been judged (see
-// sweepWithin), and how to wait for them.
-func (a *app) reportCutOff(ts []*discovery.Target) {
+// reportCutOff names on stderr the targets left unjudged because they had
+// not answered when every other target had been judged (see sweepWithin),
+// and how to wait for them.
+func (a *app) reportCutOff(ts []*discovery.Target, how string) {
 	for _, t := range ts {
-		if t.Probe != nil && t.Probe.CutOff {
-			fmt.Fprintf(a.io.err, "primalscope: %s: %s; --stale waits the whole timeout\n", render.Sanitize(t.Name), render.Sanitize(t.Probe.Err))
+		if cutOff(t) {
+			fmt.Fprintf(a.io.err, "primalscope: %s: not answered yet, not judged: %s; %s waits the whole probe timeout\n", render.Sanitize(t.Name), render.Sanitize(t.Probe.Err), how)
 		}
 	}
 }
+
+// cutOff reports a target whose probe the sweep stopped waiting for
+// (discovery.Probe.CutOff): not answered yet, no verdict.
+func cutOff(t *discovery.Target) bool { return t.Probe != nil && t.Probe.CutOff }

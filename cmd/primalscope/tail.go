@@ -94,7 +94,7 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 	if a.maxFrame <= 0 {
 		return usageErr(errors.New("--max-frame must be positive"))
 	}
-	specs, err := a.tailSpecs(ctx, args, f)
+	specs, targets, err := a.tailSpecs(ctx, args, f)
 	if err != nil {
 		return err
 	}
@@ -109,8 +109,11 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 		Insecure: a.insecure,
 		MaxFrame: a.maxFrame,
 		Dial: func(ctx context.Context, s events.Spec, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
-			return d.Dial(ctx, dial.Target{Name: s.Name, Endpoint: s.Endpoint, Pool: s.Pool, Wire: s.Wire},
-				dial.Options{Trace: trace, IncomingBuffer: 256})
+			// The target as it was resolved or discovered: the family its
+			// name carries and a BTSP demand decide what it may be sent.
+			t := targets[specKey(s)]
+			t.Name = s.Name
+			return d.Dial(ctx, t, dial.Options{Trace: trace, IncomingBuffer: 256})
 		},
 	}
 	sources := make([]events.Source, 0, len(specs))
@@ -154,14 +157,20 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 	return nil
 }
 
-// tailSpecs resolves the TARGET arguments, or discovers every target.
-func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]events.Spec, error) {
+// specKey identifies a tailed target: its endpoint and pool.
+func specKey(s events.Spec) string { return s.Endpoint.String() + "#" + s.Pool }
+
+// tailSpecs resolves the TARGET arguments through the one dialer, or
+// discovers every target. Each spec's target, as resolved or discovered
+// (with the family its name carries and whether it demands BTSP), is what
+// its connections are dialled as, keyed by specKey.
+func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]events.Spec, map[string]dial.Target, error) {
 	var specs []events.Spec
-	seen := map[string]bool{}
-	add := func(s events.Spec) {
-		k := s.Endpoint.String() + "#" + s.Pool
-		if !seen[k] {
-			seen[k] = true
+	targets := map[string]dial.Target{}
+	add := func(s events.Spec, t dial.Target) {
+		k := specKey(s)
+		if _, seen := targets[k]; !seen {
+			targets[k] = t
 			specs = append(specs, s)
 		}
 	}
@@ -169,21 +178,21 @@ func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]even
 		for _, arg := range args {
 			t, err := a.resolve(ctx, arg)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			s := events.SpecForEndpoint(t.Name, t.Endpoint)
 			s.Pool, s.Wire = t.Pool, t.Wire
-			add(s)
+			add(s, t)
 		}
-		return specs, nil
+		return specs, targets, nil
 	}
 	d, err := a.discoverer(discoverFlags{noProc: f.noProc}, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	snap, err := d.Sweep(ctx, nil)
 	if err != nil {
-		return nil, fmt.Errorf("discover targets: %w", err)
+		return nil, nil, fmt.Errorf("discover targets: %w", err)
 	}
 	names := map[string]int{}
 	for _, t := range snap.Targets {
@@ -197,7 +206,7 @@ func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]even
 			case names[t.Name] > 1 && t.Pool != "" && !strings.Contains(t.Name, t.Pool):
 				s.Name = t.Name + "/" + t.Pool
 			}
-			add(s)
+			add(s, dial.FromDiscovery(t))
 		}
 	}
 	// Names still shared (the same primal in two socket directories, say)
@@ -216,9 +225,9 @@ func (a *app) tailSpecs(ctx context.Context, args []string, f tailFlags) ([]even
 		}
 	}
 	if len(specs) == 0 {
-		return nil, &connectError{fmt.Errorf("no targets found to tail (looked in %s); name one, or pass --socket-dir", strings.Join(snap.Dirs, ", "))}
+		return nil, nil, &connectError{fmt.Errorf("no targets found to tail (looked in %s); name one, or pass --socket-dir", strings.Join(snap.Dirs, ", "))}
 	}
-	return specs, nil
+	return specs, targets, nil
 }
 
 // tailPrinter writes events: text lines or JSON objects.

@@ -78,18 +78,27 @@ func (a *app) dial(ctx context.Context, arg string, trace func(ipc.TraceEvent)) 
 	if err != nil {
 		return nil, t, err
 	}
-	d, _ := a.dialer() // made by resolve
+	c, err := a.dialTarget(ctx, t, trace)
+	return c, t, err
+}
+
+// dialTarget connects a target already resolved (a.resolve) through the
+// one dialer, with everything its resolution found (the family its name
+// carries, a BTSP demand, its pool and wire): a command that resolved a
+// name dials what it resolved, never the endpoint's string again, which
+// would lose what the name said.
+func (a *app) dialTarget(ctx context.Context, t target, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+	d, err := a.dialer()
+	if err != nil {
+		return nil, err
+	}
 	// A holon that speaks first waits for an answer to its Hello; a
 	// one-shot command answers it (and "method not found" to anything else
 	// a peer asks) so the peer never waits on us.
-	c, err := d.Dial(ctx, t, dial.Options{Trace: trace, Handler: func(_ context.Context, m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
+	return d.Dial(ctx, t, dial.Options{Trace: trace, Handler: func(_ context.Context, m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
 		res, rerr := events.DefaultAnswer(m)
 		return res, rerr, true
 	}})
-	if err != nil {
-		return nil, t, err
-	}
-	return c, t, nil
 }
 
 // colorProfile decides how w gets colour, by the one rule the TUI shares

@@ -201,6 +201,35 @@ func TestResolveForms(t *testing.T) {
 	}
 }
 
+// TestResolveLookupCut: a name the socket directories do not carry, whose
+// lookup in the other sources is cut by the caller's deadline, is not
+// reported as found nowhere: it is a LookupTimeoutError wrapping the
+// deadline. A lookup that ends in time and finds nothing is a NotFoundError.
+func TestResolveLookupCut(t *testing.T) {
+	dir := t.TempDir()
+	sockets(t, dir, "beardog.sock")
+	blocked := func(ctx context.Context, name string) (*discovery.Target, error) {
+		<-ctx.Done() // a registry that never answers
+		return nil, &discovery.NotFoundError{Name: name}
+	}
+	d := newDialer(t, dial.Settings{SocketDirs: []string{dir}, Lookup: blocked})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := d.Resolve(ctx, "nosuch")
+	var lt *dial.LookupTimeoutError
+	var nf *discovery.NotFoundError
+	if !errors.As(err, &lt) || errors.As(err, &nf) || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "ran out of time") {
+		t.Fatalf("a lookup cut by the deadline: %T %v", err, err)
+	}
+	done := func(_ context.Context, name string) (*discovery.Target, error) {
+		return nil, &discovery.NotFoundError{Name: name}
+	}
+	_, err = newDialer(t, dial.Settings{SocketDirs: []string{dir}, Lookup: done}).Resolve(context.Background(), "nosuch")
+	if !errors.As(err, &nf) || errors.As(err, &lt) {
+		t.Fatalf("a lookup that ended: %T %v", err, err)
+	}
+}
+
 // TestOneDecision: the security a target gets depends on the target and
 // the run's settings only: a family-scoped name gets FamilyScoped whether
 // it comes from discovery (probe not finished: no family, no BTSP flag) or

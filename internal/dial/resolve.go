@@ -22,6 +22,21 @@ type BadTargetError struct {
 func (e *BadTargetError) Error() string { return e.Err.Error() }
 func (e *BadTargetError) Unwrap() error { return e.Err }
 
+// LookupTimeoutError says a name's lookup ran out of time: the caller's
+// context ended while the other sources (Settings.Lookup) were being asked,
+// so whether the name exists is not known. It wraps the context's error
+// (context.DeadlineExceeded when the deadline passed); it is no
+// *discovery.NotFoundError.
+type LookupTimeoutError struct {
+	Name string
+	Err  error
+}
+
+func (e *LookupTimeoutError) Error() string {
+	return fmt.Sprintf("look up %q: the lookup ran out of time before every source answered (%v)", e.Name, e.Err)
+}
+func (e *LookupTimeoutError) Unwrap() error { return e.Err }
+
 // Dirs lists the socket directories that exist, where names are looked up.
 func (d *Dialer) Dirs() []string { return discovery.SocketDirs(d.s.Getenv, d.s.SocketDirs) }
 
@@ -41,8 +56,9 @@ func (d *Dialer) Dirs() []string { return discovery.SocketDirs(d.s.Getenv, d.s.S
 //   - a name only other sources know (Songbird, env variables, manifests,
 //     the config file, the process table), through Settings.Lookup.
 //
-// A name found nowhere is a *discovery.NotFoundError; a malformed TARGET a
-// *BadTargetError.
+// A name found nowhere is a *discovery.NotFoundError; a name whose lookup
+// ctx cut before every source answered a *LookupTimeoutError; a malformed
+// TARGET a *BadTargetError.
 func (d *Dialer) Resolve(ctx context.Context, arg string) (Target, error) {
 	ep, perr := ipc.ParseEndpoint(arg)
 	if perr == nil && !missing(ep) {
@@ -96,8 +112,12 @@ func (d *Dialer) Resolve(ctx context.Context, arg string) (Target, error) {
 			t.Arg, t.Name = arg, arg
 			return t, nil
 		}
+		if ctx.Err() != nil {
+			// Cut before every source answered: not known to be nowhere.
+			return Target{}, &LookupTimeoutError{Name: arg, Err: ctx.Err()}
+		}
 		var nf *discovery.NotFoundError
-		if err != nil && !errors.As(err, &nf) && ctx.Err() == nil {
+		if err != nil && !errors.As(err, &nf) {
 			return Target{}, err // ambiguous, most likely
 		}
 	}

@@ -58,6 +58,10 @@ type Event struct {
 	Kind    string          `json:"kind"`
 	Name    string          `json:"name,omitempty"`
 	Payload json.RawMessage `json:"payload"`
+	// Conn is, for a request a TargetSource left unanswered, the
+	// connection it came on (numbered from 1 per source; 0 otherwise):
+	// TargetSource.ReplyOn answers there, and only there.
+	Conn uint64 `json:"-"`
 }
 
 // Emit hands an event to the stream. It never blocks.

@@ -267,3 +267,97 @@ func TestHolonTarget(t *testing.T) {
 	cancel()
 	s.Wait()
 }
+
+// TestReplyGoesToTheConnectionThatAsked: the peer asks (id "s1") on its
+// first connection, which then ends; the source reconnects and the peer
+// asks again with the same id on the second. The first request can no
+// longer be answered: ReplyOn with its connection fails, and Reply by the
+// id alone cannot tell the two apart and fails too; neither sends anything
+// to the second connection, which gets exactly the answer given for it.
+func TestReplyGoesToTheConnectionThatAsked(t *testing.T) {
+	dir := shortDir(t)
+	path := filepath.Join(dir, "asker.sock")
+	srv, err := ipctest.Listen(path, ipctest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	ts := &events.TargetSource{
+		Source: "asker", LivenessMethod: "-", BackoffMin: 5 * time.Millisecond, BackoffMax: 20 * time.Millisecond,
+		Answer: func(*ipc.Message) (json.RawMessage, *ipc.RPCError) { return nil, nil }, // the user answers
+		Dial: func(ctx context.Context, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+			return ipc.Dial(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: path}, ipc.Options{Trace: trace, IncomingBuffer: 16})
+		},
+	}
+	s := events.Merge(ctx, []events.Source{ts}, events.Options{})
+	defer func() {
+		cancel()
+		s.Wait()
+	}()
+	conn := func(srv *ipctest.Server) *ipctest.ServerConn {
+		t.Helper()
+		for ctx.Err() == nil {
+			if cs := srv.Conns(); len(cs) > 0 {
+				return cs[0]
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+		t.Fatal("the source did not connect")
+		return nil
+	}
+	type answer struct {
+		m   *ipc.Message
+		err error
+	}
+	ask := func(sc *ipctest.ServerConn) (<-chan answer, events.Event) {
+		t.Helper()
+		ch := make(chan answer, 1)
+		go func() {
+			m, err := sc.Ask(ctx, "server.ask", map[string]string{"q": "?"})
+			ch <- answer{m, err}
+		}()
+		got := collect(t, ctx, s, is(events.KindRequest, "server.ask"))
+		return ch, got[len(got)-1]
+	}
+	idOf := func(ev events.Event) json.RawMessage {
+		var p struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal(ev.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+
+	_, ev1 := ask(conn(srv))
+	srv.Close() // the first connection ends
+	srv2, err := ipctest.Listen(path, ipctest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv2.Close()
+	a2, ev2 := ask(conn(srv2))
+	id1, id2 := idOf(ev1), idOf(ev2)
+	if string(id1) != string(id2) || ev1.Conn == 0 || ev2.Conn == 0 || ev1.Conn == ev2.Conn {
+		t.Fatalf("ids %s and %s on connections %d and %d", id1, id2, ev1.Conn, ev2.Conn)
+	}
+	if err := ts.ReplyOn(ctx, ev1.Conn, id1, json.RawMessage(`"for the first"`), nil); err == nil || !strings.Contains(err.Error(), "closed") {
+		t.Errorf("ReplyOn to the closed connection: %v", err)
+	}
+	if err := ts.Reply(ctx, id1, json.RawMessage(`"for the first"`), nil); err == nil {
+		t.Errorf("Reply by an id both connections used answered someone")
+	}
+	if err := ts.ReplyOn(ctx, ev2.Conn, id2, json.RawMessage(`"for the second"`), nil); err != nil {
+		t.Fatalf("ReplyOn to the connection that asked: %v", err)
+	}
+	select {
+	case a := <-a2:
+		if a.err != nil || a.m == nil || string(a.m.Result) != `"for the second"` {
+			t.Fatalf("the second connection got %+v", a)
+		}
+	case <-ctx.Done():
+		t.Fatal("the second connection got no answer")
+	}
+}

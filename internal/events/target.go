@@ -59,8 +59,20 @@ type TargetSource struct {
 	Pool string
 
 	mu   sync.Mutex
-	conn *ipc.Conn // the connection being served, for Reply
+	conn *ipc.Conn // the connection being served, for replies
+	seq  uint64    // its number (from 1): Event.Conn of what it asked
+	// asked maps the id of each request left unanswered to the connection
+	// it came on (askedSeveral: more than one), for Reply; at most
+	// maxAsked ids are kept.
+	asked map[string]uint64
 }
+
+// askedSeveral marks an id that requests on more than one connection used.
+const askedSeveral = ^uint64(0)
+
+// maxAsked bounds the ids Reply remembers; past it, new ids are not
+// remembered (Reply refuses them; ReplyOn still answers).
+const maxAsked = 4096
 
 // Name is the source's name.
 func (t *TargetSource) Name() string { return t.Source }
@@ -75,17 +87,68 @@ func DefaultAnswer(m *ipc.Message) (json.RawMessage, *ipc.RPCError) {
 	return nil, &ipc.RPCError{Code: -32601, Message: "method not found: primalscope tail only watches"}
 }
 
-// Reply answers a request the peer sent (an event of KindRequest its
-// Answer left unanswered) on the connection it came on; it fails when that
-// connection is gone.
-func (t *TargetSource) Reply(ctx context.Context, id, result json.RawMessage, rpcErr *ipc.RPCError) error {
+// ReplyOn answers a request the peer sent (an event of KindRequest its
+// Answer left unanswered) on conn, the connection it came on (the event's
+// Conn). Once that connection is gone it fails and sends nothing, also when
+// the source has reconnected since: the new connection did not ask, and
+// may have sent a request of its own with the same id.
+func (t *TargetSource) ReplyOn(ctx context.Context, conn uint64, id, result json.RawMessage, rpcErr *ipc.RPCError) error {
+	if conn == 0 {
+		return errors.New("reply: the request names no connection (it was not left unanswered by this source)")
+	}
 	t.mu.Lock()
-	c := t.conn
+	c, seq := t.conn, t.seq
 	t.mu.Unlock()
-	if c == nil {
-		return errors.New("reply: the connection that asked is closed")
+	if c == nil || seq != conn {
+		return errors.New("reply: the connection that asked is closed; the request can no longer be answered")
 	}
 	return c.Reply(ctx, id, result, rpcErr)
+}
+
+// Reply is ReplyOn for a caller that knows only the request's id: it
+// answers on the connection a request with that id came on. It fails and
+// sends nothing when that connection is gone, when requests with that id
+// came on more than one connection (a peer that reconnected reuses ids:
+// use ReplyOn with the event's Conn), or when no such request is known.
+func (t *TargetSource) Reply(ctx context.Context, id, result json.RawMessage, rpcErr *ipc.RPCError) error {
+	t.mu.Lock()
+	conn, ok := t.asked[idKey(id)]
+	t.mu.Unlock()
+	switch {
+	case !ok:
+		return errors.New("reply: no request left unanswered has that id")
+	case conn == askedSeveral:
+		return errors.New("reply: requests with that id came on more than one connection; cannot tell which one asked")
+	}
+	return t.ReplyOn(ctx, conn, id, result, rpcErr)
+}
+
+// noteAsked records that the request id, left unanswered, came on
+// connection seq (for Reply).
+func (t *TargetSource) noteAsked(id json.RawMessage, seq uint64) {
+	k := idKey(id)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.asked == nil {
+		t.asked = map[string]uint64{}
+	}
+	prev, ok := t.asked[k]
+	switch {
+	case !ok && len(t.asked) < maxAsked:
+		t.asked[k] = seq
+	case ok && prev != seq:
+		t.asked[k] = askedSeveral
+	}
+}
+
+// idKey is a request id as a map key: its compact JSON (an event's payload
+// carries the id re-encoded).
+func idKey(id json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, id) != nil {
+		return string(id)
+	}
+	return b.String()
 }
 
 // Run watches the target until ctx ends.
@@ -133,6 +196,8 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 	var wg sync.WaitGroup
 	t.mu.Lock()
 	t.conn = c
+	t.seq++
+	seq := t.seq
 	t.mu.Unlock()
 	defer func() {
 		t.mu.Lock()
@@ -156,7 +221,7 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 				emit(droppedEvent(t.Source, d-reported, d))
 				reported = d
 			}
-			t.deliver(sctx, c, m, emit, answer)
+			t.deliver(sctx, c, seq, m, emit, answer)
 		}
 		if d := c.Dropped(); d > reported {
 			emit(droppedEvent(t.Source, d-reported, d))
@@ -261,11 +326,16 @@ func (t *TargetSource) pollWatch(ctx context.Context, c *ipc.Conn, emit Emit, re
 	return nil
 }
 
-// deliver turns one pushed message into an event, answering requests.
-func (t *TargetSource) deliver(ctx context.Context, c *ipc.Conn, m *ipc.Message, emit Emit, answer Answerer) {
+// deliver turns one pushed message into an event, answering requests;
+// a request left unanswered carries its connection, seq.
+func (t *TargetSource) deliver(ctx context.Context, c *ipc.Conn, seq uint64, m *ipc.Message, emit Emit, answer Answerer) {
 	ev := FromMessage(t.Source, m)
 	if m.Kind == ipc.KindRequest {
 		res, rerr := answer(m)
+		if rerr == nil && res == nil {
+			ev.Conn = seq
+			t.noteAsked(m.ID, seq)
+		}
 		if rerr != nil || res != nil {
 			p := map[string]json.RawMessage{"id": rawOrString(m.ID), "params": rawOrString(m.Params)}
 			if rerr != nil {
