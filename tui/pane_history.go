@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -162,9 +163,17 @@ func (p *historyPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 			p.pc.setErr("this call's params were stored cut: it cannot be replayed")
 			return nil
 		}
+		if history.HasRedacted(e.Params) {
+			p.pc.setErr(fmt.Sprintf(`call %d had secret params, stored as "[redacted]": it cannot be replayed as it was (⏎ puts it in the composer to fill in)`, e.ID))
+			return nil
+		}
 		t := p.pc.targetFor(e.Target, e.Endpoint)
 		if t == nil {
 			p.pc.setErr("replay: target " + render.Sanitize(e.Target) + " is not live")
+			return nil
+		}
+		if msg := replayRefusal(*e, t.Target, p.pc.client != nil && p.pc.client.secured(t.Target)); msg != "" {
+			p.pc.setErr(msg)
 			return nil
 		}
 		return p.replay(*e, t.Target)
@@ -317,3 +326,16 @@ func (p *historyPane) rows(st *styles, w, h int, now time.Time) []string {
 // Init loads the history once at start, so that calls made before the pane
 // is opened reload it.
 func (p *historyPane) Init() tea.Cmd { return p.load("") }
+
+// replayRefusal says why a call recorded over BTSP is not replayed to t:
+// it went over an encrypted session, and t (found again by its name, at
+// another endpoint perhaps) would take it in cleartext (secured: the one
+// dialer sends t nothing in cleartext). The CLI's replay
+// holds the same rule (a BTSP call is replayed only over BTSP).
+func replayRefusal(e history.Entry, t *discovery.Target, secured bool) string {
+	if !strings.Contains(e.Transport, "+btsp") || secured {
+		return ""
+	}
+	return fmt.Sprintf("call %d was made over BTSP; %s (%s) does not ask for BTSP now: not replayed in cleartext",
+		e.ID, render.Sanitize(t.Name), render.Sanitize(t.Address))
+}

@@ -126,6 +126,20 @@ func dialTarget(t *discovery.Target) (dial.Target, error) {
 	return dt, nil
 }
 
+// secured says whether the one dialer sends t nothing in cleartext (it
+// requires BTSP, or its name or directory shows it is family-scoped).
+func (c *client) secured(t *discovery.Target) bool {
+	if t.BTSP() {
+		return true
+	}
+	dt, err := dialTarget(t)
+	if err != nil {
+		return false
+	}
+	sec := c.dialer.Security(dt)
+	return sec.RequireBTSP || sec.FamilyScoped
+}
+
 // conn returns the open connection to t, dialling it when needed.
 func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, error) {
 	c.mu.Lock()

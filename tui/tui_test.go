@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -672,5 +673,48 @@ func TestDescribedBTSPTargetKept(t *testing.T) {
 	m.update(feedMsg{items: []any{changed(again)}})
 	if got := m.pc.targets["k"]; got.caps() == nil || len(got.capTree()) == 0 || got.Latency() != time.Millisecond {
 		t.Fatalf("after a change: caps %v tree %d latency %v", got.caps() != nil, len(got.capTree()), got.Latency())
+	}
+}
+
+// TestHistoryReplayRefusals: a call recorded over BTSP is not replayed to a
+// target that would take it in cleartext (an impostor at the name), and a
+// call whose params were stored "[redacted]" is not replayed with the
+// placeholder; neither reaches the peer.
+func TestHistoryReplayRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		entry func(addr string) history.Entry
+		want  string
+	}{
+		{"btsp call, cleartext target", func(addr string) history.Entry {
+			return history.Entry{Time: t0, Target: "beardog", Endpoint: addr, Transport: "unix+btsp(chacha20-poly1305)",
+				Method: "crypto.sign_ed25519", Params: json.RawMessage(`{"message":"x"}`), Outcome: history.OutcomeOK, Result: json.RawMessage(`{}`)}
+		}, "not replayed in cleartext"},
+		{"redacted params", func(addr string) history.Entry {
+			return history.Entry{Time: t0, Target: "beardog", Endpoint: addr, Transport: "unix",
+				Method: "crypto.sign_ed25519", Params: json.RawMessage(`{"password":"[redacted]"}`), Outcome: history.OutcomeOK, Result: json.RawMessage(`{}`)}
+		}, "cannot be replayed as it was"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, tg := startPrimal(t)
+			hist := NewMemHistory(0)
+			hist.Record(c.entry(tg.Address))
+			cfg := goldenConfig("dark")
+			cfg.History = hist
+			var dials atomic.Int32
+			cfg.Dial = func(context.Context, *discovery.Target, ipc.Options) (*ipc.Conn, error) {
+				dials.Add(1)
+				return nil, errors.New("no dial expected")
+			}
+			m, _ := testModel(t, cfg)
+			m.update(feedMsg{items: added(tg)})
+			keyMsgs(t, m, "H", "r")
+			if !strings.Contains(m.pc.status, c.want) {
+				t.Fatalf("status %q, want %q", m.pc.status, c.want)
+			}
+			if m.histp().replaying != 0 || dials.Load() != 0 {
+				t.Fatalf("a replay went out (replaying %d, dials %d)", m.histp().replaying, dials.Load())
+			}
+		})
 	}
 }
