@@ -343,6 +343,17 @@ func (p *capsPane) body(t *target) []string {
 		case t.BTSP():
 			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake before JSON-RPC."),
 				st.Dim.Render("  Set FAMILY_SEED (or --family-seed-file) to reach it."))
+		case t.State() == discovery.StateUnprobed:
+			// Never spoken to by design: say why, never "Probing…".
+			why := "never spoken to"
+			if len(t.Notes) > 0 {
+				why = strings.Join(t.Notes, "; ")
+			}
+			out = append(out, st.Dim.Render("  Not probed: "+render.Sanitize(why)))
+		case t.Wire() == discovery.WireHTTP && t.health() == discovery.StateLive:
+			out = append(out, st.Dim.Render("  An HTTP API, not JSON-RPC: its events reach the events pane."))
+		case t.health() == discovery.StateUnknown && t.Probe != nil && t.Probe.Incomplete:
+			out = append(out, st.Dim.Render("  Not judged yet: the last probe was cut short."))
 		case t.health() == discovery.StateUnknown:
 			out = append(out, st.Dim.Render("  Probing…"))
 		default:
