@@ -90,7 +90,9 @@ func (p *Prober) probeHTTP(ctx context.Context, ep ipc.Endpoint, res Probe, rele
 		}
 		return res
 	}
-	resp.Body.Close()
+	// The answer's headers are the verdict. The body is not read (closing
+	// it would read the endless stream until the deadline): closing the
+	// connection ends it.
 	res.Latency = time.Since(asked)
 	res.Wire = WireHTTP
 	ct := resp.Header.Get("Content-Type")
