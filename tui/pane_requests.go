@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -272,17 +274,17 @@ func (p *requestsPane) rows(st *styles) []string {
 	}
 	now := p.pc.now()
 	// The selected request's reason, when it can no longer be answered,
-	// takes the last row.
-	var foot string
-	if p.sel >= 0 && p.sel < len(p.reqs) && h >= 3 {
+	// takes the last rows (up to three).
+	var foot []string
+	if w, _ := p.inner(); p.sel >= 0 && p.sel < len(p.reqs) && h >= 5 && w > 2 {
 		if state, why := reqVerdict(&p.reqs[p.sel], now); why != "" {
-			foot = st.Err.Render(" " + state + ": " + render.Sanitize(why))
+			lines := strings.Split(ansi.Wrap(state+": "+render.Sanitize(why), w-1, " "), "\n")
+			for _, l := range lines[:min(len(lines), 3)] {
+				foot = append(foot, st.Err.Render(" "+l))
+			}
 		}
 	}
-	avail := h
-	if foot != "" {
-		avail--
-	}
+	avail := h - len(foot)
 	// Two rows a request: what it asks, then where it stands and who
 	// asked.
 	p.off = scrollInto(p.off, p.sel, max(avail/2, 1), len(p.reqs))
@@ -315,11 +317,8 @@ func (p *requestsPane) rows(st *styles) []string {
 		status += sep + st.Accent.Render(render.Sanitize(r.Source)) + sep + st.Dim.Render(r.Time.Format("15:04:05"))
 		out = append(out, cur+" "+render.Sanitize(r.title)+" "+st.Dim.Render(render.Sanitize(string(r.data))), status)
 	}
-	for foot != "" && len(out) < avail {
+	for len(foot) > 0 && len(out) < avail {
 		out = append(out, "")
 	}
-	if foot != "" {
-		out = append(out, foot)
-	}
-	return out
+	return append(out, foot...)
 }
