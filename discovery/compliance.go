@@ -95,9 +95,11 @@ func Audit(t *Target, opts AuditOptions) *Report {
 	for _, w := range t.Warnings {
 		add(0, "security.permissions", "Only its owner can reach the socket", Warn, w)
 	}
-	if p == nil || p.State != StateLive {
+	if p == nil || p.State != StateLive || p.Wire == WireHTTP {
 		why := "not reachable"
 		switch {
+		case p != nil && p.State == StateLive:
+			why = "an HTTP API (the biomeOS API: riboCipher prefix, then HTTP), not a JSON-RPC peer"
 		case t.NoProbe:
 			why = "not probed: " + strings.Join(t.Notes, "; ")
 		case p != nil && p.State == StateLocked:

@@ -41,6 +41,13 @@ type Options struct {
 	Extra []Source
 	// NoRegistries skips asking Songbird and the Neural API.
 	NoRegistries bool
+	// Confine keeps discovery to one ecosystem's own (the demo's): only
+	// SocketDirs (not the runtime directory), what lies in them (manifests,
+	// socket-registry.json, lean daemons), the registries found there, and
+	// stdio Bus daemons listening in them or started by this process. The
+	// environment, the config file's targets and every other bus on the
+	// machine are left out.
+	Confine bool
 }
 
 // SourceError is a problem one source had during a sweep. It does not stop
@@ -201,7 +208,7 @@ func (d *Discoverer) WatchPaths() []string {
 	for _, dir := range dirs {
 		more = append(more, filepath.Join(dir, "manifests"))
 	}
-	if rt := paths.RuntimeDir(d.opts.Getenv); rt != "" {
+	if rt := paths.RuntimeDir(d.opts.Getenv); rt != "" && !d.opts.Confine {
 		more = append(more, filepath.Join(rt, "ecoPrimals"), filepath.Join(rt, "ecoPrimals", "manifests"), rt)
 	}
 	return dedupe(append(dirs, existing(more)...))
@@ -220,6 +227,9 @@ func (d *Discoverer) DefaultSources() []Source {
 	}
 	dirs := d.Dirs()
 	m := NewFamilyMatcher(known, d.opts.Family)
+	if d.opts.Confine {
+		return append(d.confinedSources(dirs, m), d.opts.Extra...)
+	}
 	sockDirs := dirs
 	if rt := paths.RuntimeDir(d.opts.Getenv); rt != "" {
 		// Songbird's other home: $XDG_RUNTIME_DIR/ecoPrimals/discovery(-<family>).sock.
@@ -249,6 +259,22 @@ func (d *Discoverer) DefaultSources() []Source {
 		srcs = append(srcs, &ConfigSource{Config: d.opts.Config})
 	}
 	return append(srcs, d.opts.Extra...)
+}
+
+// confinedSources are the sources of a confined discoverer (Options.Confine):
+// the socket directories and what lies in them only.
+func (d *Discoverer) confinedSources(dirs []string, m *FamilyMatcher) []Source {
+	var regFiles, manDirs []string
+	for _, dir := range dirs {
+		regFiles = append(regFiles, filepath.Join(dir, "socket-registry.json"))
+		manDirs = append(manDirs, filepath.Join(dir, "manifests"))
+	}
+	srcs := []Source{&SocketDirSource{Dirs: dirs, Matcher: m}, &ManifestSource{Dirs: manDirs},
+		&LeanSource{Roots: dirs}, &RegistryFileSource{Paths: regFiles}}
+	if !d.opts.NoProc {
+		srcs = append(srcs, &ProcSource{Root: d.opts.ProcRoot, Within: dirs, Parent: os.Getpid()})
+	}
+	return srcs
 }
 
 // Sweep looks everywhere once and probes every target. onProbe, when not

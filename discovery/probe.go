@@ -109,7 +109,9 @@ func (o ProbeOptions) withDefaults() ProbeOptions {
 // ProbeSpec says what to probe and how.
 type ProbeSpec struct {
 	Endpoint ipc.Endpoint
-	// Wire is "lean" to write the lean wire; anything else writes JSON-RPC.
+	// Wire is "lean" to write the lean wire, WireHTTP to ask for the
+	// event stream's headers (the biomeOS API); anything else writes
+	// JSON-RPC.
 	Wire string
 	// Pool is the stdio Bus pool to address.
 	Pool string
@@ -269,6 +271,9 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	ctx, cancelProbe := context.WithDeadlineCause(parent, res.At.Add(connectTimeoutFor(ep, p.opts)+p.opts.StaleTimeout), errProbeDeadline)
 	defer cancelProbe()
 	defer func() { res = p.settle(parent, ctx, res, spec) }()
+	if spec.Wire == WireHTTP {
+		return p.probeHTTP(ctx, ep, res, func() { <-p.dial })
+	}
 	wire := ipc.WireJSONRPC
 	if spec.Wire == "lean" {
 		wire = ipc.WireLean

@@ -117,8 +117,9 @@ func (s *SocketDirSource) Discover(ctx context.Context) ([]Found, error) {
 		f := Found{Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: p}, Name: name, Family: fam,
 			Kind: kindForName(name), Source: SrcSocketDir, Detail: e.dir, Warnings: PermissionWarnings(p)}
 		if strings.EqualFold(name, "biomeos-api") {
-			f.NoProbe = true
-			f.Note = "biomeOS HTTP API socket (riboCipher prefix, then HTTP): not probed"
+			// Probed over HTTP (probeHTTP), not JSON-RPC.
+			f.Wire = WireHTTP
+			f.Note = "biomeOS HTTP API socket (riboCipher prefix, then HTTP): events at /api/v1/events/stream, no JSON-RPC"
 		}
 		if fi.Mode()&os.ModeSymlink != 0 {
 			dest, _ := os.Readlink(p)

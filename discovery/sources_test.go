@@ -375,3 +375,75 @@ func TestProcSourceRealProcess(t *testing.T) {
 		t.Fatalf("%+v", got)
 	}
 }
+
+// TestProcSourceWithin: a confined process-table source lists the buses
+// listening in its directories, and those its own process started, and no
+// other bus on the machine.
+func TestProcSourceWithin(t *testing.T) {
+	root := tempDir(t)
+	mine := filepath.Join(root, "demo")
+	os.Mkdir(mine, 0o700)
+	mk := func(pid, ppid string, args ...string) {
+		d := filepath.Join(root, pid)
+		os.Mkdir(d, 0o700)
+		os.WriteFile(filepath.Join(d, "cmdline"), []byte(strings.Join(args, "\x00")+"\x00"), 0o600)
+		os.WriteFile(filepath.Join(d, "stat"), []byte(pid+" (stdio bus) S "+ppid+" 1 1 0"), 0o600)
+		os.Symlink(root, filepath.Join(d, "cwd"))
+	}
+	mk("100", "1", "stdio_bus", "--unix", filepath.Join(mine, "stdiobus.sock"))
+	mk("200", "1", "stdio_bus", "--unix", "/run/other/stdiobus.sock")
+	mk("300", "1", "stdio_bus", "--unix", filepath.Join(root, "demo-other", "x.sock")) // a prefix, not inside
+	mk("400", "42", "stdio_bus", "--tcp", "127.0.0.1:9800")                            // a child of process 42
+	mk("500", "400", "stdio_bus", "--tcp", "127.0.0.1:9801")                           // its grandchild
+	mk("600", "7", "stdio_bus", "--tcp", "127.0.0.1:9802")
+	list := func(s *ProcSource) []string {
+		fs, err := s.Discover(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, f := range fs {
+			got = append(got, f.Endpoint.String())
+		}
+		sort.Strings(got)
+		return got
+	}
+	got := list(&ProcSource{Root: root, Within: []string{mine}, Parent: 42})
+	want := []string{filepath.Join(mine, "stdiobus.sock"), "tcp://127.0.0.1:9800", "tcp://127.0.0.1:9801"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("confined: got %q\nwant %q", got, want)
+	}
+	if all := list(&ProcSource{Root: root}); len(all) != 6 {
+		t.Errorf("unconfined: %q", all)
+	}
+}
+
+// TestConfinedSources: a confined discoverer reads its socket directories
+// only: not the environment, not the runtime directory, not the config
+// file's targets.
+func TestConfinedSources(t *testing.T) {
+	dir, rt := tempDir(t), tempDir(t)
+	serve(t, dir, "mine.sock", primal("mine", false).Config())
+	os.MkdirAll(filepath.Join(rt, "ecoPrimals"), 0o700)
+	serve(t, filepath.Join(rt, "ecoPrimals"), "runtime.sock", primal("runtime", false).Config())
+	other := tempDir(t)
+	serve(t, other, "fromenv.sock", primal("fromenv", false).Config())
+	getenv, environ := envOf(map[string]string{"XDG_RUNTIME_DIR": rt, "FROMENV_SOCKET": filepath.Join(other, "fromenv.sock")})
+	sweep := func(confine bool) []string {
+		d := New(Options{Getenv: getenv, Environ: environ, SocketDirs: []string{dir}, NoProc: true, Confine: confine,
+			Probe: ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: time.Second}})
+		snap, err := d.Sweep(ctxT(t), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := names(snap.Targets)
+		sort.Strings(got)
+		return got
+	}
+	if got := sweep(false); !reflect.DeepEqual(got, []string{"fromenv", "mine", "runtime"}) {
+		t.Fatalf("unconfined: %q (the test's premise)", got)
+	}
+	if got := sweep(true); !reflect.DeepEqual(got, []string{"mine"}) {
+		t.Errorf("confined: %q, want only mine", got)
+	}
+}

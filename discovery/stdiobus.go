@@ -138,9 +138,18 @@ func busFounds(name string, ep ipc.Endpoint, pools []string, src, detail string)
 // (/proc/<pid>/cmdline): where they listen (--unix, --tcp) and, from their
 // --config, their pools, each becoming a target that carries its pool id.
 // A daemon in --stdio mode is listed but cannot be reached.
+//
+// Within confines it to one ecosystem (the demo's): when not empty, only
+// daemons listening on a Unix socket inside one of those directories, or
+// descended from process Parent (when not 0), are listed; every other bus
+// on the machine is left out.
 type ProcSource struct {
 	// Root is the proc filesystem ("/proc").
 	Root string
+	// Within lists the directories whose buses are listed (empty: all).
+	Within []string
+	// Parent is the process whose descendants are listed with Within.
+	Parent int
 }
 
 // Name implements Source.
@@ -178,6 +187,9 @@ func (s *ProcSource) Discover(ctx context.Context) ([]Found, error) {
 		// it) carries the same command line for a moment: list each bus
 		// endpoint and pool once.
 		for _, f := range s.bus(root, pid, bc) {
+			if !s.keeps(root, pid, f) {
+				continue
+			}
 			k := EndpointKey(f.Endpoint, f.Pool)
 			if k != "" && seen[k] {
 				continue
@@ -241,4 +253,74 @@ func (s *ProcSource) bus(root string, pid int, bc BusCommand) []Found {
 		}
 	}
 	return out
+}
+
+// keeps reports whether the bus f of process pid is within the source's
+// confines (see Within).
+func (s *ProcSource) keeps(root string, pid int, f Found) bool {
+	if len(s.Within) == 0 {
+		return true
+	}
+	if f.Endpoint.Transport == ipc.Unix && inDirs(f.Endpoint.Path, s.Within) {
+		return true
+	}
+	return s.Parent > 0 && descends(root, pid, s.Parent)
+}
+
+// inDirs reports whether path lies inside one of dirs (symbolic links in
+// the directories resolved, as the demo's temporary directory may be
+// reached through one).
+func inDirs(path string, dirs []string) bool {
+	under := func(p, d string) bool {
+		rel, err := filepath.Rel(d, p)
+		return err == nil && rel != ".." && !strings.HasPrefix(rel, "../") && !filepath.IsAbs(rel)
+	}
+	p := filepath.Clean(path)
+	rp := p
+	if r, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		rp = filepath.Join(r, filepath.Base(p))
+	}
+	for _, d := range dirs {
+		d = filepath.Clean(d)
+		if under(p, d) || under(rp, d) {
+			return true
+		}
+		if rd, err := filepath.EvalSymlinks(d); err == nil && (under(p, rd) || under(rp, rd)) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxAncestry bounds the walk up the process tree.
+const maxAncestry = 64
+
+// descends reports whether process pid is ancestor's descendant, from the
+// parent ids in <root>/<pid>/stat.
+func descends(root string, pid, ancestor int) bool {
+	for i := 0; i < maxAncestry && pid > 1; i++ {
+		b, err := readfile.Regular(filepath.Join(root, strconv.Itoa(pid), "stat"), 4<<10)
+		if err != nil {
+			return false
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces and parens.
+		st := string(b)
+		j := strings.LastIndexByte(st, ')')
+		if j < 0 {
+			return false
+		}
+		f := strings.Fields(st[j+1:])
+		if len(f) < 2 {
+			return false
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil {
+			return false
+		}
+		if ppid == ancestor {
+			return true
+		}
+		pid = ppid
+	}
+	return false
 }

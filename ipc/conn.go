@@ -178,6 +178,23 @@ func (c *Conn) Err() error {
 	return c.closeErr
 }
 
+// Link reports the connection under c: its generation, which counts how
+// many times it was re-established (a Holon-RPC session reconnects by
+// itself; other connections never do), and whether it is up right now. A
+// request the peer sent on one generation cannot be answered on another.
+func (c *Conn) Link() (gen int64, up bool) {
+	c.mu.Lock()
+	up = !c.closed
+	c.mu.Unlock()
+	if s, ok := c.f.(interface {
+		Reconnects() int64
+		Connected() bool
+	}); ok {
+		return s.Reconnects(), up && s.Connected()
+	}
+	return 0, up
+}
+
 // InFlight reports how many calls are waiting for an answer.
 func (c *Conn) InFlight() int {
 	c.mu.Lock()

@@ -54,6 +54,10 @@ type programContext struct {
 	// inspected events), so late answers of older ones are told apart.
 	seq int
 
+	// ticks reports whether panes may run timers of their own (not while
+	// a test drives the model by hand).
+	ticks func() bool
+
 	// do hands the root an intent (focusMsg, selectMsg, composeMsg...)
 	// and returns what it wants done; it is handled at once, so keys typed
 	// after it land where the user expects.

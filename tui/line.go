@@ -50,6 +50,9 @@ type line struct {
 	// reply answers a request on the connection it came on (nil: the
 	// client's connection to key).
 	reply replyFunc
+	// conn is the connection a request came on, to tell whether it can
+	// still be answered (see reqConn).
+	conn reqConn
 }
 
 // maxEventData bounds what one event or frame keeps for display.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"runtime/debug"
+	"sync"
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/events"
@@ -49,8 +50,9 @@ type listenEndedMsg struct{ key string }
 type streamMsg struct {
 	key string
 	ev  events.Event
-	// reply answers it when it is a request (nil otherwise).
+	// reply answers it when it is a request (nil otherwise), on conn.
 	reply replyFunc
+	conn  reqConn
 }
 
 // replyFunc answers a server request on the connection it came on.
@@ -202,6 +204,7 @@ func (l *listener) source(t *target) events.Source {
 		return keyed{Source: events.Config{}.Source(*s), key: key, feed: feed, crashDir: l.pc.cfg.CrashDir}
 	}
 	d, cl := t.Target, l.pc.client
+	last := &lastConn{}
 	ts := &events.TargetSource{
 		Source:         t.Name,
 		LivenessMethod: "-",
@@ -210,19 +213,45 @@ func (l *listener) source(t *target) events.Source {
 		Dial: func(ctx context.Context, _ func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			// The source's own trace hook turns connection notes into
 			// events; here they are in the trace pane already.
-			return cl.open(ctx, d, nil)
+			c, err := cl.open(ctx, d, nil)
+			if err == nil {
+				last.set(c)
+			}
+			return c, err
 		},
 	}
-	return keyed{Source: ts, key: key, feed: feed, replier: ts, crashDir: l.pc.cfg.CrashDir}
+	return keyed{Source: ts, key: key, feed: feed, last: last, crashDir: l.pc.cfg.CrashDir}
+}
+
+// lastConn is the connection a TargetSource dialled last. The source
+// reports what a connection brought before it dials the next one, so
+// while it reports a request, that is the connection the request came on.
+type lastConn struct {
+	mu sync.Mutex
+	c  *ipc.Conn
+}
+
+func (l *lastConn) set(c *ipc.Conn) {
+	l.mu.Lock()
+	l.c = c
+	l.mu.Unlock()
+}
+
+func (l *lastConn) get() *ipc.Conn {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c
 }
 
 // keyed runs a source with its events going into the feed under the key of
 // the target they are of.
 type keyed struct {
 	events.Source
-	key      string
-	feed     *feed
-	replier  *events.TargetSource
+	key  string
+	feed *feed
+	// last is the connection a TargetSource's requests came on (nil for
+	// an event stream, which sends none).
+	last     *lastConn
 	crashDir string
 }
 
@@ -237,14 +266,13 @@ func (k keyed) Run(ctx context.Context, _ events.Emit) (err error) {
 	}()
 	return k.Source.Run(ctx, func(e events.Event) {
 		m := streamMsg{key: k.key, ev: e}
-		if e.Kind == events.KindRequest && k.replier != nil {
+		if e.Kind == events.KindRequest && k.last != nil {
 			var p struct {
 				ID json.RawMessage `json:"id"`
 			}
 			if json.Unmarshal(e.Payload, &p) == nil {
-				r, id := k.replier, p.ID
-				m.reply = func(ctx context.Context, result json.RawMessage, rpcErr *ipc.RPCError) error {
-					return r.Reply(ctx, id, result, rpcErr)
+				if c := k.last.get(); c != nil {
+					m.conn, m.reply = requestOn(c, p.ID)
 				}
 			}
 		}

@@ -88,7 +88,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 			live.lines = append(live.lines, x)
 		case streamMsg:
 			l := newLine(x.key, x.ev)
-			l.reply = x.reply
+			l.reply, l.conn = x.reply, x.conn
 			m.rate.count(pc.now())
 			live.lines = append(live.lines, l)
 		case listenEndedMsg:

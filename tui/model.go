@@ -70,6 +70,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 		described: map[string]bool{},
 	}
 	pc.do = m.update
+	pc.ticks = func() bool { return !m.manualFeed }
 	pc.client = newClient(ctx, cfg.Dial, m.feed, cfg.MaxFrame, cfg.Security)
 	pc.client.useDialer(cfg.Dialer)
 	m.listen = newListener(pc, m.feed)

@@ -1,12 +1,9 @@
 package tui
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
@@ -52,6 +49,17 @@ type capsPane struct {
 	sel, off int
 	filter   field
 	consumed bool // consumed section unfolded
+	// known is what is known of the methods of a target without a
+	// capability list (a Holon-RPC server).
+	known knownMethods
+}
+
+// tree is t's capability tree: advertised, else what is known (known).
+func (p *capsPane) tree(t *target) []capability.Domain {
+	if tr := t.capTree(); tr != nil {
+		return tr
+	}
+	return p.known.treeOf(t)
 }
 
 func newCapsPane(id paneID, pc *programContext) *capsPane {
@@ -71,8 +79,29 @@ func (p *capsPane) KeyMap() help.KeyMap {
 // the targets or the current one change.
 func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	switch msg := msg.(type) {
-	case targetsMsg, currentMsg:
+	case targetsMsg:
+		p.known.targets(p.pc.targets)
 		p.refresh()
+	case currentMsg:
+		p.refresh()
+		if msg.changed {
+			return p, p.known.fromHistory(p.pc, p.pc.target())
+		}
+	case liveMsg:
+		if p.known.traffic(msg.frames); p.known.dirty {
+			p.refresh()
+		}
+	case callDoneMsg:
+		if p.known.answered(msg.ans); p.known.dirty {
+			p.refresh()
+		}
+	case seenHistoryMsg:
+		for m, ok := range msg.methods {
+			p.known.note(msg.key, m, ok, true)
+		}
+		if p.known.dirty {
+			p.refresh()
+		}
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.filter.active {
 			if e := p.filter.Update(msg, p.keys(), true); e == editChanged || e == editBack {
@@ -88,6 +117,9 @@ func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		row := msg.y
 		if p.filter.active || !p.filter.Empty() {
 			row--
+		}
+		if t := p.pc.target(); t != nil && t.capTree() == nil && p.tree(t) != nil {
+			row-- // the line saying the methods are not advertised
 		}
 		if i := p.off + row; msg.button == tea.MouseLeft && row >= 0 && i < len(p.rows) {
 			p.sel = i
@@ -127,7 +159,7 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		}
 		p.open = map[string]bool{}
 		if !anyOpen {
-			for _, d := range t.capTree() {
+			for _, d := range p.tree(t) {
 				p.open[d.Name] = true
 			}
 		}
@@ -139,9 +171,9 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		}
 		switch r.kind {
 		case rowDomain:
-			p.open[t.capTree()[r.domain].Name] = false
+			p.open[p.tree(t)[r.domain].Name] = false
 		case rowMethod:
-			p.open[t.capTree()[r.domain].Name] = false
+			p.open[p.tree(t)[r.domain].Name] = false
 			for i, rr := range p.rows {
 				if rr.kind == rowDomain && rr.domain == r.domain {
 					p.sel = i
@@ -158,7 +190,7 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		}
 		switch r.kind {
 		case rowDomain:
-			name := t.capTree()[r.domain].Name
+			name := p.tree(t)[r.domain].Name
 			if key.Matches(kp, k.Unfold) {
 				p.open[name] = true
 			} else {
@@ -170,35 +202,19 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 			p.refresh()
 		case rowMethod:
 			if key.Matches(kp, k.Select) {
-				return p.pickMethod(t.capTree()[r.domain].Methods[r.method].Name)
+				return p.pickMethod(p.tree(t)[r.domain].Methods[r.method].Name)
 			}
 		}
 	}
 	return nil
 }
 
-// pickMethod puts method in the composer and prefills its params from the
-// last call of it in history (or {}).
+// pickMethod puts method in the composer with the params to start from: a
+// template from the capability list's schema, else those of its last call
+// in history, else {} (paramsFor).
 func (p *capsPane) pickMethod(method string) tea.Cmd {
-	cmd := p.pc.do(composeMsg{method: method, params: "{}"})
-	hs := p.pc.hist
-	if hs == nil {
-		return cmd
-	}
-	tname := ""
-	if t := p.pc.target(); t != nil {
-		tname = t.Name
-	}
-	ctx := p.pc.ctx
-	return tea.Batch(cmd, p.pc.safe(func() tea.Msg {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		params, ok, err := hs.LastParams(ctx, tname, method)
-		if err != nil || !ok || !json.Valid(params) {
-			return nil
-		}
-		return prefillMsg{method: method, params: params}
-	}))
+	params, prefill := paramsFor(p.pc, method)
+	return tea.Batch(p.pc.do(composeMsg{method: method, params: params}), prefill)
 }
 
 // providers names the targets other than the current one that offer
@@ -241,7 +257,7 @@ func (p *capsPane) rebuild(t *target, providers func(method string) []string) {
 		return
 	}
 	pat := strings.TrimSpace(p.filter.String())
-	for di, d := range t.capTree() {
+	for di, d := range p.tree(t) {
 		var ms []int
 		for mi, m := range d.Methods {
 			if pat == "" || fuzzy(m.Name, pat) || fuzzy(m.Description+" "+m.GroupDescription, pat) {
@@ -285,12 +301,12 @@ func (p *capsPane) rowName(t *target, r capRow) string {
 	}
 	switch r.kind {
 	case rowDomain:
-		if r.domain < len(t.capTree()) {
-			return t.capTree()[r.domain].Name
+		if r.domain < len(p.tree(t)) {
+			return p.tree(t)[r.domain].Name
 		}
 	case rowMethod:
-		if r.domain < len(t.capTree()) && r.method < len(t.capTree()[r.domain].Methods) {
-			return t.capTree()[r.domain].Methods[r.method].Name
+		if r.domain < len(p.tree(t)) && r.method < len(p.tree(t)[r.domain].Methods) {
+			return p.tree(t)[r.domain].Methods[r.method].Name
 		}
 	}
 	return r.text
@@ -302,10 +318,10 @@ func (p *capsPane) selectedMethod(t *target) *capability.Method {
 		return nil
 	}
 	r := p.rows[p.sel]
-	if r.kind != rowMethod || r.domain >= len(t.capTree()) || r.method >= len(t.capTree()[r.domain].Methods) {
+	if r.kind != rowMethod || r.domain >= len(p.tree(t)) || r.method >= len(p.tree(t)[r.domain].Methods) {
 		return nil
 	}
-	return &t.capTree()[r.domain].Methods[r.method]
+	return &p.tree(t)[r.domain].Methods[r.method]
 }
 
 func (p *capsPane) move(n int) {
@@ -316,6 +332,9 @@ func (p *capsPane) move(n int) {
 func (p *capsPane) View() string {
 	t := p.pc.target()
 	title, right := capsTitle(p.pc.st, t)
+	if t != nil && t.capTree() == nil && p.tree(t) != nil {
+		right = strings.TrimSpace(right + " " + p.pc.st.Dim.Render("not advertised"))
+	}
 	return p.box(title, right, p.body(t))
 }
 
@@ -330,7 +349,10 @@ func (p *capsPane) body(t *target) []string {
 	if t == nil {
 		return append(out, "", st.Dim.Render("  Select a target ("+helpKey(p.keys().Select)+" in Targets)."))
 	}
-	if t.capTree() == nil {
+	if t.capTree() == nil && p.tree(t) != nil {
+		out = append(out, st.Dim.Render(fit("  Not advertised (no capability list): built-ins, and methods seen called.", w)))
+	}
+	if p.tree(t) == nil {
 		out = append(out, "")
 		canBTSP := p.pc.cfg.CanBTSP
 		switch {
@@ -343,6 +365,17 @@ func (p *capsPane) body(t *target) []string {
 		case t.BTSP():
 			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake before JSON-RPC."),
 				st.Dim.Render("  Set FAMILY_SEED (or --family-seed-file) to reach it."))
+		case t.State() == discovery.StateUnprobed:
+			// Never spoken to by design: say why, never "Probing…".
+			why := "never spoken to"
+			if len(t.Notes) > 0 {
+				why = strings.Join(t.Notes, "; ")
+			}
+			out = append(out, st.Dim.Render("  Not probed: "+render.Sanitize(why)))
+		case t.Wire() == discovery.WireHTTP && t.health() == discovery.StateLive:
+			out = append(out, st.Dim.Render("  An HTTP API, not JSON-RPC: its events reach the events pane."))
+		case t.health() == discovery.StateUnknown && t.Probe != nil && t.Probe.Incomplete:
+			out = append(out, st.Dim.Render("  Not judged yet: the last probe was cut short."))
 		case t.health() == discovery.StateUnknown:
 			out = append(out, st.Dim.Render("  Probing…"))
 		default:
@@ -396,7 +429,7 @@ func (p *capsPane) row(st *styles, t *target, r capRow, w int, sel, focused bool
 	var left, right string
 	switch r.kind {
 	case rowDomain:
-		d := t.capTree()[r.domain]
+		d := p.tree(t)[r.domain]
 		arrow := "▸ "
 		if p.open[d.Name] || !p.filter.Empty() {
 			arrow = "▾ "
@@ -407,12 +440,15 @@ func (p *capsPane) row(st *styles, t *target, r capRow, w int, sel, focused bool
 		}
 		right = st.Dim.Render(fmt.Sprint(len(d.Methods)))
 	case rowMethod:
-		m := t.capTree()[r.domain].Methods[r.method]
+		m := p.tree(t)[r.domain].Methods[r.method]
 		left = "    " + render.Sanitize(m.Short)
 		if sel && focused {
 			left = "    " + st.Selected.Render(render.Sanitize(m.Short))
 		}
 		right = st.Dim.Render(costText(m.Cost))
+		if mk := p.known.mark(t, m.Name); mk != "" && t.capTree() == nil {
+			right = st.Dim.Render(mk)
+		}
 		if len(m.Prerequisites) > 0 {
 			right = st.Dim.Render("⤷ ") + right
 		}

@@ -273,7 +273,7 @@ func (c *composer) onKey(msg tea.Msg) tea.Cmd {
 		c.edited, c.carried = true, ""
 		c.comps = nil
 		c.field = fParams
-		return nil
+		return c.offerParams()
 	case key.Matches(kp, k.NextPane):
 		return c.pc.do(cycleMsg{1})
 	case key.Matches(kp, k.PrevPane):

@@ -2,13 +2,20 @@ package tui
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 func requestsSpec() paneSpec {
@@ -19,12 +26,111 @@ func requestsSpec() paneSpec {
 // maxRequests bounds the requests kept (the oldest go).
 const maxRequests = 500
 
-// requestsPane lists server-initiated requests; the composer answers them.
+// peerDeadlines are how long known peers wait for the answer to a request
+// they send; after that an answer reaches nobody.
+var peerDeadlines = map[string]time.Duration{
+	// A go-holons server gives up on its Hello after 3 s (seen in #16).
+	"client.v1.Client/Hello": 3 * time.Second,
+	// Holon-RPC heartbeats time out after 5 s (ECOSYSTEM-FACTS).
+	"rpc.heartbeat": 5 * time.Second,
+}
+
+// Request states, as the pane shows them.
+const (
+	reqWaiting  = "waiting"
+	reqAnswered = "answered"
+	reqExpired  = "expired" // older than the peer's known deadline
+	reqGone     = "gone"    // the connection that asked is gone
+)
+
+// reqConn is the connection a server request came on, as answering it
+// needs: the connection, and its generation when the request came (a
+// Holon-RPC session reconnects under the same Conn).
+type reqConn struct {
+	c   linker
+	gen int64
+}
+
+// linker is what reqConn asks of a connection (an *ipc.Conn).
+type linker interface {
+	Link() (gen int64, up bool)
+	Err() error
+}
+
+// requestOn is how a request with id that came on c is told apart and
+// answered: on c, never on a later connection.
+func requestOn(c *ipc.Conn, id json.RawMessage) (reqConn, replyFunc) {
+	gen, _ := c.Link()
+	id = append(json.RawMessage(nil), id...)
+	return reqConn{c: c, gen: gen}, func(ctx context.Context, result json.RawMessage, rpcErr *ipc.RPCError) error {
+		return c.Reply(ctx, id, result, rpcErr)
+	}
+}
+
+// state is the connection's state in a word ("open", "closed",
+// "replaced", "down"; "" when unknown), and, when the request can no
+// longer be answered on it, why.
+func (rc reqConn) state() (word, why string) {
+	if rc.c == nil {
+		return "", ""
+	}
+	gen, up := rc.c.Link()
+	switch {
+	case gen != rc.gen:
+		return "replaced", "the connection that asked was replaced (the session reconnected)"
+	case up:
+		return "open", ""
+	}
+	if err := rc.c.Err(); err != nil {
+		return "closed", "the connection that asked is closed: " + err.Error()
+	}
+	if _, still := rc.c.Link(); !still {
+		return "down", "the connection that asked dropped (the session is reconnecting)"
+	}
+	return "closed", "the connection that asked is closed"
+}
+
+// reqVerdict says where request r stands at now: its state, and when it
+// can no longer be answered, why.
+func reqVerdict(r *line, now time.Time) (state, why string) {
+	if r.answered {
+		return reqAnswered, ""
+	}
+	if _, why := r.conn.state(); why != "" {
+		return reqGone, why
+	}
+	if d, ok := peerDeadlines[r.title]; ok && now.Sub(r.Time) > d {
+		return reqExpired, fmt.Sprintf("it is %s old, and the peer stops waiting for %s after %s", age(now.Sub(r.Time)), r.title, d)
+	}
+	return reqWaiting, ""
+}
+
+// age is a request's age: seconds, then minutes, then hours.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(int(d/time.Second), 0))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	}
+	return fmt.Sprintf("%dh", int(d/time.Hour))
+}
+
+// errCannotAnswer wraps why a request can no longer be answered.
+var errCannotAnswer = errors.New("cannot answer")
+
+// requestsPane lists server-initiated requests, each with its age and the
+// state of the connection it came on; the composer answers them.
 type requestsPane struct {
 	paneBase
 	reqs     []line
 	sel, off int
+	// ticking: a timer runs to refresh the ages while requests wait.
+	ticking bool
 }
+
+// requestsTickMsg refreshes the ages and states of waiting requests.
+type requestsTickMsg struct{}
 
 // asker is a pane with requests waiting for the user (the header counts
 // them).
@@ -46,9 +152,13 @@ func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 				p.Append(l)
 			}
 		}
+		return p, p.tick()
+	case requestsTickMsg:
+		p.ticking = false
+		return p, p.tick()
 	case replyDoneMsg:
 		if msg.err != nil {
-			p.pc.setErr("reply: " + msg.err.Error())
+			p.pc.setErr("reply: " + render.Sanitize(msg.err.Error()))
 			break
 		}
 		for i := len(p.reqs) - 1; i >= 0; i-- {
@@ -66,11 +176,7 @@ func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		case key.Matches(msg, k.Down):
 			p.sel = min(p.sel+1, len(p.reqs)-1)
 		case key.Matches(msg, k.Reply), key.Matches(msg, k.Select):
-			if p.sel < 0 || p.sel >= len(p.reqs) {
-				break
-			}
-			r := p.reqs[p.sel]
-			return p, p.pc.do(composeMsg{reply: &r, params: "{}"})
+			return p, p.answer()
 		}
 	case clickMsg:
 		if i := p.off + msg.y; i < len(p.reqs) {
@@ -78,6 +184,52 @@ func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	}
 	return p, nil
+}
+
+// answer opens the selected request in the composer, or says why it can
+// no longer be answered.
+func (p *requestsPane) answer() tea.Cmd {
+	if p.sel < 0 || p.sel >= len(p.reqs) {
+		return nil
+	}
+	r := p.reqs[p.sel]
+	what := render.Sanitize(r.title) + " from " + render.Sanitize(r.Source)
+	switch state, why := reqVerdict(&r, p.pc.now()); state {
+	case reqAnswered:
+		p.pc.setErr(what + " is answered already")
+		return nil
+	case reqGone, reqExpired:
+		p.pc.setErr("cannot answer " + what + ": " + render.Sanitize(why))
+		return nil
+	}
+	if r.reply != nil {
+		// Checked again when the answer is sent: the peer may have
+		// given up, or the connection gone, while it was written.
+		r.reply = guardReply(r, time.Now)
+	}
+	return p.pc.do(composeMsg{reply: &r, params: "{}"})
+}
+
+// guardReply answers r with its own reply function only while r can still
+// be answered.
+func guardReply(r line, now func() time.Time) replyFunc {
+	send := r.reply
+	return func(ctx context.Context, result json.RawMessage, rpcErr *ipc.RPCError) error {
+		if state, why := reqVerdict(&r, now()); state == reqGone || state == reqExpired {
+			return fmt.Errorf("%w %s: %s", errCannotAnswer, r.title, why)
+		}
+		return send(ctx, result, rpcErr)
+	}
+}
+
+// tick keeps a timer running while requests wait, so their ages and
+// states stay true on screen without a key being pressed.
+func (p *requestsPane) tick() tea.Cmd {
+	if p.ticking || p.pending() == 0 || p.pc.ticks == nil || !p.pc.ticks() {
+		return nil
+	}
+	p.ticking = true
+	return tea.Tick(time.Second, func(time.Time) tea.Msg { return requestsTickMsg{} })
 }
 
 // Append adds a request and selects it.
@@ -89,10 +241,12 @@ func (p *requestsPane) Append(e line) {
 	p.sel = len(p.reqs) - 1
 }
 
+// pending counts the requests that wait for an answer and can still get
+// one.
 func (p *requestsPane) pending() int {
-	n := 0
-	for _, r := range p.reqs {
-		if !r.answered {
+	n, now := 0, p.pc.now()
+	for i := range p.reqs {
+		if state, _ := reqVerdict(&p.reqs[i], now); state == reqWaiting {
 			n++
 		}
 	}
@@ -118,20 +272,53 @@ func (p *requestsPane) rows(st *styles) []string {
 		}
 		return []string{"", st.Dim.Render(" No server-initiated requests yet."), st.Dim.Render(how)}
 	}
-	p.off = scrollInto(p.off, p.sel, h, len(p.reqs))
+	now := p.pc.now()
+	// The selected request's reason, when it can no longer be answered,
+	// takes the last rows (up to three).
+	var foot []string
+	if w, _ := p.inner(); p.sel >= 0 && p.sel < len(p.reqs) && h >= 5 && w > 2 {
+		if state, why := reqVerdict(&p.reqs[p.sel], now); why != "" {
+			lines := strings.Split(ansi.Wrap(state+": "+render.Sanitize(why), w-1, " "), "\n")
+			for _, l := range lines[:min(len(lines), 3)] {
+				foot = append(foot, st.Err.Render(" "+l))
+			}
+		}
+	}
+	avail := h - len(foot)
+	// Two rows a request: what it asks, then where it stands and who
+	// asked.
+	p.off = scrollInto(p.off, p.sel, max(avail/2, 1), len(p.reqs))
 	var out []string
-	for i := p.off; i < len(p.reqs) && i < p.off+h; i++ {
+	for i := p.off; i < len(p.reqs) && len(out)+2 <= max(avail, 2); i++ {
 		r := &p.reqs[i]
 		cur := " "
 		if i == p.sel {
 			cur = st.Accent.Render("›")
 		}
-		state := st.Warn.Render("waiting ")
-		if r.answered {
-			state = st.OK.Render("answered")
+		state, _ := reqVerdict(r, now)
+		var word string
+		switch state {
+		case reqAnswered:
+			word = st.OK.Render(state)
+		case reqWaiting:
+			word = st.Warn.Render(state)
+		default:
+			word = st.Err.Render(state)
 		}
-		out = append(out, cur+st.Dim.Render(r.Time.Format("15:04:05"))+" "+state+" "+st.Accent.Render(render.Sanitize(r.Source))+" "+
-			render.Sanitize(r.title)+" "+st.Dim.Render(render.Sanitize(string(r.data))))
+		sep := st.Dim.Render(" · ")
+		status := "   " + word + sep + st.Dim.Render(age(now.Sub(r.Time)))
+		if c, _ := r.conn.state(); c != "" && state != reqAnswered {
+			style := st.Dim
+			if c != "open" {
+				style = st.Err
+			}
+			status += sep + style.Render("conn "+c)
+		}
+		status += sep + st.Accent.Render(render.Sanitize(r.Source)) + sep + st.Dim.Render(r.Time.Format("15:04:05"))
+		out = append(out, cur+" "+render.Sanitize(r.title)+" "+st.Dim.Render(render.Sanitize(string(r.data))), status)
 	}
-	return out
+	for len(foot) > 0 && len(out) < avail {
+		out = append(out, "")
+	}
+	return append(out, foot...)
 }

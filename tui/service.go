@@ -193,7 +193,12 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 				c.feed.push(l)
 				reported = d
 			}
-			c.feed.push(messageLine(src, t.ID, m))
+			l := messageLine(src, t.ID, m)
+			if l.kind == EvRequest {
+				// Answered on this connection, never on a later one.
+				l.conn, l.reply = requestOn(cn, l.id)
+			}
+			c.feed.push(l)
 		}
 		// The connection ended (by the peer, or a broken frame): close it so
 		// its socket is released, not only forgotten.

@@ -159,7 +159,8 @@ func TestReplyKeepsCall(t *testing.T) {
 	m.update(feedMsg{items: sampleTargets()})
 	keyMsgs(t, m, "3", "crypto.sign_ed25519", "down", "backspace", "backspace", `{"message":"mine"}`)
 	got := make(chan json.RawMessage, 2)
-	req := tailLine(t0, "holon", "ws://h", EvRequest, "client.v1.Client/Hello", []byte(`{"greeting":"hi"}`), json.RawMessage(`"s1"`))
+	// Asked now: a Hello older than the peer's 3 s is not answered (p16).
+	req := tailLine(time.Now(), "holon", "ws://h", EvRequest, "client.v1.Client/Hello", []byte(`{"greeting":"hi"}`), json.RawMessage(`"s1"`))
 	req.reply = func(_ context.Context, res json.RawMessage, _ *ipc.RPCError) error { got <- res; return nil }
 	for i := 0; i < 2; i++ {
 		m.update(liveMsg{lines: []line{req}})

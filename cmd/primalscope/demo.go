@@ -57,6 +57,9 @@ directory.`,
 // directory.
 func (a *app) runDemoUI(ctx context.Context, eco *demo.Ecosystem) error {
 	a.socketDirs = []string{eco.Dir}
+	// Its own ecosystem only: not other processes' buses, nor the
+	// environment's or the config file's targets.
+	a.scope = eco.Confine
 	if a.family == "" {
 		a.family = eco.Family
 	}

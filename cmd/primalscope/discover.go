@@ -78,6 +78,9 @@ func (a *app) discoverer(f discoverFlags, extra []discovery.Found) (*discovery.D
 	if len(extra) > 0 {
 		opts.Extra = []discovery.Source{&discovery.StaticSource{Found: extra}}
 	}
+	if a.scope != nil {
+		a.scope(&opts)
+	}
 	return discovery.New(opts), nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/peer"
@@ -48,7 +49,10 @@ type app struct {
 	environ []string
 	args    []string // the command line, as run got it
 
-	socketDirs  []string
+	socketDirs []string
+	// scope, when set, narrows discovery (the demo keeps to its own
+	// ecosystem).
+	scope       func(*discovery.Options)
 	family      string
 	timeout     time.Duration
 	wire        string

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
@@ -147,4 +148,13 @@ func (e *Ecosystem) neuralAPI() error {
 	}
 	e.AddEntry(Entry{Name: "neural-api-" + e.Family, Path: e.Path(file), What: "biomeOS Neural API (lifecycle.status, lifecycle.get, topology.primals)"})
 	return nil
+}
+
+// Confine keeps discovery to the ecosystem's own: its socket directory and
+// what lies in it, and the stdio Bus daemons it started (discovery's
+// Options.Confine). Other processes' buses, the environment's sockets and
+// the config file's targets are not part of the demo.
+func (e *Ecosystem) Confine(o *discovery.Options) {
+	o.SocketDirs = []string{e.Dir}
+	o.Confine = true
 }

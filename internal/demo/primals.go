@@ -196,6 +196,17 @@ func (e *Ecosystem) squirrel() error {
 	p := &peer.Primal{
 		Name: "squirrel", Version: "0.6.1", Domain: "ai",
 		Groups: []peer.Group{{Type: "ai", Methods: []string{"complete", "embed", "route"}}},
+		// Its params described (format C's method_info): the TUI offers a
+		// template from them.
+		Extra: map[string]any{"method_info": []map[string]any{
+			{"name": "ai.complete", "description": "Complete a prompt", "params": map[string]any{
+				"type": "object", "required": []string{"prompt"},
+				"properties": map[string]any{
+					"prompt":     map[string]any{"type": "string", "examples": []string{"Describe this ecosystem"}},
+					"max_tokens": map[string]any{"type": "integer", "default": 64},
+				}}},
+			{"name": "ai.embed", "description": "Embed a text", "params": map[string]any{"text": "string"}},
+		}},
 		Handlers: map[string]peer.HandlerFunc{
 			"ai.complete": func(_ context.Context, p json.RawMessage) (any, error) {
 				var a struct {

@@ -13,12 +13,14 @@ import (
 const HolonID = "holon-greeter"
 
 // holonServer is a Holon-RPC server on a loopback TCP port that speaks first
-// (client.v1.Client/Hello), sends rpc.heartbeat every tick, and is registered
+// (client.v1.Client/Hello, given up after 3 s as go-holons does), sends rpc.heartbeat every tick, and is registered
 // with the registry under a ws:// endpoint so discovery finds it.
 func (e *Ecosystem) holonServer() error {
 	s, err := peer.ListenHolon("127.0.0.1:0", peer.HolonConfig{
 		SpeakFirst: true,
-		Heartbeat:  e.opts.Tick,
+		// As a go-holons server, it stops waiting for its Hello after 3 s.
+		HelloTimeout: 3 * time.Second,
+		Heartbeat:    e.opts.Tick,
 		Methods: map[string]peer.HandlerFunc{
 			"greeting.v1.Greeting/SayHello": func(_ context.Context, p json.RawMessage) (any, error) {
 				var in struct {

@@ -31,8 +31,10 @@ type HolonConfig struct {
 	// with 1002 on both, as the JS server does.
 	Lenient bool
 	// SpeakFirst sends client.v1.Client/Hello (id "s1") right after the
-	// upgrade and expects the client to answer it.
-	SpeakFirst bool
+	// upgrade and expects the client to answer it within HelloTimeout
+	// (default 10 s; a go-holons server waits 3 s).
+	SpeakFirst   bool
+	HelloTimeout time.Duration
 	// IDlessErrors answers errors without an id, and parse errors with
 	// "id":null, as some Go servers do.
 	IDlessErrors bool
@@ -226,7 +228,11 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			actx, acancel := context.WithTimeout(ctx, 10*time.Second)
+			wait := s.cfg.HelloTimeout
+			if wait <= 0 {
+				wait = 10 * time.Second
+			}
+			actx, acancel := context.WithTimeout(ctx, wait)
 			defer acancel()
 			if _, err := c.Ask(actx, "client.v1.Client/Hello", map[string]any{"server": "peer-holon", "version": "1.0.0"}); err == nil {
 				s.helloAnswered.Add(1)
