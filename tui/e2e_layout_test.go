@@ -1,10 +1,8 @@
 package tui
 
 import (
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -14,48 +12,10 @@ import (
 	"time"
 )
 
-// demoSession builds the binary and starts `primalscope demo` in a private
-// tmux server at w×h, its socket directory under dir (TMPDIR). Cleanup
-// stops the program (by its id), the tmux server and removes dir.
+// demoSession starts the real binary's demo at w×h (demoTmux).
 func demoSession(t *testing.T, w, h int) (s *tmuxSession, dir string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed: the end-to-end TUI test needs it (apt-get install tmux)")
-	}
-	dir, err := os.MkdirTemp("", "pse2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "primalscope")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/primalscope").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	s = &tmuxSession{t: t, socket: fmt.Sprintf("pse2e%d-%s", os.Getpid(), t.Name()), name: "ps"}
-	env := fmt.Sprintf("env -i PATH=%s HOME=%s TMPDIR=%s XDG_CONFIG_HOME=%s/config XDG_STATE_HOME=%s/state XDG_RUNTIME_DIR=%s TERM=xterm-256color COLORTERM=truecolor",
-		os.Getenv("PATH"), home, dir, home, home, dir)
-	cmdline := fmt.Sprintf("%s %s demo --theme dark 2>%s/stderr; sleep 30", env, bin, dir)
-	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), cmdline); err != nil {
-		t.Fatalf("tmux new-session: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		// The program writes its history as it ends: let it end before
-		// dir goes. The server leaves its socket behind: it goes too.
-		sock, _ := s.tmux("display-message", "-p", "#{socket_path}")
-		s.stopChildren(5 * time.Second)
-		s.tmux("kill-server")
-		if sock = strings.TrimSpace(sock); strings.HasSuffix(sock, s.socket) {
-			os.Remove(sock)
-		}
-	})
-	return s, dir
+	return demoTmux(t, e2eBinary(t), w, h)
 }
 
 // stopChildren stops the processes the pane's shell started, by their

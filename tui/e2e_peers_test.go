@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,43 +19,17 @@ import (
 // TestEndToEndPeers builds the real binary once and runs each item as a
 // subtest, with its own demo.
 func TestEndToEndPeers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed: the end-to-end TUI test needs it (apt-get install tmux)")
-	}
-	bin := filepath.Join(t.TempDir(), "primalscope")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/primalscope").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := e2eBinary(t)
 	t.Run("ServerRequestExpires", func(t *testing.T) { testServerRequestExpires(t, bin) })
 	t.Run("BiomeOSAPIJudged", func(t *testing.T) { testBiomeOSAPIJudged(t, bin) })
 	t.Run("HolonAndTemplate", func(t *testing.T) { testHolonAndTemplate(t, bin) })
 	t.Run("DemoKeepsToItsOwnBuses", func(t *testing.T) { testDemoKeepsToItsOwnBuses(t, bin) })
 }
 
-// peersDemo starts `primalscope demo` at w×h in a private tmux server,
-// stopped when the test ends, and waits for its targets.
+// peersDemo starts the demo at w×h (demoTmux) and waits for its targets.
 func peersDemo(t *testing.T, bin string, w, h int) *tmuxSession {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "pse2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	s := &tmuxSession{t: t, socket: fmt.Sprintf("pse2ep%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-")), name: "ps"}
-	t.Cleanup(func() { s.tmux("kill-server") })
-	env := fmt.Sprintf("env -i PATH=%s HOME=%s XDG_CONFIG_HOME=%s/config XDG_STATE_HOME=%s/state XDG_RUNTIME_DIR=%s TERM=xterm-256color COLORTERM=truecolor",
-		os.Getenv("PATH"), home, home, home, dir)
-	cmdline := fmt.Sprintf("%s %s demo --theme dark --tick 500ms 2>%s/stderr; echo PRIMALSCOPE-EXIT=$?; sleep 30", env, bin, dir)
-	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), cmdline); err != nil {
-		t.Fatalf("tmux new-session: %v\n%s", err, out)
-	}
+	s, _ := demoTmux(t, bin, w, h, "--tick", "500ms")
 	s.waitFor("the demo's targets", 20*time.Second, func(scr string) bool {
 		return strings.Contains(scr, "rhizocrypt") && strings.Contains(scr, "nestgate")
 	})

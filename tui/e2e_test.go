@@ -67,6 +67,60 @@ func (s *tmuxSession) quitChildren() {
 	}
 }
 
+// e2eBinary builds the real binary for an end-to-end test, skipping the
+// test in -short mode or without tmux.
+func e2eBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed: the end-to-end TUI test needs it (apt-get install tmux)")
+	}
+	bin := filepath.Join(t.TempDir(), "primalscope")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/primalscope").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// demoTmux starts bin's `demo --theme dark` (and args) at w×h in a private
+// tmux server (-L), as a person would in a terminal, with HOME, the XDG
+// directories and TMPDIR (where the demo makes its sockets) under a fresh
+// directory, which it returns; the program's stderr goes to stderr there,
+// and the shell prints PRIMALSCOPE-EXIT=<status> when it ends. Cleanup stops
+// the program by its id (SIGTERM, SIGKILL after 5 s) so it ends before its
+// directory goes, kills the server and removes the socket file tmux leaves.
+func demoTmux(t *testing.T, bin string, w, h int, args ...string) (*tmuxSession, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "pse2e") // short: the demo's sockets go under it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	home := filepath.Join(dir, "home")
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	s := &tmuxSession{t: t, socket: fmt.Sprintf("pse2e%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-")), name: "ps"}
+	env := fmt.Sprintf("env -i PATH=%s HOME=%s TMPDIR=%s XDG_CONFIG_HOME=%s/config XDG_STATE_HOME=%s/state XDG_RUNTIME_DIR=%s TERM=xterm-256color COLORTERM=truecolor",
+		os.Getenv("PATH"), home, dir, home, home, dir)
+	cmdline := fmt.Sprintf("%s %s demo --theme dark %s 2>%s/stderr; echo PRIMALSCOPE-EXIT=$?; sleep 30",
+		env, bin, strings.Join(args, " "), dir)
+	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", strconv.Itoa(w), "-y", strconv.Itoa(h), cmdline); err != nil {
+		t.Fatalf("tmux new-session: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		sock, _ := s.tmux("display-message", "-p", "#{socket_path}")
+		s.stopChildren(5 * time.Second)
+		s.tmux("kill-server")
+		if sock = strings.TrimSpace(sock); strings.HasSuffix(sock, s.socket) {
+			os.Remove(sock)
+		}
+	})
+	return s, dir
+}
+
 // waitFor polls the screen until cond holds, failing after limit.
 func (s *tmuxSession) waitFor(what string, limit time.Duration, cond func(screen string) bool) string {
 	s.t.Helper()
@@ -105,36 +159,8 @@ func rowsContaining(scr, text string) []int {
 // edit params, send, read the highlighted answer, filter it with jq, watch
 // heartbeats arrive in the events tail, open help, quit.
 func TestEndToEndDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed: the end-to-end TUI test needs it (apt-get install tmux)")
-	}
-	dir, err := os.MkdirTemp("", "pse2e")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "primalscope")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/primalscope")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	s := &tmuxSession{t: t, socket: fmt.Sprintf("pse2e%d", os.Getpid()), name: "ps"}
-	defer s.tmux("kill-server")
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	env := fmt.Sprintf("env -i PATH=%s HOME=%s XDG_CONFIG_HOME=%s/config XDG_STATE_HOME=%s/state XDG_RUNTIME_DIR=%s TERM=xterm-256color COLORTERM=truecolor",
-		os.Getenv("PATH"), home, home, home, dir)
-	// The shell line prints the exit status so the test can see a clean quit.
+	s, dir := demoTmux(t, e2eBinary(t), 150, 45, "--tick", "500ms")
 	stderr := filepath.Join(dir, "stderr")
-	cmdline := fmt.Sprintf("%s %s demo --theme dark --tick 500ms 2>%s; echo PRIMALSCOPE-EXIT=$?; sleep 30", env, bin, stderr)
-	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "150", "-y", "45", cmdline); err != nil {
-		t.Fatalf("tmux new-session: %v\n%s", err, out)
-	}
 
 	// 1. The targets appear, live.
 	s.waitFor("live targets", 20*time.Second, func(scr string) bool {

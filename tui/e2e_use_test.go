@@ -2,9 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -18,42 +15,9 @@ import (
 
 // startDemo runs bin's demo in its own tmux server and waits for the
 // targets to be live.
-func startDemo(t *testing.T, bin, tag string) *tmuxSession {
+func startDemo(t *testing.T, bin string) *tmuxSession {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "pse2eu") // short: the demo's sockets go under it
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	s := &tmuxSession{t: t, socket: fmt.Sprintf("pse2eu%d%s", os.Getpid(), tag), name: "ps"}
-	t.Cleanup(func() {
-		sock, _ := s.tmux("display-message", "-p", "#{socket_path}")
-		s.tmux("kill-server")
-		if sock = strings.TrimSpace(sock); strings.Contains(sock, s.socket) {
-			os.Remove(sock) // the server leaves it behind
-		}
-	})
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(home, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	env := fmt.Sprintf("env -i PATH=%s HOME=%s XDG_CONFIG_HOME=%s/config XDG_STATE_HOME=%s/state XDG_RUNTIME_DIR=%s TERM=xterm-256color COLORTERM=truecolor",
-		os.Getenv("PATH"), home, home, home, dir)
-	cmdline := fmt.Sprintf("%s %s demo --theme dark --tick 500ms 2>%s/stderr; echo PRIMALSCOPE-EXIT=$?; sleep 30", env, bin, dir)
-	if out, err := s.tmux("new-session", "-d", "-s", s.name, "-x", "150", "-y", "45", cmdline); err != nil {
-		t.Fatalf("tmux new-session: %v\n%s", err, out)
-	}
-	// Quit before the server is killed, so the demo removes what it made.
-	t.Cleanup(func() {
-		if strings.Contains(s.screen(false), "PRIMALSCOPE-EXIT=") {
-			return
-		}
-		s.tmux("send-keys", "-t", s.name, "C-c")
-		deadline := time.Now().Add(10 * time.Second)
-		for !strings.Contains(s.screen(false), "PRIMALSCOPE-EXIT=") && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
+	s, _ := demoTmux(t, bin, 150, 45, "--tick", "500ms")
 	s.waitFor("live targets", 20*time.Second, func(scr string) bool {
 		return strings.Contains(scr, "● nestgate") && strings.Contains(scr, "● rhizocrypt") && regexp.MustCompile(`\d+ live`).MatchString(scr)
 	})
@@ -102,21 +66,12 @@ func (s *tmuxSession) running() {
 }
 
 func TestEndToEndUse(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed: the end-to-end TUI test needs it (apt-get install tmux)")
-	}
-	bin := filepath.Join(t.TempDir(), "primalscope")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/primalscope").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := e2eBinary(t)
 
 	// After ⏎ the composer keeps the keyboard: a q is text. A bare q with
 	// edits not sent asks; esc stays; q twice quits, cleanly.
 	t.Run("send keeps focus, q asks", func(t *testing.T) {
-		s := startDemo(t, bin, "q")
+		s := startDemo(t, bin)
 		s.open("nest", "nestgate")
 		s.call("health.liveness", false)
 		s.waitText(`"status": "alive"`, 5*time.Second)
@@ -139,7 +94,7 @@ func TestEndToEndUse(t *testing.T) {
 	// Answering the Holon server's Hello leaves the call being written as
 	// it was.
 	t.Run("reply keeps the call", func(t *testing.T) {
-		s := startDemo(t, bin, "r")
+		s := startDemo(t, bin)
 		s.open("holon", "holon-greeter")
 		s.send("3", "C-u")
 		s.typeText("greeting.v1.Greeting/SayHello")
@@ -163,7 +118,7 @@ func TestEndToEndUse(t *testing.T) {
 	// A method written for nestgate, rhizocrypt current: marked, and the
 	// first ⏎ says so instead of sending; the second sends.
 	t.Run("target switch marks the method", func(t *testing.T) {
-		s := startDemo(t, bin, "m")
+		s := startDemo(t, bin)
 		s.open("nest", "nestgate")
 		s.send("3", "C-u")
 		s.typeText("storage.artifact.list")
@@ -184,7 +139,7 @@ func TestEndToEndUse(t *testing.T) {
 	// Replaying call 1 twice replays call 1 twice, though each replay
 	// adds a call above it.
 	t.Run("replay keeps its cursor", func(t *testing.T) {
-		s := startDemo(t, bin, "h")
+		s := startDemo(t, bin)
 		s.open("nest", "nestgate")
 		s.call("health.liveness", false)
 		s.call("storage.artifact.list", true)
@@ -213,7 +168,7 @@ func TestEndToEndUse(t *testing.T) {
 	// while others arrive; g shows the oldest with the cursor on it; j
 	// moves the cursor; ⏎ opens that event whole.
 	t.Run("events cursor, filter, pause, g", func(t *testing.T) {
-		s := startDemo(t, bin, "e")
+		s := startDemo(t, bin)
 		s.send("e")
 		s.waitText("╭─ Events", 5*time.Second)
 		s.send("K")
