@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -150,4 +151,24 @@ func TestEndToEndFailureWrapped(t *testing.T) {
 	})
 	s.send("Escape")
 	s.waitFor("the message closed", 5*time.Second, func(scr string) bool { return !strings.Contains(scr, "╭─ Error") })
+}
+
+// TestEndToEndDemoSizes: the demo at the sizes people use. Every target is
+// listed with its name whole (no empty screen at 120×35), and the header
+// keeps the family and the counts apart (it ran together at 140).
+func TestEndToEndDemoSizes(t *testing.T) {
+	bin := e2eBinary(t)
+	header := regexp.MustCompile(`family: ` + demoFamily + ` {2,}\d+ live`)
+	for _, sz := range []struct{ w, h int }{{120, 35}, {140, 40}, {200, 50}} {
+		t.Run(fmt.Sprintf("%dx%d", sz.w, sz.h), func(t *testing.T) {
+			s, _ := demoTmux(t, bin, sz.w, sz.h)
+			scr := s.waitFor("every target listed", 20*time.Second, func(scr string) bool {
+				return strings.Contains(scr, "toadstool") && strings.Contains(scr, "lostprimal") &&
+					strings.Contains(scr, "neural-api@"+demoFamily) && strings.Contains(scr, "biomeos-api@"+demoFamily)
+			})
+			if first := strings.SplitN(scr, "\n", 2)[0]; !header.MatchString(first) {
+				t.Fatalf("the header runs together: %q", first)
+			}
+		})
+	}
 }
