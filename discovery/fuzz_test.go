@@ -5,14 +5,32 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/ecoPrimals/primalscope/internal/textsafe"
 )
+
+// TestCleanNameRefusesLookAlikes: a name with a control, a bidi control or
+// an invisible character (one that makes it pass for another name) is
+// refused; names in other scripts and emoji with joiners are kept.
+func TestCleanNameRefusesLookAlikes(t *testing.T) {
+	for _, n := range []string{"bear\x1bdog", "bear\u009bdog", "bear\u202edog", "bear\u200bdog", "ad\u200dmin", "\ufeffbeardog", "a/b", `a\b`, "\xffx"} {
+		if got := cleanName(n); got != "" {
+			t.Errorf("cleanName(%q) = %q, want it refused", n, got)
+		}
+	}
+	for _, n := range []string{"beardog", "ours-1.2", "熊犬", "👩\u200d💻", " songbird "} {
+		if got := cleanName(n); got != strings.TrimSpace(n) {
+			t.Errorf("cleanName(%q) = %q, want it kept", n, got)
+		}
+	}
+}
 
 // Every parser of peer or file data must never panic and must keep only
 // bounded, clean names. The seed corpora live in testdata/fuzz.
 
 func checkName(t *testing.T, n string) {
 	t.Helper()
-	if len(n) > maxNameLen || !utf8.ValidString(n) || strings.ContainsAny(n, "\x00\x1b\n/") {
+	if len(n) > maxNameLen || !utf8.ValidString(n) || strings.ContainsAny(n, "\x00\x1b\n/") || !textsafe.IsSafe(n, false) {
 		t.Fatalf("unclean name %q", n)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/textsafe"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -52,9 +53,10 @@ func decodeObject(b []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// cleanName bounds and checks a name taken from a peer: valid UTF-8, no
-// control characters, no path separators, at most maxNameLen bytes. It
-// returns "" for a name that cannot be used.
+// cleanName bounds and checks a name taken from a peer: valid UTF-8,
+// nothing textsafe would escape (controls, bidi controls, invisible
+// characters that make one name pass for another), no path separators, at
+// most maxNameLen bytes. It returns "" for a name that cannot be used.
 func cleanName(s string) string {
 	s = strings.TrimSpace(s)
 	if s == "" || !utf8.ValidString(s) {
@@ -66,10 +68,8 @@ func cleanName(s string) string {
 			s = s[:len(s)-1]
 		}
 	}
-	for _, r := range s {
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) || r == '/' || r == '\\' {
-			return ""
-		}
+	if !textsafe.IsSafe(s, false) || strings.ContainsAny(s, `/\`) {
+		return ""
 	}
 	return s
 }

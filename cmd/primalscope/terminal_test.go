@@ -15,6 +15,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/internal/textsafe"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -89,12 +90,12 @@ func runStdio(ctx context.Context, env map[string]string, terminal bool, out, er
 }
 
 // unsafeAt returns the offset of the first rune in s that a terminal must
-// not get raw (render.Classify; newlines and tabs allowed), or -1.
+// not get raw (textsafe.Classify; newlines and tabs allowed), or -1.
 func unsafeAt(s string) int {
 	var prev rune
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || (r != '\n' && r != '\t' && render.Classify(prev, r) != render.Safe) {
+		if (r == utf8.RuneError && size == 1) || (r != '\n' && r != '\t' && textsafe.Classify(prev, r) != textsafe.Safe) {
 			return i
 		}
 		prev = r

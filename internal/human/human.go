@@ -3,7 +3,7 @@
 // (Clip). It is the one source of each, for
 // every layer: it sits below ipc (which formats byte limits in its errors),
 // so it imports nothing of primalscope; making peer text safe is
-// render.Sanitize's job, above it.
+// textsafe.Sanitize's job, beside it.
 package human
 
 import (
@@ -42,7 +42,7 @@ func Bytes(n int64) string {
 // measured by grapheme cluster, so wide characters and emoji are not split,
 // and ANSI escape sequences (styles) take no width and are kept. Text that
 // fits comes back unchanged. Truncate does not make text safe: give it
-// peer text only after render.Sanitize. However wide, text longer than 256 bytes a
+// peer text only after textsafe.Sanitize. However wide, text longer than 256 bytes a
 // cell (plus 1 KiB) is cut too, so a hostile string of zero-width marks
 // cannot make the result large.
 func Truncate(s string, width int) string {

@@ -122,33 +122,28 @@ func FuzzJSON(f *testing.F) {
 	})
 }
 
-func FuzzSanitize(f *testing.F) {
+// FuzzHighlightLine: whatever a line holds, HighlightLine leaves nothing a
+// terminal must not get raw outside its own SGR sequences, and changes no
+// text of a line that is already safe. (Sanitize itself is fuzzed in
+// textsafe.)
+func FuzzHighlightLine(f *testing.F) {
 	for _, s := range []string{
 		"plain", "\x1b]52;c;cm0gLXJmIH4=\x07", "\x1b[2J\x1b[H", "\x1b]8;;http://x/\x1b\\y\x1b]8;;\x1b\\",
 		"\x1b]0;title\x07", "\x9b31m", "\u009b31m", "a\nb\tc\r", "\xff\xfe", "日本 ✓", "\x00\x7f",
+		`  "k\u202e": "v\u200b",`,
 	} {
 		f.Add(s)
 	}
+	th := themes.Dark()
 	f.Fuzz(func(t *testing.T, s string) {
-		one := Sanitize(s)
-		checkSafe(t, "Sanitize", []byte(one), false)
-		ml := SanitizeMultiline(s)
-		checkSafe(t, "SanitizeMultiline", []byte(ml), true)
-		if Sanitize(one) != one || SanitizeMultiline(ml) != ml {
-			t.Fatalf("not idempotent: %q", s)
+		line := stripSGR(HighlightLine(s, &th.JSON, colorprofile.ANSI256))
+		checkSafe(t, "HighlightLine", []byte(line), false)
+		if i := firstUnsafe(line, false); i >= 0 {
+			t.Fatalf("HighlightLine left an unsafe character at %d: %q", i, line)
 		}
-		if i := firstUnsafe(one, false); i >= 0 {
-			t.Fatalf("Sanitize left an unsafe character at %d: %q", i, one)
+		if safe := Sanitize(s); safe == s && line != s {
+			t.Fatalf("HighlightLine changed safe text %q to %q", s, line)
 		}
-		if i := firstUnsafe(ml, true); i >= 0 {
-			t.Fatalf("SanitizeMultiline left an unsafe character at %d: %q", i, ml)
-		}
-		if firstUnsafe(s, false) < 0 && one != s {
-			t.Fatalf("clean text changed: %q -> %q", s, one)
-		}
-		th := themes.Dark()
-		line := HighlightLine(s, &th.JSON, colorprofile.ANSI256)
-		checkSafe(t, "HighlightLine", []byte(stripSGR(line)), false)
 	})
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/ecoPrimals/primalscope/internal/textsafe"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 
@@ -165,7 +166,7 @@ func (p *printer) flush() {
 		_, p.werr = p.w.Write(p.out)
 	}
 	p.last = p.out[len(p.out)-1]
-	p.lastR = lastRune(p.out)
+	p.lastR = textsafe.LastRune(p.out)
 	p.out = p.out[:0]
 }
 
@@ -176,7 +177,7 @@ func (p *printer) lastRune() rune {
 	if len(p.out) == 0 {
 		return p.lastR
 	}
-	return lastRune(p.out)
+	return textsafe.LastRune(p.out)
 }
 
 func (p *printer) maybeFlush() {
@@ -542,7 +543,7 @@ func (p *printer) str(cl class) error {
 			if e := shortEscape[c]; e != 0 {
 				p.out = append(p.out, '\\', e)
 			} else {
-				p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+				p.out = append(p.out, '\\', 'u', '0', '0', textsafe.HexDigits[c>>4], textsafe.HexDigits[c&15])
 			}
 			p.pos++
 			if c == '\n' {
@@ -556,8 +557,8 @@ func (p *printer) str(cl class) error {
 			case r == utf8.RuneError && size == 1:
 				p.out = append(p.out, "\uFFFD"...)
 			case r <= 0x9f:
-				p.out = append(p.out, '\\', 'u', '0', '0', hexDigits[r>>4], hexDigits[r&15])
-			case p.terminal && !plainRune(r) && Classify(p.lastRune(), r) != Safe:
+				p.out = append(p.out, '\\', 'u', '0', '0', textsafe.HexDigits[r>>4], textsafe.HexDigits[r&15])
+			case p.terminal && !textsafe.AlwaysSafe(r) && textsafe.Classify(p.lastRune(), r) != textsafe.Safe:
 				p.out = appendJSONEscape(p.out, r)
 			default:
 				p.out = append(p.out, p.buf[p.pos:p.pos+size]...)
@@ -671,8 +672,8 @@ func appendJSONEscape(dst []byte, r rune) []byte {
 	if r > 0xffff {
 		r -= 0x10000
 		hi, lo := 0xd800+(r>>10), 0xdc00+(r&0x3ff)
-		dst = append(dst, '\\', 'u', hexDigits[hi>>12&15], hexDigits[hi>>8&15], hexDigits[hi>>4&15], hexDigits[hi&15])
+		dst = append(dst, '\\', 'u', textsafe.HexDigits[hi>>12&15], textsafe.HexDigits[hi>>8&15], textsafe.HexDigits[hi>>4&15], textsafe.HexDigits[hi&15])
 		r = lo
 	}
-	return append(dst, '\\', 'u', hexDigits[r>>12&15], hexDigits[r>>8&15], hexDigits[r>>4&15], hexDigits[r&15])
+	return append(dst, '\\', 'u', textsafe.HexDigits[r>>12&15], textsafe.HexDigits[r>>8&15], textsafe.HexDigits[r>>4&15], textsafe.HexDigits[r&15])
 }

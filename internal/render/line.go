@@ -3,6 +3,7 @@ package render
 import (
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/ecoPrimals/primalscope/internal/textsafe"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 
@@ -29,7 +30,7 @@ func (h *Highlighter) Line(line string) string {
 // AppendLine appends the coloured line to dst and returns the extended buffer.
 func (h *Highlighter) AppendLine(dst []byte, s string) []byte {
 	if h == nil {
-		return appendSanitized(dst, s, false)
+		return textsafe.AppendSanitizedString(dst, s, false)
 	}
 	cur := clNone
 	set := func(c class) {
@@ -66,7 +67,7 @@ func (h *Highlighter) AppendLine(dst []byte, s string) []byte {
 			} else {
 				set(clString)
 			}
-			dst = appendSanitized(dst, s[i:j], false)
+			dst = textsafe.AppendSanitizedString(dst, s[i:j], false)
 			i = j
 		case c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':':
 			set(clPunct)
@@ -105,7 +106,7 @@ func (h *Highlighter) AppendLine(dst []byte, s string) []byte {
 				j++
 			}
 			set(clError)
-			dst = appendSanitized(dst, s[i:j], false)
+			dst = textsafe.AppendSanitizedString(dst, s[i:j], false)
 			i = j
 		}
 	}

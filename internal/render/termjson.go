@@ -1,6 +1,10 @@
 package render
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/ecoPrimals/primalscope/internal/textsafe"
+)
 
 // TerminalJSON makes JSON text safe for a terminal without changing what it
 // means: inside strings, every character Classify does not call Safe (C0
@@ -58,44 +62,44 @@ func appendTerminalJSON(dst, b []byte) ([]byte, bool) {
 			case c == '"':
 				inStr = !inStr
 			case c == '\\' && inStr:
-				if i+1 < len(b) && safeByte[b[i+1]] {
+				if i+1 < len(b) && textsafe.SafeByte(b[i+1]) {
 					i++ // the escaped character
 				}
-			case safeByte[c]:
+			case textsafe.SafeByte(c):
 			case inStr:
 				prev = 0
 				if e := shortEscape[c]; e != 0 {
 					put(i, 1, '\\', e)
 				} else {
-					put(i, 1, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+					put(i, 1, '\\', 'u', '0', '0', textsafe.HexDigits[c>>4], textsafe.HexDigits[c&15])
 				}
 			case c == '\n' || c == '\t':
 			case c == '\r':
 				put(i, 1, ' ')
 			default:
 				prev = 0
-				put(i, 1, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
+				put(i, 1, '\\', 'x', textsafe.HexDigits[c>>4], textsafe.HexDigits[c&15])
 			}
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRune(b[i:])
 		switch {
-		case plainRune(r):
+		case textsafe.AlwaysSafe(r):
 			prev = r
 		case r == utf8.RuneError && size == 1:
 			prev = 0
 			if inStr {
 				put(i, 1, replacementEsc...)
 			} else {
-				put(i, 1, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
+				put(i, 1, '\\', 'x', textsafe.HexDigits[c>>4], textsafe.HexDigits[c&15])
 			}
-		case Classify(prev, r) != Safe:
+		case textsafe.Classify(prev, r) != textsafe.Safe:
 			prev = 0
 			if inStr {
 				put(i, size, appendJSONEscape(esc[:0], r)...)
 			} else {
-				put(i, size, appendTextEscape(esc[:0], r)...)
+				put(i, size, textsafe.AppendEscape(esc[:0], r)...)
 			}
 		default:
 			prev = r

@@ -3,6 +3,9 @@ package btsp
 import (
 	"fmt"
 	"strings"
+
+	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/textsafe"
 )
 
 // Handshake failure reasons. The first three are words BTSP peers send in
@@ -113,20 +116,10 @@ func (e *InsecureSeedFileError) Error() string {
 	return fmt.Sprintf("seed file %s is readable by group or others (mode %04o); run chmod 600 %s", e.Path, e.Mode, e.Path)
 }
 
-// sanitize makes a peer-supplied word safe to put in an error: printable ASCII
-// only, at most 64 characters.
+// sanitize makes a peer-supplied word safe to put in an error (textsafe's
+// visible escapes) and bounds it to 64 bytes (human.Clip), clipping before
+// it escapes too so a long word is not copied whole.
 func sanitize(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if b.Len() >= 64 {
-			b.WriteString("…")
-			break
-		}
-		if r >= 0x20 && r < 0x7f {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('?')
-		}
-	}
-	return b.String()
+	const n = 64
+	return human.Clip(textsafe.Sanitize(human.Clip(s, n)), n)
 }

@@ -229,7 +229,13 @@ func TestHandshakeErrorText(t *testing.T) {
 	if !e.WrongSeed() || !strings.Contains(e.Error(), "family_verification") || !strings.Contains(e.Error(), "peer refused") {
 		t.Errorf("%q", e)
 	}
-	if sanitize("a\x1b[2Jb\u00e9") != "a?[2Jb?" {
-		t.Errorf("sanitize: %q", sanitize("a\x1b[2Jb\u00e9"))
+	for in, want := range map[string]string{
+		"a\x1b[2Jb\u00e9":                     `a\x1b[2Jbé`,
+		"cipher\u202e\u2066x\u200b":           `cipher\u202e\u2066x\u200b`,
+		"\xff\x9b" + strings.Repeat("z", 100): `\xff\x9b` + strings.Repeat("z", 53) + "…",
+	} {
+		if got := sanitize(in); got != want {
+			t.Errorf("sanitize(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

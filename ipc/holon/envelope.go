@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/textsafe"
 )
 
 // Envelope is what Inspect learned about one frame: its shape and every rule
@@ -363,16 +364,11 @@ func jsonKind(raw json.RawMessage) byte {
 	return 0
 }
 
-// clip shortens s for a warning, keeping it valid UTF-8 and free of control
-// characters.
+// clip makes peer text safe for a warning or an error (textsafe's visible
+// escapes) and bounds it to n bytes (human.Clip). It clips before it
+// escapes too, so a large frame is not copied whole.
 func clip(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
-			return '?'
-		}
-		return r
-	}, strings.ToValidUTF8(s, "?"))
-	return human.Clip(s, n)
+	return human.Clip(textsafe.Sanitize(human.Clip(s, n)), n)
 }
 
 // Check validates an outgoing frame strictly: the rules primalscope keeps in

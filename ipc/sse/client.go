@@ -11,6 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/internal/textsafe"
 )
 
 // HTTPPrefix is the riboCipher first-byte signal for HTTP: the biomeOS API
@@ -132,17 +135,15 @@ func OpenUnix(ctx context.Context, socketPath string, opts Options) (*Stream, er
 	if resp.StatusCode != http.StatusOK || mt != "text/event-stream" {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 200))
 		resp.Body.Close()
-		return nil, fmt.Errorf("event stream %s: %w", socketPath, &StatusError{Status: resp.StatusCode, ContentType: ct, Body: clean(string(b))})
+		return nil, fmt.Errorf("event stream %s: %w", socketPath, &StatusError{Status: resp.StatusCode, ContentType: clean(ct), Body: clean(strings.TrimSpace(string(b)))})
 	}
 	return &Stream{Reader: NewReader(resp.Body, opts.MaxLine, opts.MaxEvent), body: resp.Body, Status: resp.StatusCode, ContentType: ct}, nil
 }
 
+// clean makes peer text safe to repeat in an error (textsafe's visible
+// escapes) and bounds it to 200 bytes (human.Clip). It clips before it
+// escapes too, so a long header is not copied whole.
 func clean(s string) string {
-	s = strings.TrimSpace(strings.ToValidUTF8(s, "?"))
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
-			return ' '
-		}
-		return r
-	}, s)
+	const n = 200
+	return human.Clip(textsafe.Sanitize(human.Clip(s, n)), n)
 }

@@ -1,9 +1,9 @@
-package render
+package textsafe
 
 // Class is what kind of character a rune is, for a terminal: Safe runes
 // are shown as they are; every other class is escaped wherever peer text
-// reaches a terminal (Sanitize, the JSON printer with Options.Terminal,
-// TerminalJSON).
+// reaches a terminal (Sanitize here; render's JSON printer with
+// Options.Terminal and render.TerminalJSON).
 type Class uint8
 
 // The classes of characters that are escaped before a terminal.
@@ -136,9 +136,9 @@ func Classify(prev, r rune) Class {
 	return Safe
 }
 
-// plainRune is an inlinable shortcut for the common case: r is Safe
-// whatever comes before it (Latin-1 letters, Latin Extended, CJK, ...).
-func plainRune(r rune) bool {
+// AlwaysSafe is an inlinable shortcut for the common case: r is Safe
+// whatever comes before it, so Classify need not be asked (Latin-1 letters, Latin Extended, CJK, ...).
+func AlwaysSafe(r rune) bool {
 	return (r >= 0xa0 && r < 0x300 && r != 0xad) || (r >= 0x2070 && r < 0xfe00 && r != 0x3164)
 }
 
