@@ -121,6 +121,7 @@ type Conn struct {
 	queuedBytes int64
 	handling    int64
 	refused     uint64 // server requests refused (MaxHandlers or MaxHeldBytes)
+	overNoted   bool   // the trace was told pushes are dropped for MaxHeldBytes
 	wmu         sync.Mutex
 	incoming    chan *Message
 	done        chan struct{}
@@ -778,27 +779,38 @@ func (c *Conn) syncQueuedLocked() {
 
 // roomLocked drops the oldest unread pushes until size more bytes fit in
 // MaxHeldBytes (and, when full, one more message fits in Incoming), and
-// reports whether they do and how many it dropped. It never waits.
-func (c *Conn) roomLocked(size int64, slot bool) (fits bool, dropped int) {
+// reports whether they do. It never waits. The first time the byte limit
+// costs a push, it returns a note for the trace (once per Conn: a note per
+// drop would flood whoever reads the trace, and Dropped counts them all).
+func (c *Conn) roomLocked(size int64, slot bool) (fits bool, note string) {
 	c.syncQueuedLocked()
-	for len(c.queued) > 0 &&
-		(c.queuedBytes+c.handling+size > c.opts.MaxHeldBytes || slot && len(c.incoming) == cap(c.incoming)) {
+	over := false
+	for len(c.queued) > 0 {
+		bytesOver := c.queuedBytes+c.handling+size > c.opts.MaxHeldBytes
+		if !bytesOver && !(slot && len(c.incoming) == cap(c.incoming)) {
+			break
+		}
+		over = over || bytesOver
 		select {
 		case <-c.incoming:
 			c.dropped++
-			dropped++
 		default: // a consumer took it first
 		}
 		c.syncQueuedLocked()
 	}
-	return c.queuedBytes+c.handling+size <= c.opts.MaxHeldBytes, dropped
+	fits = c.queuedBytes+c.handling+size <= c.opts.MaxHeldBytes
+	if (over || !fits && slot) && !c.overNoted {
+		c.overNoted = true
+		note = fmt.Sprintf("dropping unread pushed messages: %s held for this peer reached the limit of %s (Dropped counts them)",
+			human.Bytes(c.queuedBytes+c.handling+size), human.Bytes(c.opts.MaxHeldBytes))
+	}
+	return fits, note
 }
 
-// noteDropped traces the unread pushes roomLocked dropped.
-func (c *Conn) noteDropped(n int, held int64) {
-	if n > 0 {
-		c.trace(Note, nil, fmt.Sprintf("dropped %d unread pushed message(s): Incoming was full or held %s for this peer (the limit is %s)",
-			n, human.Bytes(held), human.Bytes(c.opts.MaxHeldBytes)))
+// traceNote traces note unless it is empty.
+func (c *Conn) traceNote(note string) {
+	if note != "" {
+		c.trace(Note, nil, note)
 	}
 }
 
@@ -807,14 +819,11 @@ func (c *Conn) noteDropped(n int, held int64) {
 func (c *Conn) deliver(m *Message) {
 	size := heldSize(m)
 	c.mu.Lock()
-	fits, n := c.roomLocked(size, true)
-	held := c.queuedBytes + c.handling
+	fits, note := c.roomLocked(size, true)
 	if !fits {
 		c.dropped++
 		c.mu.Unlock()
-		c.noteDropped(n, held)
-		c.trace(Note, nil, fmt.Sprintf("dropped a pushed %s of %s: %s already held for this peer (the limit is %s)",
-			m.Kind, human.Bytes(size), human.Bytes(held), human.Bytes(c.opts.MaxHeldBytes)))
+		c.traceNote(note)
 		return
 	}
 	select {
@@ -825,7 +834,7 @@ func (c *Conn) deliver(m *Message) {
 		c.dropped++
 	}
 	c.mu.Unlock()
-	c.noteDropped(n, held)
+	c.traceNote(note)
 }
 
 func (c *Conn) closedErrLocked(inFlight int) error {

@@ -42,13 +42,13 @@ func (c *Conn) handOff(m *Message) {
 	}
 	size := heldSize(m)
 	c.mu.Lock()
-	fits, n := c.roomLocked(size, false)
+	fits, note := c.roomLocked(size, false)
 	if fits {
 		c.handling += size
 	}
 	held := c.queuedBytes + c.handling
 	c.mu.Unlock()
-	c.noteDropped(n, held)
+	c.traceNote(note)
 	if !fits {
 		<-c.handlers
 		c.refuse(m, fmt.Sprintf("%s already held for this peer (the limit is %s)", human.Bytes(held), human.Bytes(c.opts.MaxHeldBytes)),
