@@ -34,6 +34,13 @@ type Options struct {
 	// MaxHandlers bounds how many Handler calls run at once (default
 	// DefaultMaxHandlers); the requests beyond it are refused.
 	MaxHandlers int
+	// MaxHeldBytes bounds the bytes the Conn holds on the peer's behalf:
+	// pushed messages waiting unread on Incoming and server requests its
+	// Handler is working on (default DefaultMaxHeldBytes; never less than
+	// one message of MaxFrame). Past it, the oldest unread pushes are
+	// dropped and counted (see Dropped), and server requests are refused
+	// as beyond MaxHandlers; the reading goroutine never waits for room.
+	MaxHeldBytes int64
 	// Endpoint names the peer in errors.
 	Endpoint string
 	// ConnectTimeout bounds establishing the transport (default 2 s).
@@ -105,6 +112,16 @@ type Conn struct {
 	unknownIDs  int
 	lastUnknown string
 	dropped     uint64 // pushed messages dropped because nobody read them
+	// Bytes held for the peer (see Options.MaxHeldBytes): queued holds the
+	// size of each message in Incoming, oldest first (a consumer takes from
+	// the front, so what is still there is always its last len(incoming)
+	// entries), queuedBytes their sum, and handling the bytes of the server
+	// requests the Handler is working on.
+	queued      []int64
+	queuedBytes int64
+	handling    int64
+	refused     uint64 // server requests refused (MaxHandlers or MaxHeldBytes)
+	overNoted   bool   // the trace was told pushes are dropped for MaxHeldBytes
 	wmu         sync.Mutex
 	incoming    chan *Message
 	done        chan struct{}
@@ -135,6 +152,15 @@ func NewConn(f Framer, opts Options) *Conn {
 	if opts.MaxHandlers <= 0 {
 		opts.MaxHandlers = DefaultMaxHandlers
 	}
+	if opts.MaxHeldBytes <= 0 {
+		opts.MaxHeldBytes = DefaultMaxHeldBytes
+	}
+	maxFrame := opts.MaxFrame
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrame
+	}
+	// One message of the largest size accepted always fits.
+	opts.MaxHeldBytes = max(opts.MaxHeldBytes, maxFrame+heldOverhead)
 	c := &Conn{
 		f:        f,
 		opts:     opts,
@@ -154,8 +180,9 @@ func NewConn(f Framer, opts Options) *Conn {
 
 // Incoming delivers what the peer pushes: notifications, server-initiated
 // requests, lean events, and unmatched or invalid frames. It is closed when
-// the connection ends. When it is full, the oldest message is dropped and
-// counted (see Dropped) so a slow reader never stalls responses.
+// the connection ends. When it is full, or holds Options.MaxHeldBytes, the
+// oldest messages are dropped and counted (see Dropped) so a slow reader
+// never stalls responses nor lets the peer fill the memory.
 func (c *Conn) Incoming() <-chan *Message { return c.incoming }
 
 // Dropped reports how many pushed messages were dropped unread.
@@ -163,6 +190,24 @@ func (c *Conn) Dropped() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.dropped
+}
+
+// HeldBytes reports how many bytes the Conn holds on the peer's behalf
+// right now: unread pushes on Incoming and server requests being handled
+// (see Options.MaxHeldBytes).
+func (c *Conn) HeldBytes() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.syncQueuedLocked()
+	return c.queuedBytes + c.handling
+}
+
+// Refused reports how many server requests were refused unhandled (too
+// many running, or too many bytes held).
+func (c *Conn) Refused() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refused
 }
 
 // Done is closed when the connection has ended and its goroutine has exited.
@@ -698,22 +743,98 @@ func (c *Conn) handle(frame []byte) {
 	}
 }
 
-// deliver hands m to Incoming, dropping the oldest unread message when full.
-func (c *Conn) deliver(m *Message) {
-	for {
-		select {
-		case c.incoming <- m:
-			return
-		default:
+// DefaultMaxHeldBytes is how many bytes a Conn holds on a peer's behalf
+// (unread pushes and server requests being handled) unless
+// Options.MaxHeldBytes says otherwise.
+const DefaultMaxHeldBytes = 64 << 20
+
+// heldOverhead is what a message costs beyond its frame (the Message and
+// its bookkeeping), so that a flood of tiny frames is bounded too.
+const heldOverhead = 256
+
+// heldSize is what holding m costs: its frame (the decoded fields are
+// slices of it) and its error's data, which is a copy.
+func heldSize(m *Message) int64 {
+	n := int64(len(m.Raw)) + heldOverhead
+	if m.Error != nil {
+		n += int64(len(m.Error.Data))
+	}
+	return n
+}
+
+// syncQueuedLocked forgets the sizes of the messages a consumer has taken
+// from Incoming since. Only deliver adds to Incoming, under c.mu, so what
+// is left in it is the newest len(c.incoming) of queued; a consumer taking
+// one meanwhile only makes the count an overestimate.
+func (c *Conn) syncQueuedLocked() {
+	for len(c.queued) > len(c.incoming) {
+		c.queuedBytes -= c.queued[0]
+		c.queued[0] = 0
+		c.queued = c.queued[1:]
+	}
+	if len(c.queued) == 0 {
+		c.queued = nil // let the backing array go
+	}
+}
+
+// roomLocked drops the oldest unread pushes until size more bytes fit in
+// MaxHeldBytes (and, when full, one more message fits in Incoming), and
+// reports whether they do. It never waits. The first time the byte limit
+// costs a push, it returns a note for the trace (once per Conn: a note per
+// drop would flood whoever reads the trace, and Dropped counts them all).
+func (c *Conn) roomLocked(size int64, slot bool) (fits bool, note string) {
+	c.syncQueuedLocked()
+	over := false
+	for len(c.queued) > 0 {
+		bytesOver := c.queuedBytes+c.handling+size > c.opts.MaxHeldBytes
+		if !bytesOver && !(slot && len(c.incoming) == cap(c.incoming)) {
+			break
 		}
+		over = over || bytesOver
 		select {
 		case <-c.incoming:
-			c.mu.Lock()
 			c.dropped++
-			c.mu.Unlock()
-		default:
+		default: // a consumer took it first
 		}
+		c.syncQueuedLocked()
 	}
+	fits = c.queuedBytes+c.handling+size <= c.opts.MaxHeldBytes
+	if (over || !fits && slot) && !c.overNoted {
+		c.overNoted = true
+		note = fmt.Sprintf("dropping unread pushed messages: %s held for this peer reached the limit of %s (Dropped counts them)",
+			human.Bytes(c.queuedBytes+c.handling+size), human.Bytes(c.opts.MaxHeldBytes))
+	}
+	return fits, note
+}
+
+// traceNote traces note unless it is empty.
+func (c *Conn) traceNote(note string) {
+	if note != "" {
+		c.trace(Note, nil, note)
+	}
+}
+
+// deliver hands m to Incoming, dropping the oldest unread messages when it
+// is full or holds too many bytes; m itself is dropped when it cannot fit.
+func (c *Conn) deliver(m *Message) {
+	size := heldSize(m)
+	c.mu.Lock()
+	fits, note := c.roomLocked(size, true)
+	if !fits {
+		c.dropped++
+		c.mu.Unlock()
+		c.traceNote(note)
+		return
+	}
+	select {
+	case c.incoming <- m:
+		c.queued = append(c.queued, size)
+		c.queuedBytes += size
+	default: // cannot happen: room was made under c.mu, the only sender's lock
+		c.dropped++
+	}
+	c.mu.Unlock()
+	c.traceNote(note)
 }
 
 func (c *Conn) closedErrLocked(inFlight int) error {

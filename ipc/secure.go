@@ -315,6 +315,15 @@ attempts:
 				}
 				nc, err := DialStream(ctx, d.ep, d.opts.ConnectTimeout)
 				if err != nil {
+					if len(fails) > 0 && deadlinePassed(ctx) {
+						// The deadline ended between two attempts (a
+						// socket's deadline may fire a hair before its
+						// context says so): the peer was reached, and
+						// it is the time that ran out, not the connection.
+						last = &btsp.HandshakeError{Reason: btsp.ReasonTimeout, Step: "connect", Err: context.DeadlineExceeded}
+						fails = append(fails, how+": not tried (the deadline had passed)")
+						break attempts
+					}
 					return nil, err
 				}
 				d.note("BTSP handshake (" + how + ")")
@@ -369,6 +378,16 @@ attempts:
 		msg += " [tried: " + strings.Join(fails[:len(fails)-1], "; ") + "]"
 	}
 	return nil, &DialError{Endpoint: d.name, Err: fmt.Errorf("%s: %w", msg, last)}
+}
+
+// deadlinePassed reports whether ctx has ended or its deadline has passed
+// (which a socket may notice before ctx does).
+func deadlinePassed(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
 }
 
 // established records what worked and wraps the session.

@@ -824,3 +824,44 @@ func TestSessionOfCleartext(t *testing.T) {
 		}
 	}
 }
+
+// lagCtx is a context whose deadline has passed a while before it says so
+// (Err and Done lag Deadline), as a socket deadline set from a context may
+// fire a hair before the context reports it.
+type lagCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lagCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// TestBTSPDeadlineBetweenAttemptsIsATimeout: when the command's deadline
+// ends while one BTSP attempt waits on a peer that ignores the hello, the
+// next attempt's connect fails at once; that is the deadline (exit 4), not
+// a failure to connect (exit 3).
+func TestBTSPDeadlineBetweenAttemptsIsATimeout(t *testing.T) {
+	dir := t.TempDir()
+	h, err := ipctest.ListenHostileBTSP(filepath.Join(dir, "silent.sock"), &ipctest.HostileBTSP{Hello: ipctest.HelloSilent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ep, err := ipc.ParseEndpoint(h.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	// The deadline the sockets see passes at 300 ms; the context itself
+	// reports it only at 5 s (the test's bound).
+	ctx := lagCtx{Context: parent, deadline: time.Now().Add(300 * time.Millisecond)}
+	_, err = ipc.Dial(ctx, ep, ipc.Options{ConnectTimeout: 10 * time.Second,
+		Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), RequireBTSP: true, Prefix: ipc.PrefixOff}})
+	var he *btsp.HandshakeError
+	if !errors.As(err, &he) || he.Reason != btsp.ReasonTimeout {
+		t.Fatalf("want a timeout *btsp.HandshakeError (exit 4), got %T: %v", err, err)
+	}
+	if parent.Err() != nil {
+		t.Fatalf("the dial waited for the test's own bound: %v", err)
+	}
+}

@@ -33,6 +33,9 @@ const (
 	// HelloHuge streams a 200 MB message: a line without its newline, or a
 	// length prefix announcing 200 MB followed by bytes.
 	HelloHuge
+	// HelloSilent reads the client hello and never answers it, until the
+	// client goes.
+	HelloSilent
 )
 
 // NegotiateAnswer is how a HostileBTSP server answers btsp.negotiate.
@@ -182,6 +185,9 @@ func (h *HostileBTSP) serve(c net.Conn, rec io.Reader) {
 	clientPub, _ := base64.StdEncoding.DecodeString(clientPubB64)
 
 	switch h.Hello {
+	case HelloSilent:
+		_, _ = io.Copy(io.Discard, br) // waits for the client to go
+		return
 	case HelloCut:
 		_, _ = c.Write([]byte(`{"version":1,"server_ephemeral_pub":"` + base64.StdEncoding.EncodeToString(randBytes(32))[:20]))
 		return
