@@ -20,6 +20,9 @@ func TestConnLinkFollowsSession(t *testing.T) {
 	if gen != 0 || !up {
 		t.Fatalf("first connection: generation %d, up %v", gen, up)
 	}
+	// The server registers a connection after its upgrade: drop it only
+	// once it holds it (a Drop before that drops nothing).
+	eventually(t, "the server's connection", func() bool { return len(srv.Conns()) > 0 })
 	srv.Drop()
 	eventually(t, "the reconnect", func() bool { g, up := c.Link(); return g >= 1 && up })
 	c.Close()
