@@ -189,6 +189,10 @@ func TestResolveForms(t *testing.T) {
 	if !errors.As(err, &nf) || !strings.Contains(err.Error(), "beardog") {
 		t.Errorf("nosuch: %v (want a NotFoundError naming what there is)", err)
 	}
+	// NAME@FAMILY found nowhere is a name not found, not a malformed TARGET.
+	if _, err := d.Resolve(ctx, "beardog@fam9"); !errors.As(err, &nf) {
+		t.Errorf("beardog@fam9: %v (want a NotFoundError)", err)
+	}
 	_, err = d.Resolve(ctx, "no such thing")
 	var bad *dial.BadTargetError
 	if !errors.As(err, &bad) {

@@ -96,7 +96,8 @@ func (d *Dialer) Resolve(ctx context.Context, arg string) (Target, error) {
 		}
 	}
 	// NAME@FAMILY.
-	if name, fam, ok := strings.Cut(arg, "@"); ok && name != "" && fam != "" && !strings.ContainsAny(arg, "/:") {
+	if nameAtFamily(arg) {
+		name, fam, _ := strings.Cut(arg, "@")
 		path, err := discovery.ResolveName(dirs, name, fam)
 		if err == nil && strings.HasSuffix(filepath.Base(path), "-"+fam+".sock") {
 			t := d.named(arg, name, path)
@@ -125,10 +126,17 @@ func (d *Dialer) Resolve(ctx context.Context, arg string) (Target, error) {
 		// A relative path that is nowhere: dialling it says so.
 		return Target{Arg: arg, Name: ep.String(), Endpoint: ep, Via: "address"}, nil
 	}
-	if !errors.Is(perr, ipc.ErrNotAddress) {
+	if !errors.Is(perr, ipc.ErrNotAddress) && !nameAtFamily(arg) {
 		return Target{}, &BadTargetError{Arg: arg, Err: perr}
 	}
 	return Target{}, notFound
+}
+
+// nameAtFamily says arg has the NAME@FAMILY form (a name, not an address:
+// one found nowhere is not found, not malformed).
+func nameAtFamily(arg string) bool {
+	name, fam, ok := strings.Cut(arg, "@")
+	return ok && name != "" && fam != "" && !strings.ContainsAny(arg, "/:")
 }
 
 // named is the Target for a name found at path: the family is split from
