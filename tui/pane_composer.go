@@ -419,7 +419,7 @@ func (c *composer) send() tea.Cmd {
 		}
 		resp, err := cl.send(ctx, tgt, req)
 		if hs != nil {
-			hs.Record(recordFor(tgt, req, start, resp, err))
+			hs.Record(cl.record(tgt, req, start, resp, err))
 		}
 		return answerMsg(answerOf(seq, tgt, req, start, resp, err))
 	})

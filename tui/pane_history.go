@@ -249,7 +249,7 @@ func (p *historyPane) replay(e history.Entry, t *discovery.Target) tea.Cmd {
 		req := ipc.Request{Method: e.Method, Params: e.Params, SessionID: e.Session, Pool: e.Pool}
 		start := time.Now()
 		resp, err := cl.send(ctx, t, req)
-		hs.Record(recordFor(t, req, start, resp, err))
+		hs.Record(cl.record(t, req, start, resp, err))
 		a := answerOf(seq, t, req, start, resp, err)
 		a.title = fmt.Sprintf("replay of %d · %s · %s · %s", e.ID, e.Method, a.outcome, fmtDur(a.elapsed))
 		oldDoc := old.Result

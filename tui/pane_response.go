@@ -295,7 +295,11 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 			return nil
 		}
 		a := r.ans
-		return r.pc.copyCommand(history.CommandFor(recordFor(a.target, a.req, time.Time{}, nil, nil)))
+		e := recordFor(a.target, a.req, time.Time{}, nil, nil)
+		if r.pc.client != nil {
+			e = r.pc.client.record(a.target, a.req, time.Time{}, nil, nil)
+		}
+		return r.pc.copyCommand(history.CommandFor(e))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +13,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -138,6 +140,24 @@ func (c *client) secured(t *discovery.Target) bool {
 	}
 	sec := c.dialer.Security(dt)
 	return sec.RequireBTSP || sec.FamilyScoped
+}
+
+// record is the history entry of a call made on t (recordFor), with what
+// the connection it went on says of its transport ("unix+ribocipher",
+// "unix+btsp(…)"), as the CLI records it: a replay or an exported command
+// then knows the prefix and the BTSP session the call needed.
+func (c *client) record(t *discovery.Target, req ipc.Request, start time.Time, resp *ipc.Response, err error) history.Entry {
+	e := recordFor(t, req, start, resp, err)
+	c.mu.Lock()
+	cn := c.conns[t.ID]
+	c.mu.Unlock()
+	if cn != nil {
+		if d := cn.Transport(); d != "" {
+			e.Transport = d
+		}
+	}
+	e.Prefix = strings.Contains(e.Transport, "ribocipher")
+	return e
 }
 
 // conn returns the open connection to t, dialling it when needed.

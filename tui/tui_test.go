@@ -718,3 +718,45 @@ func TestHistoryReplayRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestCallRecordsItsTransport: a call the TUI makes is recorded with what
+// its connection needed (here the riboCipher prefix a peer demands), as
+// the CLI records it, so a replay or a copied command makes the same call.
+func TestCallRecordsItsTransport(t *testing.T) {
+	dir, err := os.MkdirTemp("", "pst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := &ipctest.Primal{Name: "rhizocrypt", Version: "1.0", Domain: "dag", Format: ipctest.FormatStandard,
+		Groups: []ipctest.Group{{Type: "dag", Methods: []string{"put"}}}}
+	cfg := p.Config()
+	cfg.Accept = ipctest.RiboCipher(ipctest.PrefixRequired, "rhizocrypt", nil)
+	path := filepath.Join(dir, "rhizocrypt.sock")
+	s, err := ipctest.Listen(path, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	tg := discovered("unix://"+path, "rhizocrypt", "unix://"+path, discovery.StateLive)
+	tg.Probe.Wire = "jsonrpc"
+	hist := NewMemHistory(0)
+	mc := goldenConfig("dark")
+	mc.History = hist
+	mc.Security = ipc.Security{Prefix: ipc.PrefixAuto}
+	m, _ := testModel(t, mc)
+	m.update(feedMsg{items: added(tg)})
+	run(t, m, m.cp().pickMethod("health.liveness"))
+	run(t, m, m.update(press("enter")[0]))
+	if m.resp().ans == nil || m.resp().ans.outcome != "ok" {
+		t.Fatalf("no ok answer: %+v", m.resp().ans)
+	}
+	es, _ := hist.Search(context.Background(), "", 10)
+	if len(es) != 1 || !es[0].Prefix || !strings.Contains(es[0].Transport, "ribocipher") {
+		t.Fatalf("recorded %+v, want the prefix and its transport", es)
+	}
+	c, err := history.CommandFor(es[0])
+	if err != nil || !strings.Contains(c.Line, "--prefix on") {
+		t.Fatalf("copied command %q (%v) lacks --prefix on", c.Line, err)
+	}
+}
