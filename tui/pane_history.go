@@ -159,6 +159,11 @@ func (p *historyPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		if e == nil || p.pc.hist == nil {
 			return nil
 		}
+		if p.replaying != 0 {
+			// A second key press is not a second call: one replay at a time.
+			p.pc.setErr("a replay is in flight: wait for its answer (or cancel it)")
+			return nil
+		}
 		if e.ParamsTruncated {
 			p.pc.setErr("this call's params were stored cut: it cannot be replayed")
 			return nil

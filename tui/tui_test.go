@@ -760,3 +760,27 @@ func TestCallRecordsItsTransport(t *testing.T) {
 		t.Fatalf("copied command %q (%v) lacks --prefix on", c.Line, err)
 	}
 }
+
+// TestReplayOnceAtATime: a second replay key while a replay is in flight
+// sends nothing (a key press is not a second call).
+func TestReplayOnceAtATime(t *testing.T) {
+	_, tg := startPrimal(t)
+	hist := NewMemHistory(0)
+	hist.Record(history.Entry{Time: t0, Target: "beardog", Endpoint: tg.Address, Method: "crypto.sign_ed25519",
+		Params: json.RawMessage(`{"message":"x"}`), Outcome: history.OutcomeOK, Result: json.RawMessage(`{}`)})
+	cfg := goldenConfig("dark")
+	cfg.History = hist
+	m, _ := testModel(t, cfg)
+	m.update(feedMsg{items: added(tg)})
+	keyMsgs(t, m, "H")
+	first := m.update(press("r")[0])
+	if first == nil || m.histp().replaying == 0 {
+		t.Fatal("the first replay did not start")
+	}
+	if second := m.update(press("r")[0]); second != nil {
+		t.Fatal("a second replay started while the first was in flight")
+	}
+	if !strings.Contains(m.pc.status, "a replay is in flight") {
+		t.Fatalf("status %q", m.pc.status)
+	}
+}
