@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 // remapKeys gives every action a key of its own that no default uses:
@@ -352,7 +354,9 @@ func TestEveryActionRemapped(t *testing.T) {
 	want("replay", r.ans != nil && strings.HasPrefix(r.ans.title, "replay of 1"))
 
 	// Server requests.
-	m.update(feedMsg{items: []any{tailLine(t0, "beardog", tg.ID, EvRequest, "client.confirm", nil, json.RawMessage(`7`))}})
+	req := tailLine(t0, "beardog", tg.ID, EvRequest, "client.confirm", nil, json.RawMessage(`7`))
+	req.reply = func(context.Context, json.RawMessage, *ipc.RPCError) error { return nil } // the connection it came on
+	m.update(feedMsg{items: []any{req}})
 	do("requests")
 	do("reply")
 	want("reply", m.pc.focus == pComposer && c.reply != nil)

@@ -359,7 +359,6 @@ func (c *composer) send() tea.Cmd {
 		r := *c.reply
 		c.setReply(nil, "") // the call being written is back as it was
 		cmd := pc.do(focusMsg{pRequests})
-		cl := pc.client
 		ctx := pc.ctx
 		return tea.Batch(cmd, pc.safe(func() tea.Msg {
 			ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -368,11 +367,9 @@ func (c *composer) send() tea.Cmd {
 			if res == nil {
 				res = json.RawMessage("null")
 			}
-			var err error
-			if r.reply != nil { // it came on a listening connection
+			err := fmt.Errorf("%w: the connection it came on is not known", errCannotAnswer)
+			if r.reply != nil { // on the connection it came on, once
 				err = r.reply(ctx, res, nil)
-			} else { // on a call's
-				err = cl.reply(ctx, r.key, r.id, res, nil)
 			}
 			return replyDoneMsg{targetKey: r.key, id: r.id, err: err}
 		}))

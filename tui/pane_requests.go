@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -62,7 +63,11 @@ type linker interface {
 func requestOn(c *ipc.Conn, id json.RawMessage) (reqConn, replyFunc) {
 	gen, _ := c.Link()
 	id = append(json.RawMessage(nil), id...)
+	var used atomic.Bool // a request is answered once, whoever asks again
 	return reqConn{c: c, gen: gen}, func(ctx context.Context, result json.RawMessage, rpcErr *ipc.RPCError) error {
+		if used.Swap(true) {
+			return fmt.Errorf("%w: it was answered already", errCannotAnswer)
+		}
 		return c.Reply(ctx, id, result, rpcErr)
 	}
 }
@@ -202,11 +207,15 @@ func (p *requestsPane) answer() tea.Cmd {
 		p.pc.setErr("cannot answer " + what + ": " + render.Sanitize(why))
 		return nil
 	}
-	if r.reply != nil {
-		// Checked again when the answer is sent: the peer may have
-		// given up, or the connection gone, while it was written.
-		r.reply = guardReply(r, time.Now)
+	if r.reply == nil {
+		// Not known on which connection it came: an answer on another
+		// one would reach a request the peer never made there.
+		p.pc.setErr("cannot answer " + what + ": the connection it came on is not known")
+		return nil
 	}
+	// Checked again when the answer is sent: the peer may have given up,
+	// or the connection gone, while it was written.
+	r.reply = guardReply(r, time.Now)
 	return p.pc.do(composeMsg{reply: &r, params: "{}"})
 }
 

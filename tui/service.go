@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -273,17 +272,6 @@ func (c *client) send(ctx context.Context, t *discovery.Target, req ipc.Request)
 		return nil, err
 	}
 	return cn.Send(ctx, req)
-}
-
-// reply answers a server-initiated request that came in on t's connection.
-func (c *client) reply(ctx context.Context, key string, id json.RawMessage, result json.RawMessage, rpcErr *ipc.RPCError) error {
-	c.mu.Lock()
-	cn := c.conns[key]
-	c.mu.Unlock()
-	if cn == nil {
-		return fmt.Errorf("reply: the connection that asked is closed")
-	}
-	return cn.Reply(ctx, id, result, rpcErr)
 }
 
 // close closes every connection and waits for their readers.

@@ -1,10 +1,12 @@
 package tui
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -782,5 +784,48 @@ func TestReplayOnceAtATime(t *testing.T) {
 	}
 	if !strings.Contains(m.pc.status, "a replay is in flight") {
 		t.Fatalf("status %q", m.pc.status)
+	}
+}
+
+// TestRequestAnsweredOnce: the answer to a peer's request goes out once,
+// on the connection it came on; a second answer (a key pressed again while
+// the first was on its way) sends nothing.
+func TestRequestAnsweredOnce(t *testing.T) {
+	a, b := net.Pipe()
+	defer b.Close()
+	c := ipc.NewConn(ipc.NewLineFramer(a, a, a, 1<<20), ipc.Options{})
+	defer c.Close()
+	got := make(chan string, 4)
+	go func() {
+		r := bufio.NewReader(b)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			got <- l
+		}
+	}()
+	_, reply := requestOn(c, json.RawMessage(`7`))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := reply(ctx, json.RawMessage(`{"ok":true}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := reply(ctx, json.RawMessage(`{"ok":true}`), nil); !errors.Is(err, errCannotAnswer) {
+		t.Fatalf("a second answer: %v", err)
+	}
+	select {
+	case l := <-got:
+		if !strings.Contains(l, `"id":7`) {
+			t.Fatalf("the answer %q", l)
+		}
+	case <-ctx.Done():
+		t.Fatal("no answer reached the peer")
+	}
+	select {
+	case l := <-got:
+		t.Fatalf("a second answer reached the peer: %q", l)
+	case <-time.After(100 * time.Millisecond):
 	}
 }
