@@ -100,9 +100,13 @@ func prepareEntry(e Entry, opts Options) row {
 }
 
 // cutRedact cuts v to limit (without copying) and redacts only the kept
-// part, as text when text is set; cut reports whether v was cut.
+// part, as text when text is set; cut reports whether v was cut. A secret
+// the cut would split is cut off whole, so no first bytes of it are kept.
 func cutRedact(v []byte, limit int, sc *scrubber, text bool) (out []byte, cut bool) {
 	kept, cut := cutView(v, limit)
+	if cut {
+		kept = kept[:sc.cutBefore(v, len(kept)):len(kept)]
+	}
 	return redactScan(kept, sc.in(kept), text, nil), cut
 }
 

@@ -69,6 +69,29 @@ func newScrubber(vals []string) *scrubber {
 	return &scrubber{forms: forms}
 }
 
+// cutBefore moves a cut of v at n back to the start of any secret that
+// would straddle it, so what is kept holds no part of one.
+func (s *scrubber) cutBefore(v []byte, n int) int {
+	if s == nil {
+		return n
+	}
+	for moved := true; moved; {
+		moved = false
+		for _, f := range s.forms {
+			lo, hi := max(0, n-len(f)+1), min(len(v), n+len(f)-1)
+			if lo >= hi {
+				continue
+			}
+			// The first occurrence from lo: one that starts before n
+			// ends after it (it starts past n-len(f)).
+			if i := bytes.Index(v[lo:hi], f); i >= 0 && lo+i < n {
+				n, moved = lo+i, true
+			}
+		}
+	}
+	return n
+}
+
 // in returns a scrubber of the forms present in doc (one fast search each),
 // or nil when none is: most documents hold no secret and are then scanned
 // for secret keys only.

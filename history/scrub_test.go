@@ -209,3 +209,30 @@ func TestKnownSecretsEverywhere(t *testing.T) {
 		t.Errorf("the seed survived: %s", b)
 	}
 }
+
+// TestCutNeverSplitsASecret: where the entry limit falls inside a known
+// secret (the family seed echoed in a result or an error message), none of
+// its bytes are kept: the cut moves to where the secret starts.
+func TestCutNeverSplitsASecret(t *testing.T) {
+	const seed = "FAMILY-SEED-abcdef0123"
+	pad := strings.Repeat("x", 100)
+	for cut := 1; cut < len(seed); cut++ {
+		e := sample(1)
+		e.Params = json.RawMessage(`{}`)
+		e.Result = json.RawMessage(`{"pad":"` + pad + `","echo":"` + seed + `"}`)
+		e.Error = &RPCError{Message: pad + seed}
+		limit := len(`{"pad":"`+pad+`","echo":"`) + cut
+		r := prepareEntry(e, Options{EntryLimit: limit, Secrets: []string{seed}})
+		if bytes.Contains(r.e.Result, []byte("FAM")) || bytes.HasSuffix(r.e.Result, []byte(seed[:1])) {
+			t.Fatalf("cut %d: result keeps part of the seed: %s", cut, r.e.Result)
+		}
+		if !r.e.Truncated {
+			t.Fatalf("cut %d: not marked truncated", cut)
+		}
+		e.Result = nil
+		r = prepareEntry(e, Options{EntryLimit: len(pad) + cut, Secrets: []string{seed}})
+		if strings.HasSuffix(r.e.Error.Message, seed[:1]) || strings.Contains(r.e.Error.Message, "FAM") {
+			t.Fatalf("cut %d: message keeps part of the seed: %q", cut, r.e.Error.Message)
+		}
+	}
+}
