@@ -65,6 +65,11 @@ func (d *Discoverer) Lookup(ctx context.Context, name string) (*Target, error) {
 		sort.Strings(addrs)
 		return nil, fmt.Errorf("%q is ambiguous: %s (choose one with --family or give the address)", name, strings.Join(addrs, ", "))
 	}
+	if ctx.Err() != nil {
+		// Cut (by the caller or the stale timeout) before every source
+		// answered: not known to be nowhere.
+		return nil, fmt.Errorf("look up %q: not every source answered in time: %w", name, ctx.Err())
+	}
 	return nil, &NotFoundError{Name: name, Dirs: d.Dirs()}
 }
 

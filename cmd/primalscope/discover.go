@@ -16,6 +16,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/config"
+	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -303,5 +304,11 @@ func (a *app) lookupWide(ctx context.Context, arg string) (*discovery.Target, er
 	if err != nil {
 		return nil, err
 	}
-	return d.Lookup(ctx, arg)
+	t, err := d.Lookup(ctx, arg)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		// Its own bound or the command's: a lookup that ran out of time
+		// is not "found nowhere" (replay would take it as that).
+		return nil, &dial.LookupTimeoutError{Name: arg, Err: err}
+	}
+	return t, err
 }

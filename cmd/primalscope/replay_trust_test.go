@@ -176,4 +176,10 @@ func TestLookupCutIsATimeout(t *testing.T) {
 	if r.code != exitTimeout || strings.Contains(r.stderr, "does not resolve now") {
 		t.Fatalf("replay whose lookup was cut: %+v", r)
 	}
+	// A lookup cut by its own bound (the registry's answer time, well
+	// inside a long --timeout) is no "found nowhere" either.
+	r = runCLI(t, env, "", "call", "--no-history", "--timeout", "20s", "--socket-dir", dir, "nosuch", "test.echo")
+	if r.code != exitTimeout || !strings.Contains(r.stderr, "ran out of time") {
+		t.Fatalf("call to a name whose lookup hit its own bound: %+v", r)
+	}
 }
