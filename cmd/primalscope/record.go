@@ -163,8 +163,13 @@ func (a *app) startRecording(ctx context.Context) *callRecorder {
 	if a.historyOff() {
 		return nil
 	}
+	// The command's own bound (boundOneShot counts it from the start):
+	// counted from here instead, the work after the answer could run past
+	// it by the time the params took, and meet the backstop.
 	var deadline time.Time
-	if a.timeout > 0 {
+	if dl, ok := ctx.Value(waitDeadlineKey{}).(time.Time); ok {
+		deadline = dl
+	} else if a.timeout > 0 {
 		deadline = time.Now().Add(a.timeout)
 	}
 	path, opts, err := a.historyStore()
