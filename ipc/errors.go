@@ -161,9 +161,3 @@ func (e *DialError) Unwrap() error { return e.Err }
 // ErrNotAddress is returned by ParseEndpoint for a string that names no
 // address (for example a primal name), so that callers can resolve it by name.
 var ErrNotAddress = errors.New("not an address")
-
-// FormatBytes renders a byte count for people.
-//
-// Deprecated: use human.Bytes, the one byte formatter; this forwards to it
-// until tui/ has moved.
-func FormatBytes(n int64) string { return human.Bytes(n) }
