@@ -154,24 +154,18 @@ func recordFor(t *discovery.Target, req ipc.Request, start time.Time, resp *ipc.
 			e.Result = resp.Result
 		}
 	}
-	failed := func(msg string) *history.RPCError { return &history.RPCError{Message: msg} }
+	// The outcome as the CLI records it (one classifier); the error text
+	// beside it.
+	e.Outcome = history.OutcomeOf(err)
 	var rpcErr *ipc.RPCError
-	var te *ipc.TimeoutError
-	var be *ipc.BTSPRequiredError
 	switch {
 	case err == nil:
-		e.Outcome = history.OutcomeOK
 	case errors.As(err, &rpcErr):
-		e.Outcome = history.OutcomeError
 		e.Error = &history.RPCError{Code: rpcErr.Code, Message: rpcErr.Message, Data: rpcErr.Data}
-	case errors.As(err, &te):
-		e.Outcome, e.Error = history.OutcomeTimeout, failed(err.Error())
-	case errors.As(err, &be):
-		e.Outcome, e.Error = history.OutcomeRefused, failed(err.Error())
-	case errors.Is(err, context.Canceled):
-		e.Outcome, e.Error = history.OutcomeCancelled, failed("cancelled")
+	case e.Outcome == history.OutcomeCancelled:
+		e.Error = &history.RPCError{Message: "cancelled"}
 	default:
-		e.Outcome, e.Error = history.OutcomeOf(err), failed(err.Error()) // unreachable, refused (handshake), closed...
+		e.Error = &history.RPCError{Message: err.Error()}
 	}
 	if e.Duration == 0 {
 		e.Duration = time.Since(start)
