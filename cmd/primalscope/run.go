@@ -1,0 +1,416 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/dial"
+	"github.com/ecoPrimals/primalscope/internal/events"
+	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/internal/runbook"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// runDefaultTimeout bounds a whole run when --timeout is not given: a book
+// is many calls, so the one-shot default (10 s) would cut ordinary books.
+const runDefaultTimeout = 5 * time.Minute
+
+// stepCallTimeout bounds one call of a book whose step names no timeout.
+const stepCallTimeout = 10 * time.Second
+
+type runFlags struct {
+	junit    string
+	tap      bool
+	json     bool
+	failFast bool
+	coverage bool
+}
+
+func (a *app) runCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run BOOK...",
+		Short: "Run runbooks: checked, repeatable JSON-RPC calls (for CI)",
+		Long: `Run each BOOK (YAML): its steps call targets as primalscope call does, over
+every wire, and check what comes back (expect: result, error, error_message,
+equals with ignore paths, under_ms, event). Templates {{ jq }} read
+{vars, env, steps: {NAME: {result, error, ms}}}. order: dependencies sorts the
+steps by the operation_dependencies the targets declare. See README
+("Runbooks") for the format.
+
+Every name, template and reference is checked before anything is sent.
+A call is sent at most once unless the book marks it idempotent or the
+target's capability list marks it read-only (retry).
+
+Exit codes: 0 every step passed; 1 a step failed (an expectation, or an
+outcome: unreachable, timeout, refused); 2 a book does not parse or is
+invalid (with line and column); 4 --timeout (the whole run, default 5m)
+ran out.`,
+		Example: `  primalscope run smoke.yaml
+  primalscope run books/*.yaml --junit report.xml
+  primalscope run smoke.yaml --tap --fail-fast
+  primalscope run smoke.yaml --json --coverage`,
+		Args: argsFor(cobra.MinimumNArgs(1)),
+		PreRunE: func(cmd *cobra.Command, _ []string) error {
+			if fl := cmd.Flags().Lookup("timeout"); fl != nil && !fl.Changed {
+				a.timeout = runDefaultTimeout
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.runBooks(cmd.Context(), args, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.junit, "junit", "", "write a JUnit XML report to FILE")
+	fl.BoolVar(&f.tap, "tap", false, "print TAP version 14 instead of the text report")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object a step instead of the text report")
+	fl.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failed step")
+	fl.BoolVar(&f.coverage, "coverage", false, "list, per target, which of its provided methods the books called")
+	return cmd
+}
+
+func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
+	if f.tap && f.json {
+		return usageErr(errors.New("--tap and --json both choose the report; give one"))
+	}
+	// Every book is read and checked before anything is sent.
+	var books []*runbook.Book
+	for _, p := range paths {
+		b, err := runbook.Load(p)
+		if err == nil {
+			err = runbook.Check(b)
+		}
+		if err != nil {
+			var be *runbook.BookError
+			if errors.As(err, &be) {
+				return usageErr(fmt.Errorf("%s", render.Sanitize(be.Error())))
+			}
+			return usageErr(err)
+		}
+		books = append(books, b)
+	}
+	caller := &runCaller{a: a, conns: map[string]*runConn{}}
+	defer caller.close(ctx)
+	caller.rec = a.startRecording(ctx)
+	defer caller.rec.close()
+
+	var reps runbook.Reporters
+	var tap *runbook.TAP
+	switch {
+	case f.json:
+		reps = append(reps, &runbook.JSON{W: a.io.out})
+	case f.tap:
+		tap = &runbook.TAP{W: a.io.out}
+		reps = append(reps, tap)
+	default:
+		reps = append(reps, &runbook.Text{W: a.io.out, Terminal: a.terminal(a.io.out)})
+	}
+	var junit *runbook.JUnit
+	if f.junit != "" {
+		junit = &runbook.JUnit{}
+		reps = append(reps, junit)
+	}
+	env := map[string]string{}
+	for _, kv := range a.environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
+	cov := map[string]map[string]bool{}
+	r := &runbook.Runner{Caller: caller, Report: reps, Env: env, FailFast: f.failFast,
+		Covered: func(t, m string) {
+			if cov[t] == nil {
+				cov[t] = map[string]bool{}
+			}
+			cov[t][m] = true
+		}}
+	r.LearnEnvSecrets()
+	failed := 0
+	var runErr error
+	for _, b := range books {
+		res, err := r.Run(ctx, b)
+		_, nf, _ := runbook.Count(res)
+		failed += nf
+		if err != nil {
+			runErr = err
+			break
+		}
+	}
+	if tap != nil {
+		tap.End()
+	}
+	if junit != nil {
+		if err := writeJUnit(f.junit, junit); err != nil {
+			return err
+		}
+	}
+	if f.coverage {
+		a.printCoverage(ctx, caller, cov)
+	}
+	var be *runbook.BookError
+	switch {
+	case errors.As(runErr, &be):
+		return usageErr(fmt.Errorf("%s", render.Sanitize(be.Error())))
+	case runErr != nil && ctx.Err() != nil:
+		return fmt.Errorf("the run ran out of --timeout (%s; %d step(s) failed before): %w", a.timeout, failed, context.DeadlineExceeded)
+	case runErr != nil && !errors.Is(runErr, runbook.ErrFailFast):
+		return runErr
+	case failed > 0:
+		return &quietError{code: exitPeer, err: fmt.Errorf("%d step(s) failed", failed)}
+	}
+	return nil
+}
+
+func writeJUnit(path string, j *runbook.JUnit) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("--junit: %w", err)
+	}
+	if err := j.Write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--junit %s: %w", path, err)
+	}
+	return f.Close()
+}
+
+// printCoverage lists, per target, the methods it provides and which of
+// them the books called.
+func (a *app) printCoverage(ctx context.Context, c *runCaller, cov map[string]map[string]bool) {
+	targets := make([]string, 0, len(cov))
+	for t := range cov {
+		targets = append(targets, t)
+	}
+	sort.Strings(targets)
+	fmt.Fprintln(a.io.err, "coverage:")
+	for _, t := range targets {
+		caps, err := c.Capabilities(ctx, t)
+		if err != nil || caps == nil {
+			fmt.Fprintf(a.io.err, "  %s: %d method(s) called; its capability list could not be read\n", render.Sanitize(t), len(cov[t]))
+			continue
+		}
+		var hit, miss []string
+		for _, m := range caps.Methods {
+			if cov[t][m] {
+				hit = append(hit, m)
+			} else {
+				miss = append(miss, m)
+			}
+		}
+		fmt.Fprintf(a.io.err, "  %s: %d of %d provided methods called\n", render.Sanitize(t), len(hit), len(caps.Methods))
+		if len(miss) > 0 {
+			fmt.Fprintf(a.io.err, "    not called: %s\n", render.Sanitize(strings.Join(miss, ", ")))
+		}
+	}
+}
+
+// runCaller reaches a book's targets through the one dialer, holding one
+// connection per target for the run, and records every call in history as
+// primalscope call does.
+type runCaller struct {
+	a     *app
+	rec   *callRecorder
+	mu    sync.Mutex
+	conns map[string]*runConn
+	caps  map[string]*capability.Capabilities
+	// serve is what the step under way answers a peer's requests with.
+	serve map[string]json.RawMessage
+}
+
+type runConn struct {
+	conn *ipc.Conn
+	t    target
+}
+
+func (c *runCaller) handler(_ context.Context, m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
+	c.mu.Lock()
+	res, ok := c.serve[m.Method]
+	c.mu.Unlock()
+	if ok {
+		return res, nil, true
+	}
+	if m.Method == "client.v1.Client/Hello" {
+		r, rerr := events.DefaultAnswer(m)
+		return r, rerr, true
+	}
+	return nil, &ipc.RPCError{Code: -32601, Message: "method not found: primalscope run answers only what the step's serve: block names"}, true
+}
+
+func (c *runCaller) conn(ctx context.Context, arg string) (*runConn, error) {
+	c.mu.Lock()
+	rc, ok := c.conns[arg]
+	c.mu.Unlock()
+	if ok && rc.conn != nil {
+		select {
+		case <-rc.conn.Done():
+		default:
+			return rc, nil
+		}
+	}
+	t, err := c.a.resolve(ctx, arg)
+	if err != nil {
+		return &runConn{t: t}, err
+	}
+	d, err := c.a.dialer()
+	if err != nil {
+		return &runConn{t: t}, err
+	}
+	conn, err := d.Dial(ctx, t, dial.Options{Handler: c.handler})
+	if err != nil {
+		return &runConn{t: t}, err
+	}
+	rc = &runConn{conn: conn, t: t}
+	c.mu.Lock()
+	c.conns[arg] = rc
+	c.mu.Unlock()
+	return rc, nil
+}
+
+func (c *runCaller) close(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, rc := range c.conns {
+		if rc.conn != nil {
+			closeConn(ctx, rc.conn)
+		}
+	}
+}
+
+func (c *runCaller) Call(ctx context.Context, call runbook.Call) runbook.Answer {
+	cctx, cancel := context.WithTimeout(ctx, stepCallTimeout)
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < stepCallTimeout {
+		cancel()
+		cctx, cancel = context.WithDeadline(ctx, dl)
+	}
+	defer cancel()
+	c.mu.Lock()
+	c.serve = call.Serve
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.serve = nil
+		c.mu.Unlock()
+	}()
+	start := time.Now()
+	req := ipc.Request{Method: call.Method, Params: call.Params, SessionID: call.Session, Pool: call.Pool}
+	rc, err := c.conn(cctx, call.Target)
+	if err != nil {
+		if rc.t.Arg != "" {
+			c.rec.record(ctx, c.a.callEntry(rc.t, nil, req, nil, err, start))
+		}
+		return runbook.Answer{Failure: err, Outcome: outcomeOf(err), Duration: time.Since(start)}
+	}
+	if req.Pool == "" {
+		req.Pool = rc.t.Pool
+	}
+	resp, err := rc.conn.Send(cctx, req)
+	c.rec.record(ctx, c.a.callEntry(rc.t, rc.conn, req, resp, err, start))
+	ans := runbook.Answer{Duration: time.Since(start), Outcome: outcomeOf(err)}
+	if resp != nil {
+		ans.Duration = resp.Elapsed
+		ans.Warning = resp.Warning
+	}
+	var re *ipc.RPCError
+	switch {
+	case err == nil:
+		ans.Result = resp.Result
+	case errors.As(err, &re) && resp != nil:
+		ans.Error = &history.RPCError{Code: re.Code, Message: re.Message, Data: re.Data}
+	default:
+		ans.Failure = err
+	}
+	return ans
+}
+
+func (c *runCaller) Capabilities(ctx context.Context, target string) (*capability.Capabilities, error) {
+	c.mu.Lock()
+	if caps, ok := c.caps[target]; ok {
+		c.mu.Unlock()
+		return caps, nil
+	}
+	c.mu.Unlock()
+	cctx, cancel := context.WithTimeout(ctx, stepCallTimeout)
+	defer cancel()
+	rc, err := c.conn(cctx, target)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := rc.conn.Send(cctx, ipc.Request{Method: "capabilities.list", Pool: rc.t.Pool})
+	if err != nil {
+		return nil, err
+	}
+	caps, err := capability.Parse(resp.Result)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.caps == nil {
+		c.caps = map[string]*capability.Capabilities{}
+	}
+	c.caps[target] = caps
+	c.mu.Unlock()
+	return caps, nil
+}
+
+// Listen watches a target's events as primalscope tail does (the same
+// sources, the same {source,time,kind,name,payload} objects).
+func (c *runCaller) Listen(ctx context.Context, target string) (runbook.Listener, error) {
+	t, err := c.a.resolve(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.a.dialer()
+	if err != nil {
+		return nil, err
+	}
+	spec := events.SpecForEndpoint(t.Name, t.Endpoint)
+	spec.Pool, spec.Wire = t.Pool, t.Wire
+	cfg := events.Config{
+		Interval: time.Hour, // no liveness polling: only what the target sends
+		Insecure: c.a.insecure,
+		MaxFrame: c.a.maxFrame,
+		Dial: func(ctx context.Context, s events.Spec, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+			tt := t
+			tt.Name = s.Name
+			return d.Dial(ctx, tt, dial.Options{Trace: trace, IncomingBuffer: 256})
+		},
+		LivenessMethod: "-",
+	}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stream := events.Merge(lctx, []events.Source{cfg.Source(spec)}, events.Options{Buffer: 1024})
+	return &runListener{stream: stream, cancel: cancel}, nil
+}
+
+type runListener struct {
+	stream *events.Stream
+	cancel context.CancelFunc
+}
+
+func (l *runListener) Next(ctx context.Context) (json.RawMessage, error) {
+	for {
+		ev, err := l.stream.Next(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ev.Kind == events.KindNote || ev.Kind == events.KindLiveness || ev.Kind == events.KindDropped {
+			continue // the listener's own notes, not the target's words
+		}
+		return json.Marshal(ev)
+	}
+}
+
+func (l *runListener) Close() {
+	l.cancel()
+	l.stream.Wait()
+}

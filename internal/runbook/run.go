@@ -1,0 +1,584 @@
+package runbook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/history"
+)
+
+// Call is one call a step makes.
+type Call struct {
+	Target, Method string
+	Params         json.RawMessage // nil: none
+	Session, Pool  string
+	// Serve answers a peer's requests during the call: method → result.
+	Serve map[string]json.RawMessage
+}
+
+// Answer is how a call ended.
+type Answer struct {
+	// Result is the result when the peer answered with one.
+	Result json.RawMessage
+	// Error is the peer's JSON-RPC error when it answered with one.
+	Error *history.RPCError
+	// Failure is why no answer came (connect, transport, timeout,
+	// security); Outcome names it as history does.
+	Failure error
+	Outcome history.Outcome
+	// Duration is from send to answer.
+	Duration time.Duration
+	// Warning is a protocol warning the client noted about the answer.
+	Warning string
+}
+
+// Listener yields the events and notifications one target sends.
+type Listener interface {
+	// Next returns the next event as JSON, or an error when the stream ends
+	// or ctx does.
+	Next(ctx context.Context) (json.RawMessage, error)
+	Close()
+}
+
+// Caller is how a run reaches targets: the command line gives it the one
+// dialer (internal/dial) and history; tests give it the same.
+type Caller interface {
+	// Call makes one call. It sends the request at most once.
+	Call(ctx context.Context, c Call) Answer
+	// Capabilities returns a target's parsed capability list.
+	Capabilities(ctx context.Context, target string) (*capability.Capabilities, error)
+	// Listen starts listening to a target's events; it is started before
+	// the call whose event a step expects.
+	Listen(ctx context.Context, target string) (Listener, error)
+}
+
+// Status is how a step ended.
+type Status string
+
+// The statuses.
+const (
+	Pass Status = "pass"
+	Fail Status = "fail"
+	Skip Status = "skip"
+)
+
+// StepResult is one step's (or one for_each item's) outcome.
+type StepResult struct {
+	Book   string `json:"book"`
+	Step   string `json:"step"`
+	Index  int    `json:"index"`
+	Pos    string `json:"pos"`
+	Target string `json:"target,omitempty"`
+	Method string `json:"method,omitempty"`
+	Status Status `json:"status"`
+	// Reason says why a step failed or was skipped.
+	Reason string `json:"reason,omitempty"`
+	// Outcome is the call's outcome as history names it.
+	Outcome history.Outcome `json:"outcome,omitempty"`
+	// Diff is a failed equals' structural difference (expected → got).
+	Diff []history.Change `json:"diff,omitempty"`
+	// Saw is the value a failed expression saw (the result), redacted.
+	Saw      json.RawMessage `json:"saw,omitempty"`
+	Ms       float64         `json:"ms"`
+	Attempts int             `json:"attempts,omitempty"`
+}
+
+// Reporter is told of a run as it goes.
+type Reporter interface {
+	BookStarted(b *Book, steps int)
+	StepStarted(b *Book, label string)
+	StepDone(b *Book, r StepResult)
+	BookDone(b *Book, results []StepResult, d time.Duration)
+}
+
+// Runner runs books.
+type Runner struct {
+	Caller   Caller
+	Report   Reporter
+	Env      map[string]string
+	FailFast bool
+	// Covered, when set, is told of every method a step called on a target.
+	Covered func(target, method string)
+
+	secrets []string
+	caps    map[string]*capability.Capabilities
+}
+
+// ErrFailFast is returned when a run stopped at its first failure.
+var ErrFailFast = errors.New("stopped at the first failure (--fail-fast)")
+
+// Run plans and runs one book. It returns the step results; a *BookError
+// means the book is invalid (nothing was sent); a context error means the
+// run's time ran out.
+func (r *Runner) Run(ctx context.Context, b *Book) ([]StepResult, error) {
+	start := time.Now()
+	if r.caps == nil {
+		r.caps = map[string]*capability.Capabilities{}
+	}
+	steps, err := Plan(ctx, b, r.capsOf)
+	if err != nil {
+		return nil, err
+	}
+	comp, err := compileAll(b)
+	if err != nil {
+		return nil, err
+	}
+	r.Report.BookStarted(b, len(steps))
+	sc := newScope(b, r.Env)
+	var results []StepResult
+	var runErr error
+	for i, s := range steps {
+		if err := ctx.Err(); err != nil {
+			runErr = err
+			break
+		}
+		res := r.step(ctx, b, s, i, comp[s], sc)
+		results = append(results, res...)
+		if ctx.Err() != nil {
+			runErr = ctx.Err()
+			break
+		}
+		if r.FailFast && anyFailed(res) {
+			runErr = ErrFailFast
+			break
+		}
+	}
+	r.Report.BookDone(b, results, time.Since(start))
+	return results, runErr
+}
+
+func anyFailed(rs []StepResult) bool {
+	for _, x := range rs {
+		if x.Status == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Runner) capsOf(ctx context.Context, target string) (*capability.Capabilities, error) {
+	if c, ok := r.caps[target]; ok {
+		return c, nil
+	}
+	c, err := r.Caller.Capabilities(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	r.caps[target] = c
+	return c, nil
+}
+
+// scope is what expressions see.
+type scope struct {
+	env   map[string]any
+	steps map[string]any
+}
+
+func newScope(b *Book, env map[string]string) *scope {
+	e := make(map[string]any, len(env))
+	for k, v := range env {
+		e[k] = v
+	}
+	return &scope{env: e, steps: map[string]any{}}
+}
+
+func (sc *scope) value(s *Step, item any, index int, each bool) map[string]any {
+	m := map[string]any{"vars": s.Vars, "env": sc.env, "steps": sc.steps}
+	if each {
+		m["item"] = item
+		m["index"] = index
+	}
+	return m
+}
+
+func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled, sc *scope) []StepResult {
+	base := StepResult{Book: b.Name, Step: s.Label(), Index: i, Pos: s.Pos.String(), Target: s.Target, Method: s.Method}
+	if s.Skip != "" {
+		base.Status, base.Reason = Skip, "skip: "+s.Skip
+		r.Report.StepDone(b, base)
+		return []StepResult{base}
+	}
+	if c.forEach == nil {
+		res := r.once(ctx, b, s, c, sc, base, nil, 0, false)
+		return []StepResult{res}
+	}
+	list, err := c.forEach.render(ctx, sc.value(s, nil, 0, false))
+	if err != nil {
+		base.Status, base.Reason = Fail, fmt.Sprintf("for_each: %v", err)
+		r.Report.StepDone(b, base)
+		return []StepResult{base}
+	}
+	items, ok := list.([]any)
+	if !ok {
+		base.Status, base.Reason = Fail, fmt.Sprintf("for_each gave %s, not a list", kindOf(list))
+		r.Report.StepDone(b, base)
+		return []StepResult{base}
+	}
+	if len(items) > maxForEachItem {
+		base.Status, base.Reason = Fail, fmt.Sprintf("for_each gave %d items, more than %d", len(items), maxForEachItem)
+		r.Report.StepDone(b, base)
+		return []StepResult{base}
+	}
+	var out []StepResult
+	for k, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		res := base
+		res.Step = fmt.Sprintf("%s[%d]", s.Label(), k)
+		res = r.once(ctx, b, s, c, sc, res, it, k, true)
+		out = append(out, res)
+		if r.FailFast && res.Status == Fail {
+			break
+		}
+	}
+	return out
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "text"
+	case map[string]any:
+		return "an object"
+	case bool:
+		return "true/false"
+	}
+	return "a number"
+}
+
+// once runs one call of a step (one for_each item) and judges it.
+func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *scope, res StepResult, item any, index int, each bool) StepResult {
+	done := func(st Status, reason string) StepResult {
+		res.Status, res.Reason = st, r.scrub(reason)
+		r.Report.StepDone(b, res)
+		return res
+	}
+	in := sc.value(s, item, index, each)
+	if c.ifExpr != nil {
+		ok, _, err := c.ifExpr.truthy(ctx, in)
+		if err != nil {
+			return done(Fail, fmt.Sprintf("if: %v", err))
+		}
+		if !ok {
+			return done(Skip, "if: "+s.If+" is false")
+		}
+	}
+	call, err := r.render(ctx, s, in)
+	if err != nil {
+		return done(Fail, err.Error())
+	}
+	res.Target, res.Method = call.Target, call.Method
+	r.Report.StepStarted(b, res.Step)
+
+	sctx := ctx
+	if s.Timeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		defer cancel()
+	}
+	var lis Listener
+	if ev := s.Expect.Event; ev != nil {
+		from, err := renderString(sctx, ev.From, in, ev.Pos)
+		if err == nil {
+			lis, err = r.Caller.Listen(sctx, from)
+		}
+		if err != nil {
+			return done(Fail, fmt.Sprintf("expect.event: listen to %s: %v", ev.From, err))
+		}
+		defer lis.Close()
+	}
+
+	ans, attempts, note := r.send(sctx, s, c, call)
+	res.Attempts = attempts
+	res.Ms = float64(ans.Duration.Microseconds()) / 1000
+	res.Outcome = ans.Outcome
+	if r.Covered != nil && ans.Outcome != history.OutcomeUnreachable && ans.Outcome != history.OutcomeRefused {
+		r.Covered(call.Target, call.Method)
+	}
+	// Record the step's outcome for later steps, whatever the verdict.
+	if s.Name != "" {
+		rec := map[string]any{"result": jqValue(ans.Result), "error": nil, "ms": res.Ms}
+		if ans.Error != nil {
+			rec["error"] = map[string]any{"code": ans.Error.Code, "message": ans.Error.Message, "data": jqValue(ans.Error.Data)}
+		}
+		sc.steps[s.Name] = rec
+	}
+	if note != "" { // retry.until never held: the step fails, whatever else holds
+		res.Saw = r.redact(ans.Result)
+		return done(Fail, note)
+	}
+	if reason, diff, saw := r.judge(sctx, s, c, ans, in); reason != "" {
+		res.Diff = diff
+		res.Saw = r.redact(saw)
+		return done(Fail, reason)
+	}
+	if lis != nil {
+		if reason := r.await(sctx, s, c, lis, in); reason != "" {
+			return done(Fail, reason)
+		}
+	}
+	return done(Pass, "")
+}
+
+// render expands the step's templates into the call to make.
+func (r *Runner) render(ctx context.Context, s *Step, in map[string]any) (Call, error) {
+	var call Call
+	var err error
+	if call.Target, err = renderString(ctx, s.Target, in, s.at("call")); err != nil {
+		return call, fmt.Errorf("call: %v", err)
+	}
+	if call.Method, err = renderString(ctx, s.Method, in, s.at("call")); err != nil {
+		return call, fmt.Errorf("call: %v", err)
+	}
+	if call.Session, err = renderString(ctx, s.Session, in, s.at("session")); err != nil {
+		return call, fmt.Errorf("session: %v", err)
+	}
+	if call.Pool, err = renderString(ctx, s.Pool, in, s.at("pool")); err != nil {
+		return call, fmt.Errorf("pool: %v", err)
+	}
+	if s.Params != nil {
+		v, err := renderValue(ctx, s.Params, in, s.at("params"))
+		if err != nil {
+			return call, fmt.Errorf("params: %v", err)
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return call, fmt.Errorf("params: %v", err)
+		}
+		call.Params = b
+		r.learnSecrets(v, "")
+	}
+	if len(s.Serve) > 0 {
+		call.Serve = map[string]json.RawMessage{}
+		for m, v := range s.Serve {
+			rv, err := renderValue(ctx, v, in, s.at("serve"))
+			if err != nil {
+				return call, fmt.Errorf("serve %s: %v", m, err)
+			}
+			b, err := json.Marshal(rv)
+			if err != nil {
+				return call, fmt.Errorf("serve %s: %v", m, err)
+			}
+			call.Serve[m] = b
+		}
+	}
+	return call, nil
+}
+
+// send makes the call, and again while retry.until does not hold, only if
+// the call is safe to repeat: marked idempotent in the book, or read-only
+// by the target's capability list. Never twice otherwise.
+func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call) (Answer, int, string) {
+	ans := r.Caller.Call(ctx, call)
+	if s.Retry == nil {
+		return ans, 1, ""
+	}
+	attempts := 1
+	for {
+		if ans.Failure == nil && ans.Error == nil {
+			if ok, _, err := c.until.truthy(ctx, jqValue(ans.Result)); err == nil && ok {
+				return ans, attempts, ""
+			}
+		}
+		if attempts >= s.Retry.Times {
+			return ans, attempts, fmt.Sprintf("retry.until %s not met after %d calls", s.Retry.Until, attempts)
+		}
+		if safe, why := r.safe(ctx, s, call); !safe {
+			return ans, attempts, fmt.Sprintf("retry.until %s not met; not sent again: %s", s.Retry.Until, why)
+		}
+		t := time.NewTimer(s.Retry.Every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ans, attempts, "the run's time ran out while waiting to retry"
+		case <-t.C:
+		}
+		attempts++
+		ans = r.Caller.Call(ctx, call)
+	}
+}
+
+// readOnlyMethods are the methods the standards define as reads.
+var readOnlyMethods = map[string]bool{
+	"health.liveness": true, "health.readiness": true, "health.check": true, "health": true,
+	"capabilities.list": true, "capability.list": true, "identity.get": true, "rpc.discover": true,
+	"ipc.list": true, "ipc.discover": true, "discovery.peers": true, "lifecycle.status": true,
+	"lifecycle.get": true, "topology.get": true, "topology.primals": true, "graph.list": true,
+}
+
+// safe says whether a call may be sent again, and if not, why.
+func (r *Runner) safe(ctx context.Context, s *Step, call Call) (bool, string) {
+	if s.Idempotent {
+		return true, ""
+	}
+	if readOnlyMethods[call.Method] {
+		return true, ""
+	}
+	caps, err := r.capsOf(ctx, call.Target)
+	if err == nil && caps != nil {
+		if info, ok := caps.MethodInfo[call.Method]; ok {
+			for _, k := range []string{"read_only", "readonly", "idempotent"} {
+				if string(info.Extra[k]) == "true" {
+					return true, ""
+				}
+			}
+		}
+	}
+	return false, fmt.Sprintf("%s is neither marked idempotent: true in the book nor read-only in %s's capability list", call.Method, call.Target)
+}
+
+// judge checks the answer against the step's expectations; "" means it
+// holds. It returns the reason, a failed equals' diff, and what a failed
+// expression saw.
+func (r *Runner) judge(ctx context.Context, s *Step, c *compiled, ans Answer, in map[string]any) (string, []history.Change, json.RawMessage) {
+	e := s.Expect
+	if ans.Failure != nil {
+		return fmt.Sprintf("%s: %v", ans.Outcome, ans.Failure), nil, nil
+	}
+	wantErr := e.Error != nil || e.ErrorMessage != nil
+	switch {
+	case wantErr && ans.Error == nil:
+		want := "an error"
+		if e.Error != nil {
+			want = fmt.Sprintf("error %d", *e.Error)
+		}
+		return fmt.Sprintf("expected %s, got a result", want), nil, ans.Result
+	case !wantErr && ans.Error != nil:
+		return fmt.Sprintf("the peer answered error %d: %s", ans.Error.Code, ans.Error.Message), nil, nil
+	}
+	if ans.Error != nil {
+		if e.Error != nil && ans.Error.Code != *e.Error {
+			return fmt.Sprintf("expected error %d, got %d: %s", *e.Error, ans.Error.Code, ans.Error.Message), nil, nil
+		}
+		if e.ErrorMessage != nil && !e.ErrorMessage.MatchString(ans.Error.Message) {
+			return fmt.Sprintf("error message %q does not match /%s/", ans.Error.Message, e.ErrorMessage), nil, nil
+		}
+	}
+	if c.result != nil {
+		v := jqValue(ans.Result)
+		ok, got, err := c.result.truthy(ctx, v)
+		if err != nil {
+			return fmt.Sprintf("expect.result: %v", err), nil, ans.Result
+		}
+		if !ok {
+			return fmt.Sprintf("expect.result %s is %s", e.Result, short(got)), nil, ans.Result
+		}
+	}
+	if e.HasEquals {
+		want, err := json.Marshal(e.Equals)
+		if err != nil {
+			return fmt.Sprintf("expect.equals: %v", err), nil, nil
+		}
+		got := ans.Result
+		if ans.Error != nil {
+			got, _ = json.Marshal(ans.Error)
+		}
+		diff, err := history.Match(want, got, e.Ignore)
+		if err != nil {
+			return fmt.Sprintf("expect.equals: %v", err), nil, got
+		}
+		if len(diff) > 0 {
+			return fmt.Sprintf("expect.equals: %d difference(s)", len(diff)), r.redactDiff(diff), nil
+		}
+	}
+	if e.UnderMS > 0 && ans.Duration > time.Duration(e.UnderMS)*time.Millisecond {
+		return fmt.Sprintf("took %s, over under_ms %d", ans.Duration.Round(time.Microsecond), e.UnderMS), nil, nil
+	}
+	_ = in
+	return "", nil, nil
+}
+
+func short(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil || v == nil {
+		return "null"
+	}
+	s := string(b)
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+// await waits for the event a step expects.
+func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, in map[string]any) string {
+	ev := s.Expect.Event
+	wctx, cancel := context.WithTimeout(ctx, ev.Within)
+	defer cancel()
+	seen := 0
+	for {
+		raw, err := lis.Next(wctx)
+		if err != nil {
+			if wctx.Err() != nil {
+				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen)", ev.From, ev.Match, ev.Within, seen)
+			}
+			return fmt.Sprintf("expect.event: %s: %v", ev.From, err)
+		}
+		seen++
+		if ok, _, err := c.eventM.truthy(wctx, jqValue(raw)); err == nil && ok {
+			return ""
+		}
+	}
+}
+
+// learnSecrets keeps every value sent under a secret key (4 bytes or
+// more), so no report shows it wherever it turns up.
+func (r *Runner) learnSecrets(v any, key string) {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			r.learnSecrets(e, k)
+		}
+	case []any:
+		for _, e := range x {
+			r.learnSecrets(e, key)
+		}
+	case string:
+		if key != "" && history.IsSecretKey(key) && len(x) >= history.MinValueLen {
+			r.secrets = append(r.secrets, x)
+		}
+	}
+}
+
+// LearnEnvSecrets marks the values of secret-looking environment variables
+// (FAMILY_SEED, *_TOKEN, ...) as secrets.
+func (r *Runner) LearnEnvSecrets() {
+	for k, v := range r.Env {
+		if (history.IsSecretKey(k) || strings.HasSuffix(k, "_SEED")) && len(v) >= history.MinValueLen {
+			r.secrets = append(r.secrets, v)
+		}
+	}
+}
+
+func (r *Runner) scrub(s string) string {
+	for _, sec := range r.secrets {
+		s = strings.ReplaceAll(s, sec, history.Redacted)
+	}
+	return s
+}
+
+func (r *Runner) redact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	if out, _, err := history.Redact(raw); err == nil {
+		raw = out
+	}
+	return json.RawMessage(r.scrub(string(raw)))
+}
+
+func (r *Runner) redactDiff(d []history.Change) []history.Change {
+	for i := range d {
+		d[i].Old = r.redact(d[i].Old)
+		d[i].New = r.redact(d[i].New)
+	}
+	return d
+}
