@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -262,61 +259,19 @@ func TestCapsEveryDemoPrimal(t *testing.T) {
 // shell: the first line is the socket directory, calls work against it, and
 // an interrupt removes it.
 func TestDemoServe(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(exe, "demo", "--serve")
-	cmd.Env = append(os.Environ(), "PRIMALSCOPE_TEST_AS_MAIN=1")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		if sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var dir string
-	select {
-	case dir = <-lines:
-	case <-time.After(20 * time.Second):
-		t.Fatal("demo --serve printed no directory")
-	}
-	if fi, err := os.Stat(filepath.Join(dir, "beardog.sock")); err != nil || fi.Mode()&os.ModeSocket == 0 {
-		t.Fatalf("first line %q is not the socket directory: %v", dir, err)
-	}
-	r := runCLI(t, map[string]string{"HOME": t.TempDir()}, "", "call", "--no-history", "--socket-dir", dir, "songbird", "ipc.list")
+	d := serveDemo(t)
+	r := runCLI(t, map[string]string{"HOME": t.TempDir()}, "", "call", "--no-history", "--socket-dir", d.Dir, "songbird", "ipc.list")
 	if r.code != 0 || !strings.Contains(r.stdout, "rhizocrypt") {
 		t.Fatalf("call against the served demo: %+v", r)
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
+	if err := d.Stop(); err != nil {
+		t.Fatalf("demo --serve did not exit cleanly on SIGINT: %v\n%s", err, d.Stderr())
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("demo --serve did not exit cleanly: %v\n%s", err, stderr.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("demo --serve did not stop on SIGINT")
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+	if _, err := os.Stat(d.Dir); !os.IsNotExist(err) {
 		t.Fatalf("the socket directory was not removed: %v", err)
 	}
-	if !strings.Contains(stderr.String(), "beardog") {
-		t.Fatalf("the overview on stderr names nothing: %s", stderr.String())
+	if !strings.Contains(d.Stderr(), "beardog") {
+		t.Fatalf("the overview on stderr names nothing: %s", d.Stderr())
 	}
 }
 

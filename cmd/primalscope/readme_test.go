@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -36,47 +34,7 @@ func TestREADMETryIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := exec.Command(exe, "demo", "--serve")
-	serve.Env = append(os.Environ(), "PRIMALSCOPE_TEST_AS_MAIN=1")
-	out, err := serve.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var serveErr bytes.Buffer
-	serve.Stderr = &serveErr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		serve.Process.Signal(syscall.SIGINT)
-		done := make(chan struct{})
-		go func() { serve.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			serve.Process.Kill()
-			<-done
-		}
-	}()
-	first := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		if sc.Scan() {
-			first <- sc.Text()
-		}
-		close(first)
-		for sc.Scan() {
-		}
-	}()
-	var dir string
-	select {
-	case dir = <-first:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("demo --serve printed no directory\n%s", serveErr.String())
-	}
-	if _, err := os.Stat(filepath.Join(dir, "beardog.sock")); err != nil {
-		t.Fatalf("first line %q is not the socket directory: %v", dir, err)
-	}
+	dir := serveDemo(t).Dir
 
 	home := t.TempDir()
 	prelude := "primalscope() { PRIMALSCOPE_TEST_AS_MAIN=1 " + shellQuote(exe) + ` "$@"; }` + "\nDIR=" + shellQuote(dir) + "\n"

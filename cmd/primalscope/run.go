@@ -163,7 +163,7 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 	switch {
 	case errors.As(runErr, &be):
 		return usageErr(fmt.Errorf("%s", render.Sanitize(be.Error())))
-	case runErr != nil && ctx.Err() != nil:
+	case errors.Is(runErr, context.DeadlineExceeded), errors.Is(runErr, context.Canceled):
 		return fmt.Errorf("the run ran out of --timeout (%s; %d step(s) failed before): %w", a.timeout, failed, context.DeadlineExceeded)
 	case runErr != nil && !errors.Is(runErr, runbook.ErrFailFast):
 		return runErr

@@ -133,14 +133,14 @@ func (r *Runner) Run(ctx context.Context, b *Book) ([]StepResult, error) {
 	var results []StepResult
 	var runErr error
 	for i, s := range steps {
-		if err := ctx.Err(); err != nil {
+		if err := expired(ctx); err != nil {
 			runErr = err
 			break
 		}
 		res := r.step(ctx, b, s, i, comp[s], sc)
 		results = append(results, res...)
-		if ctx.Err() != nil {
-			runErr = ctx.Err()
+		if err := expired(ctx); err != nil {
+			runErr = err
 			break
 		}
 		if r.FailFast && anyFailed(res) {
@@ -150,6 +150,18 @@ func (r *Runner) Run(ctx context.Context, b *Book) ([]StepResult, error) {
 	}
 	r.Report.BookDone(b, results, time.Since(start))
 	return results, runErr
+}
+
+// expired is the run's context error, also once its deadline has passed
+// (a call may time out a moment before the context says so).
+func expired(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func anyFailed(rs []StepResult) bool {
