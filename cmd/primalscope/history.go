@@ -19,6 +19,7 @@ import (
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/internal/runbook"
 	"github.com/ecoPrimals/primalscope/tui"
 )
 
@@ -252,8 +253,8 @@ func lookupCall(ctx context.Context, s *history.Store, ref string) (history.Entr
 func (a *app) historyExportCmd() *cobra.Command {
 	var as string
 	cmd := &cobra.Command{
-		Use:   "export ID|NAME",
-		Short: "Print a past call as a command line, a socat line or its JSON envelope",
+		Use:   "export ID|NAME...",
+		Short: "Print a past call as a command line, a socat line, its JSON envelope, or calls as a runbook",
 		Long: `Print a past call in a form to share or script:
   --as command  the primalscope command line that makes the call again, from
                 any directory: its endpoint (not the name, which may resolve
@@ -264,14 +265,25 @@ func (a *app) historyExportCmd() *cobra.Command {
                 (Unix, abstract and TCP sockets only; not to a socket that
                 takes calls only through BTSP)
   --as json     the request envelope, one line, as primalscope sends it
+  --as runbook  a book for primalscope run that makes every call given again,
+                in order, and checks its answer (the result as equals; fields
+                that differ between repeated calls become ignore paths; an
+                error by its code); redacted params are read from the
+                environment (the variables to set are named on stderr)
 Notes on what the line needs or does on purpose are printed on stderr.`,
-		Args: argsFor(cobra.ExactArgs(1)),
+		Args: argsFor(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if as != "runbook" && len(args) > 1 {
+				return usageErr(fmt.Errorf("--as %s exports one call; only --as runbook takes several", as))
+			}
 			s, err := a.openHistory(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer s.Close()
+			if as == "runbook" {
+				return a.exportRunbook(cmd.Context(), s, args)
+			}
 			e, err := lookupCall(cmd.Context(), s, args[0])
 			if err != nil {
 				return err
@@ -287,7 +299,7 @@ Notes on what the line needs or does on purpose are printed on stderr.`,
 				b, err = history.Envelope(e, 1)
 				out.Line = string(b)
 			default:
-				return usageErr(fmt.Errorf("--as %q: want command, socat or json", as))
+				return usageErr(fmt.Errorf("--as %q: want command, socat, json or runbook", as))
 			}
 			if err != nil {
 				return usageErr(fmt.Errorf("export call %d: %w", e.ID, err))
@@ -302,8 +314,26 @@ Notes on what the line needs or does on purpose are printed on stderr.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&as, "as", "command", "command, socat or json")
+	cmd.Flags().StringVar(&as, "as", "command", "command, socat, json or runbook")
 	return cmd
+}
+
+// exportRunbook prints a book made from the calls named (runbook.FromHistory).
+func (a *app) exportRunbook(ctx context.Context, s *history.Store, refs []string) error {
+	entries := make([]history.Entry, 0, len(refs))
+	for _, ref := range refs {
+		e, err := lookupCall(ctx, s, ref)
+		if err != nil {
+			return err
+		}
+		entries = append(entries, e)
+	}
+	book, notes := runbook.FromHistory("exported calls", entries)
+	for _, n := range notes {
+		fmt.Fprintln(a.io.err, "primalscope: note: "+render.Sanitize(n))
+	}
+	_, err := a.io.out.Write(book)
+	return err
 }
 
 var _ tui.History = (*storeHistory)(nil)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/demo"
 	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -410,11 +411,51 @@ func TestRunTimeoutBoundsTheWholeRun(t *testing.T) {
 // .ci/run does against demo --serve), events included.
 func TestRunDemoBook(t *testing.T) {
 	d := serveDemo(t)
-	r := runCLI(t, runEnv(t), "", "--socket-dir", d.Dir, "--family-seed-file", filepath.Join(d.Dir, "family.seed"), "run", filepath.Join("..", "..", "examples", "demo.yaml"))
+	r := runCLI(t, runEnv(t), "", "--socket-dir", d.Dir, "--family", demo.DefaultFamily, "--family-seed-file", filepath.Join(d.Dir, "family.seed"), "run", filepath.Join("..", "..", "examples", "demo.yaml"))
 	if r.code != 0 {
 		t.Fatalf("the demo book: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stdout, "0 failed") {
 		t.Errorf("report:\n%s", r.stdout)
+	}
+}
+
+// TestHistoryExportAsRunbook: calls made by hand become a book that passes
+// when run again: volatile fields ignored, redacted params read from the
+// environment, an error kept as its code; the secret itself is never written.
+func TestHistoryExportAsRunbook(t *testing.T) {
+	dir := t.TempDir()
+	startLedger(t, dir, nil, nil)
+	env := runEnv(t)
+	for _, args := range [][]string{
+		{"call", "ledger", "ledger.entry.create", `{"owner":"ada","password":"correct-horse"}`},
+		{"call", "ledger", "ledger.entry.create", `{"owner":"ada","password":"correct-horse"}`},
+		{"call", "ledger", "ledger.entry.append", `{"entry_id":"nope"}`},
+	} {
+		runCLI(t, env, "", append([]string{"--socket-dir", dir}, args...)...)
+	}
+	r := runCLI(t, env, "", "history", "export", "1", "2", "3", "--as", "runbook")
+	if r.code != 0 {
+		t.Fatalf("export: %d %s", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout, "correct-horse") {
+		t.Fatalf("the secret was written into the book:\n%s", r.stdout)
+	}
+	for _, want := range []string{"{{ .env.PASSWORD }}", `ignore: [".created_at"]`, "expect: {error: -32000}"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the book lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stderr, "set PASSWORD") {
+		t.Errorf("stderr should name the variable to set: %s", r.stderr)
+	}
+	book := writeBook(t, dir, "exported.yaml", r.stdout)
+	env["PASSWORD"] = "correct-horse"
+	r = runCLI(t, env, "", "--socket-dir", dir, "run", book)
+	if r.code != 0 {
+		t.Fatalf("the exported book does not pass: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, env, "", "history", "export", "1", "2"); r.code != 2 {
+		t.Errorf("--as command takes one call: exit %d", r.code)
 	}
 }

@@ -143,6 +143,23 @@ func Load(path string) (*Book, error) {
 	return load(path, nil, 0)
 }
 
+// Parse reads a book from data as if from file (includes are read relative
+// to file).
+func Parse(file string, data []byte) (*Book, error) {
+	if len(data) > maxBookBytes {
+		return nil, errAt(Pos{File: file, Line: 1, Column: 1}, "the book is larger than %d bytes", maxBookBytes)
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return nil, fmt.Errorf("book %s: %w", file, err)
+	}
+	root, err := parseYAML(file, data)
+	if err != nil {
+		return nil, err
+	}
+	return parseBook(file, root, []string{abs}, 0)
+}
+
 func load(path string, chain []string, depth int) (*Book, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -587,10 +588,37 @@ func (r *Runner) redact(raw json.RawMessage) json.RawMessage {
 	return json.RawMessage(r.scrub(string(raw)))
 }
 
+// redactDiff hides the values of a diff under a secret-looking key (the
+// diff shows bare values, which Redact cannot judge without their key).
 func (r *Runner) redactDiff(d []history.Change) []history.Change {
 	for i := range d {
+		if secretPath(d[i].Path) {
+			if d[i].Old != nil {
+				d[i].Old = json.RawMessage(`"` + history.Redacted + `"`)
+			}
+			if d[i].New != nil {
+				d[i].New = json.RawMessage(`"` + history.Redacted + `"`)
+			}
+			continue
+		}
 		d[i].Old = r.redact(d[i].Old)
 		d[i].New = r.redact(d[i].New)
 	}
 	return d
+}
+
+var pathKeyRE = regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_]*)|\["((?:[^"\\]|\\.)*)"\]`)
+
+// secretPath reports a path any of whose keys looks secret.
+func secretPath(p string) bool {
+	for _, m := range pathKeyRE.FindAllStringSubmatch(p, -1) {
+		k := m[1]
+		if k == "" {
+			k = m[2]
+		}
+		if history.IsSecretKey(k) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,122 @@
+package runbook
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func bookErr(t *testing.T, text string) *BookError {
+	t.Helper()
+	b, err := Parse("b.yaml", []byte(text))
+	if err == nil {
+		err = Check(b)
+	}
+	var be *BookError
+	if !errors.As(err, &be) {
+		t.Fatalf("want a BookError for\n%s\ngot %v", text, err)
+	}
+	return be
+}
+
+func TestBookErrorsSayWhere(t *testing.T) {
+	for _, c := range []struct {
+		text      string
+		line, col int
+		msg       string
+	}{
+		{"steps:\n  - call: a b\n    expct: {}\n", 3, 5, `unknown key "expct"`},
+		{"steps:\n  - call: a\n", 2, 11, "TARGET METHOD"},
+		{"steps:\n  - call: a b\n    params: {x: \"{{ .vars.nope }}\"}\n", 3, 13, `no variable "nope"`},
+		{"steps:\n  - name: x\n    call: a b\n  - name: x\n    call: a c\n", 4, 11, "already at"},
+		{"steps:\n  - call: a b\n    expect: {error: one}\n", 3, 21, "error code"},
+		{"steps:\n  - call: a b\n    retry: {until: .ok, times: 0}\n", 3, 32, "retry.times"},
+		{"steps:\n  - call: a b\n    expect: {ignore: [nope]}\n", 3, 23, "not a path"},
+		{"order: sideways\nsteps: []\n", 1, 8, "order is"},
+		{"steps:\n  - call: a b\n    timeout: soon\n", 3, 14, "duration"},
+		{"steps: [\n", 1, 8, ""},
+		{"- just\n- a list\n", 1, 1, "a book is a mapping"},
+	} {
+		be := bookErr(t, c.text)
+		if c.msg != "" && !strings.Contains(be.Msg, c.msg) {
+			t.Errorf("%q: message %q lacks %q", c.text, be.Msg, c.msg)
+		}
+		if be.Pos.Line != c.line || (c.col != 0 && be.Pos.Column != c.col) {
+			t.Errorf("%q: at %d:%d, want %d:%d (%s)", c.text, be.Pos.Line, be.Pos.Column, c.line, c.col, be.Msg)
+		}
+	}
+}
+
+func TestTemplatesKeepTypes(t *testing.T) {
+	scope := map[string]any{"vars": map[string]any{"n": 3, "s": "x", "list": []any{1, 2}}}
+	for in, want := range map[string]any{
+		"{{ .vars.n }}":           3,
+		"{{ .vars.list }}":        []any{1, 2},
+		"n={{ .vars.n }}":         "n=3",
+		"{{.vars.s}}-{{.vars.s}}": "x-x",
+		"plain":                   "plain",
+	} {
+		got, err := renderValue(t.Context(), in, scope, Pos{})
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if short(got) != short(want) {
+			t.Errorf("%s → %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestIncludeCycleRefused(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.yaml"), filepath.Join(dir, "b.yaml")
+	os.WriteFile(a, []byte("steps:\n  - include: b.yaml\n"), 0o600)
+	os.WriteFile(b, []byte("steps:\n  - include: a.yaml\n"), 0o600)
+	_, err := Load(a)
+	var be *BookError
+	if !errors.As(err, &be) || !strings.Contains(be.Msg, "includes itself") {
+		t.Fatalf("want an include cycle refused, got %v", err)
+	}
+}
+
+func TestOrderKeepsWrittenOrderWhereNothingIsSaid(t *testing.T) {
+	mk := func(name, method string) *Step {
+		return &Step{Name: name, Target: "t", Method: method, pos: map[string]Pos{}}
+	}
+	steps := []*Step{mk("z", "x.z"), mk("c", "x.c"), mk("a", "x.a"), mk("b", "x.b")}
+	got, err := orderSteps(steps, map[string]map[string][]string{"t": {"x.c": {"x.b"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range got {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, " ") != "z a b c" {
+		t.Fatalf("order %v, want z a b c (b moved before c, the rest as written)", names)
+	}
+}
+
+// FuzzParseBook: no book, however malformed, panics the reader or the
+// checker, and every refusal says where.
+func FuzzParseBook(f *testing.F) {
+	seeds, _ := filepath.Glob("../../examples/*.yaml")
+	for _, p := range seeds {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte("steps:\n  - call: a b\n    params: {x: \"{{ .steps.q.result }}\"}\n"))
+	f.Add([]byte("steps: [{call: a b, for_each: '{{ .vars.l }}'}]\nvars: {l: [1]}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := Parse("fuzz.yaml", data)
+		if err == nil {
+			err = Check(b)
+		}
+		var be *BookError
+		if err != nil && errors.As(err, &be) && be.Pos.File == "" {
+			t.Fatalf("a refusal without a place: %v", err)
+		}
+	})
+}

@@ -1,0 +1,245 @@
+package runbook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/ecoPrimals/primalscope/history"
+)
+
+// maxEqualsBytes bounds a recorded result written into a book as equals;
+// a larger one is checked by its type only.
+const maxEqualsBytes = 64 << 10
+
+var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+
+// FromHistory writes a book that makes the recorded calls again, in the
+// order given, and checks their answers: a result as equals, an error by
+// its code. Fields that differ between repeated recordings of one call
+// (same target, method and params) become ignore paths. Params stored as
+// "[redacted]" are read from the environment instead
+// ({{ .env.LEDGER_PASSWORD }}); notes say which variables to set and
+// anything else left out. Nothing secret is written.
+func FromHistory(name string, entries []history.Entry) ([]byte, []string) {
+	var notes []string
+	ignore := volatile(entries)
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Written by primalscope history export --as runbook; run with primalscope run.\n")
+	fmt.Fprintf(&b, "name: %s\n", yamlQuote(name))
+	b.WriteString("steps:\n")
+	used := map[string]int{}
+	envs := map[string]bool{}
+	for _, e := range entries {
+		step := strings.Trim(nonIdent.ReplaceAllString(e.Method, "_"), "_")
+		if step == "" || (step[0] >= '0' && step[0] <= '9') {
+			step = "call_" + step
+		}
+		used[step]++
+		if n := used[step]; n > 1 {
+			step = fmt.Sprintf("%s_%d", step, n)
+		}
+		target := e.Target
+		if target == "" || strings.ContainsAny(target, " \t\n") {
+			target = e.Endpoint
+		}
+		fmt.Fprintf(&b, "  - name: %s\n", step)
+		fmt.Fprintf(&b, "    call: %s\n", yamlQuote(target+" "+e.Method))
+		if e.Pool != "" {
+			fmt.Fprintf(&b, "    pool: %s\n", yamlQuote(e.Pool))
+		}
+		if e.Session != "" {
+			fmt.Fprintf(&b, "    session: %s\n", yamlQuote(e.Session))
+		}
+		if len(e.Params) > 0 {
+			if e.ParamsTruncated {
+				notes = append(notes, fmt.Sprintf("call %d: its params were cut when stored; step %s sends none", e.ID, step))
+			} else if p, ok := paramsFromEnv(e.Params, envs); ok {
+				fmt.Fprintf(&b, "    params: %s\n", p)
+			}
+		}
+		switch {
+		case e.Outcome == history.OutcomeOK && e.Result != nil && !e.Truncated && len(e.Result) <= maxEqualsBytes:
+			fmt.Fprintf(&b, "    expect:\n      equals: %s\n", compactJSON(e.Result))
+			ig := append(redactedPaths(e.Result), ignore[callKey(e)]...)
+			sort.Strings(ig)
+			ig = slices.Compact(ig)
+			if len(ig) > 0 {
+				q := make([]string, len(ig))
+				for i, p := range ig {
+					q[i] = yamlQuote(p)
+				}
+				fmt.Fprintf(&b, "      ignore: [%s]\n", strings.Join(q, ", "))
+			}
+		case e.Outcome == history.OutcomeOK:
+			notes = append(notes, fmt.Sprintf("call %d: its result is too large or was cut when stored; step %s checks only that the call succeeds", e.ID, step))
+		case e.Outcome == history.OutcomeError && e.Error != nil:
+			fmt.Fprintf(&b, "    expect: {error: %d}\n", e.Error.Code)
+		default:
+			notes = append(notes, fmt.Sprintf("call %d ended %s; step %s expects it to succeed", e.ID, e.Outcome, step))
+		}
+	}
+	if len(envs) > 0 {
+		names := make([]string, 0, len(envs))
+		for n := range envs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		notes = append(notes, "secret params were stored redacted; the book reads them from the environment: set "+strings.Join(names, ", "))
+	}
+	return b.Bytes(), notes
+}
+
+// redactedPaths lists where a stored result holds "[redacted]" (what was
+// there is not known, so it cannot be compared) or a timestamp (volatile by
+// nature, even where two recordings happen to agree).
+func redactedPaths(raw json.RawMessage) []string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				walk(e, path+memberPath(k))
+			}
+		case []any:
+			for _, e := range x {
+				walk(e, path+"[]")
+			}
+		case string:
+			if x == history.Redacted || timestampRE.MatchString(x) {
+				if path == "" {
+					path = "."
+				}
+				out = append(out, path)
+			}
+		}
+	}
+	walk(v, "")
+	return out
+}
+
+// timestampRE matches an RFC 3339 time: a value that is volatile by nature.
+var timestampRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$`)
+
+var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func memberPath(k string) string {
+	if identRE.MatchString(k) {
+		return "." + k
+	}
+	q, _ := marshalPlain(k)
+	return "[" + string(q) + "]"
+}
+
+// callKey identifies repeated recordings of one call.
+func callKey(e history.Entry) string {
+	return e.Target + "\x00" + e.Endpoint + "\x00" + e.Method + "\x00" + string(compactJSON(e.Params))
+}
+
+// volatile finds, per call, the paths whose values differ between its
+// recordings, with array indices widened to [] (an id in every element).
+func volatile(entries []history.Entry) map[string][]string {
+	groups := map[string][]history.Entry{}
+	for _, e := range entries {
+		if e.Outcome == history.OutcomeOK && e.Result != nil && !e.Truncated {
+			groups[callKey(e)] = append(groups[callKey(e)], e)
+		}
+	}
+	out := map[string][]string{}
+	idx := regexp.MustCompile(`\[\d+\]`)
+	for k, es := range groups {
+		seen := map[string]bool{}
+		for i := 1; i < len(es); i++ {
+			changes, err := history.Diff(es[0].Result, es[i].Result)
+			if err != nil {
+				continue
+			}
+			for _, c := range changes {
+				if c.Kind == history.Unaligned {
+					continue
+				}
+				p := idx.ReplaceAllString(c.Path, "[]")
+				if !seen[p] {
+					seen[p] = true
+					out[k] = append(out[k], p)
+				}
+			}
+		}
+		sort.Strings(out[k])
+	}
+	return out
+}
+
+// paramsFromEnv writes params as JSON (valid YAML), with every redacted
+// value replaced by a template reading an environment variable named for
+// its key.
+func paramsFromEnv(raw json.RawMessage, envs map[string]bool) (string, bool) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return "", false
+	}
+	v = unredact(v, "", envs)
+	out, err := marshalPlain(v)
+	if err != nil {
+		return "", false
+	}
+	return string(out), true
+}
+
+func unredact(v any, key string, envs map[string]bool) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = unredact(e, k, envs)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = unredact(e, key, envs)
+		}
+	case string:
+		if x == history.Redacted {
+			name := strings.ToUpper(strings.Trim(nonIdent.ReplaceAllString(key, "_"), "_"))
+			if name == "" {
+				name = "SECRET"
+			}
+			envs[name] = true
+			return "{{ .env." + name + " }}"
+		}
+	}
+	return v
+}
+
+func marshalPlain(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+}
+
+func compactJSON(raw json.RawMessage) []byte {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// yamlQuote writes s as a double-quoted scalar (JSON's escapes are YAML's).
+func yamlQuote(s string) string {
+	b, _ := marshalPlain(s)
+	return string(b)
+}
