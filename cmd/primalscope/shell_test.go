@@ -52,6 +52,7 @@ func TestUsageErrorsExit2EveryCommand(t *testing.T) {
 		{[]string{"history", "export"}, []string{}, []string{db, "404"}},
 		{[]string{"replay"}, []string{}, []string{db, "404"}},
 		{[]string{"demo"}, []string{"x"}, []string{"--tick", "fast"}},
+		{[]string{"run"}, []string{}, []string{"--tap", "--json", "x.yaml"}},
 		{[]string{"version"}, []string{"x"}, []string{"--jq", "{"}},
 		{[]string{"help"}, nil, nil},
 		{[]string{"completion"}, []string{"x"}, nil},
