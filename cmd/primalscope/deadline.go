@@ -29,7 +29,7 @@ const inProcessSlack = 2 * time.Second
 
 // unbounded reports the commands that run until interrupted: --timeout
 // bounds each of their calls, not the command.
-func unbounded(name string) bool { return name == "tail" || name == "demo" }
+func unbounded(name string) bool { return name == "tail" || name == "demo" || name == "mock" }
 
 // boundOneShot makes --timeout a hard bound on every one-shot command under
 // root (call, caps, check, ls, history and its subcommands, replay...): the

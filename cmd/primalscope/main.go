@@ -142,7 +142,7 @@ More: primalscope help targets | exit-codes | config.`,
 		// Commands of other concerns register here, one line each.
 		a.historyCmd, a.replayCmd,
 		a.lsCmd, a.checkCmd,
-		a.tailCmd, a.runCmd,
+		a.tailCmd, a.runCmd, a.mockCmd,
 	)...)
 	a.holonFlags(root) // --insecure for wss://
 	// The streams before shellFit: cobra's completion command, built there,

@@ -48,6 +48,9 @@ type HolonConfig struct {
 	IgnoreHeartbeats bool
 	// MaxMessage bounds one incoming message (default 1 MiB).
 	MaxMessage int64
+	// Dispatch, when set, answers every request but the built-in
+	// rpc.heartbeat and rpc.peers in place of Methods (see Config.Dispatch).
+	Dispatch DispatchFunc
 }
 
 // HolonServer is a running simulated Holon-RPC server on a loopback TCP port.
@@ -329,12 +332,29 @@ func (c *HolonConn) dispatch(ctx context.Context, data []byte) bool {
 		return true
 	}
 	h := s.cfg.Methods[env.Method]
-	if h == nil {
+	if h == nil && s.cfg.Dispatch == nil {
 		c.writeError(ctx, env.ID, 12, "method not registered: "+env.Method)
 		return true
 	}
 	s.calls.Add(1)
-	res, err := h(ctx, req.Params)
+	var res any
+	var err error
+	if s.cfg.Dispatch != nil {
+		var fault Fault
+		res, err, fault = s.cfg.Dispatch(ctx, env.Method, req.Params)
+		switch fault {
+		case FaultDrop:
+			return true
+		case FaultClose, FaultCut:
+			_ = c.ws.Close(websocket.StatusGoingAway, "mock fault")
+			return false
+		case FaultGarbage:
+			_ = c.ws.Write(ctx, websocket.MessageText, []byte("<html>this is not Holon-RPC</html>"))
+			return true
+		}
+	} else {
+		res, err = h(ctx, req.Params)
+	}
 	if err != nil {
 		var re *ipc.RPCError
 		if errors.As(err, &re) {

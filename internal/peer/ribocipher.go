@@ -22,6 +22,9 @@ const (
 	// PrefixDropWithout: a connection without the prefix is dropped without
 	// a word (the biomeOS API socket).
 	PrefixDropWithout
+	// PrefixOptional: EC 01 is taken off when it comes and a connection
+	// without it is served as it is (a peer that accepts both).
+	PrefixOptional
 )
 
 // PrefixRequiredLine is what a primal that requires the riboCipher prefix
@@ -48,6 +51,13 @@ func RiboCipher(policy PrefixPolicy, name string, next func(net.Conn, *bufio.Rea
 		case PrefixRejected:
 			if prefixed {
 				_, _ = c.Write([]byte(ParseErrorLine + "\n"))
+				return nil, false
+			}
+		case PrefixOptional:
+			if prefixed && len(b) >= 2 && b[1] == 0x01 {
+				_, _ = r.Discard(2)
+			} else if prefixed && len(b) >= 2 && b[1] == 0x00 {
+				_, _ = c.Write([]byte(`{"primal":` + string(ipc.AppendJSONString(nil, name)) + `,"signal":"riboCipher-v1","status":"ok"}` + "\n"))
 				return nil, false
 			}
 		case PrefixRequired, PrefixDropWithout:

@@ -67,7 +67,27 @@ type Config struct {
 	Accept func(c net.Conn, first *bufio.Reader) (f ipc.Framer, ok bool)
 	// MaxLine bounds one incoming line (default 16 MiB).
 	MaxLine int
+	// Dispatch, when set, answers every request in place of Methods, and
+	// says whether the answer goes out as usual or with a fault of its own
+	// (the mock's faults).
+	Dispatch DispatchFunc
 }
+
+// DispatchFunc answers one request: a result or an error, and how to send
+// it (FaultNone: as usual).
+type DispatchFunc func(ctx context.Context, method string, params json.RawMessage) (any, error, Fault)
+
+// Fault is how one answer misbehaves.
+type Fault int
+
+// The per-request faults.
+const (
+	FaultNone    Fault = iota
+	FaultDrop          // never answer
+	FaultClose         // hang up without answering
+	FaultCut           // write half the answer, then hang up
+	FaultGarbage       // answer with a line that is not JSON
+)
 
 // Server is a running simulated peer on a Unix socket or TCP port.
 type Server struct {
@@ -306,9 +326,13 @@ func (sc *ServerConn) dispatch(m *ipc.Message, flush bool) {
 	h := s.cfg.Methods[m.Method]
 	var res any
 	var herr error
-	if h == nil {
+	fault := FaultNone
+	switch {
+	case s.cfg.Dispatch != nil:
+		res, herr, fault = s.cfg.Dispatch(s.ctx, m.Method, m.Params)
+	case h == nil:
 		herr = &ipc.RPCError{Code: -32601, Message: "Method not found: " + m.Method}
-	} else {
+	default:
 		res, herr = h(s.ctx, m.Params)
 	}
 	if m.Kind == ipc.KindNotification {
@@ -337,7 +361,15 @@ func (sc *ServerConn) dispatch(m *ipc.Message, flush bool) {
 		resp["result"] = res
 	}
 	switch {
-	case b.Garbage:
+	case fault == FaultDrop:
+		if flush { // answers held for a pipelined batch still go out
+			sc.wmu.Lock()
+			sc.w.Flush()
+			sc.wmu.Unlock()
+		}
+	case fault == FaultClose:
+		sc.c.Close()
+	case b.Garbage || fault == FaultGarbage:
 		sc.write([]byte("<html>this is not JSON-RPC</html>"), flush)
 	case b.Oversize > 0:
 		pad := b.Oversize - 40
@@ -347,7 +379,7 @@ func (sc *ServerConn) dispatch(m *ipc.Message, flush bool) {
 		resp["result"] = string(bytes.Repeat([]byte("x"), pad))
 		delete(resp, "error")
 		sc.writeMsg(resp, true)
-	case b.CloseMidLine && sc.fr == nil:
+	case (b.CloseMidLine || fault == FaultCut) && sc.fr == nil:
 		out, _ := json.Marshal(resp)
 		sc.wmu.Lock()
 		sc.w.Write(out[:len(out)/2])

@@ -1,0 +1,470 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/mock"
+	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
+)
+
+// maxMockRecordings bounds the calls one mock is built from (newest kept).
+const maxMockRecordings = 10_000
+
+type mockFlags struct {
+	fromHistory bool
+	since       time.Duration
+	listen      string
+	wire        string
+	register    bool
+	latency     string
+	faults      []string
+	ignore      []string
+	match       string
+	log         string
+	speakFirst  bool
+	methods     []string // verify
+}
+
+func (a *app) mockCmd() *cobra.Command {
+	var f mockFlags
+	cmd := &cobra.Command{
+		Use:   "mock TARGET",
+		Short: "Stand in for a primal: serve what history recorded of it, with faults on demand",
+		Long: `Serve a stand-in for TARGET built from its recorded calls (primalscope
+history): an answer for every recorded call, and capabilities.list,
+identity.get and the health methods as recorded (or made from the recorded
+methods). Requests match a recording by method and params, structurally (key
+order and spacing never matter; --ignore PATH loosens volatile params;
+--match method answers by method alone). Several recordings of one call are
+served in sequence (the Nth call gets the Nth answer, then the last again).
+The caller's id is always echoed. A request that matches nothing gets
+-32601 (method never recorded) or -32602 (params never recorded), and the
+nearest recorded params are shown as a diff on stderr and in --log.
+
+It listens where TARGET was recorded (a socket nobody answers on is
+replaced), or at --listen: a Unix socket path, tcp://HOST:PORT,
+ws://HOST:PORT/PATH (Holon-RPC), or stdio (a stdio bus worker on stdin and
+stdout). A target recorded over BTSP is served over BTSP only, with the
+seed from $FAMILY_SEED or --family-seed-file. The endpoint is printed alone on
+the first line of standard output; Ctrl-C stops the mock and removes its socket
+(and, with --register, its registration).
+
+Faults (--fault, repeatable; METHOD may be * or a prefix such as dag.*):
+  METHOD=error:CODE[:MESSAGE]  answer this error instead
+  METHOD=delay:D               answer D late
+  METHOD=drop                  never answer
+  METHOD=close                 hang up after reading the request
+  METHOD=cut                   hang up in the middle of the answer
+  METHOD=garbage               answer a line that is not JSON
+each optionally @P% of the time. A call of mock.faults.toggle (the TUI's
+key) turns them all off, or on again.
+
+Secrets: history stored them as "[redacted]"; the mock serves the placeholder
+as it is (said once on stderr) and never invents a value.`,
+		Example: `  primalscope mock ledger
+  primalscope mock ledger --listen /tmp/ledger.sock --latency none
+  primalscope mock ledger --fault 'ledger.entry.create=error:-32000:busy@25%' --fault '*=delay:200ms'
+  primalscope mock ledger --ignore .request_id --register
+  primalscope mock verify ledger`,
+		Args: argsFor(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.mock(cmd.Context(), args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.BoolVar(&f.fromHistory, "from-history", true, "build the mock from history (the only source today)")
+	fl.DurationVar(&f.since, "since", 0, "only calls recorded within this long (e.g. 24h)")
+	fl.StringVar(&f.listen, "listen", "", "where to serve: a socket path, tcp://HOST:PORT, ws://HOST:PORT/PATH or stdio (default: where TARGET was recorded)")
+	fl.StringVar(&f.wire, "serve-wire", "", "wire to serve: jsonrpc, lean or holon (default: as recorded)")
+	fl.BoolVar(&f.register, "register", false, "register the mock with the Songbird registry (ipc.register) while it runs")
+	fl.StringVar(&f.latency, "latency", "recorded", "recorded, none, or xN (recorded times N)")
+	fl.StringArrayVar(&f.faults, "fault", nil, "a fault: METHOD=error:CODE:MSG|delay:D|drop|close|cut|garbage[@P%] (repeatable)")
+	fl.StringArrayVar(&f.ignore, "ignore", nil, "a params path that never matters to matching, as .request_id or .items[].ts (repeatable)")
+	fl.StringVar(&f.match, "match", "params", "params (method and params) or method (method alone)")
+	fl.StringVar(&f.log, "log", "", "also write misses and notes to this file")
+	fl.BoolVar(&f.speakFirst, "speak-first", false, "a holon mock sends client.v1.Client/Hello first, as go-holons servers do")
+	cmd.AddCommand(a.mockVerifyCmd())
+	return cmd
+}
+
+func (a *app) mockVerifyCmd() *cobra.Command {
+	var f mockFlags
+	cmd := &cobra.Command{
+		Use:   "verify TARGET",
+		Short: "Compare what history recorded of TARGET with what it answers today",
+		Long: `Send the recorded calls of TARGET that are safe to repeat (read-only in its
+capability list or a standard read such as health.* and capabilities.list,
+or named with --method) to the real target, and print, per call, the
+structural difference between the recording and today's answer (--ignore
+paths aside). Each distinct call is sent once. Exit 1 when anything drifted.`,
+		Example: `  primalscope mock verify ledger
+  primalscope mock verify ledger --method ledger.entry.list --ignore .generated_at`,
+		Args: argsFor(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.mockVerify(cmd.Context(), args[0], f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.DurationVar(&f.since, "since", 0, "only calls recorded within this long")
+	fl.StringArrayVar(&f.ignore, "ignore", nil, "a result path whose changes do not count (repeatable)")
+	fl.StringArrayVar(&f.methods, "method", nil, "also send recorded calls of this method (repeatable): you vouch it is safe")
+	return cmd
+}
+
+// recordedCalls reads TARGET's recorded calls: by the name given, or by
+// the endpoint it resolves to now. Nothing recorded is a usage error that
+// says what history does have.
+func (a *app) recordedCalls(ctx context.Context, arg string, since time.Duration) ([]history.Entry, error) {
+	s, err := a.openHistory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	q := history.Query{Target: arg, Limit: maxMockRecordings, WithResults: true}
+	if since > 0 {
+		q.Since = time.Now().Add(-since)
+	}
+	es, err := s.Search(ctx, q)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	if len(es) == 0 {
+		if t, rerr := a.resolve(ctx, arg); rerr == nil && t.Endpoint.String() != "" {
+			q.Target = absEndpoint(t.Endpoint).String()
+			if es, err = s.Search(ctx, q); err != nil {
+				return nil, fmt.Errorf("history: %w", err)
+			}
+		}
+	}
+	if len(es) > 0 {
+		return es, nil
+	}
+	recent, _ := s.Search(ctx, history.Query{Limit: 1000})
+	seen := map[string]int{}
+	for _, e := range recent {
+		seen[e.Target]++
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if len(names) > 20 {
+		names = append(names[:20], "…")
+	}
+	have := "nothing"
+	if len(names) > 0 {
+		have = strings.Join(names, ", ")
+	}
+	return nil, usageErr(fmt.Errorf("history has no calls of %s to serve (it has calls of: %s)", render.Sanitize(arg), render.Sanitize(have)))
+}
+
+func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
+	lat, err := mock.ParseLatency(f.latency)
+	if err != nil {
+		return usageErr(err)
+	}
+	if f.match != "params" && f.match != "method" {
+		return usageErr(fmt.Errorf("--match %q: want params or method", f.match))
+	}
+	var faults []*mock.Fault
+	for _, spec := range f.faults {
+		ft, err := mock.ParseFault(spec)
+		if err != nil {
+			return usageErr(err)
+		}
+		faults = append(faults, ft)
+	}
+	entries, err := a.recordedCalls(ctx, arg, f.since)
+	if err != nil {
+		return err
+	}
+	newest := entries[0] // Search returns the newest first
+	var logw io.Writer = a.io.err
+	if f.log != "" {
+		lf, err := os.OpenFile(f.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return usageErr(fmt.Errorf("--log: %w", err))
+		}
+		defer lf.Close()
+		logw = io.MultiWriter(a.io.err, lf)
+	}
+	name := mockName(newest)
+	recs := mock.FromHistory(entries)
+	m, err := mock.New(recs, mock.Options{Name: name, Ignore: f.ignore, ByMethod: f.match == "method",
+		Latency: lat, Faults: faults, Log: logw})
+	if err != nil {
+		return usageErr(err)
+	}
+	l, err := a.mockListen(newest, f)
+	if err != nil {
+		return err
+	}
+	if f.listen == "stdio" {
+		return m.ServeStdio(ctx, a.io.in, a.io.out)
+	}
+	srv, err := m.Serve(l)
+	if err != nil {
+		var inUse *mock.InUseError
+		if errors.As(err, &inUse) {
+			return &connectError{err: fmt.Errorf("--listen: %w", err)}
+		}
+		return fmt.Errorf("mock %s: %w", render.Sanitize(arg), err)
+	}
+	defer srv.Close()
+	fmt.Fprintln(a.io.out, srv.Endpoint.String())
+	btspNote := ""
+	if len(l.Seed) > 0 {
+		btspNote = ", BTSP only"
+	}
+	fmt.Fprintf(a.io.err, "primalscope: mock of %s: %d recorded call(s) of %d method(s) on %s (%s%s); Ctrl-C stops\n",
+		render.Sanitize(name), len(recs), len(m.Methods()), render.Sanitize(srv.Endpoint.String()), l.Wire, btspNote)
+	for _, ft := range faults {
+		fmt.Fprintf(a.io.err, "primalscope: mock: fault %s\n", render.Sanitize(ft.Spec))
+	}
+	if f.register {
+		unregister, err := a.mockRegister(ctx, name, m.Methods(), srv.Endpoint)
+		if err != nil {
+			return err
+		}
+		defer unregister()
+	}
+	<-ctx.Done()
+	served, missed := m.Stats()
+	fmt.Fprintf(a.io.err, "primalscope: mock of %s stopped: %d answered from recordings, %d matched nothing\n", render.Sanitize(name), served, missed)
+	return nil
+}
+
+// mockName is the primal's name for its capability list: the recorded
+// target's last path element, without .sock.
+func mockName(e history.Entry) string {
+	n := e.Target
+	if i := strings.LastIndexByte(n, '/'); i >= 0 {
+		n = n[i+1:]
+	}
+	n = strings.TrimSuffix(n, ".sock")
+	if n == "" {
+		n = "mock"
+	}
+	return n
+}
+
+// mockListen decides where and how the mock serves: --listen and
+// --serve-wire, else as TARGET was recorded (its endpoint, its wire, BTSP
+// when it was reached over BTSP).
+func (a *app) mockListen(e history.Entry, f mockFlags) (mock.Listen, error) {
+	l := mock.Listen{Wire: mock.Wire(e.Wire), SpeakFirst: f.speakFirst}
+	if l.Wire == "" {
+		l.Wire = mock.WireJSONRPC
+	}
+	addr := e.Endpoint
+	if f.listen != "" && f.listen != "stdio" {
+		addr = f.listen
+	}
+	if f.listen != "stdio" {
+		ep, err := ipc.ParseEndpoint(addr)
+		if err != nil {
+			return l, usageErr(fmt.Errorf("--listen %q: %w", addr, err))
+		}
+		l.Endpoint = ep
+		if ep.Transport == ipc.WS {
+			l.Wire = mock.WireHolon
+		} else if l.Wire == mock.WireHolon {
+			l.Wire = mock.WireJSONRPC
+		}
+	}
+	if f.wire != "" {
+		switch mock.Wire(f.wire) {
+		case mock.WireJSONRPC, mock.WireLean, mock.WireHolon:
+			l.Wire = mock.Wire(f.wire)
+		default:
+			return l, usageErr(fmt.Errorf("--serve-wire %q: want jsonrpc, lean or holon", f.wire))
+		}
+	}
+	if strings.Contains(e.Transport, "btsp") {
+		seed, err := a.serveSeed()
+		if err != nil {
+			return l, err
+		}
+		if seed == "" {
+			return l, &securityError{err: fmt.Errorf("%s was recorded over BTSP: the mock serves it over BTSP only, and needs the family seed ($FAMILY_SEED or --family-seed-file)", render.Sanitize(e.Target))}
+		}
+		l.Seed = []byte(seed)
+	}
+	return l, nil
+}
+
+// serveSeed is the family seed a BTSP mock serves with: --family-seed-file
+// (its mode checked) or $FAMILY_SEED.
+func (a *app) serveSeed() (string, error) {
+	if a.seedFile != "" {
+		s, err := btsp.ReadSeedFile(a.seedFile)
+		if err != nil {
+			var insecure *btsp.InsecureSeedFileError
+			if errors.As(err, &insecure) {
+				return "", &securityError{err: fmt.Errorf("--family-seed-file: %w", err)}
+			}
+			return "", usageErr(fmt.Errorf("--family-seed-file: %w", err))
+		}
+		return strings.TrimSpace(s), nil
+	}
+	return strings.TrimSpace(a.getenv("FAMILY_SEED")), nil
+}
+
+// mockRegister registers the mock with the Songbird registry found by name,
+// and returns how to take the registration back (where the registry
+// allows: ipc.unregister).
+func (a *app) mockRegister(ctx context.Context, name string, methods []string, ep ipc.Endpoint) (func(), error) {
+	conn, t, err := a.dial(ctx, "songbird", nil)
+	if err != nil {
+		return nil, fmt.Errorf("--register: the registry: %w", err)
+	}
+	domains := map[string]bool{}
+	for _, m := range methods {
+		if d, _, ok := strings.Cut(m, "."); ok {
+			domains[d] = true
+		}
+	}
+	caps := make([]string, 0, len(domains))
+	for d := range domains {
+		caps = append(caps, d)
+	}
+	sort.Strings(caps)
+	params, _ := json.Marshal(map[string]any{"primal_id": name, "capabilities": caps, "endpoint": ep.String()})
+	rctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	if _, err := conn.Send(rctx, ipc.Request{Method: "ipc.register", Params: params}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("--register with %s: %w", render.Sanitize(t.Name), err)
+	}
+	fmt.Fprintf(a.io.err, "primalscope: mock: registered %s with %s (capabilities %s)\n", render.Sanitize(name), render.Sanitize(t.Name), strings.Join(caps, ", "))
+	return func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		up, _ := json.Marshal(map[string]any{"primal_id": name})
+		if _, err := conn.Send(uctx, ipc.Request{Method: "ipc.unregister", Params: up}); err != nil {
+			fmt.Fprintf(a.io.err, "primalscope: mock: %s keeps the registration (ipc.unregister: %s)\n", render.Sanitize(t.Name), render.Sanitize(err.Error()))
+		}
+		conn.Close()
+	}, nil
+}
+
+// standardReads are methods the standards define as reads: safe to send
+// again to compare.
+var standardReads = map[string]bool{
+	"health.liveness": true, "health.readiness": true, "health.check": true,
+	"capabilities.list": true, "identity.get": true, "ipc.list": true,
+	"lifecycle.status": true, "topology.get": true, "graph.list": true,
+}
+
+func (a *app) mockVerify(ctx context.Context, arg string, f mockFlags) error {
+	for _, p := range f.ignore {
+		if !history.ValidPath(p) {
+			return usageErr(fmt.Errorf("--ignore %q: not a path such as .a.b or .items[].id", p))
+		}
+	}
+	entries, err := a.recordedCalls(ctx, arg, f.since)
+	if err != nil {
+		return err
+	}
+	conn, t, err := a.dial(ctx, arg, nil)
+	if err != nil {
+		return err
+	}
+	defer closeConn(ctx, conn)
+	named := map[string]bool{}
+	for _, m := range f.methods {
+		named[m] = true
+	}
+	readOnly := map[string]bool{}
+	if resp, err := conn.Send(ctx, ipc.Request{Method: "capabilities.list", Pool: t.Pool}); err == nil {
+		if caps, err := capability.Parse(resp.Result); err == nil {
+			for m, info := range caps.MethodInfo {
+				if string(info.Extra["read_only"]) == "true" || string(info.Extra["idempotent"]) == "true" {
+					readOnly[m] = true
+				}
+			}
+		}
+	}
+	// The newest recording of each distinct call, sent once.
+	type call struct {
+		e history.Entry
+	}
+	seen := map[string]bool{}
+	var calls []call
+	skipped := map[string]int{}
+	for _, e := range entries {
+		if e.Outcome != history.OutcomeOK || e.Truncated || e.ParamsTruncated || history.HasRedacted(e.Params) {
+			continue
+		}
+		if !(standardReads[e.Method] || readOnly[e.Method] || named[e.Method]) {
+			skipped[e.Method]++
+			continue
+		}
+		k := e.Method + "\x00" + string(e.Params)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		calls = append(calls, call{e})
+	}
+	drifted := 0
+	for _, c := range calls {
+		resp, err := conn.Send(ctx, ipc.Request{Method: c.e.Method, Params: c.e.Params, Pool: t.Pool, SessionID: c.e.Session})
+		label := c.e.Method + " " + string(orEmpty(c.e.Params))
+		if err != nil {
+			drifted++
+			fmt.Fprintf(a.io.out, "✗ %s: %s\n", render.Sanitize(label), render.Sanitize(err.Error()))
+			continue
+		}
+		changes, err := history.Match(c.e.Result, resp.Result, f.ignore)
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", c.e.Method, err)
+		}
+		if len(changes) == 0 {
+			fmt.Fprintf(a.io.out, "✓ %s: as recorded\n", render.Sanitize(label))
+			continue
+		}
+		drifted++
+		fmt.Fprintf(a.io.out, "✗ %s: %d field(s) drifted\n", render.Sanitize(label), len(changes))
+		var b strings.Builder
+		_ = history.FormatDiff(&b, changes, history.DiffFormat{})
+		for _, line := range strings.Split(strings.TrimRight(b.String(), "\n"), "\n") {
+			fmt.Fprintf(a.io.out, "    %s\n", line)
+		}
+	}
+	if len(skipped) > 0 {
+		var ms []string
+		for m := range skipped {
+			ms = append(ms, m)
+		}
+		sort.Strings(ms)
+		fmt.Fprintf(a.io.err, "primalscope: not sent (not read-only; name one with --method if it is safe to repeat): %s\n", render.Sanitize(strings.Join(ms, ", ")))
+	}
+	if drifted > 0 {
+		return &quietError{code: exitPeer, err: fmt.Errorf("%d call(s) drifted", drifted)}
+	}
+	fmt.Fprintf(a.io.err, "primalscope: %d call(s) answered as recorded\n", len(calls))
+	return nil
+}
+
+func orEmpty(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("")
+	}
+	return b
+}

@@ -1,0 +1,263 @@
+package mock
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/peer"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
+)
+
+// Wire is what the mock speaks.
+type Wire string
+
+// The wires.
+const (
+	WireJSONRPC Wire = "jsonrpc" // NDJSON JSON-RPC, the riboCipher prefix accepted
+	WireLean    Wire = "lean"    // lean NDJSON
+	WireHolon   Wire = "holon"   // Holon-RPC over WebSocket
+)
+
+// Listen says where and how the mock serves.
+type Listen struct {
+	// Endpoint is a Unix socket, a TCP address, or a ws:// URL (holon).
+	Endpoint ipc.Endpoint
+	Wire     Wire
+	// Seed, when set, serves only over BTSP with this family seed (the
+	// server side of a family-scoped primal).
+	Seed []byte
+	// SpeakFirst makes a holon mock send its Hello first, as recorded.
+	SpeakFirst bool
+}
+
+// Limits on what one mock serves.
+const (
+	maxRequestBytes = 4 << 20
+	maxLineStdio    = 4 << 20
+)
+
+// InUseError is a listen address that something already answers on.
+type InUseError struct {
+	Endpoint string
+	Holder   string
+}
+
+func (e *InUseError) Error() string {
+	if e.Holder != "" {
+		return fmt.Sprintf("%s is in use (held by %s)", e.Endpoint, e.Holder)
+	}
+	return fmt.Sprintf("%s is in use: something answers there", e.Endpoint)
+}
+
+// Server is a running mock.
+type Server struct {
+	Endpoint ipc.Endpoint
+	closer   io.Closer
+}
+
+// Close stops the mock, closes its connections and removes its socket.
+func (s *Server) Close() error { return s.closer.Close() }
+
+func (m *Mock) dispatch(ctx context.Context, method string, params json.RawMessage) (any, error, peer.Fault) {
+	a := m.Handle(ctx, method, params)
+	return a.Result, a.Err, a.Fault
+}
+
+// Serve starts serving at l. A Unix socket path that a live server holds is
+// an *InUseError; a socket file nobody answers on is replaced.
+func (m *Mock) Serve(l Listen) (*Server, error) {
+	ep := l.Endpoint
+	switch l.Wire {
+	case WireHolon:
+		if ep.Transport != ipc.WS {
+			return nil, fmt.Errorf("a holon mock listens on ws://HOST:PORT/PATH, not %s", ep)
+		}
+		hostPath := strings.TrimPrefix(ep.URL, "ws://")
+		addr, path, _ := strings.Cut(hostPath, "/")
+		hs, err := peer.ListenHolon(addr, peer.HolonConfig{Path: "/" + path, Dispatch: m.dispatch, SpeakFirst: l.SpeakFirst,
+			HelloTimeout: 3 * time.Second, MaxMessage: maxRequestBytes, Lenient: true})
+		if err != nil {
+			return nil, inUse(ep.String(), err)
+		}
+		return &Server{Endpoint: hs.Endpoint(), closer: hs}, nil
+	}
+	cfg := peer.Config{Dispatch: m.dispatch, Lean: l.Wire == WireLean, MaxLine: maxRequestBytes, Concurrent: true}
+	switch {
+	case len(l.Seed) > 0:
+		cfg.Accept = peer.RiboCipher(peer.PrefixOptional, m.opts.Name, peer.BTSPGate(btsp.ServerConfig{Seed: l.Seed}, false))
+	case l.Wire != WireLean:
+		cfg.Accept = peer.RiboCipher(peer.PrefixOptional, m.opts.Name, nil)
+	}
+	switch ep.Transport {
+	case ipc.Unix:
+		if err := freeSocket(ep.Path); err != nil {
+			return nil, err
+		}
+		s, err := peer.Listen(ep.Path, cfg)
+		if err != nil {
+			return nil, err
+		}
+		_ = os.Chmod(ep.Path, 0o600)
+		return &Server{Endpoint: s.Endpoint(), closer: s}, nil
+	case ipc.TCP:
+		s, err := peer.ListenTCP(ep.Address, cfg)
+		if err != nil {
+			return nil, inUse(ep.String(), err)
+		}
+		return &Server{Endpoint: s.Endpoint(), closer: s}, nil
+	}
+	return nil, fmt.Errorf("the mock cannot listen on %s (a Unix socket, tcp://HOST:PORT, ws://HOST:PORT/PATH or stdio)", ep)
+}
+
+// freeSocket makes path ready to listen on: nothing there, or a socket file
+// nobody answers on (removed). A live server there is an *InUseError; any
+// other file is left alone and refused.
+func freeSocket(path string) error {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSocket == 0 {
+		return fmt.Errorf("%s exists and is not a socket: not replacing it", path)
+	}
+	c, err := net.DialTimeout("unix", path, 200*time.Millisecond)
+	if err == nil {
+		c.Close()
+		return &InUseError{Endpoint: path, Holder: holder(path)}
+	}
+	return os.Remove(path)
+}
+
+func inUse(ep string, err error) error {
+	if strings.Contains(err.Error(), "address already in use") {
+		return &InUseError{Endpoint: ep}
+	}
+	return err
+}
+
+// holder names the process that holds a Unix socket, from /proc (Linux),
+// or "" when it cannot tell.
+func holder(path string) string {
+	data, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		return ""
+	}
+	var inode string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 8 && f[len(f)-1] == path && f[5] == "01" { // listening
+			inode = f[6]
+			break
+		}
+	}
+	if inode == "" {
+		return ""
+	}
+	want := "socket:[" + inode + "]"
+	procs, _ := os.ReadDir("/proc")
+	for i, p := range procs {
+		if i > 4096 {
+			break
+		}
+		fds, err := os.ReadDir("/proc/" + p.Name() + "/fd")
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if l, err := os.Readlink("/proc/" + p.Name() + "/fd/" + fd.Name()); err == nil && l == want {
+				comm, _ := os.ReadFile("/proc/" + p.Name() + "/comm")
+				return fmt.Sprintf("pid %s (%s)", p.Name(), strings.TrimSpace(string(comm)))
+			}
+		}
+	}
+	return ""
+}
+
+// ServeStdio answers NDJSON JSON-RPC on in and out until in ends or ctx is
+// done: the mock as a stdio bus worker (--listen stdio). A request's
+// sessionId is echoed, as a bus worker does for affinity.
+func (m *Mock) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := bufio.NewWriter(out)
+	for ctx.Err() == nil {
+		line, err := peer.ReadLine(r, maxLineStdio)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		msg, derr := ipc.DecodeMessage(line)
+		if derr != nil {
+			w.WriteString(peer.ParseErrorLine + "\n")
+			w.Flush()
+			continue
+		}
+		if msg.Kind != ipc.KindRequest {
+			continue
+		}
+		a := m.Handle(ctx, msg.Method, msg.Params)
+		switch a.Fault {
+		case peer.FaultDrop:
+			continue
+		case peer.FaultClose, peer.FaultCut:
+			return nil
+		case peer.FaultGarbage:
+			w.WriteString("<html>this is not JSON-RPC</html>\n")
+			w.Flush()
+			continue
+		}
+		resp := map[string]any{"jsonrpc": "2.0", "id": msg.ID}
+		if sid := sessionOf(line); sid != nil {
+			resp["sessionId"] = sid
+		}
+		if a.Err != nil {
+			var re *ipc.RPCError
+			if !errors.As(a.Err, &re) {
+				re = &ipc.RPCError{Code: -32603, Message: a.Err.Error()}
+			}
+			resp["error"] = re
+		} else {
+			if a.Result == nil {
+				a.Result = json.RawMessage("null")
+			}
+			resp["result"] = a.Result
+		}
+		b, err := json.Marshal(resp)
+		if err != nil {
+			return err
+		}
+		w.Write(b)
+		w.WriteByte('\n')
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func sessionOf(line []byte) json.RawMessage {
+	var env struct {
+		SessionID json.RawMessage `json:"sessionId"`
+	}
+	if json.Unmarshal(line, &env) != nil || len(env.SessionID) == 0 {
+		return nil
+	}
+	return env.SessionID
+}
