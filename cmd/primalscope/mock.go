@@ -226,6 +226,13 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 		return fmt.Errorf("mock %s: %w", render.Sanitize(arg), err)
 	}
 	defer srv.Close()
+	if f.register { // before the endpoint is printed: a script that waits for it finds the mock registered
+		unregister, err := a.mockRegister(ctx, name, m.Methods(), srv.Endpoint)
+		if err != nil {
+			return err
+		}
+		defer unregister()
+	}
 	fmt.Fprintln(a.io.out, srv.Endpoint.String())
 	btspNote := ""
 	if len(l.Seed) > 0 {
@@ -235,13 +242,6 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 		render.Sanitize(name), len(recs), len(m.Methods()), render.Sanitize(srv.Endpoint.String()), l.Wire, btspNote)
 	for _, ft := range faults {
 		fmt.Fprintf(a.io.err, "primalscope: mock: fault %s\n", render.Sanitize(ft.Spec))
-	}
-	if f.register {
-		unregister, err := a.mockRegister(ctx, name, m.Methods(), srv.Endpoint)
-		if err != nil {
-			return err
-		}
-		defer unregister()
 	}
 	<-ctx.Done()
 	served, missed := m.Stats()
@@ -335,7 +335,7 @@ func (a *app) mockRegister(ctx context.Context, name string, methods []string, e
 	}
 	domains := map[string]bool{}
 	for _, m := range methods {
-		if d, _, ok := strings.Cut(m, "."); ok {
+		if d, _, ok := strings.Cut(m, "."); ok && !standardDomains[d] {
 			domains[d] = true
 		}
 	}
@@ -362,6 +362,9 @@ func (a *app) mockRegister(ctx context.Context, name string, methods []string, e
 		conn.Close()
 	}, nil
 }
+
+// standardDomains are the methods every primal has, not a capability.
+var standardDomains = map[string]bool{"health": true, "capabilities": true, "capability": true, "identity": true, "rpc": true, "mock": true}
 
 // standardReads are methods the standards define as reads: safe to send
 // again to compare.

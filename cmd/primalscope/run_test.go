@@ -23,6 +23,7 @@ import (
 // -32002, which a riboCipher peer answers to an unprefixed request), so
 // a book run out of order fails against it. It counts every call.
 type ledger struct {
+	srv     *peer.Server
 	mu      sync.Mutex
 	calls   map[string]int
 	created bool
@@ -87,6 +88,7 @@ func startLedger(t *testing.T, dir string, opDeps map[string][]string, extra map
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	l.srv = srv
 	return l
 }
 

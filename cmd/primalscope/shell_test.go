@@ -53,6 +53,8 @@ func TestUsageErrorsExit2EveryCommand(t *testing.T) {
 		{[]string{"replay"}, []string{}, []string{db, "404"}},
 		{[]string{"demo"}, []string{"x"}, []string{"--tick", "fast"}},
 		{[]string{"run"}, []string{}, []string{"--tap", "--json", "x.yaml"}},
+		{[]string{"mock"}, []string{}, []string{"--latency", "fast", "x"}},
+		{[]string{"mock", "verify"}, []string{}, []string{"--ignore", "nope", "x"}},
 		{[]string{"version"}, []string{"x"}, []string{"--jq", "{"}},
 		{[]string{"help"}, nil, nil},
 		{[]string{"completion"}, []string{"x"}, nil},

@@ -34,6 +34,9 @@ type Fault struct {
 	Off bool
 }
 
+// On reports whether the rule is on (read it where no toggle runs).
+func (f *Fault) On() bool { return !f.Off }
+
 // Applies reports whether the rule names method.
 func (f *Fault) Applies(method string) bool {
 	switch {
