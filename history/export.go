@@ -168,12 +168,6 @@ func CommandFor(e Entry) (Command, error) {
 	return c, nil
 }
 
-// CommandLine is CommandFor's line, without its notes.
-func CommandLine(e Entry) (string, error) {
-	c, err := CommandFor(e)
-	return c.Line, err
-}
-
 // btspCipher returns the cipher named in a transport description
 // ("unix+btsp(null, server not authenticated)" gives "null"), or "".
 func btspCipher(transport string) string {
@@ -186,12 +180,6 @@ func btspCipher(transport string) string {
 		return rest
 	}
 	return rest[:end]
-}
-
-// SocatLine is SocatFor's line, without its notes.
-func SocatLine(e Entry) (string, error) {
-	c, err := SocatFor(e)
-	return c.Line, err
 }
 
 // SocatFor returns a shell line that sends e's request line raw with socat:

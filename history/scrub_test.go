@@ -143,8 +143,9 @@ func TestNoSecretPersists(t *testing.T) {
 		if w := hasSecret(j); w != "" {
 			t.Errorf("%s history --json form holds %q", name, w)
 		}
-		cmd, err1 := CommandLine(e)
-		soc, err2 := SocatLine(e)
+		cmdc, err1 := CommandFor(e)
+		cmd := cmdc.Line
+		soc, err2 := socatLine(e)
 		env, err3 := Envelope(e, 1)
 		for _, x := range []string{cmd, soc, string(env)} {
 			if w := hasSecret([]byte(x)); w != "" {
