@@ -156,6 +156,13 @@ func testDemoKeepsToItsOwnBuses(t *testing.T, bin string) {
 			_ = syscall.Kill(pid, syscall.SIGTERM)
 		}
 	})
+	// Without this, the test would pass for a bus nobody can see: an
+	// unconfined ls (the process table searched, as by default) lists it.
+	ls := exec.Command(bin, "ls", "--json", "--socket-dir", other, "--timeout", "3s")
+	ls.Env = append(os.Environ(), "HOME="+t.TempDir(), "XDG_STATE_HOME="+t.TempDir(), "XDG_RUNTIME_DIR="+t.TempDir())
+	if lsOut, _ := ls.Output(); !strings.Contains(string(lsOut), "otherbus") {
+		t.Fatalf("an unconfined ls does not see the other bus, so the demo's confinement proves nothing:\n%s", lsOut)
+	}
 	s := peersDemo(t, bin, 150, 45)
 	s.waitFor("the demo's own bus pools", 20*time.Second, func(scr string) bool {
 		return strings.Contains(scr, "stdiobus/echo") && strings.Contains(scr, "stdiobus/agent")
