@@ -69,6 +69,10 @@ type KeyMap struct {
 	Replay    key.Binding `toml:"replay"`
 	Save      key.Binding `toml:"save"`
 	Export    key.Binding `toml:"export"`
+	// AddToBook adds the history pane's call to the runbook (Config.Books).
+	AddToBook key.Binding `toml:"add_to_book"`
+	// MockFaults turns a mock's faults off, or on again (mock.faults.toggle).
+	MockFaults key.Binding `toml:"mock_faults"`
 
 	// Typing in a field (filters, search, jq, the composer).
 	Back          key.Binding `toml:"back"`
@@ -145,14 +149,16 @@ func defaultKeyMap(specs []paneSpec) KeyMap {
 		CopyPart:  b([]string{"Y"}, "Y", "copy filtered"),
 		CopyCmd:   b([]string{"c"}, "c", "copy as command"),
 
-		Pause:     b([]string{"p"}, "p", "pause"),
-		KindCycle: b([]string{"K"}, "K", "filter kind"),
-		SrcCycle:  b([]string{"S"}, "S", "filter source"),
-		Clear:     b([]string{"C"}, "C", "clear"),
-		Reply:     b([]string{"a"}, "a", "answer request"),
-		Replay:    b([]string{"r"}, "r", "replay + diff"),
-		Save:      b([]string{"s"}, "s", "save as…"),
-		Export:    b([]string{"x"}, "x", "export command"),
+		Pause:      b([]string{"p"}, "p", "pause"),
+		KindCycle:  b([]string{"K"}, "K", "filter kind"),
+		SrcCycle:   b([]string{"S"}, "S", "filter source"),
+		Clear:      b([]string{"C"}, "C", "clear"),
+		Reply:      b([]string{"a"}, "a", "answer request"),
+		Replay:     b([]string{"r"}, "r", "replay + diff"),
+		Save:       b([]string{"s"}, "s", "save as…"),
+		Export:     b([]string{"x"}, "x", "export command"),
+		AddToBook:  b([]string{"b"}, "b", "add to book"),
+		MockFaults: b([]string{"F"}, "F", "mock faults"),
 
 		Back:          b([]string{"esc"}, "esc", "leave field"),
 		Accept:        b([]string{"enter", "tab"}, "⏎/tab", "done typing"),
@@ -199,7 +205,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		every,
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left, k.Right, k.Select, k.Fold, k.Unfold, k.FoldAll, k.Filter, k.Group, k.Refresh},
 		{k.Send, k.Editor, k.Complete, k.PrevField, k.NextField, k.Cancel, k.Jq, k.Search, k.NextMatch, k.PrevMatch, k.RawToggle, k.Copy, k.CopyPart, k.CopyCmd},
-		{k.Pause, k.KindCycle, k.SrcCycle, k.Clear, k.Reply, k.Replay, k.Save, k.Export},
+		{k.Pause, k.KindCycle, k.SrcCycle, k.Clear, k.Reply, k.Replay, k.Save, k.Export, k.AddToBook, k.MockFaults},
 		{k.Back, k.Accept, k.CharLeft, k.CharRight, k.WordLeft, k.WordRight, k.LineStart, k.LineEnd, k.DeleteBack, k.DeleteForward, k.DeleteWord, k.DeleteToEnd, k.DeleteToStart},
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/config"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -105,6 +106,8 @@ func TestEveryActionRemapped(t *testing.T) {
 	hist := NewMemHistory(0)
 	cfg := goldenConfig("dark")
 	cfg.Keys, cfg.History = loaded, hist
+	books := &fakeBooks{}
+	cfg.Books = books
 	m, _ := testModel(t, cfg)
 	if m.pc.status != "" {
 		t.Fatalf("remapping every action: %s", m.pc.status)
@@ -344,6 +347,12 @@ func TestEveryActionRemapped(t *testing.T) {
 	want("refresh", len(h.entries) == 1)
 	do("export")
 	want("export", strings.HasPrefix(m.pc.status, "copied command"))
+	do("add_to_book")
+	want("add to book", strings.Contains(m.pc.status, "added to /books/b.yaml as step crypto_sign") && len(books.added) == 1)
+	do("caps")
+	do("mock_faults")
+	want("mock faults on a primal that is not a mock", strings.Contains(m.pc.status, "not a primalscope mock"))
+	do("history")
 	do("save")
 	want("save asks a name", h.name.active)
 	typeText("daily")
@@ -487,4 +496,12 @@ func TestResponseKeysBeforeAnyAnswer(t *testing.T) {
 	if s := ansi.Strip(m.render()); !strings.Contains(s, "No answer yet.") {
 		t.Fatalf("the pane should still wait for an answer:\n%s", s)
 	}
+}
+
+// fakeBooks stands in for the CLI's runbook file: it keeps what it is given.
+type fakeBooks struct{ added []history.Entry }
+
+func (f *fakeBooks) Add(_ context.Context, e history.Entry) (string, string, error) {
+	f.added = append(f.added, e)
+	return "/books/b.yaml", "crypto_sign", nil
 }

@@ -1,6 +1,8 @@
 package tui
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 func capsSpec() paneSpec {
@@ -150,6 +153,8 @@ func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		return nil
 	}
 	switch {
+	case key.Matches(kp, k.MockFaults):
+		return p.toggleMock(t)
 	case key.Matches(kp, k.Filter):
 		p.filter.active = true
 	case key.Matches(kp, k.FoldAll):
@@ -550,4 +555,48 @@ func costText(c *capability.Cost) string {
 		parts = append(parts, "gpu")
 	}
 	return strings.Join(parts, " ")
+}
+
+// mockControl is the method a primalscope mock toggles its faults with.
+const mockControl = "mock.faults.toggle"
+
+// toggleMock asks a primalscope mock (its capability list says "mock") to
+// turn its faults off, or on again.
+func (p *capsPane) toggleMock(t *target) tea.Cmd {
+	c := t.caps()
+	if c == nil || c.Extra["mock"] == nil {
+		p.pc.setErr(render.Sanitize(t.Name) + " is not a primalscope mock: it has no faults to turn on or off")
+		return nil
+	}
+	if p.pc.client == nil {
+		return nil
+	}
+	cl, ctx, dt, timeout := p.pc.client, p.pc.ctx, t.Target, p.pc.callTimeout()
+	name := t.Name
+	return p.pc.safe(func() tea.Msg {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		resp, err := cl.send(cctx, dt, ipc.Request{Method: mockControl})
+		if err != nil {
+			return statusMsg{text: "mock faults: " + err.Error(), err: true}
+		}
+		var st struct {
+			On     bool `json:"on"`
+			Faults []struct {
+				Spec string `json:"spec"`
+			} `json:"faults"`
+		}
+		if json.Unmarshal(resp.Result, &st) != nil || len(st.Faults) == 0 {
+			return statusMsg{text: "mock " + name + " has no faults (start it with --fault)"}
+		}
+		specs := make([]string, len(st.Faults))
+		for i, f := range st.Faults {
+			specs[i] = f.Spec
+		}
+		state := "OFF"
+		if st.On {
+			state = "ON"
+		}
+		return statusMsg{text: fmt.Sprintf("mock %s: faults %s (%s)", name, state, strings.Join(specs, ", "))}
+	})
 }

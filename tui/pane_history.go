@@ -56,7 +56,7 @@ func (p *historyPane) Typing() bool { return p.search.active || p.name.active }
 // KeyMap is the status bar's keys.
 func (p *historyPane) KeyMap() help.KeyMap {
 	k := p.keys()
-	return hints{k.Help, k.Select, k.Replay, k.Save, k.Export, k.Filter, k.Quit}
+	return hints{k.Help, k.Select, k.Replay, k.Save, k.Export, k.AddToBook, k.Filter, k.Quit}
 }
 
 // Update loads the history when the pane is focused (and after each call
@@ -143,6 +143,28 @@ func (p *historyPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		if e := p.selected(); e != nil {
 			return p.pc.copyCommand(history.CommandFor(*e))
 		}
+	case key.Matches(kp, k.AddToBook):
+		e := p.selected()
+		if e == nil {
+			return nil
+		}
+		books := p.pc.cfg.Books
+		if books == nil || p.pc.hist == nil {
+			p.pc.setErr("no runbook to add to here (primalscope history export ID --as runbook writes one)")
+			return nil
+		}
+		id, hs, ctx := e.ID, p.pc.hist, p.pc.ctx
+		return p.pc.safe(func() tea.Msg {
+			full, err := hs.Get(ctx, id) // with its result, for equals
+			if err != nil {
+				return statusMsg{text: "add to book: " + err.Error(), err: true}
+			}
+			path, step, err := books.Add(ctx, full)
+			if err != nil {
+				return statusMsg{text: "add to book: " + err.Error(), err: true}
+			}
+			return statusMsg{text: fmt.Sprintf("call %d added to %s as step %s: primalscope run %s", id, path, step, path)}
+		})
 	case key.Matches(kp, k.Select):
 		e := p.selected()
 		if e == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/colorprofile"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/dial"
 	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/internal/paths"
@@ -23,6 +24,9 @@ import (
 
 // Config says what the TUI shows and how.
 type Config struct {
+	// Books, when set, is where the history pane's AddToBook key adds a
+	// call as a runbook step (nil: the key says it is not available).
+	Books Books
 	// SocketDirs are explicit --socket-dir values (none: the standard places).
 	SocketDirs []string
 	// Family is the preferred family id ("" for the default).
@@ -140,6 +144,13 @@ type CrashError struct{ Report string }
 
 func (e *CrashError) Error() string {
 	return "the TUI crashed (a bug): report written to " + e.Report
+}
+
+// Books adds recorded calls to a runbook.
+type Books interface {
+	// Add appends e as a step of the book and says where the book is and
+	// what the step is called.
+	Add(ctx context.Context, e history.Entry) (path, step string, err error)
 }
 
 // Run shows the TUI until the user quits or ctx ends. It owns every

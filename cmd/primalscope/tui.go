@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/charmbracelet/x/term"
 
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/paths"
 	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/internal/runbook"
 	"github.com/ecoPrimals/primalscope/tui"
 )
 
@@ -26,6 +29,7 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return usageErr(errors.New("the terminal UI needs a terminal; for scripts use ls, caps, call (see --help)"))
 	}
 	cfg := tui.Config{
+		Books:      bookFile{path: tuiBookPath},
 		SocketDirs: a.socketDirs,
 		Family:     a.familyID(),
 		Timeout:    a.timeout,
@@ -81,4 +85,23 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return &quietError{code: 1, err: err}
 	}
 	return err
+}
+
+// tuiBookPath is the runbook the TUI's AddToBook key adds calls to, in the
+// directory primalscope was started from (run it with primalscope run).
+const tuiBookPath = "primalscope-book.yaml"
+
+// bookFile adds calls to one runbook file (runbook.AddTo).
+type bookFile struct{ path string }
+
+func (b bookFile) Add(_ context.Context, e history.Entry) (string, string, error) {
+	step, _, err := runbook.AddTo(b.path, e)
+	if err != nil {
+		return "", "", err
+	}
+	abs, aerr := filepath.Abs(b.path)
+	if aerr != nil {
+		abs = b.path
+	}
+	return abs, step, nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ecoPrimals/primalscope/history"
 )
 
 func bookErr(t *testing.T, text string) *BookError {
@@ -119,4 +121,41 @@ func FuzzParseBook(f *testing.F) {
 			t.Fatalf("a refusal without a place: %v", err)
 		}
 	})
+}
+
+func TestAddToMakesAndGrowsABook(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "b.yaml")
+	e := history.Entry{ID: 1, Target: "ledger", Method: "ledger.entry.create", Outcome: history.OutcomeOK,
+		Params: []byte(`{"owner":"ada","password":"[redacted]"}`), Result: []byte(`{"entry_id":"e-1","at":"2026-11-26T10:00:00Z"}`)}
+	step, _, err := AddTo(path, e)
+	if err != nil || step != "ledger_entry_create" {
+		t.Fatalf("a new book: %q %v", step, err)
+	}
+	step, _, err = AddTo(path, e)
+	if err != nil || step != "ledger_entry_create_2" {
+		t.Fatalf("a second step gets a name of its own: %q %v", step, err)
+	}
+	b, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(b); err != nil || len(b.Steps) != 2 {
+		t.Fatalf("the grown book: %v, %d steps", err, len(b.Steps))
+	}
+	if got := b.Steps[0].Expect.Ignore; len(got) != 1 || got[0] != ".at" {
+		t.Errorf("a timestamp in the result is ignored: %v", got)
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.Contains(string(data), "{{ .env.PASSWORD }}") {
+		t.Errorf("a redacted param is read from the environment:\n%s", data)
+	}
+	// A file that is not a book is left alone.
+	bad := filepath.Join(t.TempDir(), "notes.yaml")
+	os.WriteFile(bad, []byte("shopping: [eggs]\n"), 0o600)
+	if _, _, err := AddTo(bad, e); err == nil {
+		t.Fatal("adding to a file that is not a book should fail")
+	}
+	if data, _ := os.ReadFile(bad); string(data) != "shopping: [eggs]\n" {
+		t.Fatalf("a file that is not a book was changed: %q", data)
+	}
 }

@@ -3,13 +3,17 @@ package runbook
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
 
 // maxEqualsBytes bounds a recorded result written into a book as equals;
@@ -26,23 +30,32 @@ var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 // ({{ .env.LEDGER_PASSWORD }}); notes say which variables to set and
 // anything else left out. Nothing secret is written.
 func FromHistory(name string, entries []history.Entry) ([]byte, []string) {
-	var notes []string
+	out, _, notes := fromHistory(name, entries, map[string]int{})
+	return out, notes
+}
+
+// fromHistory is FromHistory with the step names already taken (used), and
+// it also returns the names it gave.
+func fromHistory(name string, entries []history.Entry, used map[string]int) ([]byte, []string, []string) {
+	var notes, names []string
 	ignore := volatile(entries)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# Written by primalscope history export --as runbook; run with primalscope run.\n")
 	fmt.Fprintf(&b, "name: %s\n", yamlQuote(name))
 	b.WriteString("steps:\n")
-	used := map[string]int{}
 	envs := map[string]bool{}
 	for _, e := range entries {
 		step := strings.Trim(nonIdent.ReplaceAllString(e.Method, "_"), "_")
 		if step == "" || (step[0] >= '0' && step[0] <= '9') {
 			step = "call_" + step
 		}
-		used[step]++
-		if n := used[step]; n > 1 {
-			step = fmt.Sprintf("%s_%d", step, n)
+		base := step
+		for used[step] > 0 {
+			used[base]++
+			step = fmt.Sprintf("%s_%d", base, used[base])
 		}
+		used[step]++
+		names = append(names, step)
 		target := e.Target
 		if target == "" || strings.ContainsAny(target, " \t\n") {
 			target = e.Endpoint
@@ -84,14 +97,14 @@ func FromHistory(name string, entries []history.Entry) ([]byte, []string) {
 		}
 	}
 	if len(envs) > 0 {
-		names := make([]string, 0, len(envs))
+		vars := make([]string, 0, len(envs))
 		for n := range envs {
-			names = append(names, n)
+			vars = append(vars, n)
 		}
-		sort.Strings(names)
-		notes = append(notes, "secret params were stored redacted; the book reads them from the environment: set "+strings.Join(names, ", "))
+		sort.Strings(vars)
+		notes = append(notes, "secret params were stored redacted; the book reads them from the environment: set "+strings.Join(vars, ", "))
 	}
-	return b.Bytes(), notes
+	return b.Bytes(), names, notes
 }
 
 // redactedPaths lists where a stored result holds "[redacted]" (what was
@@ -242,4 +255,65 @@ func compactJSON(raw json.RawMessage) []byte {
 func yamlQuote(s string) string {
 	b, _ := marshalPlain(s)
 	return string(b)
+}
+
+// maxAppendBook bounds a book AddTo reads and rewrites.
+const maxAppendBook = 4 << 20
+
+// AddTo appends a recorded call as a step of the book at path (a new book
+// when there is none), as FromHistory writes it, under a step name the
+// book does not use yet. The book must parse before and after; it is
+// replaced whole (a temporary file renamed), never left half written.
+func AddTo(path string, e history.Entry) (step string, notes []string, err error) {
+	var existing []byte
+	used := map[string]int{}
+	if fi, err := os.Lstat(path); err == nil {
+		if !fi.Mode().IsRegular() {
+			return "", nil, fmt.Errorf("%s is not a regular file", path)
+		}
+		existing, err = readfile.Regular(path, maxAppendBook)
+		if err != nil {
+			return "", nil, err
+		}
+		b, err := Parse(path, existing)
+		if err != nil {
+			return "", nil, fmt.Errorf("%s is not a book primalscope can add to: %w", path, err)
+		}
+		for _, s := range b.Steps {
+			if s.Name != "" {
+				used[s.Name] = 1
+			}
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", nil, err
+	}
+	out, names, notes := fromHistory("calls kept from the TUI", []history.Entry{e}, used)
+	if len(existing) > 0 {
+		_, steps, _ := strings.Cut(string(out), "\nsteps:\n")
+		body := existing
+		if !bytes.HasSuffix(body, []byte("\n")) {
+			body = append(body, '\n')
+		}
+		out = append(body, steps...)
+	}
+	if _, err := Parse(path, out); err != nil {
+		return "", nil, fmt.Errorf("adding to %s would break it (%v): write the step by hand", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".book-*")
+	if err != nil {
+		return "", nil, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(out); err != nil {
+		tmp.Close()
+		return "", nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", nil, err
+	}
+	_ = os.Chmod(tmp.Name(), 0o644)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return "", nil, err
+	}
+	return names[0], notes, nil
 }
