@@ -69,7 +69,7 @@ func TestEndToEndMockInTheTUI(t *testing.T) {
 	// The TUI finds it as a target of its own.
 	s.waitText("mockai", 20*time.Second)
 	s.pick("mockai")
-	s.send("2") // its capability list
+	s.send("2")                          // its capability list
 	s.waitText("▸ mock", 10*time.Second) // its control method, folded under mock
 	s.send("F")
 	s.waitFor("the fault turned off", 10*time.Second, func(scr string) bool {
