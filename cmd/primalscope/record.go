@@ -89,6 +89,14 @@ func (a *app) openStore(ctx context.Context) (*history.Store, error) {
 	return history.Open(ctx, path, opts)
 }
 
+// warnStateFolder says, once a command, what is wrong with the folder that
+// holds the history at path (group- or world-writable, another user's).
+func (a *app) warnStateFolder(path string) {
+	for _, w := range history.StateWarnings(path) {
+		fmt.Fprintln(a.io.err, "primalscope: warning: "+render.Sanitize(w))
+	}
+}
+
 // openHistory opens the history store for the history commands and folds
 // the calls journalled since into it. A fold that fails is a warning: the
 // store is still read.
@@ -97,6 +105,7 @@ func (a *app) openHistory(ctx context.Context) (*history.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.warnStateFolder(s.Path())
 	// Wait for another process's write lock, but not long: a command that
 	// reads history is not held up by a writer that never lets go. The
 	// folding itself is not cut short.
@@ -175,6 +184,7 @@ func (a *app) startRecording(ctx context.Context) *callRecorder {
 	path, opts, err := a.historyStore()
 	var j *history.Journal
 	if err == nil {
+		a.warnStateFolder(path)
 		j, err = history.OpenJournal(path, opts)
 	}
 	if err != nil {
