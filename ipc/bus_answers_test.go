@@ -11,7 +11,6 @@ import (
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
-
 func dialBus(t *testing.T, cfg ipctest.HostileBusConfig, opts ipc.Options) *ipc.Conn {
 	t.Helper()
 	b, err := ipctest.ListenHostileBus(filepath.Join(tempDir(t), "bus.sock"), cfg)
