@@ -1,0 +1,59 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+func hostileBusAt(t *testing.T, cfg ipctest.HostileBusConfig) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "psbus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	b, err := ipctest.ListenHostileBus(filepath.Join(dir, "bus.sock"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b.Path
+}
+
+// call prints only the answer that belongs to its request (id, session and
+// pool); the rest are warnings on stderr, never the answer.
+func TestCallBusAnswersMatchedBySession(t *testing.T) {
+	env := map[string]string{"HOME": t.TempDir()}
+	path := hostileBusAt(t, ipctest.HostileBusConfig{Answers: []ipctest.BusAnswer{
+		{SessionID: "S2", Result: `{"from":"other-session"}`},
+		{Pool: "evil", Result: `{"from":"other-pool"}`},
+		{ID: "99", Result: `{"from":"never-sent"}`},
+		{Result: `{"from":"own"}`},
+		{Result: `{"from":"second"}`},
+	}})
+	r := runCLI(t, env, "", "call", "--no-history", "--timeout=5s", "--session=S1", "--pool=echo", path, "x.y")
+	if r.code != 0 || !strings.Contains(r.stdout, `"own"`) {
+		t.Fatalf("call: %+v; want the own answer, exit 0", r)
+	}
+	for _, leak := range []string{"other-session", "other-pool", "never-sent"} {
+		if strings.Contains(r.stdout, leak) {
+			t.Errorf("stdout holds the %s answer: %s", leak, r.stdout)
+		}
+	}
+	for _, want := range []string{`session "S2"`, `pool "evil"`, "no call 99 was sent", "duplicate_response_id"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+
+	// Only a foreign answer: nothing is printed, and the call times out.
+	path = hostileBusAt(t, ipctest.HostileBusConfig{Answers: []ipctest.BusAnswer{{SessionID: "S2", Result: `{"from":"other-session"}`}}})
+	r = runCLI(t, env, "", "call", "--no-history", "--timeout=300ms", "--session=S1", path, "x.y")
+	if r.code != 4 || r.stdout != "" || !strings.Contains(r.stderr, "matching no call") {
+		t.Fatalf("call answered only by another session: %+v; want exit 4, nothing printed", r)
+	}
+}
