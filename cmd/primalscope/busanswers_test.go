@@ -57,3 +57,22 @@ func TestCallBusAnswersMatchedBySession(t *testing.T) {
 		t.Fatalf("call answered only by another session: %+v; want exit 4, nothing printed", r)
 	}
 }
+
+// A peer's request during a call is answered with what the running command
+// does, not with tail's "only watches".
+func TestCallAnswersPeerRequestNamingItself(t *testing.T) {
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	bus, err := ipctest.StartStdioBus(filepath.Join(dir, "bus.sock"), ipctest.BusConfig{Pools: []ipctest.BusPool{busPool(t, "agent", 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Close() })
+	r := runCLI(t, map[string]string{"HOME": t.TempDir()}, "", "call", "--no-history", "--raw", "--session", "S1", bus.Path, "bus.ask", `{"question":"proceed?"}`)
+	if r.code != 0 || !strings.Contains(r.stdout, "primalscope call does not serve requests") || strings.Contains(r.stdout, "tail") {
+		t.Fatalf("call asked back by the bus: %+v; want the worker to relay \"primalscope call does not serve requests\"", r)
+	}
+}

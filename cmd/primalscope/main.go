@@ -72,6 +72,8 @@ type app struct {
 	insecure bool
 	// dl is the one dialer, made from the flags on first use (target.go).
 	dl *dial.Dialer
+	// running is the command being run ("primalscope call"; noteRunning).
+	running string
 	// bounded: the command runs under --timeout (boundOneShot), so it
 	// flushes the endpoint memory itself, within its deadline.
 	bounded bool
@@ -144,7 +146,8 @@ More: primalscope help targets | exit-codes | config.`,
 		a.lsCmd, a.checkCmd,
 		a.tailCmd,
 	)...)
-	a.holonFlags(root) // --insecure for wss://
+	a.holonFlags(root)  // --insecure for wss://
+	a.noteRunning(root) // which command runs, for what peers are told
 	// The streams before shellFit: cobra's completion command, built there,
 	// keeps the writer it finds then.
 	root.SetIn(a.io.in)
