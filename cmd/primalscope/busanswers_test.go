@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -74,5 +78,34 @@ func TestCallAnswersPeerRequestNamingItself(t *testing.T) {
 	r := runCLI(t, map[string]string{"HOME": t.TempDir()}, "", "call", "--no-history", "--raw", "--session", "S1", bus.Path, "bus.ask", `{"question":"proceed?"}`)
 	if r.code != 0 || !strings.Contains(r.stdout, "primalscope call does not serve requests") || strings.Contains(r.stdout, "tail") {
 		t.Fatalf("call asked back by the bus: %+v; want the worker to relay \"primalscope call does not serve requests\"", r)
+	}
+}
+
+// tail --json shows a bus answer of another session (to its liveness
+// poll) as a note with its warning, never as the liveness answer.
+func TestTailJSONBusAnswerOfAnotherSession(t *testing.T) {
+	path := hostileBusAt(t, ipctest.HostileBusConfig{Answers: []ipctest.BusAnswer{
+		{SessionID: "S-other", Result: `{"status":"alive","from":"other-session"}`},
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	w := &lineWatcher{cancel: cancel, want: map[string]func(string) bool{
+		"warning": func(line string) bool {
+			var e struct{ Kind, Name string }
+			return json.Unmarshal([]byte(line), &e) == nil && e.Kind == "note" && strings.Contains(line, "foreign_response")
+		},
+	}}
+	var errb bytes.Buffer
+	run(ctx, []string{"tail", "--json", "--no-proc", "--interval", "50ms", path},
+		&stdio{in: strings.NewReader(""), out: w, err: &errb}, func(string) string { return "" }, nil)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.want) != 0 {
+		t.Fatalf("no note with the foreign_response warning (stderr %s):\n%s", errb.String(), strings.Join(w.lines, ""))
+	}
+	for _, l := range w.lines {
+		if strings.Contains(l, `"kind":"liveness"`) && strings.Contains(l, `"alive"`) {
+			t.Fatalf("another session's answer was taken as the liveness answer: %s", l)
+		}
 	}
 }
