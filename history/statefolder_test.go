@@ -184,3 +184,21 @@ func TestStateWarnings(t *testing.T) {
 		t.Fatalf("warnings %q, want one about a world-writable state folder", w)
 	}
 }
+
+// A record another user left in the journal is set aside unread.
+func TestFoldSetsAsideAnotherUsersRecord(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("planting another user's file needs root")
+	}
+	ctx := testCtx(t)
+	s := openTemp(t, Options{})
+	j := openJournal(t, s.Path(), Options{})
+	p := plantRecord(t, j.Dir(), "00000000000000000006-1-00000000", sample(6))
+	if err := os.Chown(p, 12345, 12345); err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Fold(ctx, FoldOptions{})
+	if err != nil || st.Folded != 0 || len(st.SetAside) != 1 || !strings.Contains(st.SetAside[0], "uid 12345") {
+		t.Fatalf("Fold = %+v, %v; want the record set aside naming its owner", st, err)
+	}
+}
