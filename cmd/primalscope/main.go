@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -74,6 +75,9 @@ type app struct {
 	dl *dial.Dialer
 	// running is the command being run ("primalscope call"; noteRunning).
 	running string
+	// stateWarned: what is wrong with the state folder was said
+	// (warnStateFolder), once a command.
+	stateWarned atomic.Bool
 	// bounded: the command runs under --timeout (boundOneShot), so it
 	// flushes the endpoint memory itself, within its deadline.
 	bounded bool

@@ -91,7 +91,11 @@ func (a *app) openStore(ctx context.Context) (*history.Store, error) {
 
 // warnStateFolder says, once a command, what is wrong with the folder that
 // holds the history at path (group- or world-writable, another user's).
+// It may run on another goroutine than the command's (startRecording).
 func (a *app) warnStateFolder(path string) {
+	if a.stateWarned.Swap(true) {
+		return
+	}
 	for _, w := range history.StateWarnings(path) {
 		fmt.Fprintln(a.io.err, "primalscope: warning: "+render.Sanitize(w))
 	}
