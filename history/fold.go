@@ -15,11 +15,20 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ecoPrimals/primalscope/internal/readfile"
+	"github.com/ecoPrimals/primalscope/internal/statedir"
 )
 
-// maxRecordFile bounds the record files a fold reads.
-const maxRecordFile = 1 << 30
+// maxRecordFile returns the largest record file a store with entry limit
+// limit can have written: params, result, error message and error data
+// are each cut to the limit, and the other fields (names, ids) are small.
+// A journal record is input like any other (another process, or a user
+// with access to the state folder, can leave anything there): a larger
+// one is set aside from its size, unread. The limit is never taken below
+// the default, so lowering it in the config sets aside no record written
+// before.
+func maxRecordFile(limit int) int64 {
+	return 4*int64(max(limit, DefaultEntryLimit)) + 1<<20
+}
 
 // staleTmp is the age after which a temporary record file (its writer died
 // before the rename) is removed by a fold.
@@ -130,7 +139,7 @@ func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 			name := names[0]
 			names = names[1:]
 			p := filepath.Join(dir, name)
-			b, err := readRecordFile(p)
+			b, err := readRecordFile(p, maxRecordFile(s.opts.EntryLimit))
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // folded by another process meanwhile
 			}
@@ -146,7 +155,11 @@ func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 				st.SetAside = append(st.SetAside, setAside(p, err))
 				continue
 			}
-			batch = append(batch, countRow(e))
+			// Redacted and cut again, as a call is when it is recorded: a
+			// well-formed record proves only that it was framed right,
+			// not that it went through Journal.Append (a planted one, or
+			// one written before a secret key was known).
+			batch = append(batch, prepareEntry(e, s.opts))
 			ids = append(ids, id)
 			files = append(files, p)
 			size += len(b)
@@ -182,19 +195,20 @@ func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 	return st, nil
 }
 
-// readRecordFile reads the record file p whole. It opens it with readfile
-// (no blocking on something that is not a regular file), refuses one larger
-// than maxRecordFile from its size, unread, and reads it into a buffer of
-// that size: readfile.All would grow its buffer from 512 bytes, which for a
-// fold of 16 records of 4 MiB cost 93 MB more allocation (BenchmarkFoldLarge).
-func readRecordFile(p string) ([]byte, error) {
-	f, info, err := readfile.Open(p)
+// readRecordFile reads the record file p whole. It opens it with statedir
+// (a link is never followed, a named pipe never opened, another user's
+// file refused), refuses one larger than limit from its size, unread, and
+// reads it into a buffer of that size: readfile.All would grow its buffer
+// from 512 bytes, which for a fold of 16 records of 4 MiB cost 93 MB more
+// allocation (BenchmarkFoldLarge).
+func readRecordFile(p string, limit int64) ([]byte, error) {
+	f, info, err := statedir.Open(p, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if info.Size() > maxRecordFile {
-		return nil, fmt.Errorf("%w: larger than %d bytes", errBadRecord, maxRecordFile)
+	if info.Size() > limit {
+		return nil, fmt.Errorf("%w: %d bytes, larger than %d (the entry limit and framing): not read", errBadRecord, info.Size(), limit)
 	}
 	b := make([]byte, info.Size())
 	n, err := f.ReadAt(b, 0)

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/statedir"
 )
 
 // The journal is how a call is recorded without touching the database: one
@@ -59,14 +61,19 @@ type Journal struct {
 
 // OpenJournal opens (creating, 0700) the journal of the database at dbPath
 // ("" means DefaultPath). opts are those the database would use: the entry
-// limit and the known secrets apply when a record is written.
+// limit and the known secrets apply when a record is written. A journal
+// directory that is a symbolic link (out of the state folder), not a
+// directory or another user's is refused (statedir.ErrUnsafe).
 func OpenJournal(dbPath string, opts Options) (*Journal, error) {
 	abs, err := absPath(dbPath)
 	if err != nil {
 		return nil, fmt.Errorf("open history journal: %w", err)
 	}
 	dir := JournalDir(abs)
-	if err := makeDir(dir); err != nil {
+	if err := makeDir(filepath.Dir(dir)); err != nil {
+		return nil, fmt.Errorf("open history journal %s: %w", dir, err)
+	}
+	if err := statedir.Dir(dir); err != nil {
 		return nil, fmt.Errorf("open history journal %s: %w", dir, err)
 	}
 	return &Journal{dir: dir, opts: opts.withDefaults()}, nil
@@ -110,7 +117,7 @@ func (j *Journal) Pending() (int, error) {
 func (j *Journal) Backlog() (n int, size int64, err error) {
 	names, err := recordNames(j.dir)
 	for _, name := range names {
-		if info, err := os.Stat(filepath.Join(j.dir, name)); err == nil {
+		if info, err := os.Lstat(filepath.Join(j.dir, name)); err == nil {
 			size += info.Size()
 		}
 	}
@@ -350,8 +357,18 @@ func validRecordID(id string) bool {
 }
 
 // recordNames lists the record files waiting in dir, oldest first (names
-// start with the time they were written).
+// start with the time they were written). Every name of a record is
+// listed, whatever it names: a link, a named pipe or a directory in its
+// place is set aside by the fold (and so reported once), never skipped for
+// ever. A dir that is a link, not a directory or another user's is
+// refused (statedir.ErrUnsafe): nothing is read through it.
 func recordNames(dir string) ([]string, error) {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err := statedir.Dir(dir); err != nil {
+		return nil, fmt.Errorf("read history journal: %w", err)
+	}
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -361,7 +378,7 @@ func recordNames(dir string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range ents {
-		if n := e.Name(); strings.HasSuffix(n, recordExt) && !strings.HasPrefix(n, ".") && e.Type().IsRegular() {
+		if n := e.Name(); strings.HasSuffix(n, recordExt) && !strings.HasPrefix(n, ".") {
 			names = append(names, n)
 		}
 	}

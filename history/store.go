@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/internal/paths"
+	"github.com/ecoPrimals/primalscope/internal/statedir"
 )
 
 // Defaults for Options.
@@ -212,24 +213,41 @@ func makeDir(dir string) error {
 }
 
 // prepareFiles creates the directory (0700) and the database file (0600),
-// and reports whether the file is empty (a database yet to be made).
+// and reports whether the file is empty (a database yet to be made). The
+// database and its companions (-wal, -shm, -journal) must not be links
+// (out of the state folder), other kinds of file or another user's: that
+// is an error matching statedir.ErrUnsafe, and nothing is opened.
 func prepareFiles(path string) (fresh bool, err error) {
 	if err := makeDir(filepath.Dir(path)); err != nil {
 		return false, err
 	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	for _, p := range []string{path + "-wal", path + "-shm", path + "-journal"} {
+		if err := statedir.CheckFile(p); err != nil {
+			return false, err
+		}
+	}
+	f, st, err := statedir.Open(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return false, err
 	}
-	st, serr := f.Stat()
+	merr := f.Chmod(0o600)
 	cerr := f.Close()
-	if serr != nil {
-		return false, serr
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		return false, err
+	if merr != nil {
+		return false, merr
 	}
 	return st.Size() == 0, cerr
+}
+
+// StateWarnings returns what is wrong with the folder holding the database
+// at dbPath ("" means DefaultPath) that does not stop its use: it is
+// group- or world-writable, or not the user's (see statedir.Check). A
+// command says them once, when it first opens its history.
+func StateWarnings(dbPath string) []string {
+	abs, err := absPath(dbPath)
+	if err != nil {
+		return nil
+	}
+	return statedir.Check(filepath.Dir(abs))
 }
 
 // chmodFiles makes the database and its WAL companions 0600.

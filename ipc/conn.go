@@ -86,6 +86,25 @@ type result struct {
 type pendingCall struct {
 	ch     chan result
 	method string
+	// session and pool are the stdio bus routing fields the call was sent
+	// with: an answer that names another session or pool is not its answer.
+	session, pool string
+}
+
+// answer is a matched response waiting to be handed to its call (see
+// readLoop: it waits while more frames are already buffered).
+type answer struct {
+	p  *pendingCall
+	m  *Message
+	id uint64
+}
+
+// bufferedFramer is a Framer that can tell whether a whole frame is already
+// read and waiting (LineFramer), so the Conn can look at it before it hands
+// over an answer: a duplicate answer sent right behind the first is then
+// reported with it, not lost when the caller closes the connection.
+type bufferedFramer interface {
+	FrameBuffered() bool
 }
 
 // Conn multiplexes concurrent calls over one framed connection. Responses are
@@ -326,7 +345,7 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 	var p *pendingCall
 	if !req.Notify {
 		id = c.nextID.Add(1)
-		p = &pendingCall{ch: make(chan result, 1), method: req.Method}
+		p = &pendingCall{ch: make(chan result, 1), method: req.Method, session: req.SessionID, pool: req.Pool}
 	}
 	frame := c.encodeRequest(id, req)
 	c.mu.Lock()
@@ -560,9 +579,23 @@ func (c *Conn) readLoop() {
 		close(c.incoming)
 		close(c.done)
 	}()
+	// Matched answers are handed to their calls once no further frame is
+	// already buffered: a second answer to the same call, or any other
+	// frame the peer sent in the same burst, is looked at first (a
+	// duplicate then shows in the answer's Warning).
+	bf, _ := c.f.(bufferedFramer)
+	var ready []answer
+	hand := func() {
+		for i, a := range ready {
+			a.p.ch <- result{m: a.m}
+			ready[i] = answer{}
+		}
+		ready = ready[:0]
+	}
 	for {
 		frame, err := c.f.ReadFrame()
 		if err != nil {
+			hand()
 			c.mu.Lock()
 			if !c.closed {
 				c.closed = true
@@ -575,7 +608,12 @@ func (c *Conn) readLoop() {
 			c.trace(Note, nil, "connection ended: "+errString(err))
 			return
 		}
-		c.handle(frame)
+		if a, ok := c.handle(frame, ready); ok {
+			ready = append(ready, a)
+		}
+		if len(ready) > 0 && (bf == nil || !bf.FrameBuffered()) {
+			hand()
+		}
 	}
 }
 
@@ -644,7 +682,10 @@ func errString(err error) string {
 	return err.Error()
 }
 
-func (c *Conn) handle(frame []byte) {
+// handle takes one frame from the peer. A response matched to a call is
+// returned for readLoop to hand over; ready are those matched already and
+// not yet handed over (a duplicate of one of them is noted in its Warning).
+func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 	m, derr := DecodeMessage(frame)
 	m.Time = time.Now()
 	if derr != nil {
@@ -659,7 +700,11 @@ func (c *Conn) handle(frame []byte) {
 		id, ok, why := c.matchID(m.ID)
 		c.mu.Lock()
 		p := c.pending[id]
+		foreign := ""
 		if ok && p != nil {
+			foreign = busMismatch(p, m)
+		}
+		if ok && p != nil && foreign == "" {
 			delete(c.pending, id)
 			c.settled.add(id)
 		} else {
@@ -669,8 +714,20 @@ func (c *Conn) handle(frame []byte) {
 				m.Warning = "unknown_response_id: " + why
 				c.unknownIDs++
 				c.lastUnknown = why
+			case foreign != "":
+				// The call stays in flight: its own answer may follow.
+				m.Warning = fmt.Sprintf("foreign_response: call %d %s; not taken as its answer", id, foreign)
+				c.unknownIDs++
+				c.lastUnknown = fmt.Sprintf("id %d %s", id, foreign)
 			case c.settled.has(id):
 				m.Warning = fmt.Sprintf("duplicate_response_id: call %d was already answered", id)
+				for _, a := range ready {
+					if a.id == id {
+						a.m.Warning = joinWarning(a.m.Warning, fmt.Sprintf(
+							"duplicate_response_id: the peer answered call %d again right after; the second answer was not used: %s",
+							id, cut(frame, 120)))
+					}
+				}
 			case c.timedOut.has(id):
 				m.Warning = fmt.Sprintf("stale_response_id: call %d had already timed out", id)
 			default:
@@ -681,9 +738,8 @@ func (c *Conn) handle(frame []byte) {
 		}
 		c.mu.Unlock()
 		c.trace(In, frame, m.Warning)
-		if p != nil && ok {
-			p.ch <- result{m: m}
-			return
+		if m.Kind == KindResponse {
+			return answer{p: p, m: m, id: id}, true
 		}
 		c.deliver(m)
 	case KindUnmatched:
@@ -698,7 +754,7 @@ func (c *Conn) handle(frame []byte) {
 			c.mu.Unlock()
 			c.trace(In, frame, m.Warning)
 			c.deliver(m)
-			return
+			return answer{}, false
 		}
 		// An error with a null or missing id: the peer could not tell which
 		// call it answers (a parse error) or is refusing the whole
@@ -714,7 +770,7 @@ func (c *Conn) handle(frame []byte) {
 			}
 			c.mu.Unlock()
 			c.deliver(m)
-			return
+			return answer{}, false
 		}
 		c.mu.Lock()
 		if m.Error != nil {
@@ -725,7 +781,7 @@ func (c *Conn) handle(frame []byte) {
 				delete(c.pending, id)
 				c.mu.Unlock()
 				p.ch <- result{m: m}
-				return
+				return answer{}, false
 			}
 		}
 		c.mu.Unlock()
@@ -734,13 +790,43 @@ func (c *Conn) handle(frame []byte) {
 		c.trace(In, frame, m.Warning)
 		if c.opts.Handler != nil {
 			c.handOff(m)
-			return
+			return answer{}, false
 		}
 		c.deliver(m)
 	default:
 		c.trace(In, frame, m.Warning)
 		c.deliver(m)
 	}
+	return answer{}, false
+}
+
+// busMismatch says how an answer's stdio bus routing fields contradict the
+// call it names by id ("" when they do not): a sessionId or pool it
+// carries must be the call's own. A worker need not repeat them, so an
+// answer without them is the call's; one naming another session or pool
+// (or one when the call was sent without) is another's answer, or forged.
+func busMismatch(p *pendingCall, m *Message) string {
+	if m.SessionID != "" && m.SessionID != p.session {
+		if p.session == "" {
+			return fmt.Sprintf("was sent without a session; this answer is of session %q", human.Clip(m.SessionID, 40))
+		}
+		return fmt.Sprintf("was sent in session %q; this answer is of session %q", human.Clip(p.session, 40), human.Clip(m.SessionID, 40))
+	}
+	if m.Pool != "" && m.Pool != p.pool {
+		if p.pool == "" {
+			return fmt.Sprintf("was sent without a pool; this answer is from pool %q", human.Clip(m.Pool, 40))
+		}
+		return fmt.Sprintf("was sent to pool %q; this answer is from pool %q", human.Clip(p.pool, 40), human.Clip(m.Pool, 40))
+	}
+	return ""
+}
+
+// joinWarning adds w to the warnings already in have.
+func joinWarning(have, w string) string {
+	if have == "" {
+		return w
+	}
+	return have + "; " + w
 }
 
 // DefaultMaxHeldBytes is how many bytes a Conn holds on a peer's behalf

@@ -89,13 +89,23 @@ func DecodeMessage(frame []byte) (*Message, error) {
 	}
 	var (
 		jsonrpc, method, typ, session, pool, errRaw json.RawMessage
+		// twice names a routing field (id, sessionId, pool) that appears
+		// more than once: which one counts is up to the parser (the last,
+		// here), so the frame answers nothing.
+		twice string
 	)
+	once := func(field string, dst *json.RawMessage, value []byte) {
+		if *dst != nil && twice == "" {
+			twice = field
+		}
+		*dst = value
+	}
 	err := scanTopObject(trimmed, func(name, value []byte) error {
 		switch string(name) {
 		case `"jsonrpc"`:
 			jsonrpc = value
 		case `"id"`:
-			m.ID = value
+			once("id", &m.ID, value)
 		case `"method"`:
 			method = value
 		case `"params"`:
@@ -109,12 +119,18 @@ func DecodeMessage(frame []byte) (*Message, error) {
 		case `"data"`:
 			m.Data = value
 		case `"sessionId"`:
-			session = value
+			once("sessionId", &session, value)
 		case `"pool"`:
-			pool = value
+			once("pool", &pool, value)
 		}
 		return nil
 	})
+	if err == nil && twice != "" {
+		// JSON leaves duplicate names undefined (RFC 8259 §4): one parser
+		// takes the first, another the last. A frame whose id or routing
+		// could be read two ways is not matched to any call or answered.
+		err = fmt.Errorf("%q appears more than once (duplicate keys: which one counts is ambiguous, so it answers no call)", twice)
+	}
 	if err != nil {
 		m.ID, m.Params, m.Result, m.Data = nil, nil, nil, nil
 		return m, fmt.Errorf("decode message: %w", err)

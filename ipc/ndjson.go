@@ -117,6 +117,23 @@ func (f *LineFramer) readLine() ([]byte, error) {
 	}
 }
 
+// FrameBuffered reports whether a whole line is already read and waiting,
+// so that ReadFrame would return it without reading from the stream. Only
+// the Conn's reading goroutine calls it, as it does ReadFrame.
+func (f *LineFramer) FrameBuffered() bool {
+	rest := f.buf[f.r:f.w]
+	for {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			return false
+		}
+		if len(bytes.TrimSpace(rest[:i])) > 0 {
+			return true
+		}
+		rest = rest[i+1:] // a blank line, which ReadFrame skips
+	}
+}
+
 // WriteFrame writes p followed by a newline in one write. p must not contain a
 // newline (encoded JSON never does outside strings, where it is escaped).
 func (f *LineFramer) WriteFrame(p []byte) error {

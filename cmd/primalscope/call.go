@@ -103,6 +103,9 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 		req.Pool = t.Pool // a bus pool named as ls names it (stdiobus/echo)
 	}
 	resp, err := conn.Send(callCtx, req)
+	if resp != nil {
+		a.warnUnmatched(conn)
+	}
 	join()
 	entry := a.callEntry(t, conn, req, resp, err, start)
 	if err != nil {
@@ -338,4 +341,35 @@ func elapsed(d time.Duration) string {
 		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 	}
 	return d.Round(time.Millisecond).String()
+}
+
+// maxUnmatchedWarnings bounds the lines warnUnmatched prints.
+const maxUnmatchedWarnings = 5
+
+// warnUnmatched says on stderr what the peer sent before the call's answer
+// that answered nothing: answers of another session or pool, for ids never
+// sent, frames with their id twice. None of them is ever printed as the
+// answer; a peer sending them is broken or hostile, and the user is told.
+func (a *app) warnUnmatched(conn *ipc.Conn) {
+	n := 0
+	for {
+		select {
+		case m, ok := <-conn.Incoming():
+			if !ok {
+				return
+			}
+			if (m.Kind != ipc.KindUnmatched && m.Kind != ipc.KindInvalid) || m.Warning == "" {
+				continue
+			}
+			n++
+			if n <= maxUnmatchedWarnings {
+				fmt.Fprintf(a.io.err, "primalscope: warning: the peer sent a frame that is not this call's answer (ignored): %s\n", render.Sanitize(human.Clip(m.Warning, 300)))
+			}
+		default:
+			if n > maxUnmatchedWarnings {
+				fmt.Fprintf(a.io.err, "primalscope: warning: and %d more such frames\n", n-maxUnmatchedWarnings)
+			}
+			return
+		}
+	}
 }

@@ -353,6 +353,7 @@ func (a *app) tuiHistory(ctx context.Context) (tui.History, func()) {
 	var s *history.Store
 	var j *history.Journal
 	if err == nil {
+		a.warnStateFolder(path)
 		s, err = history.Open(ctx, path, opts)
 	}
 	if err == nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -72,6 +73,11 @@ type app struct {
 	insecure bool
 	// dl is the one dialer, made from the flags on first use (target.go).
 	dl *dial.Dialer
+	// running is the command being run ("primalscope call"; noteRunning).
+	running string
+	// stateWarned: what is wrong with the state folder was said
+	// (warnStateFolder), once a command.
+	stateWarned atomic.Bool
 	// bounded: the command runs under --timeout (boundOneShot), so it
 	// flushes the endpoint memory itself, within its deadline.
 	bounded bool
@@ -144,7 +150,8 @@ More: primalscope help targets | exit-codes | config.`,
 		a.lsCmd, a.checkCmd,
 		a.tailCmd, a.runCmd, a.mockCmd,
 	)...)
-	a.holonFlags(root) // --insecure for wss://
+	a.holonFlags(root)  // --insecure for wss://
+	a.noteRunning(root) // which command runs, for what peers are told
 	// The streams before shellFit: cobra's completion command, built there,
 	// keeps the writer it finds then.
 	root.SetIn(a.io.in)

@@ -89,6 +89,18 @@ func (a *app) openStore(ctx context.Context) (*history.Store, error) {
 	return history.Open(ctx, path, opts)
 }
 
+// warnStateFolder says, once a command, what is wrong with the folder that
+// holds the history at path (group- or world-writable, another user's).
+// It may run on another goroutine than the command's (startRecording).
+func (a *app) warnStateFolder(path string) {
+	if a.stateWarned.Swap(true) {
+		return
+	}
+	for _, w := range history.StateWarnings(path) {
+		fmt.Fprintln(a.io.err, "primalscope: warning: "+render.Sanitize(w))
+	}
+}
+
 // openHistory opens the history store for the history commands and folds
 // the calls journalled since into it. A fold that fails is a warning: the
 // store is still read.
@@ -97,6 +109,7 @@ func (a *app) openHistory(ctx context.Context) (*history.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.warnStateFolder(s.Path())
 	// Wait for another process's write lock, but not long: a command that
 	// reads history is not held up by a writer that never lets go. The
 	// folding itself is not cut short.
@@ -175,6 +188,7 @@ func (a *app) startRecording(ctx context.Context) *callRecorder {
 	path, opts, err := a.historyStore()
 	var j *history.Journal
 	if err == nil {
+		a.warnStateFolder(path)
 		j, err = history.OpenJournal(path, opts)
 	}
 	if err != nil {

@@ -94,9 +94,10 @@ func (a *app) dialTarget(ctx context.Context, t target, trace func(ipc.TraceEven
 	}
 	// A holon that speaks first waits for an answer to its Hello; a
 	// one-shot command answers it (and "method not found" to anything else
-	// a peer asks) so the peer never waits on us.
+	// a peer asks, naming the command) so the peer never waits on us.
+	answer := events.NotServing(a.runningName() + " does not serve requests")
 	return d.Dial(ctx, t, dial.Options{Trace: trace, Handler: func(_ context.Context, m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
-		res, rerr := events.DefaultAnswer(m)
+		res, rerr := answer(m)
 		return res, rerr, true
 	}})
 }

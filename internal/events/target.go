@@ -81,10 +81,23 @@ func (t *TargetSource) Name() string { return t.Source }
 // expect it) with who is listening, and anything else with "method not
 // found": tail watches, it does not serve.
 func DefaultAnswer(m *ipc.Message) (json.RawMessage, *ipc.RPCError) {
+	return answerNotServing(m, "primalscope tail only watches")
+}
+
+// NotServing returns the answer of a command that serves no requests to
+// what a peer asks: client.v1.Client/Hello gets who is listening, anything
+// else "method not found: " and why, which names the command (for
+// instance "primalscope call does not serve requests"), so the peer's
+// logs say who refused.
+func NotServing(why string) func(*ipc.Message) (json.RawMessage, *ipc.RPCError) {
+	return func(m *ipc.Message) (json.RawMessage, *ipc.RPCError) { return answerNotServing(m, why) }
+}
+
+func answerNotServing(m *ipc.Message, why string) (json.RawMessage, *ipc.RPCError) {
 	if m.Method == "client.v1.Client/Hello" {
 		return json.RawMessage(`{"name":"primalscope","role":"observer"}`), nil
 	}
-	return nil, &ipc.RPCError{Code: -32601, Message: "method not found: primalscope tail only watches"}
+	return nil, &ipc.RPCError{Code: -32601, Message: "method not found: " + why}
 }
 
 // ReplyOn answers a request the peer sent (an event of KindRequest its

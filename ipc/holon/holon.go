@@ -30,6 +30,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/coder/websocket"
 )
@@ -170,6 +171,8 @@ func CloseCodeMeaning(code int) string {
 func closeHint(e *CloseError) string {
 	r := strings.ToLower(e.Reason)
 	switch {
+	case !e.ByPeer && (e.Code == CloseProtocolError || e.Code == 1007):
+		return "the peer broke the WebSocket protocol; primalscope closed the connection"
 	case e.Code == CloseProtocolError && strings.Contains(r, "subprotocol"):
 		return `the server wants the "holon-rpc" WebSocket subprotocol offered in the upgrade`
 	case e.Code == CloseProtocolError:
@@ -263,11 +266,12 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Framer, error) {
 	}
 	raw := &rawConns{}
 	tr := transport(strings.EqualFold(u.Scheme, "wss"), opts, raw)
-	client := &http.Client{Transport: tr}
+	client := &http.Client{Transport: upgradeCheck{rt: tr, offered: opts.Subprotocols}}
 	ws, resp, err := websocket.Dial(ctx, u.String(), &websocket.DialOptions{
-		HTTPClient:   client,
-		HTTPHeader:   opts.Header,
-		Subprotocols: opts.Subprotocols,
+		HTTPClient:      client,
+		HTTPHeader:      opts.Header,
+		Subprotocols:    opts.Subprotocols,
+		CompressionMode: websocket.CompressionDisabled, // upgradeCheck refuses any extension
 	})
 	if err != nil {
 		defer raw.close() // nothing of a failed upgrade stays open
@@ -298,11 +302,13 @@ func Dial(ctx context.Context, rawURL string, opts Options) (*Framer, error) {
 
 // rawConns remembers the TCP connections a Framer's transport dialled (one,
 // or a few if the HTTP client retried), so Close can drop them at once:
-// with the socket closed every wait inside the WebSocket library ends.
+// with the socket closed every wait inside the WebSocket library ends. It
+// also keeps the frameWatch over each, to ask what it saw.
 type rawConns struct {
-	mu     sync.Mutex
-	conns  []net.Conn
-	closed bool
+	mu      sync.Mutex
+	conns   []net.Conn
+	watches []*frameWatch
+	closed  bool
 }
 
 func (r *rawConns) add(c net.Conn) {
@@ -313,6 +319,28 @@ func (r *rawConns) add(c net.Conn) {
 		return
 	}
 	r.conns = append(r.conns, c)
+}
+
+// watch returns c (the connection the WebSocket runs over, after TLS for
+// wss://) behind a frameWatch.
+func (r *rawConns) watch(c net.Conn) net.Conn {
+	w := &frameWatch{Conn: c}
+	r.mu.Lock()
+	r.watches = append(r.watches, w)
+	r.mu.Unlock()
+	return w
+}
+
+// violation is the protocol violation a frameWatch saw, or nil.
+func (r *rawConns) violation() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, w := range r.watches {
+		if err := w.violation(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (r *rawConns) close() {
@@ -331,10 +359,14 @@ func transport(secure bool, opts Options, raw *rawConns) *http.Transport {
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			c, err := d.DialContext(ctx, network, addr)
-			if err == nil {
-				raw.add(c)
+			if err != nil {
+				return nil, err
 			}
-			return c, err
+			raw.add(c)
+			if secure {
+				return c, nil // watched after TLS (DialTLSContext)
+			}
+			return raw.watch(c), nil
 		},
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 10 * time.Second,
@@ -349,6 +381,29 @@ func transport(secure bool, opts Options, raw *rawConns) *http.Transport {
 			cfg.InsecureSkipVerify = true
 		}
 		t.TLSClientConfig = cfg
+		// TLS done here rather than by the transport, so the frames are
+		// watched in clear. HTTP/1.1 only, as a WebSocket upgrade needs.
+		cfg.NextProtos = []string{"http/1.1"}
+		t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := t.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			tc := cfg.Clone()
+			if tc.ServerName == "" {
+				host, _, err := net.SplitHostPort(addr)
+				if err != nil {
+					host = addr
+				}
+				tc.ServerName = host
+			}
+			conn := tls.Client(c, tc)
+			if err := conn.HandshakeContext(ctx); err != nil {
+				c.Close()
+				return nil, err
+			}
+			return raw.watch(conn), nil
+		}
 	}
 	return t
 }
@@ -381,6 +436,11 @@ func (f *Framer) ReadFrame() ([]byte, error) {
 		if typ != websocket.MessageText {
 			f.note(fmt.Sprintf("binary frame of %d bytes ignored (Holon-RPC uses text frames only)", len(data)))
 			continue
+		}
+		if !utf8.Valid(data) {
+			// RFC 6455 §8.1: the WebSocket library does not check text
+			// frames are UTF-8; the endpoint must fail the connection.
+			return nil, f.fail(1007, "a text message is not valid UTF-8 (RFC 6455 §8.1)")
 		}
 		env := Inspect(data)
 		first := !f.readAny
@@ -419,7 +479,21 @@ func (f *Framer) send(p []byte, timeout time.Duration) error {
 	return f.ws.Write(ctx, websocket.MessageText, p)
 }
 
+// fail ends the connection for a protocol violation of the peer's: the
+// close frame with code and reason is sent, the connection dropped without
+// waiting for the peer's, and the error says why.
+func (f *Framer) fail(code int, reason string) error {
+	e := &CloseError{Code: code, Reason: reason}
+	f.note(e.Error())
+	f.closeWithin(code, reason, DefaultCloseGrace)
+	f.broken.Store(true)
+	return e
+}
+
 func (f *Framer) readErr(err error) error {
+	if verr := f.raw.violation(); verr != nil && !f.closing.Load() {
+		return f.fail(CloseProtocolError, verr.Error())
+	}
 	if f.closing.Load() {
 		return io.EOF
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/sha1"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -61,6 +62,20 @@ type HostileWSConfig struct {
 	// FragmentSize is the payload of each continuation frame WSFragmentFlood
 	// sends (default 0: empty frames, which never reach a size limit).
 	FragmentSize int
+	// Masked makes WSAnswer mask its answer, as only a client may (RFC
+	// 6455 §5.1: a client must close on a masked frame from the server).
+	Masked bool
+	// InvalidUTF8 makes WSAnswer put bytes that are not UTF-8 in its text
+	// frame (RFC 6455 §8.1: the client must close with 1007).
+	InvalidUTF8 bool
+	// UpgradeHeader is added to the 101 answer as it is (for example
+	// "Sec-WebSocket-Extensions: x-evil"): a subprotocol or extension the
+	// client did not offer, after which the peer keeps the connection
+	// open and says nothing.
+	UpgradeHeader string
+	// TLS, when set, serves wss:// with it (the client must skip
+	// verification of a test certificate).
+	TLS *tls.Config
 }
 
 // HostileWS is a running hostile WebSocket peer on a loopback TCP port.
@@ -83,6 +98,10 @@ func ListenHostileWS(cfg HostileWSConfig) (*HostileWS, error) {
 		return nil, fmt.Errorf("hostile ws: listen: %w", err)
 	}
 	s := &HostileWS{cfg: cfg, URL: "ws://" + ln.Addr().String() + "/rpc"}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+		s.URL = "wss://" + ln.Addr().String() + "/rpc"
+	}
 	s.acc = peer.Serve(ln, s.serve)
 	return s, nil
 }
@@ -144,10 +163,17 @@ func (s *HostileWS) serve(ctx context.Context, c net.Conn) {
 			resp += "Sec-WebSocket-Protocol: holon-rpc\r\n"
 		}
 	}
+	if s.cfg.UpgradeHeader != "" {
+		resp += s.cfg.UpgradeHeader + "\r\n"
+	}
 	if _, err := io.WriteString(c, resp+"\r\n"); err != nil {
 		return
 	}
-	w := &wsWriter{c: c}
+	if s.cfg.UpgradeHeader != "" {
+		s.hold(c)
+		return
+	}
+	w := &wsWriter{c: c, masked: s.cfg.Masked}
 	for {
 		op, payload, err := readWSFrame(br, 1<<20)
 		if err != nil {
@@ -185,6 +211,9 @@ func (s *HostileWS) serve(ctx context.Context, c net.Conn) {
 			res := s.cfg.Result
 			if res == nil {
 				res = json.RawMessage(`{"ok":true}`)
+			}
+			if s.cfg.InvalidUTF8 {
+				res = json.RawMessage("{\"text\":\"\xff\xfe\xc0\xaf\"}")
 			}
 			msg := append(append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), res...), '}')
 			if w.frame(true, opText, msg) != nil {
@@ -235,24 +264,39 @@ func (s *HostileWS) hold(c net.Conn) {
 	_, _ = io.Copy(io.Discard, c)
 }
 
-type wsWriter struct{ c net.Conn }
+// wsWriter writes server frames: unmasked, as RFC 6455 requires, unless
+// masked says to break that rule.
+type wsWriter struct {
+	c      net.Conn
+	masked bool
+}
 
-// header writes an unmasked frame header (a server's frames are unmasked).
+// wsMask is the masking key of a hostile masked frame.
+var wsMask = [4]byte{0x37, 0xfa, 0x21, 0x3d}
+
+// header writes a frame header announcing n bytes.
 func (w *wsWriter) header(fin bool, op byte, n uint64) error {
-	b := make([]byte, 0, 10)
+	b := make([]byte, 0, 14)
 	first := op
 	if fin {
 		first |= 0x80
 	}
 	b = append(b, first)
+	var maskBit byte
+	if w.masked {
+		maskBit = 0x80
+	}
 	switch {
 	case n < 126:
-		b = append(b, byte(n))
+		b = append(b, maskBit|byte(n))
 	case n <= 0xffff:
-		b = append(b, 126, byte(n>>8), byte(n))
+		b = append(b, maskBit|126, byte(n>>8), byte(n))
 	default:
-		b = append(b, 127)
+		b = append(b, maskBit|127)
 		b = binary.BigEndian.AppendUint64(b, n)
+	}
+	if w.masked {
+		b = append(b, wsMask[:]...)
 	}
 	_, err := w.c.Write(b)
 	return err
@@ -264,6 +308,13 @@ func (w *wsWriter) frame(fin bool, op byte, p []byte) error {
 	}
 	if len(p) == 0 {
 		return nil
+	}
+	if w.masked {
+		q := make([]byte, len(p))
+		for i := range p {
+			q[i] = p[i] ^ wsMask[i%4]
+		}
+		p = q
 	}
 	_, err := w.c.Write(p)
 	return err

@@ -1,0 +1,165 @@
+// Package statedir guards what primalscope keeps in its state folder (the
+// history database, its journal, the endpoint memory). That folder is input
+// like any other: another local user, or a program of the user's that went
+// wrong, may have planted a symlink, a named pipe or a file of their own in
+// it. So nothing below the state folder is followed through a symbolic
+// link, nothing but a regular file is read as a file, and a file or folder
+// that is neither the user's nor root's is refused. The state folder itself
+// may be a link the user made (a dotfiles setup); it is only checked, and
+// what is wrong with it is said as a warning.
+//
+// It is the one source of these checks for every state file; like
+// internal/readfile it sits below ipc.
+package statedir
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"syscall"
+)
+
+// ErrUnsafe is matched (errors.Is) by every *UnsafeError.
+var ErrUnsafe = errors.New("unsafe state file")
+
+// UnsafeError says why a path in the state folder was refused: it is a
+// symbolic link, not a regular file (or not a directory where one belongs),
+// or owned by another user. Nothing was read from or written to it.
+type UnsafeError struct {
+	Path string
+	Why  string
+}
+
+func (e *UnsafeError) Error() string { return e.Path + ": " + e.Why }
+
+// Is makes errors.Is(err, ErrUnsafe) true.
+func (e *UnsafeError) Is(target error) bool { return target == ErrUnsafe }
+
+// owned reports whether info belongs to the user or to root.
+func owned(info fs.FileInfo) (uid uint32, ok bool) {
+	st, isUnix := info.Sys().(*syscall.Stat_t)
+	if !isUnix {
+		return 0, true
+	}
+	return st.Uid, int(st.Uid) == os.Getuid() || st.Uid == 0
+}
+
+// check refuses info (the Lstat of path) when it is a link, not of the
+// wanted kind, or another user's.
+func check(path string, info fs.FileInfo, dir bool) error {
+	switch m := info.Mode(); {
+	case m&fs.ModeSymlink != 0:
+		return &UnsafeError{Path: path, Why: "is a symbolic link (never followed inside the state folder)"}
+	case dir && !m.IsDir():
+		return &UnsafeError{Path: path, Why: "is not a directory"}
+	case !dir && !m.IsRegular():
+		return &UnsafeError{Path: path, Why: "is not a regular file (" + kind(m) + ")"}
+	}
+	if uid, ok := owned(info); !ok {
+		return &UnsafeError{Path: path, Why: fmt.Sprintf("belongs to uid %d, not to you", uid)}
+	}
+	return nil
+}
+
+func kind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "mode " + m.String()
+}
+
+// Check returns warnings about the state folder dir, which does not stop
+// its use: it is group- or world-writable, or it is neither the user's nor
+// root's. dir itself is followed if it is a link. A missing dir, or one
+// that cannot be examined, gives no warning (creating or opening what is in
+// it says what is wrong).
+func Check(dir string) []string {
+	info, err := os.Stat(dir)
+	if err != nil || !info.IsDir() {
+		return nil
+	}
+	var out []string
+	if uid, ok := owned(info); !ok {
+		out = append(out, fmt.Sprintf("state folder %s belongs to uid %d, not to you: another user can change what primalscope remembers", dir, uid))
+	}
+	if info.Mode().Perm()&0o022 != 0 {
+		out = append(out, fmt.Sprintf("state folder %s is group- or world-writable (mode %04o): another user can plant files in it; run chmod 700 on it", dir, info.Mode().Perm()))
+	}
+	return out
+}
+
+// Dir makes sure dir, a folder inside the state folder, is a real
+// directory of the user's, creating it (mode 0700 whatever the umask) when
+// it is missing; its parent must exist. A link, a non-directory or another
+// user's directory at dir is an *UnsafeError.
+func Dir(dir string) error {
+	info, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		if info, err = os.Lstat(dir); err != nil {
+			return err
+		}
+		if err := check(dir, info, true); err != nil {
+			return err
+		}
+		return os.Chmod(dir, 0o700)
+	}
+	if err != nil {
+		return err
+	}
+	return check(dir, info, true)
+}
+
+// CheckFile refuses path, a file inside the state folder, when it is a
+// link, not a regular file, or another user's (an *UnsafeError). A missing
+// file is no error: nothing was planted.
+func CheckFile(path string) error {
+	info, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return check(path, info, false)
+}
+
+// Open opens path, a file inside the state folder, with flag (os.O_*; it
+// adds O_NOFOLLOW and O_NONBLOCK) and perm for a file it creates. A link
+// at path is never followed, and a file that is not regular (a named pipe
+// is not opened at all) or is another user's is refused: both are an
+// *UnsafeError. A missing file (without O_CREATE) is fs.ErrNotExist as it
+// is. info is the file's state when opened. The caller closes f.
+func Open(path string, flag int, perm fs.FileMode) (f *os.File, info fs.FileInfo, err error) {
+	// Not even opened when it is known not to be a file: opening a FIFO
+	// for writing blocks, opening some devices acts on them.
+	if err := CheckFile(path); err != nil {
+		return nil, nil, err
+	}
+	f, err = os.OpenFile(path, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, nil, &UnsafeError{Path: path, Why: "is a symbolic link (never followed inside the state folder)"}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err = f.Stat()
+	if err == nil {
+		err = check(path, info, false)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	return f, info, nil
+}
