@@ -378,8 +378,8 @@ type builder struct {
 	edges  map[edgeKey]int
 	pairs  map[[2]string][]int // (from, to) → edge indexes
 	byName map[string][]string // name or alias → node IDs, this machine first
-	deps map[string][]string // method → prerequisite methods (op deps)
-	px   *providerIndex
+	deps   map[string][]string // method → prerequisite methods (op deps)
+	px     *providerIndex
 	// seen marks edges with traffic ever seen; callers, consumers whose
 	// traffic some source reports.
 	seen         map[int]bool
