@@ -287,6 +287,9 @@ type Call struct {
 	Method  string
 	Latency time.Duration
 	Failed  bool
+	// Alt are other names of To, tried in order when To names no node
+	// (a recorded call's target name after its endpoint).
+	Alt []string
 }
 
 // Route is traffic a source reports already summed up (the Neural API's
