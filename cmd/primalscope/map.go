@@ -199,7 +199,9 @@ func (a *app) recentCalls(ctx context.Context, since time.Time) []composition.Ca
 	if err != nil {
 		return nil
 	}
-	if _, err := os.Stat(path); err != nil {
+	_, errDB := os.Stat(path)
+	_, errJournal := os.Stat(history.JournalDir(path))
+	if errDB != nil && errJournal != nil {
 		return nil // never create a history just to read it
 	}
 	s, err := a.openHistory(ctx)
