@@ -49,6 +49,11 @@ needs and what needs it). --json prints the contract documented in the
 README; --dot and --mermaid print a graph Graphviz and Mermaid render as is.
 --fail-on gap|degraded (repeatable, or comma-separated) exits 1 when the map
 has such an edge, naming each on stderr: a gate for CI.`,
+		Example: `  primalscope map
+  primalscope map squirrel --hops 1
+  primalscope map --json --jq '.edges[] | select(.state != "ok")'
+  primalscope map --dot | dot -Tsvg > composition.svg
+  primalscope map --fail-on gap,degraded`,
 		Args: argsFor(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0
