@@ -202,7 +202,12 @@ func (b *builder) observed() {
 }
 
 func (b *builder) edgeIndex(e *Edge) int {
-	return b.edges[edgeKey{e.From, e.To, e.Capability}]
+	for _, i := range b.pairs[[2]string{e.From, e.To}] {
+		if b.g.Edges[i].Capability == e.Capability {
+			return i
+		}
+	}
+	return -1
 }
 
 // p95 returns the 95th percentile in milliseconds (0 for none).
