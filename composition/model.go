@@ -282,7 +282,7 @@ func (m *Model) graphEvent(name string, p map[string]any) bool {
 			}
 		}
 	case "graph_completed":
-		dg.State = "completed"
+		dg.State = orStr(str(p, "status", "state"), "completed")
 	case "graph_failed":
 		dg.State = "failed"
 	default:
@@ -343,15 +343,22 @@ func parseGraphNodes(v any) []GraphNode {
 func callFrom(ev events.Event, p map[string]any) (Call, bool) {
 	from := str(p, "caller", "from", "consumer", "source_primal")
 	to := str(p, "callee", "to", "provider", "target_primal")
+	method := str(p, "method", "capability", "operation")
+	if _, named := p["callee"]; to == "" && named && method != "" {
+		to = MissingID(method) // callee null: a call into a gap
+	}
 	if from == "" || to == "" {
 		return Call{}, false
 	}
-	c := Call{At: ev.Time, From: from, To: to, Method: str(p, "method", "capability", "operation")}
+	c := Call{At: ev.Time, From: from, To: to, Method: method}
 	if c.At.IsZero() {
 		c.At = time.Now()
 	}
-	if ms, ok := p["latency_ms"].(float64); ok && ms >= 0 && ms < 1e9 {
-		c.Latency = time.Duration(ms * float64(time.Millisecond))
+	for _, k := range []string{"latency_ms", "duration_ms"} {
+		if ms, ok := p[k].(float64); ok && ms >= 0 && ms < 1e9 {
+			c.Latency = time.Duration(ms * float64(time.Millisecond))
+			break
+		}
 	}
 	if ok, has := p["ok"].(bool); has {
 		c.Failed = !ok

@@ -105,6 +105,11 @@ func (b *builder) callEnds(from, to string, alt ...string) (string, string) {
 	} else {
 		f = b.resolveOrAdd(from, "")
 	}
+	if c, ok := strings.CutPrefix(to, "missing:"); ok && c != "" {
+		// Calls into a gap: the missing capability's node.
+		b.addNode(Node{ID: to, Name: c, Kind: KindMissing, Health: HealthMissing, Missing: true})
+		return f, to
+	}
 	if b.resolve(to, f) == "" {
 		for _, a := range alt {
 			if id := b.resolve(a, f); id != "" {
