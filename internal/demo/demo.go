@@ -104,7 +104,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	e.ctx, e.cancel = context.WithCancel(ctx)
-	e.Registry = newRegistry()
+	e.Registry = peer.NewRegistry()
 	if err := e.writeSeed(); err != nil {
 		e.Close()
 		return nil, err

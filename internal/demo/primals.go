@@ -138,7 +138,7 @@ func (e *Ecosystem) songbird() error {
 			{Type: "discovery", Methods: []string{"peers", "find_by_capability"}},
 		},
 		IdentityOnly: true,
-		Handlers:     e.Registry.handlers(e.Family),
+		Handlers:     e.Registry.Handlers(e.Family),
 	}
 	return e.serveAndRegister("songbird.sock", p, "registry (ipc.list, ipc.discover, ipc.resolve, ipc.watch; format A)", p.Config())
 }
@@ -347,15 +347,7 @@ func (e *Ecosystem) pulse() func(seq int64) {
 				s.Notify("dag.event.appended", map[string]any{"session_id": "sess-0001", "event_id": fmt.Sprintf("evt-%06d", seq), "seq": seq})
 			}
 		}
-		e.Registry.mu.Lock()
-		rev := e.Registry.revision
-		var fresh []RegistryEvent
-		for _, ev := range e.Registry.events {
-			if ev.Revision > lastRev {
-				fresh = append(fresh, ev)
-			}
-		}
-		e.Registry.mu.Unlock()
+		rev, fresh := e.Registry.Since(lastRev)
 		if s := e.Server("songbird.sock"); s != nil {
 			for _, ev := range fresh {
 				s.Notify("ipc."+ev.Kind, ev)
