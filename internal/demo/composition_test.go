@@ -474,7 +474,9 @@ func TestDemoCompositionDeployGraph(t *testing.T) {
 	if !strings.Contains(failed["error"].(string), "simulated failure on run 1") || failed["run_id"] != run.RunID {
 		t.Errorf("node_failed %v", failed)
 	}
-	events.wait(t, "node_failed", func(d map[string]any) bool { return d["node"] == "ai" && strings.Contains(d["error"].(string), "skipped") })
+	events.wait(t, "node_failed", func(d map[string]any) bool {
+		return d["node"] == "ai" && strings.Contains(d["error"].(string), "skipped")
+	})
 	if d := events.wait(t, "graph_completed", nil); d["status"] != "failed" {
 		t.Errorf("graph_completed %v", d)
 	}

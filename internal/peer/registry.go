@@ -147,11 +147,15 @@ func provides(reg Registration, capability string) bool {
 // family is reported by discovery.peers.
 func (r *Registry) Handlers(family string) map[string]HandlerFunc {
 	provider := func(reg Registration) map[string]any {
-		return map[string]any{
-			"primal_id": reg.PrimalID, "socket": strings.TrimPrefix(reg.Endpoint, "unix://"),
-			"virtual_endpoint": "/primal/" + reg.PrimalID, "native_endpoint": nativeEndpoint(reg.Endpoint),
-			"capabilities": reg.Capabilities,
+		m := map[string]any{
+			"primal_id": reg.PrimalID, "virtual_endpoint": "/primal/" + reg.PrimalID,
+			"native_endpoint": nativeEndpoint(reg.Endpoint), "capabilities": reg.Capabilities,
 		}
+		// socket is a path: a TCP or WebSocket registration has none.
+		if p := strings.TrimPrefix(reg.Endpoint, "unix://"); strings.HasPrefix(p, "/") {
+			m["socket"] = p
+		}
+		return m
 	}
 	var capArgs struct {
 		Capability string `json:"capability"`
