@@ -316,15 +316,29 @@ func (n *Neural) Call(ctx context.Context, caller, capability, operation string,
 	p := ps[0]
 	start := time.Now()
 	res, err := n.forward(ctx, p, method, args)
+	var fe *forwardError
+	if errors.As(err, &fe) {
+		data, _ := json.Marshal(map[string]string{"provider": fe.provider, "reason": fe.reason})
+		err = &ipc.RPCError{Code: -32000, Message: fmt.Sprintf("Provider %s failed: %v", fe.provider, fe.err), Data: data}
+	}
 	n.record(caller, p.Name, method, time.Since(start), err)
 	return res, err
 }
 
-// forward makes one call on a provider, once.
+// forwardError is a call a provider did not answer: reason "timeout" or
+// "unreachable".
+type forwardError struct {
+	provider, reason string
+	err              error
+}
+
+func (e *forwardError) Error() string { return e.err.Error() }
+
+// forward makes one call on a provider, once. Errors: the provider's own
+// *ipc.RPCError, or a *forwardError.
 func (n *Neural) forward(ctx context.Context, p NeuralEntry, method string, args json.RawMessage) (json.RawMessage, error) {
 	failed := func(reason string, err error) error {
-		data, _ := json.Marshal(map[string]string{"provider": p.Name, "reason": reason})
-		return &ipc.RPCError{Code: -32000, Message: fmt.Sprintf("Provider %s failed: %v", p.Name, err), Data: data}
+		return &forwardError{provider: p.Name, reason: reason, err: err}
 	}
 	ep, err := p.endpoint()
 	if err != nil {
