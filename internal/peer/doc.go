@@ -78,5 +78,9 @@
 // run_id, status, failed_nodes, duration_ms, timestamp} (chosen);
 // topology_changed {reason:"graph_completed" | "health_changed", primals,
 // edges, timestamp}; health_changed {primal, from, to, timestamp};
-// primal_discovered {primal, socket_path? | endpoint?, timestamp}.
+// primal_discovered {primal, socket_path? | endpoint?, timestamp}; and,
+// with Neural.CallEvents (the test Composition sets it, the demo does not,
+// to keep its stream readable), capability_called {caller | null, callee |
+// null, capability, ok, error?, duration_ms, timestamp} for every routed
+// call (chosen).
 package peer

@@ -61,6 +61,9 @@ type Neural struct {
 	CallTimeout time.Duration
 	// Window is the sliding window of rates and latencies (default 60 s).
 	Window time.Duration
+	// CallEvents publishes a capability_called event for every routed call
+	// (caller, callee, capability, ok, error, duration_ms).
+	CallEvents bool
 
 	mu      sync.Mutex
 	entries []NeuralEntry
@@ -311,6 +314,7 @@ func (n *Neural) Call(ctx context.Context, caller, capability, operation string,
 	if len(ps) == 0 {
 		err := &ipc.RPCError{Code: -32001, Message: "No provider for capability: " + method}
 		n.record(caller, "", method, 0, err)
+		n.callEvent(caller, "", method, 0, err)
 		return nil, err
 	}
 	p := ps[0]
@@ -321,8 +325,22 @@ func (n *Neural) Call(ctx context.Context, caller, capability, operation string,
 		data, _ := json.Marshal(map[string]string{"provider": fe.provider, "reason": fe.reason})
 		err = &ipc.RPCError{Code: -32000, Message: fmt.Sprintf("Provider %s failed: %v", fe.provider, fe.err), Data: data}
 	}
-	n.record(caller, p.Name, method, time.Since(start), err)
+	d := time.Since(start)
+	n.record(caller, p.Name, method, d, err)
+	n.callEvent(caller, p.Name, method, d, err)
 	return res, err
+}
+
+func (n *Neural) callEvent(caller, callee, method string, d time.Duration, err error) {
+	if !n.CallEvents {
+		return
+	}
+	ev := map[string]any{"caller": nullable(caller), "callee": nullable(callee), "capability": method, "ok": err == nil,
+		"duration_ms": round3(float64(d.Microseconds()) / 1000), "timestamp": n.stamp()}
+	if err != nil {
+		ev["error"] = errorText(err)
+	}
+	n.publish("capability_called", ev)
 }
 
 // forwardError is a call a provider did not answer: reason "timeout" or
