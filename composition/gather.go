@@ -159,9 +159,18 @@ func Gather(ctx context.Context, d *dial.Dialer, targets []*discovery.Target, op
 }
 
 // RemoteName is the node a KindRemote target (songbird@<node>) stands for.
+// The name discovery.peers gave may be an alias, or only a source's: a
+// registry that also lists the node's registry under its own name wins
+// the target's name.
 func RemoteName(t *discovery.Target) string {
-	if n, ok := strings.CutPrefix(t.Name, "songbird@"); ok && n != "" {
-		return n
+	names := append([]string{t.Name}, t.Aliases...)
+	for _, s := range t.Sources {
+		names = append(names, s.Name)
+	}
+	for _, n := range names {
+		if id, ok := strings.CutPrefix(n, "songbird@"); ok && id != "" {
+			return id
+		}
 	}
 	return t.Address
 }
