@@ -135,6 +135,7 @@ func (a *app) mapRun(ctx context.Context, args []string, df discoverFlags, o map
 		a.reportSourceErrors(snap.Errors)
 	}
 	in := composition.Inputs{Targets: snap.Targets, Now: time.Now()}
+	var gatherErrs []error
 	if !cut {
 		dl, err := a.dialer()
 		if err != nil {
@@ -147,11 +148,7 @@ func (a *app) mapRun(ctx context.Context, args []string, df discoverFlags, o map
 		cancel()
 		in.Registered, in.Orchestrated, in.Links, in.Graphs = g.Registered, g.Orchestrated, g.Links, g.Graphs
 		in.Routes, in.TrafficReported, in.Remote = g.Routes, g.TrafficReported, g.Remote
-		if o.format == "text" {
-			for _, e := range g.Errs {
-				fmt.Fprintln(a.io.err, "primalscope: map: "+render.Sanitize(e.Error()))
-			}
-		}
+		gatherErrs = g.Errs
 	}
 	in.Calls = a.recentCalls(ctx, in.Now.Add(-composition.DefaultWindow))
 	g := composition.Build(in)
@@ -161,6 +158,11 @@ func (a *app) mapRun(ctx context.Context, args []string, df discoverFlags, o map
 			return &discovery.NotFoundError{Name: args[0], Dirs: snap.Dirs}
 		}
 		g = composition.Neighborhood(g, id, o.hops)
+	}
+	if o.format == "text" {
+		for _, e := range gatherErrs {
+			fmt.Fprintln(a.io.err, "primalscope: map: "+render.Sanitize(e.Error()))
+		}
 	}
 	switch o.format {
 	case "json":
