@@ -155,3 +155,14 @@ func TestTwinProvidersNotUnused(t *testing.T) {
 		}
 	}
 }
+
+func TestTinyWindowNoPanic(t *testing.T) {
+	a := tgt("a", discovery.StateLive, []string{"a.m"}, []string{"b.m"})
+	b := tgt("b", discovery.StateLive, []string{"b.m"}, nil)
+	now := time.Now()
+	g := Build(Inputs{Targets: []*discovery.Target{a, b}, Now: now, Window: time.Nanosecond,
+		Calls: []Call{{At: now, From: "a", To: "b", Method: "b.m"}}})
+	if e := edgeOf(g, a.ID, b.ID, "b.m"); e == nil || e.Traffic == nil || e.Traffic.Calls != 1 {
+		t.Fatalf("%+v", e)
+	}
+}

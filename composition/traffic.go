@@ -122,7 +122,7 @@ func (b *builder) callEnds(from, to string, alt ...string) (string, string) {
 
 func (b *builder) observed() {
 	start := b.in.Now.Add(-b.in.Window)
-	bucket := b.in.Window / SeriesLen
+	bucket := max(b.in.Window/SeriesLen, 1)
 	type acc struct {
 		lat     []time.Duration
 		calls   int
