@@ -48,7 +48,8 @@ TARGET limits the map to the nodes within --hops of it, both ways (what it
 needs and what needs it). --json prints the contract documented in the
 README; --dot and --mermaid print a graph Graphviz and Mermaid render as is.
 --fail-on gap|degraded (repeatable, or comma-separated) exits 1 when the map
-has such an edge, naming each on stderr: a gate for CI.`,
+(with TARGET, its part of it) has such an edge, naming each on stderr: a gate
+for CI.`,
 		Example: `  primalscope map
   primalscope map squirrel --hops 1
   primalscope map --json --jq '.edges[] | select(.state != "ok")'
