@@ -206,6 +206,16 @@ func (t *Target) WeakSession() string {
 	return t.Probe.Session.Weakness()
 }
 
+// ForeignOwner is who serves the target's socket when it is a local user
+// the user does not trust (see Probe.Owner); nil when it is the user's
+// own, root's, trusted, or not known.
+func (t *Target) ForeignOwner() *ipc.PeerIdentity {
+	if t.Probe == nil {
+		return nil
+	}
+	return t.Probe.Owner
+}
+
 // BTSP reports whether the target needs (or says it needs) a BTSP handshake.
 func (t *Target) BTSP() bool {
 	if t.Probe == nil {

@@ -19,8 +19,8 @@ import (
 // but the user and root (or whose file belongs to anyone else) is refused
 // with *ForeignPeerError before a byte is sent.
 type PeerPolicy struct {
-	// TrustUIDs are the uids trusted besides the user's own and root
-	// (--trust-uid, the config's trust_uids).
+	// TrustUIDs are uids trusted besides the user's own and root, on top
+	// of Security.TrustUIDs (the run's --trust-uid and trust_uids).
 	TrustUIDs []uint32
 	// Observe connects whoever serves the socket and only reports who it
 	// is (Seen): for probes (health, capabilities), which show a foreign
@@ -199,6 +199,7 @@ func dialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) 
 		return nil, &DialError{Endpoint: name, Err: fmt.Errorf("cannot tell who serves the socket: %w", err)}
 	}
 	pol := opts.Peer
+	pol.TrustUIDs = append(append([]uint32(nil), pol.TrustUIDs...), opts.Security.TrustUIDs...)
 	pol.judge(&id)
 	if pol.Seen != nil {
 		pol.Seen(id)
