@@ -656,6 +656,11 @@ func (d *Discoverer) finishTarget(t *Target) {
 		t.Level = 0
 		return
 	}
+	if o := t.Probe.Owner; o != nil {
+		if w := OwnerWarning(o); !contains(t.Warnings, w) {
+			t.Warnings = append(t.Warnings, w)
+		}
+	}
 	splitByIdentity(t) // beta-west-tower-1 whose identity says "beta" (family.go)
 	if id := t.Probe.Identity; id != nil {
 		if n := cleanName(id.Primal); n != "" && n != t.Name && weakName(t) {

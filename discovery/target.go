@@ -216,6 +216,12 @@ func (t *Target) ForeignOwner() *ipc.PeerIdentity {
 	return t.Probe.Owner
 }
 
+// OwnerWarning says what a foreign owner means for the user: the probe
+// looked, calls are refused until that user is trusted.
+func OwnerWarning(o *ipc.PeerIdentity) string {
+	return o.Why + ": probed only, calls are refused (exit 5) unless you trust that user (--trust-uid)"
+}
+
 // BTSP reports whether the target needs (or says it needs) a BTSP handshake.
 func (t *Target) BTSP() bool {
 	if t.Probe == nil {

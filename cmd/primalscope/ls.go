@@ -186,6 +186,9 @@ func (a *app) printTable(w io.Writer, targets []*discovery.Target) {
 		if t.Pool != "" {
 			addr += " pool=" + t.Pool
 		}
+		if o := t.ForeignOwner(); o != nil {
+			addr += " owner=" + o.Owner() // served by another user: calls refused (the warning below)
+		}
 		health := stateText(t.State())
 		if cutOff(t) {
 			health = "? no answer yet" // not a verdict: the sweep stopped waiting (reportCutOff)
