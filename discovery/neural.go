@@ -56,7 +56,7 @@ func ParseNeuralPrimals(result json.RawMessage) ([]NeuralPrimal, error) {
 	var out []NeuralPrimal
 	for _, e := range arr {
 		m, ok := e.(map[string]any)
-		if !ok || len(out) >= MaxEntries {
+		if !ok || len(out) >= MaxRegistryEntries {
 			continue
 		}
 		p := NeuralPrimal{Name: cleanName(str(m, "name", "primal", "primal_id", "id")), State: cleanName(str(m, "state", "status"))}

@@ -528,7 +528,11 @@ func finish(t *Target) {
 func fallbackName(t *Target) string {
 	switch t.Endpoint.Transport {
 	case ipc.Unix:
-		return strings.TrimSuffix(filepath.Base(t.Endpoint.Path), ".sock")
+		n := strings.TrimSuffix(filepath.Base(t.Endpoint.Path), ".sock")
+		if n == "" || n == "." || n == ".." || n == "/" {
+			return t.Endpoint.Path // never a name that is a directory (`call ..`)
+		}
+		return n
 	case ipc.TCP:
 		return t.Endpoint.Address
 	case "":
