@@ -1,0 +1,64 @@
+package tui
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// TestForeignOwnerMarked: a primal another local user serves is probed and
+// shown with the error-styled ⚠ in its row and its owner in the caps
+// header; the user's own primal has neither.
+func TestForeignOwnerMarked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("serving a socket as another user needs root")
+	}
+	dir, err := ipctest.SharedDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	fp, err := ipctest.ListenForeign(filepath.Join(dir, "beardog.sock"), ipctest.NobodyUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fp.Close() })
+	own, err := ipctest.StartPrimal(filepath.Join(dir, "toadstool.sock"), &ipctest.Primal{Name: "toadstool", Version: "1.0.0", Format: ipctest.FormatStandard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { own.Close() })
+
+	m, _ := testModel(t, goldenConfig("dark"))
+	st := m.pc.st
+	for _, tc := range []struct {
+		path    string
+		foreign bool
+	}{{fp.Path, true}, {own.Path, false}} {
+		ep := ipc.Endpoint{Transport: ipc.Unix, Path: tc.path}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		r := discovery.NewProber(discovery.ProbeOptions{ConnectTimeout: 2 * time.Second, StaleTimeout: 2 * time.Second}).
+			Probe(ctx, discovery.ProbeSpec{Endpoint: ep})
+		cancel()
+		tg := newTarget(&discovery.Target{ID: ep.String(), Name: filepath.Base(tc.path), Endpoint: ep, Address: ep.String(), Kind: discovery.KindPrimal, Probe: &r}, nil)
+		if tg.health() != discovery.StateLive {
+			t.Fatalf("%s: not probed live: %v %q", tc.path, tg.health(), tg.errText())
+		}
+		row := m.tp().row(st, tg, 60, false, false)
+		title, _ := capsTitle(st, tg)
+		mark := st.Err.Render("⚠ ")
+		if got := strings.Contains(row, mark); got != tc.foreign {
+			t.Errorf("%s: row %q marked %v, want %v", tc.path, row, got, tc.foreign)
+		}
+		if got := strings.Contains(title, "served by nobody (uid 65534)"); got != tc.foreign {
+			t.Errorf("%s: caps header %q names the owner %v, want %v", tc.path, title, got, tc.foreign)
+		}
+	}
+}
