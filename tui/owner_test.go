@@ -62,3 +62,15 @@ func TestForeignOwnerMarked(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedCallRecordsNoParams: a call refused because another user
+// serves the socket is recorded refused, without the params it never sent.
+func TestRefusedCallRecordsNoParams(t *testing.T) {
+	ep := ipc.Endpoint{Transport: ipc.Unix, Path: "/tmp/shared/beardog.sock"}
+	tg := &discovery.Target{ID: ep.String(), Name: "beardog", Endpoint: ep, Address: ep.String(), Kind: discovery.KindPrimal}
+	err := &ipc.ForeignPeerError{Endpoint: "beardog", Peer: ipc.PeerIdentity{UID: ipctest.NobodyUID, User: "nobody", Foreign: true, Why: "it is served by nobody (uid 65534), not by you or root"}}
+	e := recordFor(tg, ipc.Request{Method: "secrets.store", Params: []byte(`{"password":"hunter2"}`)}, time.Now(), nil, err)
+	if e.Outcome != "refused" || e.Params != nil {
+		t.Fatalf("outcome %q, params %s", e.Outcome, e.Params)
+	}
+}
