@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
@@ -57,5 +58,45 @@ func TestSweepMarksForeignOwner(t *testing.T) {
 				t.Errorf("a probe sent the foreign primal %q", line)
 			}
 		}
+	}
+}
+
+// A registry another local user serves is probed and marked, but not asked
+// what it knows: its answer would steer discovery.
+func TestForeignRegistryNotAsked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("serving a socket as another user needs root")
+	}
+	dir, err := ipctest.SharedDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	fp, err := ipctest.ListenForeign(filepath.Join(dir, "songbird.sock"), ipctest.NobodyUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fp.Close()
+	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true})
+	snap, err := d.Sweep(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := byName(snap.Targets, "songbird")
+	if sb == nil || sb.ForeignOwner() == nil {
+		t.Fatalf("the foreign registry is not listed marked: %+v", sb)
+	}
+	for _, b := range fp.Received() {
+		if bytes.Contains(b, []byte("ipc.list")) || bytes.Contains(b, []byte("discovery.peers")) {
+			t.Fatalf("the foreign registry was asked: %q", b)
+		}
+	}
+	found := false
+	for _, e := range snap.Errors {
+		found = found || strings.Contains(e.Err, "refusing to call")
+	}
+	if !found {
+		t.Errorf("the refusal is not said: %+v", snap.Errors)
 	}
 }
