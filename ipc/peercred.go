@@ -38,9 +38,11 @@ type PeerIdentity struct {
 	// UID and PID are the serving process's credentials when it listened.
 	UID uint32 `json:"uid"`
 	PID int32  `json:"pid,omitempty"`
-	// User is UID's user name ("" when the system does not know it).
+	// User is UID's user name, looked up for a foreign socket only (""
+	// otherwise, or when the system does not know it).
 	User string `json:"user,omitempty"`
-	// FileUID is the owner of the socket file (path sockets only: HasFile).
+	// FileUID is the owner of the socket file (path sockets only: HasFile);
+	// FileUser its name, as User.
 	FileUID  uint32 `json:"file_uid,omitempty"`
 	FileUser string `json:"file_user,omitempty"`
 	HasFile  bool   `json:"has_file,omitempty"`
@@ -74,14 +76,27 @@ func (p *PeerPolicy) trusted(uid uint32) bool {
 
 // judge fills Foreign and Why: the server must be trusted, and so must the
 // file's owner when it is someone else (a socket file that is not the
-// server's own).
+// server's own). User names are looked up only for a foreign socket (the
+// user database is not read on the common path).
 func (p *PeerPolicy) judge(id *PeerIdentity) {
-	switch {
-	case !p.trusted(id.UID):
-		id.Foreign, id.Why = true, "it is served by "+id.Owner()+", not by you or root"
-	case id.HasFile && id.FileUID != id.UID && !p.trusted(id.FileUID):
-		id.Foreign, id.Why = true, "its socket file belongs to "+uidName(id.FileUID, id.FileUser)+" but "+id.Owner()+" serves it"
+	serverOK := p.trusted(id.UID)
+	fileOK := !id.HasFile || id.FileUID == id.UID || p.trusted(id.FileUID)
+	if serverOK && fileOK {
+		return
 	}
+	id.Foreign = true
+	id.User = lookupUser(id.UID)
+	if id.HasFile {
+		id.FileUser = id.User
+		if id.FileUID != id.UID {
+			id.FileUser = lookupUser(id.FileUID)
+		}
+	}
+	if !serverOK {
+		id.Why = "it is served by " + id.Owner() + ", not by you or root"
+		return
+	}
+	id.Why = "its socket file belongs to " + uidName(id.FileUID, id.FileUser) + " but " + id.Owner() + " serves it"
 }
 
 // ForeignPeerError refuses a socket served (or owned) by a local user the
@@ -150,7 +165,7 @@ func peerIdentity(c net.Conn, ep Endpoint) (PeerIdentity, bool, error) {
 	if credErr != nil {
 		return PeerIdentity{}, true, fmt.Errorf("read the peer's credentials (SO_PEERCRED): %w", credErr)
 	}
-	id := PeerIdentity{UID: cred.Uid, PID: cred.Pid, User: lookupUser(cred.Uid)}
+	id := PeerIdentity{UID: cred.Uid, PID: cred.Pid}
 	if ep.Transport == Unix {
 		st, err := os.Stat(ep.Path)
 		if err != nil {
@@ -158,11 +173,6 @@ func peerIdentity(c net.Conn, ep Endpoint) (PeerIdentity, bool, error) {
 		}
 		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
 			id.HasFile, id.FileUID = true, sys.Uid
-			if sys.Uid != cred.Uid {
-				id.FileUser = lookupUser(sys.Uid)
-			} else {
-				id.FileUser = id.User
-			}
 		}
 	}
 	return id, true, nil
