@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -72,5 +74,46 @@ func TestRefusedCallRecordsNoParams(t *testing.T) {
 	e := recordFor(tg, ipc.Request{Method: "secrets.store", Params: []byte(`{"password":"hunter2"}`)}, time.Now(), nil, err)
 	if e.Outcome != "refused" || e.Params != nil {
 		t.Fatalf("outcome %q, params %s", e.Outcome, e.Params)
+	}
+}
+
+// TestSweepHeartbeatSaysCuts: a registry naming more endpoints than one
+// sweep probes and more entries than one answer keeps: the sweep's
+// heartbeat, which the TUI's events show, says both cuts.
+func TestSweepHeartbeatSaysCuts(t *testing.T) {
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	reg, err := ipctest.ListenFloodRegistry(filepath.Join(dir, "songbird.sock"), &ipctest.FloodRegistry{Entries: discovery.MaxRegistryEntries + 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { reg.Close() })
+	d := discovery.New(discovery.Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true})
+	beats := make(chan events.Event, 4)
+	w := &DiscoveryWatcher{D: d, Heartbeats: beats, Opts: discovery.WatchOptions{Interval: time.Minute, MaxInterval: time.Minute, PollInterval: time.Hour}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := make(chan discovery.Event, 64)
+	done := make(chan error, 1)
+	go func() { done <- w.Watch(ctx, out) }()
+	defer func() { cancel(); <-done }()
+	for {
+		select {
+		case <-out:
+		case hb := <-beats:
+			p := string(hb.Payload)
+			for _, want := range []string{"only the first 64 were probed", fmt.Sprintf("more than %d entries", discovery.MaxRegistryEntries)} {
+				if !strings.Contains(p, want) {
+					t.Errorf("the heartbeat does not say %q: %s", want, p)
+				}
+			}
+			return
+		case <-ctx.Done():
+			t.Fatal("no sweep in 30 s")
+		}
 	}
 }
