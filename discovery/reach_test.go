@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -188,5 +189,32 @@ func TestCleanNameRefusesDots(t *testing.T) {
 	}
 	if _, err := endpointFrom("./x.sock"); err == nil {
 		t.Error("a relative socket path from a registry accepted")
+	}
+}
+
+// The Neural API's lists are cut like a registry's, and the cut said.
+func TestNeuralListCut(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"primals":[`)
+	for i := 0; i < MaxRegistryEntries+5; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"name":"p%d","state":"running","socket_path":"/run/x/p%d.sock"}`, i, i)
+	}
+	b.WriteString(`],"count":10005}`)
+	ps, err := ParseNeuralPrimals([]byte(b.String()))
+	var cut *CutError
+	if len(ps) != MaxRegistryEntries || !errors.As(err, &cut) {
+		t.Fatalf("%d primals, err %v", len(ps), err)
+	}
+	// The shapes that are no list still read.
+	ps, err = ParseNeuralPrimals([]byte(`{"primals":{"beardog":{"socket_path":"/run/x/b.sock"}}}`))
+	if err != nil || len(ps) != 1 || ps[0].Name != "beardog" {
+		t.Fatalf("map shape: %+v %v", ps, err)
+	}
+	ps, err = ParseNeuralPrimals([]byte(`{"name":"songbird","socket_path":"/run/x/s.sock","pid":7}`))
+	if err != nil || len(ps) != 1 || ps[0].PID != 7 {
+		t.Fatalf("lifecycle.get shape: %+v %v", ps, err)
 	}
 }
