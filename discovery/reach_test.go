@@ -8,12 +8,16 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 // registryFixture serves reg as songbird.sock in a fresh socket directory
 // and returns a discoverer over that directory only.
+// The registry gets 10 s to answer (the stale timeout bounds registry
+// calls): a 12 MB answer under the race detector on a loaded machine takes
+// seconds, and the test is about bounds, not time.
 func registryFixture(t *testing.T, reg *ipctest.FloodRegistry, federation bool) (*Discoverer, *ipctest.FloodRegistry) {
 	t.Helper()
 	dir := tempDir(t)
@@ -23,7 +27,7 @@ func registryFixture(t *testing.T, reg *ipctest.FloodRegistry, federation bool) 
 	}
 	t.Cleanup(func() { r.Close() })
 	return New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
-		SocketDirs: []string{dir}, NoProc: true, Federation: federation}), r
+		SocketDirs: []string{dir}, NoProc: true, Federation: federation, Probe: ProbeOptions{StaleTimeout: 10 * time.Second}}), r
 }
 
 func sourceErrors(s *Snapshot) string {
