@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -173,5 +174,33 @@ func TestParseTrustedUser(t *testing.T) {
 		if got, err := ipc.ParseTrustedUser("root"); err != nil || got != 0 {
 			t.Errorf("root = %d, %v", got, err)
 		}
+	}
+}
+
+// An abstract socket has no file to own, but its server is asked all the
+// same.
+func TestForeignAbstractSocketRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("serving a socket as another user needs root")
+	}
+	name := "@primalscope-foreign-" + strconv.Itoa(os.Getpid())
+	p, err := ipctest.ListenForeign(name, ipctest.NobodyUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ep, err := ipc.ParseEndpoint(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_, err = ipc.Dial(ctx, ep, ipc.Options{})
+	var fe *ipc.ForeignPeerError
+	if !errors.As(err, &fe) || fe.Peer.UID != ipctest.NobodyUID || fe.Peer.HasFile {
+		t.Fatalf("abstract socket served by nobody: %v", err)
+	}
+	if sentAnything(p) {
+		t.Fatalf("sent %q", p.Received())
 	}
 }
