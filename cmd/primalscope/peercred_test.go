@@ -71,6 +71,10 @@ func TestForeignSocketRefusedForCalls(t *testing.T) {
 	if l.code != exitOK || !strings.Contains(l.stdout, "owner=nobody (uid 65534)") || !strings.Contains(l.stderr, "served by nobody") {
 		t.Fatalf("ls: %+v", l)
 	}
+	j := runCLI(t, env, "", "ls", sd, "--no-proc", "--jq", `.targets[] | select(.owner) | .name + " " + .owner.user`)
+	if j.code != exitOK || strings.TrimSpace(j.stdout) != "beardog nobody" {
+		t.Fatalf("ls --jq on owner: %+v", j)
+	}
 	k := runCLI(t, env, "", "check", sd, "--no-proc", "--json")
 	if !strings.Contains(k.stdout, `"security.owner"`) || !strings.Contains(k.stdout, "served by nobody") {
 		t.Fatalf("check: %+v", k)
