@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"path/filepath"
 	"strings"
 
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -73,7 +74,16 @@ func (d *Discoverer) elsewhere(t *Target) string {
 	if host := remoteHost(t.Endpoint); host != "" {
 		return "on another node (" + host + ")"
 	}
-	if fam := t.Family; d.opts.Family != "" && fam != "" && fam != "default" && fam != d.opts.Family {
+	fam := t.Family
+	if fam == "" && t.Endpoint.Transport == ipc.Unix {
+		// <known-primal>-<family>.sock, as the socket directories are read.
+		var known []string
+		if d.opts.Config != nil {
+			known = d.opts.Config.Discovery.KnownPrimals
+		}
+		_, fam = NewFamilyMatcher(known, d.opts.Family).Split(strings.TrimSuffix(filepath.Base(t.Endpoint.Path), ".sock"))
+	}
+	if d.opts.Family != "" && fam != "" && fam != "default" && !strings.EqualFold(fam, d.opts.Family) {
 		return "of another family (" + fam + ")"
 	}
 	return ""

@@ -222,3 +222,35 @@ func TestNeuralListCut(t *testing.T) {
 		t.Fatalf("lifecycle.get shape: %+v %v", ps, err)
 	}
 }
+
+// A socket of another family that only a registry named is not probed
+// without federation (listed, saying why); one of the user's own family is
+// (locked here: no seed).
+func TestRegistryOtherFamilyNeedsFederation(t *testing.T) {
+	crowdDir := tempDir(t)
+	own, err := ipctest.Listen(filepath.Join(crowdDir, "beardog-myfam.sock"), ipctest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	other, err := ipctest.Listen(filepath.Join(crowdDir, "beardog-otherfam.sock"), ipctest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	paths := []string{own.Path, other.Path}
+	d, _ := registryFixture(t, &ipctest.FloodRegistry{Entries: 2, Endpoint: func(i int) string { return "unix://" + paths[i] }}, false)
+	d.opts.Family = "myfam"
+	snap, err := d.Sweep(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range snap.Targets {
+		if tg.Endpoint.Path == other.Path && (!tg.NoProbe || !strings.Contains(strings.Join(tg.Notes, ";"), "another family (otherfam)")) {
+			t.Errorf("other family: %+v", tg)
+		}
+		if tg.Endpoint.Path == own.Path && tg.NoProbe {
+			t.Errorf("own family not probed: %+v", tg)
+		}
+	}
+}
