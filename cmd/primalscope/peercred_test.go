@@ -84,6 +84,10 @@ func TestForeignSocketRefusedForCalls(t *testing.T) {
 	if tr.code != exitOK || !strings.Contains(tr.stdout, `"x"`) {
 		t.Fatalf("call --trust-uid nobody: %+v", tr)
 	}
+	tl := runCLI(t, env, "", "ls", sd, "--no-proc", "--trust-uid", "65534")
+	if tl.code != exitOK || strings.Contains(tl.stdout, "owner=") || strings.Contains(tl.stderr, "served by nobody") {
+		t.Fatalf("ls --trust-uid 65534 still marks the trusted owner: %+v", tl)
+	}
 	bad := runCLI(t, env, "", "call", sd, "--no-history", "--trust-uid", "no-such-user-here", "beardog", "health.liveness")
 	if bad.code != exitUsage {
 		t.Fatalf("--trust-uid of an unknown user: %+v", bad)
