@@ -134,9 +134,14 @@ func Gather(ctx context.Context, d *dial.Dialer, targets []*discovery.Target, op
 		}(t)
 	}
 	if opts.Federation {
+		asked := 0
 		for _, t := range targets {
-			if t.Kind != discovery.KindRemote || t.Endpoint.Transport == "" {
+			if t.Kind != discovery.KindRemote || t.Endpoint.Transport == "" || t.NoProbe {
 				continue
+			}
+			if asked++; asked > MaxRemoteNodes {
+				addErr(fmt.Errorf("more than %d other nodes: the rest are not asked", MaxRemoteNodes))
+				break
 			}
 			wg.Add(1)
 			go func(t *discovery.Target) {
@@ -210,6 +215,11 @@ func askGaps(ctx context.Context, targets []*discovery.Target, opts GatherOption
 	}
 	return out
 }
+
+// MaxRemoteNodes bounds the other nodes one Gather asks, as discovery
+// bounds what registries name: a registry cannot make the map dial a
+// thousand ports.
+const MaxRemoteNodes = 64
 
 // askRemote sweeps another node through its own registry: what it lists,
 // probed; other nodes it names are not followed (one hop).

@@ -92,7 +92,12 @@ func Audit(t *Target, opts AuditOptions) *Report {
 	add := func(level int, id, text string, res Result, why string) {
 		r.Points = append(r.Points, Point{Level: level, ID: id, Text: text, Result: res, Why: why})
 	}
+	owner := t.ForeignOwner()
 	for _, w := range t.Warnings {
+		if owner != nil && w == OwnerWarning(owner) {
+			add(0, "security.owner", "Served by you, root or a user you trust", Warn, w)
+			continue
+		}
 		add(0, "security.permissions", "Only its owner can reach the socket", Warn, w)
 	}
 	if p == nil || p.State != StateLive || p.Wire == WireHTTP {

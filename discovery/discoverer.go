@@ -41,6 +41,12 @@ type Options struct {
 	Extra []Source
 	// NoRegistries skips asking Songbird and the Neural API.
 	NoRegistries bool
+	// Federation lets what registries name on other nodes and of other
+	// families be probed (--federation): discovery.peers' nodes, remote
+	// addresses. Without it they are listed unprobed. Either way at most
+	// MaxRegistryProbes endpoints that only registries named are probed
+	// per sweep.
+	Federation bool
 	// Confine keeps discovery to one ecosystem's own (the demo's): only
 	// SocketDirs (not the runtime directory), what lies in them (manifests,
 	// socket-registry.json, lean daemons), the registries found there, and
@@ -346,13 +352,14 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, onPro
 	p.start(targets)
 
 	if !d.opts.NoRegistries {
-		regSrcs := registrySources(targets, stale, d.opts.Probe.Security)
+		regSrcs := registrySources(targets, stale, d.opts.Probe.Security, d.opts.Federation)
 		if len(regSrcs) > 0 {
 			more := d.runRegistries(sctx, regSrcs, addErr)
 			if len(more) > 0 {
 				found = append(found, more...)
 				targets = merge(found)
-				p.start(targets) // probes only the new ones
+				addErr(SrcReach, d.bound(targets)) // what registries named: own node and family, and not too many
+				p.start(targets)                   // probes only the new ones
 			}
 		}
 	}
@@ -656,6 +663,11 @@ func (d *Discoverer) finishTarget(t *Target) {
 		t.Level = 0
 		return
 	}
+	if o := t.Probe.Owner; o != nil {
+		if w := OwnerWarning(o); !contains(t.Warnings, w) {
+			t.Warnings = append(t.Warnings, w)
+		}
+	}
 	splitByIdentity(t) // beta-west-tower-1 whose identity says "beta" (family.go)
 	if id := t.Probe.Identity; id != nil {
 		if n := cleanName(id.Primal); n != "" && n != t.Name && weakName(t) {
@@ -734,7 +746,7 @@ func (s *Snapshot) Resolve(arg string) []*Target {
 
 // registrySources are the sources that ask the registries among targets
 // (Songbird, the Neural API) for what they know.
-func registrySources(targets []*Target, timeout time.Duration, sec ipc.Security) []Source {
+func registrySources(targets []*Target, timeout time.Duration, sec ipc.Security, federation bool) []Source {
 	var out []Source
 	for _, t := range targets {
 		if t.NoProbe || t.Endpoint.Transport == "" {
@@ -742,7 +754,7 @@ func registrySources(targets []*Target, timeout time.Duration, sec ipc.Security)
 		}
 		switch t.Kind {
 		case KindRegistry:
-			out = append(out, &SongbirdSource{Registry: Registry{Endpoint: t.Endpoint, Timeout: timeout, Security: targetSecurity(sec, t)}, Label: t.Address})
+			out = append(out, &SongbirdSource{Registry: Registry{Endpoint: t.Endpoint, Timeout: timeout, Security: targetSecurity(sec, t)}, Label: t.Address, Federation: federation})
 		case KindNeural:
 			out = append(out, &NeuralSource{Endpoint: t.Endpoint, Timeout: timeout, Label: t.Address, Security: targetSecurity(sec, t)})
 		}

@@ -24,13 +24,13 @@ func TestLoadTenThousandRegisteredTargets(t *testing.T) {
 }
 
 // TestLoadRegistryAtItsBound sweeps a registry holding as many
-// registrations as one answer may carry (MaxEntries): every one is listed.
-// It is long (MaxEntries is 100,000), so it runs with PRIMALSCOPE_LOAD=1.
+// registrations as one answer may carry (MaxRegistryEntries): every one is
+// listed. It is long, so it runs with PRIMALSCOPE_LOAD=1.
 func TestLoadRegistryAtItsBound(t *testing.T) {
 	if testing.Short() || os.Getenv("PRIMALSCOPE_LOAD") == "" {
 		t.Skip("load: set PRIMALSCOPE_LOAD=1")
 	}
-	sweepRegistry(t, discovery.MaxEntries)
+	sweepRegistry(t, discovery.MaxRegistryEntries)
 }
 
 func sweepRegistry(t *testing.T, n int) {
@@ -78,6 +78,9 @@ func sweepRegistry(t *testing.T, n int) {
 		t.Fatal(r.err)
 	}
 	for _, e := range r.snap.Errors {
+		if e.Source == discovery.SrcReach {
+			continue // only MaxRegistryProbes of the registered sockets are probed: said, not an error
+		}
 		t.Errorf("source error: %s: %s", e.Source, e.Err)
 	}
 	seen := map[string]int{}

@@ -24,7 +24,7 @@ func (d *Discoverer) Lookup(ctx context.Context, name string) (*Target, error) {
 	found := runSources(ctx, d.DefaultSources(), ignore)
 	targets := merge(found)
 	if !d.opts.NoRegistries {
-		regs := registrySources(targets, stale, d.opts.Probe.Security)
+		regs := registrySources(targets, stale, d.opts.Probe.Security, d.opts.Federation)
 		if len(regs) > 0 {
 			targets = merge(append(found, runSources(ctx, regs, ignore)...))
 		}

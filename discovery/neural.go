@@ -25,60 +25,71 @@ type NeuralPrimal struct {
 // of objects with a name and a socket) or lifecycle.get ({name?,
 // socket_path, pid, state}).
 func ParseNeuralPrimals(result json.RawMessage) ([]NeuralPrimal, error) {
-	v, err := decodeAny(result)
-	if err != nil {
-		return nil, err
-	}
-	var arr []any
-	switch x := v.(type) {
-	case []any:
-		arr = x
-	case map[string]any:
-		if a, ok := x["primals"].([]any); ok {
-			arr = a
-		} else if a, ok := x["nodes"].([]any); ok {
-			arr = a
-		} else if m, ok := x["primals"].(map[string]any); ok {
-			for _, k := range slices.Sorted(maps.Keys(m)) {
-				if o, ok := m[k].(map[string]any); ok {
-					if _, has := o["name"]; !has {
-						o["name"] = k
-					}
-					arr = append(arr, o)
-				}
+	// A list (or a list under primals or nodes) is read one entry at a time
+	// and cut at MaxRegistryEntries (a *CutError with what was kept).
+	var out []NeuralPrimal
+	add := func(e any) {
+		if m, ok := e.(map[string]any); ok {
+			if p, ok := neuralPrimal(m); ok {
+				out = append(out, p)
 			}
-		} else {
-			arr = []any{x} // lifecycle.get: one primal
 		}
-	default:
+	}
+	err := eachEntry(result, []string{"primals", "nodes"}, MaxRegistryEntries, add)
+	var cut *CutError
+	if err == nil || errors.As(err, &cut) {
+		return out, err
+	}
+	// The other shapes: primals as a map by name, or lifecycle.get's one
+	// primal (bounded by the connection's frame limit).
+	v, derr := decodeAny(result)
+	if derr != nil {
+		return nil, derr
+	}
+	x, ok := v.(map[string]any)
+	if !ok {
 		return nil, errors.New("neither an object nor a list")
 	}
-	var out []NeuralPrimal
+	var arr []any
+	if m, ok := x["primals"].(map[string]any); ok {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if o, ok := m[k].(map[string]any); ok {
+				if _, has := o["name"]; !has {
+					o["name"] = k
+				}
+				arr = append(arr, o)
+			}
+		}
+	} else {
+		arr = []any{x} // lifecycle.get: one primal
+	}
+	out = nil
 	for _, e := range arr {
-		m, ok := e.(map[string]any)
-		if !ok || len(out) >= MaxEntries {
-			continue
+		if len(out) >= MaxRegistryEntries {
+			return out, &CutError{Kept: MaxRegistryEntries}
 		}
-		p := NeuralPrimal{Name: cleanName(str(m, "name", "primal", "primal_id", "id")), State: cleanName(str(m, "state", "status"))}
-		p.PID, _ = num(m["pid"])
-		src := m
-		if d, ok := m["details"].(map[string]any); ok {
-			if p.PID == 0 {
-				p.PID, _ = num(d["pid"])
-			}
-			if firstOf(m, "socket_path", "socket", "endpoint") == nil {
-				src = d
-			}
-		}
-		if ev := firstOf(src, "socket_path", "socket", "endpoint", "native_endpoint"); ev != nil {
-			p.Endpoint, _ = endpointFrom(ev)
-		}
-		if p.Name == "" {
-			continue
-		}
-		out = append(out, p)
+		add(e)
 	}
 	return out, nil
+}
+
+// neuralPrimal reads one primal object of the Neural API's answers.
+func neuralPrimal(m map[string]any) (NeuralPrimal, bool) {
+	p := NeuralPrimal{Name: cleanName(str(m, "name", "primal", "primal_id", "id")), State: cleanName(str(m, "state", "status"))}
+	p.PID, _ = num(m["pid"])
+	src := m
+	if d, ok := m["details"].(map[string]any); ok {
+		if p.PID == 0 {
+			p.PID, _ = num(d["pid"])
+		}
+		if firstOf(m, "socket_path", "socket", "endpoint") == nil {
+			src = d
+		}
+	}
+	if ev := firstOf(src, "socket_path", "socket", "endpoint", "native_endpoint"); ev != nil {
+		p.Endpoint, _ = endpointFrom(ev)
+	}
+	return p, p.Name != ""
 }
 
 // NeuralSource asks the biomeOS Neural API which primals it runs:
@@ -124,7 +135,9 @@ func (s *NeuralSource) Discover(ctx context.Context) ([]Found, error) {
 			ps, err := ParseNeuralPrimals(res)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", m, err))
-				continue
+				if cut := (*CutError)(nil); !errors.As(err, &cut) {
+					continue
+				}
 			}
 			okAny = true
 			for _, p := range ps {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -68,8 +69,8 @@ func cleanName(s string) string {
 			s = s[:len(s)-1]
 		}
 	}
-	if !textsafe.IsSafe(s, false) || strings.ContainsAny(s, `/\`) {
-		return ""
+	if !textsafe.IsSafe(s, false) || strings.ContainsAny(s, `/\`) || s == "." || s == ".." {
+		return "" // "." and ".." name directories: `call ..` would dial one
 	}
 	return s
 }
@@ -155,6 +156,10 @@ func endpointFrom(v any) (ipc.Endpoint, error) {
 		}
 		if ep.Transport == ipc.Stdio {
 			return ipc.Endpoint{}, fmt.Errorf("%w: a command is not accepted from a registry", ErrNoEndpoint)
+		}
+		if ep.Transport == ipc.Unix && !filepath.IsAbs(ep.Path) {
+			// Relative to whatever directory primalscope runs in.
+			return ipc.Endpoint{}, fmt.Errorf("%w: relative path %q", ErrNoEndpoint, human.Clip(s, 80))
 		}
 		return ep, nil
 	case map[string]any:

@@ -280,6 +280,17 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	}
 	opts := ipc.Options{Wire: wire, IncomingBuffer: 8, Endpoint: ep.String(), MaxFrame: p.opts.probeMaxFrame(),
 		ConnectTimeout: connectTimeoutFor(ep, p.opts), Security: p.opts.Security}
+	// A probe reaches a socket whoever serves it, to show it marked with
+	// its owner; calls refuse such a socket (ipc.PeerPolicy).
+	var ownerMu sync.Mutex
+	opts.Peer = ipc.PeerPolicy{Observe: true, Seen: func(id ipc.PeerIdentity) {
+		if !id.Foreign {
+			return
+		}
+		ownerMu.Lock()
+		res.Owner = &id
+		ownerMu.Unlock()
+	}}
 	// A family-scoped name gets nothing in cleartext, even without FAMILY_ID.
 	opts.Security.FamilyScoped = opts.Security.FamilyScoped || p.scope.Scoped(ep, spec.Family, opts.Security.Family)
 	secured := !opts.Security.Seed.IsZero() && (opts.Security.FamilyScoped || ipc.FamilyScoped(ep, opts.Security.Family))

@@ -87,6 +87,11 @@ type Probe struct {
 	// involved (a session, or cleartext sent on purpose): whether the
 	// server was authenticated and the messages encrypted. Nil otherwise.
 	Session *ipc.SessionSecurity `json:"session,omitempty"`
+	// Owner is who serves the socket when the user does not trust it:
+	// another local user than the user and root (SO_PEERCRED), or a socket
+	// file another user owns. A call to it is refused (exit 5) unless that
+	// user is trusted (--trust-uid); the probe only looked. Nil otherwise.
+	Owner *ipc.PeerIdentity `json:"owner,omitempty"`
 	// Cached is true when the result came from the dead-endpoint cache.
 	Cached bool `json:"cached,omitempty"`
 	// Full is true when identity and capabilities were asked too.

@@ -42,7 +42,7 @@ func TestSongbirdSourceShapes(t *testing.T) {
 			}
 			sb.SetPeers(ipctest.SongbirdPeer{NodeID: "node-b", Address: "127.0.0.1", TCPPort: 9200})
 			_, srv := songbirdFixture(t, sb)
-			src := &SongbirdSource{Registry: Registry{Endpoint: srv.Endpoint()}}
+			src := &SongbirdSource{Registry: Registry{Endpoint: srv.Endpoint()}, Federation: true}
 			fs, err := src.Discover(ctxT(t))
 			if err != nil {
 				t.Fatal(err)

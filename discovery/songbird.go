@@ -106,48 +106,30 @@ func parseRegistration(m map[string]any) (Registration, bool) {
 	return r, true
 }
 
-func registrationList(v any, keys ...string) ([]Registration, error) {
-	var arr []any
-	switch x := v.(type) {
-	case []any:
-		arr = x
-	case map[string]any:
-		found := false
-		for _, k := range keys {
-			if a, ok := x[k].([]any); ok {
-				arr, found = a, true
-				break
-			}
-		}
-		if !found {
-			return nil, fmt.Errorf("no %s list in the answer", strings.Join(keys, "/"))
-		}
-	default:
-		return nil, errors.New("answer is neither an object nor a list")
-	}
+// registrationList reads the registrations of a registry answer (see
+// eachEntry): at most MaxRegistryEntries, decoded one at a time. Entries it
+// cannot read are skipped and counted in the error; a cut is a *CutError
+// in it.
+func registrationList(b []byte, keys ...string) ([]Registration, error) {
 	var out []Registration
 	bad := 0
-	for _, e := range arr {
+	err := eachEntry(b, keys, MaxRegistryEntries, func(e any) {
 		m, ok := e.(map[string]any)
 		if !ok {
 			bad++
-			continue
+			return
 		}
 		r, ok := parseRegistration(m)
 		if !ok {
 			bad++
-			continue
-		}
-		if len(out) >= MaxEntries {
-			bad++
-			continue
+			return
 		}
 		out = append(out, r)
-	}
+	})
 	if bad > 0 {
-		return out, fmt.Errorf("%d entries unreadable", bad)
+		err = errors.Join(err, fmt.Errorf("%d entries unreadable", bad))
 	}
-	return out, nil
+	return out, err
 }
 
 // ParseIPCList reads an ipc.list answer, current
@@ -156,20 +138,12 @@ func registrationList(v any, keys ...string) ([]Registration, error) {
 // lifecycle.composition's {primals:[...]}. Entries it cannot read are
 // skipped and counted in the error, alongside those it could.
 func ParseIPCList(result json.RawMessage) ([]Registration, error) {
-	v, err := decodeAny(result)
-	if err != nil {
-		return nil, err
-	}
-	return registrationList(v, "services", "primals", "providers")
+	return registrationList(result, "services", "primals", "providers")
 }
 
 // ParseDiscover reads an ipc.discover answer ({providers:[...]}).
 func ParseDiscover(result json.RawMessage) ([]Registration, error) {
-	v, err := decodeAny(result)
-	if err != nil {
-		return nil, err
-	}
-	return registrationList(v, "providers", "services")
+	return registrationList(result, "providers", "services")
 }
 
 // ParseResolve reads an ipc.resolve answer.
@@ -201,7 +175,7 @@ func ParseWatch(result json.RawMessage) (WatchResult, error) {
 	evs, _ := m["events"].([]any)
 	for _, e := range evs {
 		em, ok := e.(map[string]any)
-		if !ok || len(w.Events) >= MaxEntries {
+		if !ok || len(w.Events) >= MaxRegistryEntries {
 			continue
 		}
 		ev := WatchEvent{Kind: cleanName(str(em, "kind", "type")), Primal: cleanName(str(em, "primal", "primal_id", "name")),
@@ -217,24 +191,11 @@ func ParseWatch(result json.RawMessage) (WatchResult, error) {
 
 // ParsePeers reads a discovery.peers answer ({peers:[{node_id, address, tcp_port}]}).
 func ParsePeers(result json.RawMessage) ([]Peer, error) {
-	v, err := decodeAny(result)
-	if err != nil {
-		return nil, err
-	}
-	var arr []any
-	switch x := v.(type) {
-	case map[string]any:
-		arr, _ = x["peers"].([]any)
-	case []any:
-		arr = x
-	default:
-		return nil, errors.New("not a JSON object")
-	}
 	var out []Peer
-	for _, e := range arr {
+	err := eachEntry(result, []string{"peers"}, MaxRegistryEntries, func(e any) {
 		m, ok := e.(map[string]any)
-		if !ok || len(out) >= MaxEntries {
-			continue
+		if !ok {
+			return
 		}
 		p := Peer{NodeID: cleanName(str(m, "node_id", "id")), Address: cleanName(str(m, "address", "host"))}
 		if n, ok := num(m["tcp_port"]); ok && n > 0 && n <= 65535 {
@@ -243,11 +204,15 @@ func ParsePeers(result json.RawMessage) ([]Peer, error) {
 			p.TCPPort = int(n)
 		}
 		if p.Address == "" {
-			continue
+			return
 		}
 		out = append(out, p)
+	})
+	var cut *CutError
+	if err != nil && !errors.As(err, &cut) && len(out) == 0 {
+		return nil, err
 	}
-	return out, nil
+	return out, err
 }
 
 // Registry is a client of one Songbird registry.
@@ -397,6 +362,11 @@ type SongbirdSource struct {
 	Label string
 	// MaxResolve bounds the ipc.resolve calls per sweep (default 64).
 	MaxResolve int
+	// Federation asks discovery.peers for the other nodes the registry
+	// knows (remote registry targets). Off, they are not asked for: a
+	// registry must not steer discovery to other machines (or to 2,000
+	// ports of this one) unless the user asked for federation by name.
+	Federation bool
 }
 
 // Name implements Source.
@@ -463,13 +433,19 @@ func (s *SongbirdSource) Discover(ctx context.Context) ([]Found, error) {
 			}
 			out = append(out, f)
 		}
+		if !s.Federation {
+			return nil
+		}
 		res, err := s.call(ctx, c, "discovery.peers", nil)
 		var rpc *ipc.RPCError
 		if err != nil && !(errors.As(err, &rpc) && rpc.Code == -32601) {
 			errs = append(errs, fmt.Errorf("songbird %s: %w", label, err))
 		}
 		if err == nil {
-			peers, _ := ParsePeers(res)
+			peers, perr := ParsePeers(res)
+			if perr != nil {
+				errs = append(errs, fmt.Errorf("songbird %s: discovery.peers: %w", label, perr))
+			}
 			for _, p := range peers {
 				port := p.TCPPort
 				if port == 0 {

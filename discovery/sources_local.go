@@ -110,6 +110,9 @@ func (s *SocketDirSource) Discover(ctx context.Context) ([]Found, error) {
 			continue
 		}
 		name, fam := m.Split(base)
+		if name == "." || name == ".." {
+			name = e.name // "..sock": `call ..` would name a directory
+		}
 		fi, err := os.Lstat(p)
 		if err != nil {
 			continue // vanished since the directory was read

@@ -206,6 +206,22 @@ func (t *Target) WeakSession() string {
 	return t.Probe.Session.Weakness()
 }
 
+// ForeignOwner is who serves the target's socket when it is a local user
+// the user does not trust (see Probe.Owner); nil when it is the user's
+// own, root's, trusted, or not known.
+func (t *Target) ForeignOwner() *ipc.PeerIdentity {
+	if t.Probe == nil {
+		return nil
+	}
+	return t.Probe.Owner
+}
+
+// OwnerWarning says what a foreign owner means for the user: the probe
+// looked, calls are refused until that user is trusted.
+func OwnerWarning(o *ipc.PeerIdentity) string {
+	return o.Why + ": probed only, calls are refused (exit 5) unless you trust that user (--trust-uid)"
+}
+
 // BTSP reports whether the target needs (or says it needs) a BTSP handshake.
 func (t *Target) BTSP() bool {
 	if t.Probe == nil {
@@ -512,7 +528,11 @@ func finish(t *Target) {
 func fallbackName(t *Target) string {
 	switch t.Endpoint.Transport {
 	case ipc.Unix:
-		return strings.TrimSuffix(filepath.Base(t.Endpoint.Path), ".sock")
+		n := strings.TrimSuffix(filepath.Base(t.Endpoint.Path), ".sock")
+		if n == "" || n == "." || n == ".." || n == "/" {
+			return t.Endpoint.Path // never a name that is a directory (`call ..`)
+		}
+		return n
 	case ipc.TCP:
 		return t.Endpoint.Address
 	case "":

@@ -24,6 +24,7 @@ func OutcomeOf(err error) Outcome {
 	var (
 		hs *btsp.HandshakeError
 		bt *ipc.BTSPRequiredError
+		fp *ipc.ForeignPeerError
 		de *ipc.DialError
 		to *ipc.TimeoutError
 		ce *ipc.ClosedError
@@ -34,7 +35,7 @@ func OutcomeOf(err error) Outcome {
 		return OutcomeOK
 	case errors.As(err, &hs) && hs.Reason == btsp.ReasonTimeout:
 		return OutcomeTimeout // the handshake ran out of time: nothing was refused
-	case errors.As(err, &bt), errors.As(err, &hs):
+	case errors.As(err, &bt), errors.As(err, &hs), errors.As(err, &fp):
 		return OutcomeRefused
 	case errors.Is(err, context.Canceled):
 		return OutcomeCancelled

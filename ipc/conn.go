@@ -48,6 +48,9 @@ type Options struct {
 	// Security says how socket transports handle the riboCipher prefix and
 	// BTSP (see security.go); the zero value is the plain wire.
 	Security Security
+	// Peer says which local users may serve a Unix socket (peercred.go);
+	// the zero value refuses every one but the user and root.
+	Peer PeerPolicy
 	// Insecure skips TLS certificate verification of wss:// peers (the
 	// CLI's --insecure). Off by default.
 	Insecure bool

@@ -159,6 +159,11 @@ func ParseEndpoint(s string) (Endpoint, error) {
 	if i := strings.Index(s, "://"); i > 0 && !strings.ContainsAny(s[:i], "/.") {
 		return Endpoint{}, fmt.Errorf("endpoint %q: unsupported scheme %q (want unix, tcp, ws, wss or stdio)", orig, s[:i])
 	}
+	if s == "." || s == ".." {
+		// Neither a socket (a directory) nor a name: `call ..` must not
+		// dial whatever directory it runs in, nor find a peer so named.
+		return Endpoint{}, fmt.Errorf("endpoint %q names a directory, not a socket or a name", orig)
+	}
 	if strings.ContainsRune(s, '/') || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "~") || strings.HasSuffix(s, ".sock") {
 		return Endpoint{Transport: Unix, Path: expandHome(s)}, nil
 	}

@@ -54,7 +54,7 @@ func TestParseEndpointNames(t *testing.T) {
 
 func TestParseEndpointErrors(t *testing.T) {
 	for _, s := range []string{"", "   ", "http://x:1", "tcp://host", "tcp://host:http", "host:0", "host:70000",
-		"@", "unix://", "stdio:", `stdio:"unterminated`, "ws://", "bad name!", "a\x00b"} {
+		"@", "unix://", "stdio:", `stdio:"unterminated`, "ws://", "bad name!", "a\x00b", ".", "..", " .. "} {
 		if _, err := ParseEndpoint(s); err == nil || errors.Is(err, ErrNotAddress) {
 			t.Errorf("%q: want a clear error, got %v", s, err)
 		}

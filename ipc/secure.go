@@ -49,7 +49,7 @@ type plan struct {
 
 func dialSocket(ctx context.Context, ep Endpoint, opts Options) (Framer, error) {
 	if !opts.Security.active() {
-		c, err := DialStream(ctx, ep, opts.ConnectTimeout)
+		c, err := dialPeer(ctx, ep, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +180,7 @@ func (d *secureDialer) cleartextPrefix(f EndpointFacts) bool {
 }
 
 func (d *secureDialer) dialCleartext(ctx context.Context, p plan) (net.Conn, error) {
-	nc, err := DialStream(ctx, d.ep, d.opts.ConnectTimeout)
+	nc, err := dialPeer(ctx, d.ep, d.opts)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +313,7 @@ attempts:
 				if len(d.seeds) > 1 {
 					how += fmt.Sprintf(", seed reading %d of %d", i+1, len(d.seeds))
 				}
-				nc, err := DialStream(ctx, d.ep, d.opts.ConnectTimeout)
+				nc, err := dialPeer(ctx, d.ep, d.opts)
 				if err != nil {
 					if len(fails) > 0 && deadlinePassed(ctx) {
 						// The deadline ended between two attempts (a

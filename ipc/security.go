@@ -112,6 +112,10 @@ type Security struct {
 	// is not authenticated). It never carries secrets. The same words go to
 	// the trace.
 	Warn func(string) `json:"-"`
+	// TrustUIDs are local users trusted to serve Unix sockets besides the
+	// user and root (--trust-uid, trust_uids): see PeerPolicy. They travel
+	// with the rest of the run's security to every dial.
+	TrustUIDs []uint32
 }
 
 func (s *Security) active() bool {

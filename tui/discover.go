@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -39,8 +40,14 @@ func (w *DiscoveryWatcher) Watch(ctx context.Context, out chan<- discovery.Event
 		case discovery.Synced:
 			if w.Heartbeats != nil && ev.Sweep != nil {
 				s := ev.Sweep
+				payload := fmt.Sprintf(`{"live":%d,"targets":%d,"reason":%q,"took_ms":%.1f`, s.Live, s.Targets, s.Reason, float64(s.Took)/float64(time.Millisecond))
+				if errs := sweepErrors(s.Errors); errs != "" {
+					// What the sweep cut or could not read (a registry's
+					// entries past the bound, probes past it): said here.
+					payload += `,"errors":` + errs
+				}
 				hb := events.Event{Time: ev.Time, Source: "discovery", Kind: events.KindLiveness, Name: "sweep",
-					Payload: []byte(fmt.Sprintf(`{"live":%d,"targets":%d,"reason":%q,"took_ms":%.1f}`, s.Live, s.Targets, s.Reason, float64(s.Took)/float64(time.Millisecond)))}
+					Payload: []byte(payload + "}")}
 				select {
 				case w.Heartbeats <- hb:
 				default:
@@ -49,4 +56,25 @@ func (w *DiscoveryWatcher) Watch(ctx context.Context, out chan<- discovery.Event
 		}
 	}
 	return nil
+}
+
+// sweepErrors is a sweep's source errors as a JSON list of "source: error"
+// strings (at most 8; "" when none), for the sweep's heartbeat.
+func sweepErrors(errs []discovery.SourceError) string {
+	if len(errs) == 0 {
+		return ""
+	}
+	var list []string
+	for i, e := range errs {
+		if i == 8 {
+			list = append(list, fmt.Sprintf("… and %d more", len(errs)-8))
+			break
+		}
+		list = append(list, e.Source+": "+e.Err)
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }

@@ -157,6 +157,9 @@ func recordFor(t *discovery.Target, req ipc.Request, start time.Time, resp *ipc.
 	// The outcome as the CLI records it (one classifier); the error text
 	// beside it.
 	e.Outcome = history.OutcomeOf(err)
+	if fp := (*ipc.ForeignPeerError)(nil); errors.As(err, &fp) {
+		e.Params = nil // refused before a byte was sent: nothing went anywhere
+	}
 	var rpcErr *ipc.RPCError
 	switch {
 	case err == nil:

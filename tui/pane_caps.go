@@ -504,6 +504,9 @@ func capsTitle(st *styles, t *target) (string, string) {
 			parts = append(parts, "signature "+render.Sanitize(string(t.caps().Signature.State))+" ✗")
 		}
 	}
+	if o := t.ForeignOwner(); o != nil {
+		parts = append(parts, "⚠ served by "+render.Sanitize(o.Owner())+": calls refused")
+	}
 	weak := t.weakSession()
 	switch ts := (*capability.TransportSecurity)(nil); {
 	case weak != "" && !t.session().BTSP:

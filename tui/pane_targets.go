@@ -407,6 +407,10 @@ func (p *targetsPane) row(st *styles, t *target, w int, sel, focused bool) strin
 	case t.BTSP():
 		lock = st.Warn.Render("⚿ ")
 	}
+	if t.ForeignOwner() != nil {
+		// Another local user serves it: probed only, calls are refused.
+		lock = st.Err.Render("⚠ ") + lock
+	}
 	level := ""
 	if t.Level > 0 {
 		level = st.Dim.Render(fmt.Sprintf("L%d ", t.Level))

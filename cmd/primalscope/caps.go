@@ -13,6 +13,7 @@ import (
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 func (a *app) capsCmd() *cobra.Command {
@@ -42,15 +43,23 @@ signed-announcement verdict. --json prints the parsed structure.`,
 type capsDoc struct {
 	Target   string `json:"target"`
 	Endpoint string `json:"endpoint"`
+	// Owner is who serves the socket when it is not the user, root or a
+	// trusted user (calls to it are refused).
+	Owner *ipc.PeerIdentity `json:"owner,omitempty"`
 	*discovery.Description
 }
 
 func (a *app) caps(ctx context.Context, arg string, asJSON bool, jq jqFlag) error {
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
-	conn, t, err := a.dial(ctx, arg, nil)
+	// caps only probes (health, identity, capabilities): a socket another
+	// user serves is shown, marked with its owner; call refuses it.
+	conn, t, owner, err := a.dialProbe(ctx, arg)
 	if err != nil {
 		return err
+	}
+	if owner != nil {
+		fmt.Fprintln(a.io.err, "primalscope: warning: "+render.Sanitize(t.Name)+": "+render.Sanitize(discovery.OwnerWarning(owner)))
 	}
 	defer closeConn(ctx, conn) // within the command's deadline (deadline.go)
 	d, err := discovery.DescribePool(ctx, conn, t.Pool)
@@ -58,12 +67,12 @@ func (a *app) caps(ctx context.Context, arg string, asJSON bool, jq jqFlag) erro
 		return fmt.Errorf("%s: %w", t.Name, err)
 	}
 	if jq.set() {
-		return a.emitDoc(ctx, jq, capsDoc{Target: t.Name, Endpoint: t.Endpoint.String(), Description: d})
+		return a.emitDoc(ctx, jq, capsDoc{Target: t.Name, Endpoint: t.Endpoint.String(), Owner: owner, Description: d})
 	}
 	if asJSON {
-		return a.encodeJSON(a.io.out, capsDoc{Target: t.Name, Endpoint: t.Endpoint.String(), Description: d}, true)
+		return a.encodeJSON(a.io.out, capsDoc{Target: t.Name, Endpoint: t.Endpoint.String(), Owner: owner, Description: d}, true)
 	}
-	a.printCaps(a.io.out, t, d, conn.Transport())
+	a.printCaps(a.io.out, t, d, conn.Transport(), owner)
 	if d.Capabilities == nil {
 		return &quietError{code: exitPeer, err: fmt.Errorf("%s: no capabilities", t.Name)}
 	}
@@ -72,8 +81,9 @@ func (a *app) caps(ctx context.Context, arg string, asJSON bool, jq jqFlag) erro
 
 // printCaps prints a description; session is what the connection put on
 // the wire ("unix+btsp(chacha20-poly1305 negotiated)"), shown for BTSP
-// sessions and cleartext sent on purpose.
-func (a *app) printCaps(w io.Writer, t target, d *discovery.Description, session string) {
+// sessions and cleartext sent on purpose; owner, when set, is the other
+// local user who serves the socket.
+func (a *app) printCaps(w io.Writer, t target, d *discovery.Description, session string, owner *ipc.PeerIdentity) {
 	s := render.Sanitize
 	caps := d.Capabilities
 	var head []string
@@ -110,6 +120,9 @@ func (a *app) printCaps(w io.Writer, t target, d *discovery.Description, session
 	}
 	fmt.Fprintln(w, strings.Join(head, " · "))
 	fmt.Fprintf(w, "endpoint  %s\n", s(t.Endpoint.String()))
+	if owner != nil {
+		fmt.Fprintf(w, "owner     %s — not you: calls are refused unless you trust that user (--trust-uid)\n", s(owner.Owner()))
+	}
 	if strings.Contains(session, "+btsp(") || strings.Contains(session, "CLEARTEXT") {
 		fmt.Fprintf(w, "session   %s\n", s(session))
 	}

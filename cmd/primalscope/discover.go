@@ -75,6 +75,7 @@ func (a *app) discoverer(f discoverFlags, extra []discovery.Found) (*discovery.D
 		Config:     a.config(),
 		Probe:      discovery.ProbeOptions{StaleTimeout: f.stale, Security: sec, MaxFrame: a.maxFrame},
 		NoProc:     f.noProc,
+		Federation: a.federation(), // trust.go
 	}
 	if len(extra) > 0 {
 		opts.Extra = []discovery.Source{&discovery.StaticSource{Found: extra}}

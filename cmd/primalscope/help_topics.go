@@ -110,7 +110,8 @@ const exitCodesHelp = `Every command exits with one of:
        connection refused, the peer hung up
   4    timed out (--timeout)
   5    refused for security: BTSP required and no family seed, the
-       handshake failed, a bad signature, a seed file others can read
+       handshake failed, a bad signature, a seed file others can read,
+       a Unix socket another local user serves or owns (--trust-uid)
   130  interrupted (Ctrl-C)
 
 Usage errors are found before anything is sent: a command that exits 2
@@ -125,6 +126,8 @@ const configHelp = `Configuration file: $XDG_CONFIG_HOME/primalscope/config.toml
   family        = "westgate-tower-155f"
   stale_timeout = "2s"
   known_primals = ["myprimal"]      # names that split family-scoped sockets
+  trust_uids    = [1001, "alice"]   # may serve the sockets you call (--trust-uid)
+  federation    = false             # reach other nodes registries name (--federation)
 
   [[target]]                        # extra endpoints to list and probe
   name     = "tower-songbird"

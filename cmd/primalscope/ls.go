@@ -13,6 +13,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/render"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 func (a *app) lsCmd() *cobra.Command {
@@ -63,10 +64,13 @@ type lsTarget struct {
 	LatencyMS float64         `json:"latency_ms"`
 	Wire      string          `json:"wire,omitempty"`
 	BTSP      bool            `json:"btsp"`
+	// Owner is who serves the socket when it is another local user than
+	// you and root, untrusted: calls to it are refused.
+	Owner *ipc.PeerIdentity `json:"owner,omitempty"`
 }
 
 func toLS(t *discovery.Target) lsTarget {
-	return lsTarget{Target: t, State: t.State(), LatencyMS: float64(t.Latency()) / float64(time.Millisecond), Wire: t.Wire(), BTSP: t.BTSP()}
+	return lsTarget{Target: t, State: t.State(), LatencyMS: float64(t.Latency()) / float64(time.Millisecond), Wire: t.Wire(), BTSP: t.BTSP(), Owner: t.ForeignOwner()}
 }
 
 // lsDoc is the ls --json document.
@@ -185,6 +189,9 @@ func (a *app) printTable(w io.Writer, targets []*discovery.Target) {
 		addr := t.Address
 		if t.Pool != "" {
 			addr += " pool=" + t.Pool
+		}
+		if o := t.ForeignOwner(); o != nil {
+			addr += " owner=" + o.Owner() // served by another user: calls refused (the warning below)
 		}
 		health := stateText(t.State())
 		if cutOff(t) {

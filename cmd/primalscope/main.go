@@ -71,6 +71,8 @@ type app struct {
 	sec        *securityState
 	// insecure is --insecure: TLS certificates of wss:// peers unchecked.
 	insecure bool
+	// Who may serve sockets, and how far discovery reaches (trust.go).
+	trust trustFlags
 	// dl is the one dialer, made from the flags on first use (target.go).
 	dl *dial.Dialer
 	// running is the command being run ("primalscope call"; noteRunning).
@@ -142,6 +144,7 @@ More: primalscope help targets | exit-codes | config.`,
 	pf.StringVar(&a.historyPath, "history", "", "history database (default $PRIMALSCOPE_HISTORY or $XDG_STATE_HOME/primalscope/history.db)")
 	pf.BoolVar(&a.noHistory, "no-history", false, "do not record calls")
 	a.securityFlags(pf)
+	a.trust.add(pf)
 
 	root.AddCommand(a.commands(
 		a.callCmd, a.capsCmd, a.demoCmd,

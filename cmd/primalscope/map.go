@@ -19,7 +19,7 @@ import (
 
 func (a *app) mapCmd() *cobra.Command {
 	var (
-		asJSON, dot, mermaid, noFed bool
+		asJSON, dot, mermaid bool
 		hops                        int
 		failOn                      []string
 		df                          discoverFlags
@@ -82,7 +82,7 @@ for CI.`,
 			case mermaid:
 				format = "mermaid"
 			}
-			return a.mapRun(cmd.Context(), args, df, mapOpts{format: format, hops: hops, gates: gates, federation: !noFed, jq: jq})
+			return a.mapRun(cmd.Context(), args, df, mapOpts{format: format, hops: hops, gates: gates, federation: a.federation(), jq: jq})
 		},
 	}
 	cmd.Flags().IntVar(&hops, "hops", 2, "with TARGET: how many hops around it, both ways")
@@ -90,7 +90,6 @@ for CI.`,
 	cmd.Flags().BoolVar(&dot, "dot", false, "print the map in Graphviz's DOT language")
 	cmd.Flags().BoolVar(&mermaid, "mermaid", false, "print the map as a Mermaid flowchart")
 	cmd.Flags().StringSliceVar(&failOn, "fail-on", nil, "exit 1 when the map has an edge in this state: gap or degraded")
-	cmd.Flags().BoolVar(&noFed, "no-federation", false, "do not ask the other nodes discovery.peers names")
 	addDiscoverFlags(cmd.Flags(), &df)
 	jq.add(cmd)
 	return cmd

@@ -394,6 +394,10 @@ func (a *app) callEntry(t target, conn *ipc.Conn, req ipc.Request, resp *ipc.Res
 		Outcome:   outcomeOf(err),
 		Source:    history.SourceCLI,
 	}
+	var fp *ipc.ForeignPeerError
+	if errors.As(err, &fp) {
+		e.Params = nil // refused before a byte was sent: nothing went anywhere
+	}
 	if conn != nil {
 		if d := conn.Transport(); d != "" {
 			e.Transport = d // "unix+ribocipher", "unix+btsp(chacha20_poly1305)"...

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/charmbracelet/colorprofile"
 
@@ -88,6 +89,11 @@ func (a *app) dial(ctx context.Context, arg string, trace func(ipc.TraceEvent)) 
 // name dials what it resolved, never the endpoint's string again, which
 // would lose what the name said.
 func (a *app) dialTarget(ctx context.Context, t target, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+	return a.dialTargetWith(ctx, t, dial.Options{Trace: trace})
+}
+
+// dialTargetWith is dialTarget with more dial options (o.Handler is set here).
+func (a *app) dialTargetWith(ctx context.Context, t target, o dial.Options) (*ipc.Conn, error) {
 	d, err := a.dialer()
 	if err != nil {
 		return nil, err
@@ -96,10 +102,34 @@ func (a *app) dialTarget(ctx context.Context, t target, trace func(ipc.TraceEven
 	// one-shot command answers it (and "method not found" to anything else
 	// a peer asks, naming the command) so the peer never waits on us.
 	answer := events.NotServing(a.runningName() + " does not serve requests")
-	return d.Dial(ctx, t, dial.Options{Trace: trace, Handler: func(_ context.Context, m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
+	o.Handler = func(_ context.Context, m *ipc.Message) (json.RawMessage, *ipc.RPCError, bool) {
 		res, rerr := answer(m)
 		return res, rerr, true
+	}
+	return d.Dial(ctx, t, o)
+}
+
+// dialProbe resolves and connects a TARGET to probe it (health, identity,
+// capabilities, as caps does): a socket another local user serves is
+// reached rather than refused, and owner says who serves it (nil when it
+// is the user, root or a trusted user). Nothing but the probe's own calls
+// may go over such a connection.
+func (a *app) dialProbe(ctx context.Context, arg string) (c *ipc.Conn, t target, owner *ipc.PeerIdentity, err error) {
+	t, err = a.resolve(ctx, arg)
+	if err != nil {
+		return nil, t, nil, err
+	}
+	var mu sync.Mutex
+	c, err = a.dialTargetWith(ctx, t, dial.Options{Observe: func(id ipc.PeerIdentity) {
+		if id.Foreign {
+			mu.Lock()
+			owner = &id
+			mu.Unlock()
+		}
 	}})
+	mu.Lock()
+	defer mu.Unlock()
+	return c, t, owner, err
 }
 
 // colorProfile decides how w gets colour, by the one rule the TUI shares

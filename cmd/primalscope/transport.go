@@ -80,6 +80,9 @@ func (a *app) security() (ipc.Security, error) {
 	}
 	w := &warnings{out: a.io.err, seen: map[string]bool{}}
 	sec := ipc.Security{Cipher: cipher, Negotiate: negotiate, Prefix: mode, Family: a.familyID(), Warn: w.warn}
+	if sec.TrustUIDs, err = a.trustedUIDs(); err != nil { // trust.go
+		return ipc.Security{}, err
+	}
 	if sec.Cipher == btsp.CipherNull && !negotiate {
 		fmt.Fprintln(a.io.err, "primalscope: WARNING: --btsp-cipher null: BTSP sessions (and, without a family seed, family-scoped sockets) carry calls in CLEARTEXT")
 	}

@@ -16,6 +16,8 @@
 //	family        = "westgate-tower-155f"
 //	stale_timeout = "2s"
 //	known_primals = ["myprimal"]
+//	trust_uids    = [1001, "alice"]  # may serve the sockets primalscope calls
+//	federation    = false            # reach other nodes and families registries name
 //
 //	[[target]]
 //	name     = "tower-songbird"
@@ -217,6 +219,51 @@ type Discovery struct {
 	KnownPrimals []string `toml:"known_primals" json:"known_primals,omitempty"`
 	// NoProc turns off finding stdio Bus daemons in the process table.
 	NoProc bool `toml:"no_proc" json:"no_proc,omitempty"`
+	// TrustUIDs are local users (uids or user names) trusted to serve the
+	// Unix sockets primalscope calls, besides the user and root; the CLI's
+	// --trust-uid adds to them.
+	TrustUIDs Users `toml:"trust_uids" json:"trust_uids,omitempty"`
+	// Federation lets discovery reach what registries name on other nodes
+	// and of other families (discovery.peers, remote addresses), like
+	// --federation.
+	Federation bool `toml:"federation" json:"federation,omitempty"`
+}
+
+// MaxTrustUIDs bounds discovery.trust_uids.
+const MaxTrustUIDs = 64
+
+// Users is a list of users written as uids (numbers) or user names
+// (strings), in any mix: trust_uids = [1001, "alice"].
+type Users []string
+
+// UnmarshalTOML reads a list of uids and user names (or one of them).
+func (u *Users) UnmarshalTOML(v any) error {
+	list, ok := v.([]any)
+	if !ok {
+		list = []any{v}
+	}
+	if len(list) > MaxTrustUIDs {
+		return fmt.Errorf("%d users; at most %d", len(list), MaxTrustUIDs)
+	}
+	out := make(Users, 0, len(list))
+	for _, e := range list {
+		switch x := e.(type) {
+		case int64:
+			if x < 0 || x > 1<<32-1 {
+				return fmt.Errorf("uid %d out of range", x)
+			}
+			out = append(out, strconv.FormatInt(x, 10))
+		case string:
+			if strings.TrimSpace(x) == "" || len(x) > 256 {
+				return fmt.Errorf("user name %q: empty or too long", x)
+			}
+			out = append(out, strings.TrimSpace(x))
+		default:
+			return fmt.Errorf("want uids or user names, not %T", e)
+		}
+	}
+	*u = out
+	return nil
 }
 
 // Target is a named extra endpoint.

@@ -232,3 +232,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestTrustAndFederation(t *testing.T) {
+	c, err := Parse([]byte("[discovery]\ntrust_uids = [1001, \"alice\"]\nfederation = true\ntrust_uid = [5]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Discovery.TrustUIDs, ","); got != "1001,alice" || !c.Discovery.Federation {
+		t.Fatalf("trust_uids = %q, federation = %v", got, c.Discovery.Federation)
+	}
+	if got := strings.Join(c.Warnings(), "\n"); !strings.Contains(got, `did you mean "discovery.trust_uids"?`) {
+		t.Errorf("a misspelt trust_uids is not warned about:\n%s", got)
+	}
+	for _, bad := range []string{"trust_uids = [-1]", "trust_uids = [1.5]", `trust_uids = [""]`} {
+		if _, err := Parse([]byte("[discovery]\n" + bad + "\n")); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

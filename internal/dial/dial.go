@@ -178,6 +178,12 @@ type Options struct {
 	// Such a session lives until ctx ends or it is closed, so ctx must be
 	// the owner's, not one call's.
 	Persistent bool
+	// Observe, when set, makes the dial a probe's (health, identity,
+	// capabilities: caps): a Unix socket another local user serves is
+	// reached, not refused, and who serves each connection is handed to
+	// Observe before anything is sent (see ipc.PeerPolicy). Calls leave it
+	// nil, and such a socket is then an *ipc.ForeignPeerError.
+	Observe func(ipc.PeerIdentity)
 }
 
 // IPCOptions are the ipc options the Dialer uses for t.
@@ -186,6 +192,7 @@ func (d *Dialer) IPCOptions(t Target, o Options) ipc.Options {
 		Wire: d.Wire(t), MaxFrame: d.s.MaxFrame, Endpoint: t.Label(), ConnectTimeout: d.s.ConnectTimeout,
 		Security: d.Security(t), Insecure: d.s.Insecure,
 		Trace: o.Trace, Handler: o.Handler, IncomingBuffer: o.IncomingBuffer,
+		Peer: ipc.PeerPolicy{Observe: o.Observe != nil, Seen: o.Observe},
 	}
 }
 

@@ -1,0 +1,102 @@
+package discovery
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// A primal another local user serves in a shared socket directory is
+// probed (health, capabilities) and listed marked with its owner; the
+// user's own primal beside it is not marked.
+func TestSweepMarksForeignOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("serving a socket as another user needs root")
+	}
+	dir, err := ipctest.SharedDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	fp, err := ipctest.ListenForeign(filepath.Join(dir, "beardog.sock"), ipctest.NobodyUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fp.Close()
+	own, err := ipctest.StartPrimal(filepath.Join(dir, "toadstool.sock"), primal("toadstool", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+
+	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true, NoRegistries: true})
+	snap, err := d.Sweep(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bd := byName(snap.Targets, "beardog")
+	if bd == nil || bd.State() != StateLive {
+		t.Fatalf("the foreign primal was not probed: %+v", bd)
+	}
+	if o := bd.ForeignOwner(); o == nil || o.UID != ipctest.NobodyUID || !o.Foreign {
+		t.Fatalf("beardog not marked with its owner: %+v", o)
+	}
+	if bd.Probe.Capabilities == nil {
+		t.Error("the foreign primal's capabilities were not asked")
+	}
+	if ts := byName(snap.Targets, "toadstool"); ts == nil || ts.ForeignOwner() != nil {
+		t.Fatalf("the user's own primal is marked: %+v", ts)
+	}
+	for _, b := range fp.Received() {
+		for _, line := range bytes.Split(b, []byte("\n")) {
+			if len(line) > 0 && !bytes.Contains(line, []byte("health.")) && !bytes.Contains(line, []byte("identity")) && !bytes.Contains(line, []byte("capabilit")) {
+				t.Errorf("a probe sent the foreign primal %q", line)
+			}
+		}
+	}
+}
+
+// A registry another local user serves is probed and marked, but not asked
+// what it knows: its answer would steer discovery.
+func TestForeignRegistryNotAsked(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("serving a socket as another user needs root")
+	}
+	dir, err := ipctest.SharedDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	fp, err := ipctest.ListenForeign(filepath.Join(dir, "songbird.sock"), ipctest.NobodyUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fp.Close()
+	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true})
+	snap, err := d.Sweep(ctxT(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := byName(snap.Targets, "songbird")
+	if sb == nil || sb.ForeignOwner() == nil {
+		t.Fatalf("the foreign registry is not listed marked: %+v", sb)
+	}
+	for _, b := range fp.Received() {
+		if bytes.Contains(b, []byte("ipc.list")) || bytes.Contains(b, []byte("discovery.peers")) {
+			t.Fatalf("the foreign registry was asked: %q", b)
+		}
+	}
+	found := false
+	for _, e := range snap.Errors {
+		found = found || strings.Contains(e.Err, "refusing to call")
+	}
+	if !found {
+		t.Errorf("the refusal is not said: %+v", snap.Errors)
+	}
+}

@@ -1,0 +1,222 @@
+package ipc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// PeerPolicy says which local users may serve a Unix socket primalscope
+// speaks to. The zero value is the safe one: a socket served by anyone
+// but the user and root (or whose file belongs to anyone else) is refused
+// with *ForeignPeerError before a byte is sent.
+type PeerPolicy struct {
+	// TrustUIDs are uids trusted besides the user's own and root, on top
+	// of Security.TrustUIDs (the run's --trust-uid and trust_uids).
+	TrustUIDs []uint32
+	// Observe connects whoever serves the socket and only reports who it
+	// is (Seen): for probes (health, capabilities), which show a foreign
+	// socket marked with its owner instead of hiding it. Calls never set it.
+	Observe bool
+	// Seen, when set, receives who is at the other end of each Unix
+	// connection made (abstract ones included), before anything is sent.
+	// It may be called from several goroutines.
+	Seen func(PeerIdentity) `json:"-"`
+}
+
+// PeerIdentity is who serves a Unix socket, as the kernel says
+// (SO_PEERCRED), and who owns its file.
+type PeerIdentity struct {
+	// UID and PID are the serving process's credentials when it listened.
+	UID uint32 `json:"uid"`
+	PID int32  `json:"pid,omitempty"`
+	// User is UID's user name, looked up for a foreign socket only (""
+	// otherwise, or when the system does not know it).
+	User string `json:"user,omitempty"`
+	// FileUID is the owner of the socket file (path sockets only: HasFile);
+	// FileUser its name, as User.
+	FileUID  uint32 `json:"file_uid,omitempty"`
+	FileUser string `json:"file_user,omitempty"`
+	HasFile  bool   `json:"has_file,omitempty"`
+	// Foreign is set when the policy does not trust it; Why says why.
+	Foreign bool   `json:"foreign,omitempty"`
+	Why     string `json:"why,omitempty"`
+}
+
+// Owner names the serving user for people: "nobody (uid 65534)".
+func (p PeerIdentity) Owner() string { return uidName(p.UID, p.User) }
+
+func uidName(uid uint32, name string) string {
+	if name == "" {
+		return "uid " + strconv.FormatUint(uint64(uid), 10)
+	}
+	return fmt.Sprintf("%s (uid %d)", name, uid)
+}
+
+// trusted reports whether uid may serve the user's sockets.
+func (p *PeerPolicy) trusted(uid uint32) bool {
+	if uid == 0 || uid == uint32(os.Getuid()) {
+		return true
+	}
+	for _, t := range p.TrustUIDs {
+		if t == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// judge fills Foreign and Why: the server must be trusted, and so must the
+// file's owner when it is someone else (a socket file that is not the
+// server's own). User names are looked up only for a foreign socket (the
+// user database is not read on the common path).
+func (p *PeerPolicy) judge(id *PeerIdentity) {
+	serverOK := p.trusted(id.UID)
+	fileOK := !id.HasFile || id.FileUID == id.UID || p.trusted(id.FileUID)
+	if serverOK && fileOK {
+		return
+	}
+	id.Foreign = true
+	id.User = lookupUser(id.UID)
+	if id.HasFile {
+		id.FileUser = id.User
+		if id.FileUID != id.UID {
+			id.FileUser = lookupUser(id.FileUID)
+		}
+	}
+	if !serverOK {
+		id.Why = "it is served by " + id.Owner() + ", not by you or root"
+		return
+	}
+	id.Why = "its socket file belongs to " + uidName(id.FileUID, id.FileUser) + " but " + id.Owner() + " serves it"
+}
+
+// ForeignPeerError refuses a socket served (or owned) by a local user the
+// policy does not trust. Nothing was sent to it.
+type ForeignPeerError struct {
+	Endpoint string
+	Peer     PeerIdentity
+}
+
+func (e *ForeignPeerError) Error() string {
+	return fmt.Sprintf("refusing to call %s: %s; nothing was sent (trust that user with --trust-uid %s, or trust_uids in the config file)",
+		e.Endpoint, e.Peer.Why, e.Peer.blamed())
+}
+
+// blamed is the user to trust for the refusal to go away: the server, else
+// the file's owner.
+func (p PeerIdentity) blamed() string {
+	uid, name := p.UID, p.User
+	if strings.HasPrefix(p.Why, "its socket file") {
+		uid, name = p.FileUID, p.FileUser
+	}
+	if name != "" {
+		return name
+	}
+	return strconv.FormatUint(uint64(uid), 10)
+}
+
+// ParseTrustedUser reads one --trust-uid value: a uid or a user name.
+func ParseTrustedUser(s string) (uint32, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, errors.New("empty user")
+	}
+	if n, err := strconv.ParseUint(s, 10, 32); err == nil {
+		return uint32(n), nil
+	}
+	u, err := user.Lookup(s)
+	if err != nil {
+		return 0, fmt.Errorf("no user %q on this system: %w", s, err)
+	}
+	n, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("user %q has uid %q, not a number", s, u.Uid)
+	}
+	return uint32(n), nil
+}
+
+// peerIdentity reads who serves c (SO_PEERCRED) and, for a path socket,
+// who owns its file. ok is false for connections that are not Unix ones.
+func peerIdentity(c net.Conn, ep Endpoint) (PeerIdentity, bool, error) {
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		return PeerIdentity{}, false, nil
+	}
+	raw, err := uc.SyscallConn()
+	if err != nil {
+		return PeerIdentity{}, true, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return PeerIdentity{}, true, err
+	}
+	if credErr != nil {
+		return PeerIdentity{}, true, fmt.Errorf("read the peer's credentials (SO_PEERCRED): %w", credErr)
+	}
+	id := PeerIdentity{UID: cred.Uid, PID: cred.Pid}
+	if ep.Transport == Unix {
+		st, err := os.Stat(ep.Path)
+		if err != nil {
+			return id, true, fmt.Errorf("stat the socket file: %w", err)
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			id.HasFile, id.FileUID = true, sys.Uid
+		}
+	}
+	return id, true, nil
+}
+
+// lookupUser names a uid ("" when the system does not know it).
+func lookupUser(uid uint32) string {
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		return ""
+	}
+	return u.Username
+}
+
+// dialPeer connects a socket endpoint as DialStream does and then, for a
+// Unix one, checks who serves it against opts.Peer before anything is
+// sent: a foreign server is a *ForeignPeerError unless the policy only
+// observes.
+func dialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) {
+	c, err := DialStream(ctx, ep, opts.ConnectTimeout)
+	if err != nil {
+		return nil, err
+	}
+	id, isUnix, err := peerIdentity(c, ep)
+	if !isUnix {
+		return c, nil
+	}
+	name := opts.Endpoint
+	if name == "" {
+		name = ep.String()
+	}
+	if err != nil {
+		c.Close()
+		return nil, &DialError{Endpoint: name, Err: fmt.Errorf("cannot tell who serves the socket: %w", err)}
+	}
+	pol := opts.Peer
+	pol.TrustUIDs = append(append([]uint32(nil), pol.TrustUIDs...), opts.Security.TrustUIDs...)
+	pol.judge(&id)
+	if pol.Seen != nil {
+		pol.Seen(id)
+	}
+	if id.Foreign && !pol.Observe {
+		c.Close()
+		return nil, &ForeignPeerError{Endpoint: name, Peer: id}
+	}
+	return c, nil
+}
