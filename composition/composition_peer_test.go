@@ -26,7 +26,7 @@ func TestCompositionPeerEverySourceAndState(t *testing.T) {
 	}
 	c.SetStale(true)
 
-	ts := sweep(t, dir)
+	ts := sweepFederated(t, dir)
 	gath := Gather(ctx, dialer(t), ts, GatherOptions{Timeout: time.Second, Federation: true})
 	if len(gath.Errs) > 0 {
 		t.Logf("gather errors: %v", gath.Errs)

@@ -41,7 +41,11 @@ func TestFederationTwoNodesOverTCP(t *testing.T) {
 	sbA.SetPeers(ipctest.SongbirdPeer{NodeID: "node-b", Address: "127.0.0.1", TCPPort: portB})
 	serve(t, dir, "songbird.sock", sbA.Config())
 
-	ts := sweep(t, dir)
+	// Without federation asked for by name, the other node is not reached.
+	if local := Gather(ctxT(t), dialer(t), sweep(t, dir), GatherOptions{Timeout: time.Second}); len(local.Remote) != 0 {
+		t.Fatalf("without federation the map asked %d other node(s)", len(local.Remote))
+	}
+	ts := sweepFederated(t, dir)
 	gath := Gather(ctxT(t), dialer(t), ts, GatherOptions{Timeout: time.Second, Federation: true})
 	if len(gath.Remote) != 1 || gath.Remote[0].Node != "node-b" {
 		t.Fatalf("remote = %+v, errs %v", gath.Remote, gath.Errs)

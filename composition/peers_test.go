@@ -60,8 +60,20 @@ func level3(name string, groups map[string][]string, consumed []string, opdeps m
 // sweep discovers what dir holds, as the CLI would with --socket-dir.
 func sweep(t *testing.T, dir string) []*discovery.Target {
 	t.Helper()
+	return sweepWith(t, dir, false)
+}
+
+// sweepFederated is sweep with federation asked for (--federation): the
+// registries' other nodes are listed.
+func sweepFederated(t *testing.T, dir string) []*discovery.Target {
+	t.Helper()
+	return sweepWith(t, dir, true)
+}
+
+func sweepWith(t *testing.T, dir string, federation bool) []*discovery.Target {
+	t.Helper()
 	d := discovery.New(discovery.Options{SocketDirs: []string{dir}, Getenv: func(string) string { return "" },
-		Environ: func() []string { return nil }, NoProc: true, Confine: true,
+		Environ: func() []string { return nil }, NoProc: true, Confine: true, Federation: federation,
 		Probe: discovery.ProbeOptions{StaleTimeout: 400 * time.Millisecond}})
 	snap, err := d.Sweep(ctxT(t), nil)
 	if err != nil {
