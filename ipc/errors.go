@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
 
 // RPCError is the error object a peer answered with (JSON-RPC 2.0 "error").
@@ -161,3 +162,27 @@ func (e *DialError) Unwrap() error { return e.Err }
 // ErrNotAddress is returned by ParseEndpoint for a string that names no
 // address (for example a primal name), so that callers can resolve it by name.
 var ErrNotAddress = errors.New("not an address")
+
+// SecurityFailure reports whether err is a refusal for security reasons
+// (the CLI's exit 5, the history's "refused"): a BTSP demand with no seed
+// to meet it (*BTSPRequiredError), a failed BTSP handshake other than one
+// that ran out of time (*btsp.HandshakeError), or a BTSP session frame
+// refused at any point of the session (*btsp.FrameError: it does not
+// authenticate, is replayed, or is cleartext inside an encrypted session),
+// also when it reaches the caller inside a *ClosedError. A long-running
+// watcher does not reconnect on its own after one: the same peer would
+// only be refused again, or the impostor be given another try.
+func SecurityFailure(err error) bool {
+	var (
+		bt *BTSPRequiredError
+		hs *btsp.HandshakeError
+		fe *btsp.FrameError
+	)
+	switch {
+	case errors.As(err, &hs):
+		return hs.Reason != btsp.ReasonTimeout
+	case errors.As(err, &bt), errors.As(err, &fe):
+		return true
+	}
+	return false
+}

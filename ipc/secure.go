@@ -286,7 +286,7 @@ func (d *secureDialer) handshake(ctx context.Context, facts EndpointFacts) (*sec
 	hsTimeout := max(d.opts.ConnectTimeout, defaultHandshakeTimeout)
 	var fails []string
 	var last error
-	wrongSeed := false
+	wrongSeed, spoke := false, false
 	// linesOnly: the peer answered a JSON-line hello with a line that is no
 	// BTSP message; a length-prefixed hello would not even be read (it has
 	// no newline) and would cost a whole handshake timeout.
@@ -356,12 +356,17 @@ attempts:
 				case he.WrongSeed():
 					wrongSeed = true // another framing asks the same question
 					break attempts
+				case he.Spoke || he.FromPeer:
+					// The peer answered in this framing, then failed (an
+					// impostor, a downgrade, a hello cut and closed): it
+					// speaks this framing, so another framing or prefix
+					// is no way round it, and a peer that reads only
+					// lines would leave a length-prefixed hello waiting
+					// out the whole timeout. Stop with this failure.
+					spoke = true
+					break attempts
 				case he.Reason == btsp.ReasonMalformed && a.framing == btsp.JSONLine && !pre:
 					linesOnly = true
-				case he.Reason == btsp.ReasonNegotiateRefused || he.Reason == btsp.ReasonWeakerCipher:
-					// The framing and prefix were understood: the server
-					// will not give this cipher; try the next way.
-					continue attempts
 				}
 				continue prefixes
 			}
@@ -373,6 +378,9 @@ attempts:
 	}
 	if wrongSeed {
 		msg = "the family seed does not match the peer's; nothing was sent in cleartext"
+	}
+	if spoke {
+		msg = "the peer answered the BTSP handshake and then failed it; no other way was tried, and nothing was sent in cleartext"
 	}
 	if len(fails) > 1 {
 		msg += " [tried: " + strings.Join(fails[:len(fails)-1], "; ") + "]"

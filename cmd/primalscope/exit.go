@@ -17,7 +17,7 @@ const (
 	exitUsage    = 2 // bad usage or bad input
 	exitConnect  = 3 // cannot connect or the transport broke
 	exitTimeout  = 4
-	exitSecurity = 5 // BTSP required and no seed, handshake failed, bad signature
+	exitSecurity = 5 // BTSP required and no seed, handshake failed, a session frame refused, bad signature
 )
 
 // usageError marks bad usage or bad input (exit 2).
@@ -59,6 +59,7 @@ func exitCode(err error) int {
 		sec *securityError
 		bt  *ipc.BTSPRequiredError
 		hs  *btsp.HandshakeError
+		fe  *btsp.FrameError
 		to  *ipc.TimeoutError
 		re  *ipc.RPCError
 		ce  *ipc.ClosedError
@@ -75,7 +76,10 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &hs) && hs.Reason == btsp.ReasonTimeout:
 		return exitTimeout // the handshake ran out of time: nothing was refused
-	case errors.As(err, &sec), errors.As(err, &bt), errors.As(err, &hs):
+	case errors.As(err, &sec), errors.As(err, &bt), errors.As(err, &hs), errors.As(err, &fe):
+		// fe: a BTSP frame refused at any point of a session (it does not
+		// authenticate, is replayed, is cleartext), even when the
+		// connection it ended is all the caller saw (a *ipc.ClosedError).
 		return exitSecurity
 	case errors.As(err, &de), errors.As(err, &nf), errors.As(err, &cn):
 		// Could not connect, even when connecting timed out (net's dial
