@@ -65,6 +65,9 @@ type HostileSession struct {
 	Seed []byte
 	// Fault is how the answers break.
 	Fault SessionFault
+	// LengthPrefixedOnly closes without a word on a JSON-line hello, so a
+	// client takes the counter path.
+	LengthPrefixedOnly bool
 
 	acc  *peer.Acceptor
 	path string
@@ -174,6 +177,9 @@ func (h *HostileSession) serve(c net.Conn, rec io.Reader) {
 		}
 		_, _ = br.Discard(2)
 		lp = b[1] == 0x02
+	}
+	if !lp && h.LengthPrefixedOnly {
+		return
 	}
 	readMsg := func() map[string]json.RawMessage {
 		var raw []byte
