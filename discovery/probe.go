@@ -282,7 +282,11 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		ConnectTimeout: connectTimeoutFor(ep, p.opts), Security: p.opts.Security}
 	// A family-scoped name gets nothing in cleartext, even without FAMILY_ID.
 	opts.Security.FamilyScoped = opts.Security.FamilyScoped || p.scope.Scoped(ep, spec.Family, opts.Security.Family)
-	secured := !opts.Security.Seed.IsZero() && (opts.Security.FamilyScoped || ipc.FamilyScoped(ep, opts.Security.Family))
+	if opts.Security.TargetFamily == "" {
+		opts.Security.TargetFamily = spec.Family // picks the seed: never the user's for another family
+	}
+	seed, _, _ := opts.Security.SeedFor(ep)
+	secured := !seed.IsZero() && (opts.Security.FamilyScoped || ipc.FamilyScoped(ep, opts.Security.Family))
 	start := time.Now()
 	fr, err := ipc.DialFramer(ctx, ep, opts)
 	res.Connect = time.Since(start)

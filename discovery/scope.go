@@ -128,10 +128,16 @@ func (s *FamilyScope) dirFamilies(dir string) []string {
 }
 
 // scopedSecurity is sec for a connection to ep: FamilyScoped is set when
-// ep's name says it is family-scoped (with sec's family id).
+// ep's name says it is family-scoped (with sec's family id), and
+// TargetFamily (which picks the seed) to the first of families given.
 func scopedSecurity(sec ipc.Security, ep ipc.Endpoint, families ...string) ipc.Security {
 	if !sec.FamilyScoped && FamilyScoped(ep, append(families, sec.Family)...) {
 		sec.FamilyScoped = true
+	}
+	for _, f := range families {
+		if sec.TargetFamily == "" && f != "" {
+			sec.TargetFamily = f // the target's family picks the seed
+		}
 	}
 	return sec
 }

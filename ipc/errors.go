@@ -133,12 +133,21 @@ func (e *FrameTooLargeError) Error() string {
 type BTSPRequiredError struct {
 	Endpoint string
 	Peer     *RPCError // the peer's own words, when it said so
+	// Family is set when the endpoint belongs to another family than the
+	// user's own (OwnFamily) and no seed is known for it: the user's seed
+	// is not that family's, and was not used.
+	Family, OwnFamily string
 }
 
 func (e *BTSPRequiredError) Error() string {
 	s := "BTSP handshake required"
 	if e.Endpoint != "" {
 		s += " by " + e.Endpoint
+	}
+	if e.Family != "" {
+		return fmt.Sprintf("%s, of family %q: no seed is known for family %q (FAMILY_SEED and --family-seed-file are family %q's); "+
+			"give it in the config file ([families.%s] seed_file = \"FILE\", mode 0600), or as your own with --family %s --family-seed-file FILE",
+			s, e.Family, e.Family, e.OwnFamily, e.Family, e.Family)
 	}
 	return s + ": set FAMILY_SEED or pass --family-seed-file (or --btsp-cipher null to send cleartext on purpose)"
 }

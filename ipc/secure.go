@@ -37,7 +37,10 @@ type secureDialer struct {
 	sec   Security
 	name  string // the endpoint as errors name it
 	seeds [][]byte
-	stamp string // socketStamp at dial time
+	// family is the family the endpoint belongs to ("" unknown); foreign
+	// is the same when it is not the user's and its seed is not known.
+	family, foreign string
+	stamp           string // socketStamp at dial time
 	// forcedCleartext: cleartext to an endpoint that requires BTSP, on purpose.
 	forcedCleartext bool
 }
@@ -55,9 +58,15 @@ func dialSocket(ctx context.Context, ep Endpoint, opts Options) (Framer, error) 
 		}
 		return NetFramer(c, opts.MaxFrame), nil
 	}
-	d := &secureDialer{ep: ep, opts: opts, sec: opts.Security, name: opts.Endpoint, seeds: opts.Security.Seed.candidates()}
+	d := &secureDialer{ep: ep, opts: opts, sec: opts.Security, name: opts.Endpoint}
 	if d.name == "" {
 		d.name = ep.String()
+	}
+	// The seed of the family the endpoint belongs to, never another's.
+	seed, fam, known := d.sec.SeedFor(ep)
+	d.seeds, d.family = seed.candidates(), fam
+	if !known {
+		d.foreign = fam
 	}
 	if d.sec.Memory != nil {
 		d.stamp = socketStamp(ep)
@@ -133,6 +142,8 @@ func (d *secureDialer) btspRequired(f EndpointFacts) (bool, string) {
 		return true, "its name says it is family-scoped"
 	case f.BTSPRequired:
 		return true, "it demanded a BTSP handshake before"
+	case d.family != "":
+		return true, "its name says it belongs to family " + d.family
 	}
 	return false, ""
 }
@@ -145,6 +156,10 @@ func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 		}
 		if !d.sec.cleartextOnPurpose() {
 			// Never send cleartext to an endpoint that requires BTSP.
+			if d.foreign != "" {
+				d.note("the endpoint requires BTSP (" + why + ") and no seed is known for family " + d.foreign + ": not connecting")
+				return nil, &BTSPRequiredError{Endpoint: d.name, Family: d.foreign, OwnFamily: d.sec.Family}
+			}
 			d.note("the endpoint requires BTSP (" + why + ") and no family seed is set: not connecting")
 			return nil, &BTSPRequiredError{Endpoint: d.name}
 		}

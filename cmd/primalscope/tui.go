@@ -49,7 +49,7 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 	if err != nil {
 		return err
 	}
-	cfg.Security, cfg.CanBTSP = sec, a.seedFile != "" || a.getenv("FAMILY_SEED") != ""
+	cfg.Security, cfg.CanBTSP = sec, !sec.Seed.IsZero() || len(sec.Seeds) > 0 // some family's seed is known
 	if cfg.Dialer, err = a.dialer(); err != nil { // the one the commands use
 		return err
 	}

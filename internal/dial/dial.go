@@ -138,10 +138,16 @@ func (t Target) Label() string {
 
 // Security is the security the Dialer uses for t: the run's settings, with
 // FamilyScoped set when t's name, family or directory says it is
-// family-scoped (discovery.FamilyScope, the decision the prober makes too)
-// and RequireBTSP when t announced or demanded BTSP.
+// family-scoped (discovery.FamilyScope, the decision the prober makes too),
+// TargetFamily to the family t's name carries (which picks the seed), and
+// RequireBTSP when t announced or demanded BTSP.
 func (d *Dialer) Security(t Target) ipc.Security {
 	sec := d.s.Security
+	if sec.TargetFamily == "" {
+		// The family t's name carries picks the seed (ipc.Security.SeedFor):
+		// the user's own family's seed never goes to another family.
+		sec.TargetFamily = t.Family
+	}
 	sec.RequireBTSP = sec.RequireBTSP || t.BTSPRequired
 	if !sec.FamilyScoped {
 		sec.FamilyScoped = d.scope.Scoped(t.Endpoint, t.Family, sec.Family)
