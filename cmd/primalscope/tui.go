@@ -50,7 +50,7 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return err
 	}
 	cfg.Security, cfg.CanBTSP = sec, !sec.Seed.IsZero() || len(sec.Seeds) > 0 // some family's seed is known
-	if cfg.Dialer, err = a.dialer(); err != nil { // the one the commands use
+	if cfg.Dialer, err = a.dialer(); err != nil {                             // the one the commands use
 		return err
 	}
 	a.quietWarnings() // the trace shows them; stderr would spoil the screen
