@@ -49,8 +49,9 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 	if err != nil {
 		return err
 	}
-	cfg.Security, cfg.CanBTSP = sec, !sec.Seed.IsZero() || len(sec.Seeds) > 0 // some family's seed is known
-	if cfg.Dialer, err = a.dialer(); err != nil {                             // the one the commands use
+	// CanBTSP: some family's seed is known (the user's, the config's, the demo's).
+	cfg.Security, cfg.CanBTSP = sec, !sec.Seed.IsZero() || len(sec.Seeds) > 0
+	if cfg.Dialer, err = a.dialer(); err != nil { // the one the commands use
 		return err
 	}
 	a.quietWarnings() // the trace shows them; stderr would spoil the screen
