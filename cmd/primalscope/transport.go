@@ -59,7 +59,7 @@ func (a *app) quietWarnings() {
 
 // securityFlags adds the global BTSP and riboCipher flags.
 func (a *app) securityFlags(pf *pflag.FlagSet) {
-	pf.StringVar(&a.seedFile, "family-seed-file", "", "read the BTSP family seed from this file (mode 0600; default: $FAMILY_SEED)")
+	pf.StringVar(&a.seedFile, "family-seed-file", "", "read your family's BTSP seed (--family, else $FAMILY_ID) from this file (mode 0600; default: $FAMILY_SEED); other families' seeds: config [families.<id>] seed_file")
 	pf.StringVar(&a.prefix, "prefix", "auto", "riboCipher first-byte signal on sockets: auto (raw JSON first; EC 01 once the peer answered -32002, remembered per endpoint), on or off")
 	pf.StringVar(&a.btspCipher, "btsp-cipher", "auto", "BTSP session to insist on: auto (encrypted, server authenticated: btsp.negotiate or length-prefixed with server_proof), chacha20_poly1305, hmac_plain, negotiate, or null (cleartext on purpose)")
 }
