@@ -106,6 +106,12 @@ type ClosedError struct {
 
 func (e *ClosedError) Error() string {
 	s := "connection closed"
+	var fe *btsp.FrameError
+	if errors.As(e.Cause, &fe) {
+		// Not a closed connection: the session ended on a frame it
+		// refused (the cause says so).
+		s = "connection ended"
+	}
 	if e.Cause != nil {
 		s += ": " + e.Cause.Error()
 	}

@@ -58,6 +58,7 @@ func TestBTSPSessionFailureIsRefused(t *testing.T) {
 				if h.Requests() != 1 {
 					t.Fatalf("%s: the peer decrypted %d requests, want 1", f.name, h.Requests())
 				}
+				t.Logf("%s: %s", f.name, strings.TrimSpace(r.stderr))
 			}
 			r := runCLI(t, env, "", "history", "--json", "--limit", "0")
 			var got []history.Entry

@@ -339,7 +339,7 @@ func (s *Session) checkNotCleartext(what string) error {
 		return nil // too short to tell: readLP says what it is
 	}
 	return &FrameError{Fault: FaultCleartext,
-		Reason: "cleartext JSON where " + what + " belongs, inside an encrypted session: a downgrade, or an impostor that does not hold the session keys"}
+		Reason: "cleartext JSON where " + what + " belongs: a downgrade, or an impostor that does not hold the session keys"}
 }
 
 // looksLikeJSON reports whether b starts a JSON object or array: "{" or
