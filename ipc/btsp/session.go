@@ -320,7 +320,7 @@ func (s *Session) readOne() ([]byte, error) {
 		}
 		if s.rmode == modeCounterAEAD {
 			s.rctr++
-		} else if err := s.rseen.add(nonce); err != nil {
+		} else if err := s.rseen.add(nonce, maxSeenNonces); err != nil {
 			return nil, err
 		}
 		return out, nil
@@ -373,7 +373,9 @@ var ErrSessionExhausted = errors.New("btsp: the session received too many frames
 // authenticates, and only its nonce, seen before, tells it.
 type nonceSet map[[nonceSize]byte]struct{}
 
-func (ns *nonceSet) add(nonce []byte) error {
+// add remembers nonce, failing when it was seen before (a replay) or when
+// limit nonces are remembered already.
+func (ns *nonceSet) add(nonce []byte, limit int) error {
 	if *ns == nil {
 		*ns = make(nonceSet, 64)
 	}
@@ -381,7 +383,7 @@ func (ns *nonceSet) add(nonce []byte) error {
 	if _, seen := (*ns)[k]; seen {
 		return &FrameError{Fault: FaultReplay, Reason: "a frame received before in this session, sent again (a replay)"}
 	}
-	if len(*ns) >= maxSeenNonces {
+	if len(*ns) >= limit {
 		return ErrSessionExhausted
 	}
 	(*ns)[k] = struct{}{}
