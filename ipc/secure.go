@@ -371,6 +371,11 @@ attempts:
 				case he.WrongSeed():
 					wrongSeed = true // another framing asks the same question
 					break attempts
+				case he.Reason == btsp.ReasonNegotiateRefused && len(seed) < btsp.MinNegotiateSeed:
+					// BearDog refuses btsp.negotiate with a seed this
+					// short: its length-prefixed handshake is the way.
+					d.note("btsp.negotiate refused with a seed shorter than 16 bytes (BearDog's rule): trying the length-prefixed handshake")
+					continue attempts
 				case he.Spoke || he.FromPeer:
 					// The peer answered in this framing, then failed (an
 					// impostor, a downgrade, a hello cut and closed): it

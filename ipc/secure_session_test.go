@@ -180,3 +180,17 @@ func TestBTSPFallsBackWhenThePeerSaidNothing(t *testing.T) {
 		t.Fatalf("%d connection(s): the length-prefixed handshake was not tried", n)
 	}
 }
+
+// TestShortSeedTakesTheLengthPrefixedHandshake: BearDog refuses
+// btsp.negotiate with a seed shorter than 16 bytes; that refusal (from a
+// peer that answered the JSON-line hello) still leads to the
+// length-prefixed handshake, which BearDog offers, rather than a failure.
+func TestShortSeedTakesTheLengthPrefixedHandshake(t *testing.T) {
+	const short = "short-seed-13"
+	s := startAt(t, "p.sock", btspPrimal([]byte(short), ""))
+	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(short), RequireBTSP: true}})
+	mustLive(t, c)
+	if got := c.Transport(); got != "unix+btsp(chacha20_poly1305, length-prefixed)" {
+		t.Fatalf("transport %q", got)
+	}
+}
