@@ -283,7 +283,11 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	// A family-scoped name gets nothing in cleartext, even without FAMILY_ID.
 	opts.Security.FamilyScoped = opts.Security.FamilyScoped || p.scope.Scoped(ep, spec.Family, opts.Security.Family)
 	if opts.Security.TargetFamily == "" {
-		opts.Security.TargetFamily = spec.Family // picks the seed: never the user's for another family
+		// Picks the seed: never the user's own for another family.
+		opts.Security.TargetFamily = spec.Family
+		if spec.Family == "" || spec.Family == "default" {
+			opts.Security.TargetFamily = p.scope.Family(ep, opts.Security.Family)
+		}
 	}
 	seed, _, _ := opts.Security.SeedFor(ep)
 	secured := !seed.IsZero() && (opts.Security.FamilyScoped || ipc.FamilyScoped(ep, opts.Security.Family))

@@ -109,3 +109,30 @@ func TestSeedsPerFamily(t *testing.T) {
 		t.Fatalf("a seed file others may read: exit %d: %+v", r.code, r)
 	}
 }
+
+// TestSeedForAFamilySeenInTheDirectory: a socket whose family shows only
+// beside a known primal's socket in the same directory
+// (myprimal-tower-9.sock next to songbird-tower-9.sock) belongs to that
+// family: the seed of FAMILY_ID east is not sent to it (exit 5, naming
+// tower-9, nothing connects).
+func TestSeedForAFamilySeenInTheDirectory(t *testing.T) {
+	dir := wireDir(t)
+	other, err := ipctest.ListenHostileBTSP(filepath.Join(dir, "songbird-tower-9.sock"), &ipctest.HostileBTSP{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	h, err := ipctest.ListenHostileBTSP(filepath.Join(dir, "myprimal-tower-9.sock"), &ipctest.HostileBTSP{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "XDG_CONFIG_HOME": dir, "FAMILY_ID": "east", "FAMILY_SEED": "the-east-family-seed-for-cli-0123456789"}
+	r := runCLI(t, env, "", "call", "--no-history", "--timeout", "5s", h.Path(), sentinelMethod, sentinelParams)
+	if r.code != exitSecurity || !strings.Contains(r.stderr, `family "tower-9"`) {
+		t.Fatalf("exit %d, want %d naming tower-9: %+v", r.code, exitSecurity, r)
+	}
+	if n := len(h.Received()); n != 0 {
+		t.Fatalf("%d connection(s) to another family's socket with the user's seed", n)
+	}
+}

@@ -143,14 +143,23 @@ func (t Target) Label() string {
 // RequireBTSP when t announced or demanded BTSP.
 func (d *Dialer) Security(t Target) ipc.Security {
 	sec := d.s.Security
-	if sec.TargetFamily == "" {
-		// The family t's name carries picks the seed (ipc.Security.SeedFor):
-		// the user's own family's seed never goes to another family.
-		sec.TargetFamily = t.Family
-	}
 	sec.RequireBTSP = sec.RequireBTSP || t.BTSPRequired
+	fam := t.Family
+	if fam == "default" {
+		fam = "" // standalone
+	}
+	if fam == "" {
+		// A family the name shows only beside a known primal's socket in
+		// the same directory (the decision FamilyScoped makes).
+		fam = d.scope.Family(t.Endpoint, sec.Family)
+	}
 	if !sec.FamilyScoped {
-		sec.FamilyScoped = d.scope.Scoped(t.Endpoint, t.Family, sec.Family)
+		sec.FamilyScoped = fam != "" || d.scope.Scoped(t.Endpoint, sec.Family)
+	}
+	if sec.TargetFamily == "" {
+		// The family t belongs to picks the seed (ipc.Security.SeedFor):
+		// the user's own family's seed never goes to another family.
+		sec.TargetFamily = fam
 	}
 	return sec
 }
