@@ -140,15 +140,21 @@ func (s *FamilyScope) dirFamilies(dir string) []string {
 
 // scopedSecurity is sec for a connection to ep: FamilyScoped is set when
 // ep's name says it is family-scoped (with sec's family id), and
-// TargetFamily (which picks the seed) to the first of families given.
+// TargetFamily (which picks the seed) to the first of families given, else
+// to the family that scopes it.
 func scopedSecurity(sec ipc.Security, ep ipc.Endpoint, families ...string) ipc.Security {
-	if !sec.FamilyScoped && FamilyScoped(ep, append(families, sec.Family)...) {
+	var fs FamilyScope
+	fam := fs.Family(ep, append(families, sec.Family)...)
+	if !sec.FamilyScoped && fam != "" {
 		sec.FamilyScoped = true
 	}
 	for _, f := range families {
-		if sec.TargetFamily == "" && f != "" {
+		if sec.TargetFamily == "" && f != "" && f != "default" {
 			sec.TargetFamily = f // the target's family picks the seed
 		}
+	}
+	if sec.TargetFamily == "" {
+		sec.TargetFamily = fam
 	}
 	return sec
 }
