@@ -293,7 +293,15 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	}}
 	// A family-scoped name gets nothing in cleartext, even without FAMILY_ID.
 	opts.Security.FamilyScoped = opts.Security.FamilyScoped || p.scope.Scoped(ep, spec.Family, opts.Security.Family)
-	secured := !opts.Security.Seed.IsZero() && (opts.Security.FamilyScoped || ipc.FamilyScoped(ep, opts.Security.Family))
+	if opts.Security.TargetFamily == "" {
+		// Picks the seed: never the user's own for another family.
+		opts.Security.TargetFamily = spec.Family
+		if spec.Family == "" || spec.Family == "default" {
+			opts.Security.TargetFamily = p.scope.Family(ep, opts.Security.Family)
+		}
+	}
+	seed, _, _ := opts.Security.SeedFor(ep)
+	secured := !seed.IsZero() && (opts.Security.FamilyScoped || ipc.FamilyScoped(ep, opts.Security.Family))
 	start := time.Now()
 	fr, err := ipc.DialFramer(ctx, ep, opts)
 	res.Connect = time.Since(start)

@@ -53,8 +53,16 @@ const maxScopeDirs = 256
 
 // Scoped is FamilyScoped, with the directories' family ids remembered.
 func (s *FamilyScope) Scoped(ep ipc.Endpoint, families ...string) bool {
+	return s.Family(ep, families...) != ""
+}
+
+// Family is the family id that makes ep family-scoped, as Scoped decides
+// it (the name, else a family id a known primal's socket in the same
+// directory carries, else the same for the socket a symlink points to);
+// "" when ep is not family-scoped.
+func (s *FamilyScope) Family(ep ipc.Endpoint, families ...string) string {
 	if ep.Transport != ipc.Unix || ep.Path == "" {
-		return false
+		return ""
 	}
 	paths := []string{ep.Path}
 	if fi, err := os.Lstat(ep.Path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
@@ -68,8 +76,8 @@ func (s *FamilyScope) Scoped(ep ipc.Endpoint, families ...string) bool {
 			continue
 		}
 		m := NewFamilyMatcher(nil, families...)
-		if scopedName(m, base) {
-			return true
+		if fam := scopedName(m, base); fam != "" {
+			return fam
 		}
 		if !strings.Contains(base, "-") {
 			continue // no family id can end this name
@@ -77,16 +85,19 @@ func (s *FamilyScope) Scoped(ep ipc.Endpoint, families ...string) bool {
 		for _, f := range s.dirFamilies(filepath.Dir(p)) {
 			m.AddFamily(f)
 		}
-		if scopedName(m, base) {
-			return true
+		if fam := scopedName(m, base); fam != "" {
+			return fam
 		}
 	}
-	return false
+	return ""
 }
 
-func scopedName(m *FamilyMatcher, base string) bool {
-	_, fam := m.Split(base)
-	return fam != "" && fam != "default"
+// scopedName is the family id base's name carries ("" for none, or "default").
+func scopedName(m *FamilyMatcher, base string) string {
+	if _, fam := m.Split(base); fam != "default" {
+		return fam
+	}
+	return ""
 }
 
 // dirFamilies returns the family ids carried by known primals' socket
@@ -128,10 +139,22 @@ func (s *FamilyScope) dirFamilies(dir string) []string {
 }
 
 // scopedSecurity is sec for a connection to ep: FamilyScoped is set when
-// ep's name says it is family-scoped (with sec's family id).
+// ep's name says it is family-scoped (with sec's family id), and
+// TargetFamily (which picks the seed) to the first of families given, else
+// to the family that scopes it.
 func scopedSecurity(sec ipc.Security, ep ipc.Endpoint, families ...string) ipc.Security {
-	if !sec.FamilyScoped && FamilyScoped(ep, append(families, sec.Family)...) {
+	var fs FamilyScope
+	fam := fs.Family(ep, append(families, sec.Family)...)
+	if !sec.FamilyScoped && fam != "" {
 		sec.FamilyScoped = true
+	}
+	for _, f := range families {
+		if sec.TargetFamily == "" && f != "" && f != "default" {
+			sec.TargetFamily = f // the target's family picks the seed
+		}
+	}
+	if sec.TargetFamily == "" {
+		sec.TargetFamily = fam
 	}
 	return sec
 }

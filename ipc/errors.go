@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/internal/human"
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
 
 // RPCError is the error object a peer answered with (JSON-RPC 2.0 "error").
@@ -105,6 +106,12 @@ type ClosedError struct {
 
 func (e *ClosedError) Error() string {
 	s := "connection closed"
+	var fe *btsp.FrameError
+	if errors.As(e.Cause, &fe) {
+		// Not a closed connection: the session ended on a frame it
+		// refused (the cause says so).
+		s = "connection ended"
+	}
 	if e.Cause != nil {
 		s += ": " + e.Cause.Error()
 	}
@@ -132,12 +139,21 @@ func (e *FrameTooLargeError) Error() string {
 type BTSPRequiredError struct {
 	Endpoint string
 	Peer     *RPCError // the peer's own words, when it said so
+	// Family is set when the endpoint belongs to another family than the
+	// user's own (OwnFamily) and no seed is known for it: the user's seed
+	// is not that family's, and was not used.
+	Family, OwnFamily string
 }
 
 func (e *BTSPRequiredError) Error() string {
 	s := "BTSP handshake required"
 	if e.Endpoint != "" {
 		s += " by " + e.Endpoint
+	}
+	if e.Family != "" {
+		return fmt.Sprintf("%s, of family %q: no seed is known for family %q (FAMILY_SEED and --family-seed-file are family %q's); "+
+			"give it in the config file ([families.%s] seed_file = \"FILE\", mode 0600), or as your own with --family %s --family-seed-file FILE",
+			s, e.Family, e.Family, e.OwnFamily, e.Family, e.Family)
 	}
 	return s + ": set FAMILY_SEED or pass --family-seed-file (or --btsp-cipher null to send cleartext on purpose)"
 }
@@ -161,3 +177,27 @@ func (e *DialError) Unwrap() error { return e.Err }
 // ErrNotAddress is returned by ParseEndpoint for a string that names no
 // address (for example a primal name), so that callers can resolve it by name.
 var ErrNotAddress = errors.New("not an address")
+
+// SecurityFailure reports whether err is a refusal for security reasons
+// (the CLI's exit 5, the history's "refused"): a BTSP demand with no seed
+// to meet it (*BTSPRequiredError), a failed BTSP handshake other than one
+// that ran out of time (*btsp.HandshakeError), or a BTSP session frame
+// refused at any point of the session (*btsp.FrameError: it does not
+// authenticate, is replayed, or is cleartext inside an encrypted session),
+// also when it reaches the caller inside a *ClosedError. A long-running
+// watcher does not reconnect on its own after one: the same peer would
+// only be refused again, or the impostor be given another try.
+func SecurityFailure(err error) bool {
+	var (
+		bt *BTSPRequiredError
+		hs *btsp.HandshakeError
+		fe *btsp.FrameError
+	)
+	switch {
+	case errors.As(err, &hs):
+		return hs.Reason != btsp.ReasonTimeout
+	case errors.As(err, &bt), errors.As(err, &fe):
+		return true
+	}
+	return false
+}

@@ -37,7 +37,10 @@ type secureDialer struct {
 	sec   Security
 	name  string // the endpoint as errors name it
 	seeds [][]byte
-	stamp string // socketStamp at dial time
+	// family is the family the endpoint belongs to ("" unknown); foreign
+	// is the same when it is not the user's and its seed is not known.
+	family, foreign string
+	stamp           string // socketStamp at dial time
 	// forcedCleartext: cleartext to an endpoint that requires BTSP, on purpose.
 	forcedCleartext bool
 }
@@ -55,9 +58,15 @@ func dialSocket(ctx context.Context, ep Endpoint, opts Options) (Framer, error) 
 		}
 		return NetFramer(c, opts.MaxFrame), nil
 	}
-	d := &secureDialer{ep: ep, opts: opts, sec: opts.Security, name: opts.Endpoint, seeds: opts.Security.Seed.candidates()}
+	d := &secureDialer{ep: ep, opts: opts, sec: opts.Security, name: opts.Endpoint}
 	if d.name == "" {
 		d.name = ep.String()
+	}
+	// The seed of the family the endpoint belongs to, never another's.
+	seed, fam, known := d.sec.SeedFor(ep)
+	d.seeds, d.family = seed.candidates(), fam
+	if !known {
+		d.foreign = fam
 	}
 	if d.sec.Memory != nil {
 		d.stamp = socketStamp(ep)
@@ -133,6 +142,8 @@ func (d *secureDialer) btspRequired(f EndpointFacts) (bool, string) {
 		return true, "its name says it is family-scoped"
 	case f.BTSPRequired:
 		return true, "it demanded a BTSP handshake before"
+	case d.family != "":
+		return true, "its name says it belongs to family " + d.family
 	}
 	return false, ""
 }
@@ -145,6 +156,10 @@ func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 		}
 		if !d.sec.cleartextOnPurpose() {
 			// Never send cleartext to an endpoint that requires BTSP.
+			if d.foreign != "" {
+				d.note("the endpoint requires BTSP (" + why + ") and no seed is known for family " + d.foreign + ": not connecting")
+				return nil, &BTSPRequiredError{Endpoint: d.name, Family: d.foreign, OwnFamily: d.sec.Family}
+			}
 			d.note("the endpoint requires BTSP (" + why + ") and no family seed is set: not connecting")
 			return nil, &BTSPRequiredError{Endpoint: d.name}
 		}
@@ -286,7 +301,7 @@ func (d *secureDialer) handshake(ctx context.Context, facts EndpointFacts) (*sec
 	hsTimeout := max(d.opts.ConnectTimeout, defaultHandshakeTimeout)
 	var fails []string
 	var last error
-	wrongSeed := false
+	wrongSeed, spoke := false, false
 	// linesOnly: the peer answered a JSON-line hello with a line that is no
 	// BTSP message; a length-prefixed hello would not even be read (it has
 	// no newline) and would cost a whole handshake timeout.
@@ -356,12 +371,22 @@ attempts:
 				case he.WrongSeed():
 					wrongSeed = true // another framing asks the same question
 					break attempts
+				case he.Reason == btsp.ReasonNegotiateRefused && len(seed) < btsp.MinNegotiateSeed:
+					// BearDog refuses btsp.negotiate with a seed this
+					// short: its length-prefixed handshake is the way.
+					d.note("btsp.negotiate refused with a seed shorter than 16 bytes (BearDog's rule): trying the length-prefixed handshake")
+					continue attempts
+				case he.Spoke || he.FromPeer:
+					// The peer answered in this framing, then failed (an
+					// impostor, a downgrade, a hello cut and closed): it
+					// speaks this framing, so another framing or prefix
+					// is no way round it, and a peer that reads only
+					// lines would leave a length-prefixed hello waiting
+					// out the whole timeout. Stop with this failure.
+					spoke = true
+					break attempts
 				case he.Reason == btsp.ReasonMalformed && a.framing == btsp.JSONLine && !pre:
 					linesOnly = true
-				case he.Reason == btsp.ReasonNegotiateRefused || he.Reason == btsp.ReasonWeakerCipher:
-					// The framing and prefix were understood: the server
-					// will not give this cipher; try the next way.
-					continue attempts
 				}
 				continue prefixes
 			}
@@ -373,6 +398,9 @@ attempts:
 	}
 	if wrongSeed {
 		msg = "the family seed does not match the peer's; nothing was sent in cleartext"
+	}
+	if spoke {
+		msg = "the peer answered the BTSP handshake and then failed it; no other way was tried, and nothing was sent in cleartext"
 	}
 	if len(fails) > 1 {
 		msg += " [tried: " + strings.Join(fails[:len(fails)-1], "; ") + "]"

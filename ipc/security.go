@@ -56,6 +56,11 @@ type Seed struct{ v string }
 // NewSeed wraps a FAMILY_SEED value (surrounding whitespace is trimmed).
 func NewSeed(s string) Seed { return Seed{v: strings.TrimSpace(s)} }
 
+// ServerKey returns the seed's bytes, for the one place that needs them:
+// serving BTSP (primalscope mock stands in for a family-scoped primal).
+// Never print or store what it returns.
+func (s Seed) ServerKey() []byte { return []byte(s.v) }
+
 // IsZero reports whether no seed is set.
 func (s Seed) IsZero() bool { return s.v == "" }
 
@@ -77,9 +82,22 @@ func (s Seed) candidates() [][]byte { return btsp.SeedCandidates(s.v) }
 // family-scoped peers: the BTSP handshake and the riboCipher prefix. The zero
 // value is the plain wire: no prefix, no handshake, nothing remembered.
 type Security struct {
-	// Seed is the family seed; without one, an endpoint that requires BTSP
-	// fails with *BTSPRequiredError.
+	// Seed is the seed of Family, the user's own family (FAMILY_SEED or
+	// --family-seed-file, given with FAMILY_ID or --family). It is never
+	// used for a socket of another family: that one's seed comes from
+	// Seeds. With Family unset the seed belongs to no named family and is
+	// used for any family Seeds does not name. Without a seed for its
+	// family, an endpoint that requires BTSP fails with *BTSPRequiredError
+	// before anything is sent (naming the family).
 	Seed Seed
+	// Seeds are the seeds of other families, by family id (the config
+	// file's [families.<id>] seed_file).
+	Seeds map[string]Seed
+	// TargetFamily is the family the endpoint belongs to as its name says
+	// (NAME-<family>.sock, as discovery splits it); "" when unknown, and
+	// then a name ending in -<id>.sock of Family or of a family in Seeds
+	// says it. It picks the seed.
+	TargetFamily string
 	// Cipher is the cipher asked for. "" (auto, the default) accepts only a
 	// session that is encrypted AND whose server proved it holds the seed:
 	// the JSON-line handshake upgraded by btsp.negotiate, or the
@@ -119,8 +137,43 @@ type Security struct {
 }
 
 func (s *Security) active() bool {
-	return !s.Seed.IsZero() || s.RequireBTSP || s.FamilyScoped || s.Family != "" ||
+	return !s.Seed.IsZero() || len(s.Seeds) > 0 || s.TargetFamily != "" || s.RequireBTSP || s.FamilyScoped || s.Family != "" ||
 		s.Prefix != PrefixOff || s.Memory != nil || s.Cipher != "" || s.Negotiate
+}
+
+// SeedFor returns the seed to shake hands with at ep and the family ep
+// belongs to (TargetFamily, else the longest of Family and Seeds' ids that
+// ep's name ends in; "" when none is known), with that family's seed: Seed
+// for Family (or for a socket of no known family), Seeds[family] for another.
+// ok is false when ep belongs to another family whose seed is not known:
+// Seed, the user's own family's, is never handed to another family's
+// socket (unless Family is unset: then Seed was given for no family in
+// particular).
+func (s *Security) SeedFor(ep Endpoint) (seed Seed, family string, ok bool) {
+	fam := s.TargetFamily
+	if fam == "" {
+		for f := range s.Seeds {
+			if len(f) > len(fam) && FamilyScoped(ep, f) {
+				fam = f
+			}
+		}
+		if len(s.Family) > len(fam) && FamilyScoped(ep, s.Family) {
+			fam = s.Family
+		}
+	}
+	switch fam {
+	case "", "default":
+		return s.Seed, "", true // no family known: standalone, or the user's own
+	case s.Family:
+		return s.Seed, fam, true
+	}
+	if sd, ok := s.Seeds[fam]; ok {
+		return sd, fam, true
+	}
+	if s.Family == "" {
+		return s.Seed, fam, true
+	}
+	return Seed{}, fam, false
 }
 
 // cleartextOnPurpose reports whether the user asked for the null cipher by

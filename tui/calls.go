@@ -70,16 +70,18 @@ func answerOf(seq int, t *discovery.Target, req ipc.Request, start time.Time, re
 	if err != nil && a.rpcErr == nil {
 		var re *ipc.RPCError
 		var te *ipc.TimeoutError
-		var be *ipc.BTSPRequiredError
 		switch {
+		case ipc.SecurityFailure(err):
+			// A BTSP demand without a seed, a failed handshake, a session
+			// frame refused at any point: what the CLI exits 5 for (and
+			// history.OutcomeOf calls refused), first as there.
+			a.outcome = "refused"
 		case errors.As(err, &re):
 			a.rpcErr, a.outcome = re, "error"
 		case errors.As(err, &te), errors.Is(err, context.DeadlineExceeded):
 			a.outcome = "timeout"
 		case errors.Is(err, context.Canceled):
 			a.outcome = "cancelled"
-		case errors.As(err, &be):
-			a.outcome = "refused"
 		default:
 			a.outcome = "failed"
 		}

@@ -56,15 +56,22 @@ directory.`,
 // runDemoUI shows the demo ecosystem to a person: the TUI over its socket
 // directory.
 func (a *app) runDemoUI(ctx context.Context, eco *demo.Ecosystem) error {
+	a.useDemo(eco)
+	return a.runTUI(ctx, true)
+}
+
+// useDemo makes the run about the demo ecosystem: its socket directory,
+// its targets only, its family, and its own seed for its own family.
+func (a *app) useDemo(eco *demo.Ecosystem) {
 	a.socketDirs = []string{eco.Dir}
 	// Its own ecosystem only: not other processes' buses, nor the
 	// environment's or the config file's targets.
 	a.scope = eco.Confine
+	// The demo's own family seed, always, for its own family: its BTSP
+	// socket is reachable whatever seed the shell holds (FAMILY_SEED is
+	// the user's family's, and is never handed to the demo's sockets).
+	a.demoSeed = &familySeed{family: eco.Family, file: eco.SeedFile, userFamily: a.familyID()}
 	if a.family == "" {
 		a.family = eco.Family
 	}
-	if a.seedFile == "" && a.getenv("FAMILY_SEED") == "" {
-		a.seedFile = eco.SeedFile // the demo's own family seed: its BTSP socket is reachable
-	}
-	return a.runTUI(ctx, true)
 }

@@ -17,7 +17,7 @@ const (
 	exitUsage    = 2 // bad usage or bad input
 	exitConnect  = 3 // cannot connect or the transport broke
 	exitTimeout  = 4
-	exitSecurity = 5 // BTSP required and no seed, handshake failed, bad signature, a socket another user serves
+	exitSecurity = 5 // BTSP required and no seed, handshake failed, a session frame refused, bad signature, a socket another user serves
 )
 
 // usageError marks bad usage or bad input (exit 2).
@@ -60,6 +60,7 @@ func exitCode(err error) int {
 		bt  *ipc.BTSPRequiredError
 		hs  *btsp.HandshakeError
 		fp  *ipc.ForeignPeerError
+		fe  *btsp.FrameError
 		to  *ipc.TimeoutError
 		re  *ipc.RPCError
 		ce  *ipc.ClosedError
@@ -76,7 +77,10 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &hs) && hs.Reason == btsp.ReasonTimeout:
 		return exitTimeout // the handshake ran out of time: nothing was refused
-	case errors.As(err, &sec), errors.As(err, &bt), errors.As(err, &hs), errors.As(err, &fp):
+	case errors.As(err, &sec), errors.As(err, &bt), errors.As(err, &hs), errors.As(err, &fp), errors.As(err, &fe):
+		// fe: a BTSP frame refused at any point of a session (it does not
+		// authenticate, is replayed, is cleartext), even when the
+		// connection it ended is all the caller saw (a *ipc.ClosedError).
 		return exitSecurity
 	case errors.As(err, &de), errors.As(err, &nf), errors.As(err, &cn):
 		// Could not connect, even when connecting timed out (net's dial

@@ -73,8 +73,11 @@ beardog, family west-tower-1), or before a family id already seen. When
 neither tells, the primal's own identity.get does: beta-west-tower-1.sock
 served by a primal that says "primal": "beta" is listed as primal beta,
 family west-tower-1, and both names reach it. Family-scoped sockets demand
-a BTSP handshake: give the family seed with --family-seed-file or
-$FAMILY_SEED.
+a BTSP handshake: give your family's seed with --family-seed-file or
+$FAMILY_SEED (it is your family's: --family, else $FAMILY_ID, and never
+goes to another family's socket), other families' in the config file
+([families.<id>] seed_file, see help config). A socket of a family whose
+seed is not known is refused (exit 5) before connecting.
 
 Shell completion completes TARGET from a short discovery sweep (at most
 250 ms, cached a few seconds in $XDG_CACHE_HOME/primalscope), and METHOD
@@ -109,9 +112,12 @@ const exitCodesHelp = `Every command exits with one of:
   3    cannot connect, or the transport broke: no socket by that name,
        connection refused, the peer hung up
   4    timed out (--timeout)
-  5    refused for security: BTSP required and no family seed, the
-       handshake failed, a bad signature, a seed file others can read,
-       a Unix socket another local user serves or owns (--trust-uid)
+  5    refused for security: BTSP required and no family seed (or none
+       known for the socket's family), the handshake failed, a BTSP
+       session frame refused at any point (it does not authenticate, is
+       replayed, or is cleartext inside an encrypted session), a bad
+       signature, a seed file others can read, a Unix socket another
+       local user serves or owns (--trust-uid)
   130  interrupted (Ctrl-C)
 
 Usage errors are found before anything is sent: a command that exits 2
@@ -137,6 +143,9 @@ const configHelp = `Configuration file: $XDG_CONFIG_HOME/primalscope/config.toml
   name = "agents"
   unix = "/run/stdiobus/agents.sock"
 
+  [families.westgate-tower-155f]    # another family's BTSP seed
+  seed_file = "westgate.seed"       # mode 0600; relative to this file's folder
+
   [history]                         # enabled, path, max_rows, max_bytes, entry_limit
   [keys]                            # TUI key bindings, e.g. quit = ["q"]
 
@@ -149,7 +158,7 @@ A relative $XDG_* value is ignored (as the XDG spec says): ~ is used.
 Environment:
   BIOMEOS_SOCKET_DIR            socket directory (like --socket-dir)
   FAMILY_ID, BIOMEOS_FAMILY_ID  family id (like --family)
-  FAMILY_SEED                   BTSP family seed (prefer --family-seed-file)
+  FAMILY_SEED                   your family's BTSP seed (prefer --family-seed-file)
   <PRIMAL>_SOCKET               where one primal listens
   PRIMALSCOPE_HISTORY           history database (like --history)
   XDG_STATE_HOME                history and endpoint memory (~/.local/state)

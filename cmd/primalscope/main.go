@@ -65,7 +65,10 @@ type app struct {
 	noHistory   bool
 
 	// BTSP and the riboCipher prefix (transport.go).
-	seedFile   string
+	seedFile string
+	// demoSeed is the demo's own family and seed file while the demo runs
+	// (demo.go): it always reaches its own sockets with them.
+	demoSeed   *familySeed
 	prefix     string
 	btspCipher string
 	sec        *securityState

@@ -18,7 +18,6 @@ import (
 	"github.com/ecoPrimals/primalscope/internal/mock"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
-	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
 
 // maxMockRecordings bounds the calls one mock is built from (newest kept).
@@ -296,33 +295,23 @@ func (a *app) mockListen(e history.Entry, f mockFlags) (mock.Listen, error) {
 		}
 	}
 	if strings.Contains(e.Transport, "btsp") {
-		seed, err := a.serveSeed()
+		// The seed of the recorded target's family, by the one rule the
+		// client uses (ipc.Security.SeedFor): FAMILY_SEED and
+		// --family-seed-file belong to --family/FAMILY_ID, another
+		// family's seed comes from the config's [families.<id>].
+		sec, err := a.security()
 		if err != nil {
 			return l, err
 		}
-		if seed == "" {
-			return l, &securityError{err: fmt.Errorf("%s was recorded over BTSP: the mock serves it over BTSP only, and needs the family seed ($FAMILY_SEED or --family-seed-file)", render.Sanitize(e.Target))}
+		sec.TargetFamily = e.Family
+		seed, fam, ok := sec.SeedFor(l.Endpoint)
+		if !ok || seed.IsZero() {
+			return l, &securityError{err: fmt.Errorf("%s was recorded over BTSP: the mock serves it over BTSP only, and needs the seed of family %q ($FAMILY_SEED with FAMILY_ID=%s, --family-seed-file, or [families.%s] seed_file in the config)",
+				render.Sanitize(e.Target), render.Sanitize(fam), render.Sanitize(fam), render.Sanitize(fam))}
 		}
-		l.Seed = []byte(seed)
+		l.Seed = seed.ServerKey()
 	}
 	return l, nil
-}
-
-// serveSeed is the family seed a BTSP mock serves with: --family-seed-file
-// (its mode checked) or $FAMILY_SEED.
-func (a *app) serveSeed() (string, error) {
-	if a.seedFile != "" {
-		s, err := btsp.ReadSeedFile(a.seedFile)
-		if err != nil {
-			var insecure *btsp.InsecureSeedFileError
-			if errors.As(err, &insecure) {
-				return "", &securityError{err: fmt.Errorf("--family-seed-file: %w", err)}
-			}
-			return "", usageErr(fmt.Errorf("--family-seed-file: %w", err))
-		}
-		return strings.TrimSpace(s), nil
-	}
-	return strings.TrimSpace(a.getenv("FAMILY_SEED")), nil
 }
 
 // mockRegister registers the mock with the Songbird registry found by name,

@@ -139,15 +139,27 @@ func (a *app) foldWarnings(st history.FoldStats, err error, loud bool) {
 }
 
 // knownSecrets are the family seeds this run knows of ($FAMILY_SEED,
-// --family-seed-file): history scrubs them wherever they turn up (a peer's
+// --family-seed-file, the config's [families.<id>] seed_file, the
+// demo's): history scrubs them wherever they turn up (a peer's
 // error message echoing one, positional params), not only under secret keys.
 func (a *app) knownSecrets() []string {
 	var out []string
 	if s := strings.TrimSpace(a.getenv("FAMILY_SEED")); s != "" {
 		out = append(out, s)
 	}
-	if a.seedFile != "" {
-		if s, err := btsp.ReadSeedFile(a.seedFile); err == nil && strings.TrimSpace(s) != "" {
+	files := []string{a.seedFile}
+	if a.demoSeed != nil {
+		files = append(files, a.demoSeed.file)
+	}
+	cfg := a.config()
+	for id := range cfg.Families {
+		files = append(files, cfg.SeedFile(id)) // other families' seeds
+	}
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		if s, err := btsp.ReadSeedFile(f); err == nil && strings.TrimSpace(s) != "" {
 			out = append(out, strings.TrimSpace(s))
 		}
 	}

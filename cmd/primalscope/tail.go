@@ -138,10 +138,14 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 		}
 		fmt.Fprintf(a.io.err, "primalscope: tailing %d target(s): %s (Ctrl-C ends)\n", len(specs), strings.Join(names, ", "))
 	}
+	var refused []string // targets refused for security: the exit is 5
 	for {
 		ev, err := stream.Next(ctx)
 		if err != nil {
 			break
+		}
+		if ev.Kind == events.KindLiveness && ev.Name == events.StateRefused && len(refused) < 8 {
+			refused = append(refused, render.Sanitize(ev.Source))
 		}
 		if werr := p.print(ev); werr != nil && ctx.Err() == nil {
 			stop()
@@ -154,6 +158,11 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 	}
 	stop()
 	stream.Wait() // every connection is closed when this returns
+	if len(refused) > 0 {
+		// Said on the stream as it happened (state "refused"); the exit
+		// says it too, as call's would.
+		return &securityError{err: fmt.Errorf("refused for security (a BTSP handshake or session frame failed; not reconnected): %s", strings.Join(refused, ", "))}
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 	"time"
 
@@ -58,13 +59,13 @@ func (a *app) quietWarnings() {
 
 // securityFlags adds the global BTSP and riboCipher flags.
 func (a *app) securityFlags(pf *pflag.FlagSet) {
-	pf.StringVar(&a.seedFile, "family-seed-file", "", "read the BTSP family seed from this file (mode 0600; default: $FAMILY_SEED)")
+	pf.StringVar(&a.seedFile, "family-seed-file", "", "read your family's BTSP seed (--family, else $FAMILY_ID) from this file (mode 0600; default: $FAMILY_SEED); other families' seeds: config [families.<id>] seed_file")
 	pf.StringVar(&a.prefix, "prefix", "auto", "riboCipher first-byte signal on sockets: auto (raw JSON first; EC 01 once the peer answered -32002, remembered per endpoint), on or off")
 	pf.StringVar(&a.btspCipher, "btsp-cipher", "auto", "BTSP session to insist on: auto (encrypted, server authenticated: btsp.negotiate or length-prefixed with server_proof), chacha20_poly1305, hmac_plain, negotiate, or null (cleartext on purpose)")
 }
 
-// security resolves the BTSP and prefix flags: the family seed from
-// --family-seed-file or $FAMILY_SEED, the prefix mode, the cipher, the
+// security resolves the BTSP and prefix flags: the family seeds (each
+// for its family: see familySeeds), the prefix mode, the cipher, the
 // family, and the endpoint memory ($XDG_STATE_HOME/primalscope/endpoints.json).
 func (a *app) security() (ipc.Security, error) {
 	if a.sec != nil {
@@ -86,19 +87,8 @@ func (a *app) security() (ipc.Security, error) {
 	if sec.Cipher == btsp.CipherNull && !negotiate {
 		fmt.Fprintln(a.io.err, "primalscope: WARNING: --btsp-cipher null: BTSP sessions (and, without a family seed, family-scoped sockets) carry calls in CLEARTEXT")
 	}
-	switch {
-	case a.seedFile != "":
-		s, err := btsp.ReadSeedFile(a.seedFile)
-		if err != nil {
-			var insecure *btsp.InsecureSeedFileError
-			if errors.As(err, &insecure) {
-				return ipc.Security{}, &securityError{err: fmt.Errorf("--family-seed-file: %w", err)}
-			}
-			return ipc.Security{}, usageErr(fmt.Errorf("--family-seed-file: %w", err))
-		}
-		sec.Seed = ipc.NewSeed(s)
-	case a.getenv("FAMILY_SEED") != "":
-		sec.Seed = ipc.NewSeed(a.getenv("FAMILY_SEED"))
+	if err := a.familySeeds(&sec); err != nil {
+		return ipc.Security{}, err
 	}
 	sec.Memory = a.endpointMemory()
 	a.sec = &securityState{sec: sec, w: w}
@@ -106,6 +96,96 @@ func (a *app) security() (ipc.Security, error) {
 		a.sec.stopFlush = sec.Memory.AutoFlush(memoryFlushEvery)
 	}
 	return sec, nil
+}
+
+// familySeed is a family and the file holding its seed.
+type familySeed struct {
+	family, file string
+	// userFamily is, for the demo's seed, the family the user's own seed
+	// (--family-seed-file, $FAMILY_SEED) was given with, before the demo
+	// made its family the one in use.
+	userFamily string
+}
+
+// familySeeds fills in sec's seeds, each for the family it was given with
+// (ipc.Security.SeedFor hands each socket its own family's, never
+// another's):
+//   - --family-seed-file, else $FAMILY_SEED: the user's own family's
+//     (--family, else $FAMILY_ID); given with neither, a seed of no named
+//     family, tried on families the config names no seed for;
+//   - the config file's [families.<id>] seed_file: other families';
+//   - the demo's own seed for the demo's family, whatever else is set.
+//
+// Every seed file must be readable by its owner only: one that group or
+// others may read is a refusal (exit 5), one that cannot be read bad input.
+func (a *app) familySeeds(sec *ipc.Security) error {
+	read := func(what, file string) (ipc.Seed, error) {
+		s, err := btsp.ReadSeedFile(file)
+		if err != nil {
+			var insecure *btsp.InsecureSeedFileError
+			if errors.As(err, &insecure) {
+				return ipc.Seed{}, &securityError{err: fmt.Errorf("%s: %w", what, err)}
+			}
+			return ipc.Seed{}, usageErr(fmt.Errorf("%s: %w", what, err))
+		}
+		return ipc.NewSeed(s), nil
+	}
+	book := map[string]ipc.Seed{}
+	if cfg := a.config(); len(cfg.Families) > 0 {
+		ids := make([]string, 0, len(cfg.Families))
+		for id := range cfg.Families {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids) // the first bad file is the same one every run
+		for _, id := range ids {
+			sd, err := read(fmt.Sprintf("config [families.%s] seed_file", id), cfg.SeedFile(id))
+			if err != nil {
+				return err
+			}
+			book[id] = sd
+		}
+	}
+	var user ipc.Seed
+	switch {
+	case a.seedFile != "":
+		sd, err := read("--family-seed-file", a.seedFile)
+		if err != nil {
+			return err
+		}
+		user = sd
+	case a.getenv("FAMILY_SEED") != "":
+		user = ipc.NewSeed(a.getenv("FAMILY_SEED"))
+	}
+	userFamily := a.familyID()
+	if a.demoSeed != nil {
+		userFamily = a.demoSeed.userFamily
+	}
+	unbound := ipc.Seed{}
+	if !user.IsZero() {
+		if userFamily != "" {
+			book[userFamily] = user // given for this family: it wins over the config's
+		} else {
+			unbound = user
+		}
+	}
+	if a.demoSeed != nil {
+		sd, err := read("the demo's seed file", a.demoSeed.file)
+		if err != nil {
+			return err
+		}
+		book[a.demoSeed.family] = sd // the demo reaches its own sockets, whatever the shell says
+		unbound = ipc.Seed{}
+	}
+	if sec.Family == "" {
+		sec.Seed = unbound
+	} else {
+		sec.Seed = book[sec.Family]
+		delete(book, sec.Family)
+	}
+	if len(book) > 0 {
+		sec.Seeds = book
+	}
+	return nil
 }
 
 // memoryFlushEvery is how often a long-running command (the TUI, tail,

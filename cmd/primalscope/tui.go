@@ -53,7 +53,8 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 	if err != nil {
 		return err
 	}
-	cfg.Security, cfg.CanBTSP = sec, a.seedFile != "" || a.getenv("FAMILY_SEED") != ""
+	// CanBTSP: some family's seed is known (the user's, the config's, the demo's).
+	cfg.Security, cfg.CanBTSP = sec, !sec.Seed.IsZero() || len(sec.Seeds) > 0
 	if cfg.Dialer, err = a.dialer(); err != nil { // the one the commands use
 		return err
 	}

@@ -89,13 +89,16 @@ func TestBTSPHostileServers(t *testing.T) {
 		stderr string
 		code   int
 	}{
-		{"impostor-keeps-null", &ipctest.HostileBTSP{Negotiate: ipctest.NegotiateKeepNull}, nil, "server_proof_mismatch", exitSecurity},
+		// A peer that answered the JSON-line hello and then failed is not
+		// tried in the other framing: its first failure is the one said.
+		{"impostor-keeps-null", &ipctest.HostileBTSP{Negotiate: ipctest.NegotiateKeepNull}, nil, "negotiate_refused", exitSecurity},
+		{"impostor-lp-only", &ipctest.HostileBTSP{LengthPrefixedOnly: true}, nil, "server_proof_mismatch", exitSecurity},
 		{"impostor-claims-negotiate", &ipctest.HostileBTSP{Negotiate: ipctest.NegotiateClaim}, nil, "key_confirmation", exitSecurity},
 		{"impostor-answers-chacha", &ipctest.HostileBTSP{Cipher: "chacha20_poly1305"}, nil, "negotiate_refused", exitSecurity},
-		{"forced-null", &ipctest.HostileBTSP{Seed: []byte(seed), Cipher: "null"}, nil, "weaker_cipher", exitSecurity},
+		{"forced-null", &ipctest.HostileBTSP{Seed: []byte(seed), Cipher: "null", LengthPrefixedOnly: true}, nil, "weaker_cipher", exitSecurity},
 		{"forced-null-negotiate", &ipctest.HostileBTSP{Seed: []byte(seed), Cipher: "null"}, []string{"--btsp-cipher", "negotiate"}, "negotiate_refused", exitSecurity},
 		{"forced-null-chacha", &ipctest.HostileBTSP{Seed: []byte(seed), Cipher: "null"}, []string{"--btsp-cipher", "chacha20_poly1305"}, "weaker_cipher", exitSecurity},
-		{"wrong-proof", &ipctest.HostileBTSP{Seed: []byte(seed), WrongProof: true, Negotiate: ipctest.NegotiateRefuse}, nil, "server_proof_mismatch", exitSecurity},
+		{"wrong-proof", &ipctest.HostileBTSP{Seed: []byte(seed), WrongProof: true, LengthPrefixedOnly: true}, nil, "server_proof_mismatch", exitSecurity},
 		{"cut-hello", &ipctest.HostileBTSP{Hello: ipctest.HelloCut}, nil, "closed", exitSecurity},
 		{"garbage-hello", &ipctest.HostileBTSP{Hello: ipctest.HelloGarbage}, nil, "malformed", exitSecurity},
 		{"huge-hello", &ipctest.HostileBTSP{Hello: ipctest.HelloHuge}, nil, "64 KiB", exitSecurity},

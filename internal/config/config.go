@@ -41,6 +41,9 @@
 //	quit = ["q", "ctrl+c"]
 //	send = "ctrl+g"
 //
+//	[families.westgate-tower-155f]  # another family's BTSP seed (mode 0600)
+//	seed_file = "/home/me/.config/primalscope/westgate.seed"
+//
 //	[history]
 //	enabled     = true           # false: record nothing (like --no-history)
 //	path        = "/data/primalscope-history.db"
@@ -53,6 +56,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
@@ -72,6 +76,8 @@ const MaxFileSize = 1 << 20
 const (
 	MaxTargets = 1024
 	MaxBuses   = 256
+	// MaxFamilies bounds the [families.<id>] tables.
+	MaxFamilies = 256
 	// MaxKeyActions and MaxKeysPerAction bound the [keys] table;
 	// MaxKeyName bounds one key name in bytes.
 	MaxKeyActions    = 256
@@ -95,12 +101,37 @@ type Config struct {
 	Keys Keys `toml:"keys" json:"keys,omitempty"`
 	// History configures the call history.
 	History History `toml:"history" json:"history"`
+	// Families gives the BTSP seeds of families other than the user's own
+	// ([families.<id>] seed_file = ...), by family id. The user's own
+	// family's seed comes from --family-seed-file or $FAMILY_SEED, which
+	// win for that family.
+	Families map[string]Family `toml:"families" json:"families,omitempty"`
 
 	// Path is the file this configuration was read from ("" when none).
 	Path string `toml:"-" json:"path,omitempty"`
 	// Unknown lists the keys in the file that this version does not read,
 	// dotted ("keymap", "discovery.socket_dir"), sorted; see Warnings.
 	Unknown []string `toml:"-" json:"unknown,omitempty"`
+}
+
+// Family is a [families.<id>] table: what primalscope knows of a family
+// that is not (necessarily) the user's own.
+type Family struct {
+	// SeedFile holds the family's BTSP seed; it must be readable by its
+	// owner only (mode 0600), as --family-seed-file. A relative path is
+	// taken from the config file's directory (see SeedFile).
+	SeedFile string `toml:"seed_file" json:"seed_file,omitempty"`
+}
+
+// SeedFile is where the seed of family id lives, as the config file says
+// ("" when it says nothing): a relative seed_file is taken from the config
+// file's directory, not from wherever primalscope runs.
+func (c *Config) SeedFile(id string) string {
+	f := c.Families[id].SeedFile
+	if f == "" || filepath.IsAbs(f) || c.Path == "" {
+		return f
+	}
+	return filepath.Join(filepath.Dir(c.Path), f)
 }
 
 // Keys is the [keys] table: TUI action name -> key names.
@@ -411,6 +442,21 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("bus %q: needs unix, tcp or command", b.Name)
 		}
 	}
+	if len(c.Families) > MaxFamilies {
+		return fmt.Errorf("%d families; at most %d", len(c.Families), MaxFamilies)
+	}
+	for id, f := range c.Families {
+		switch strings.TrimSpace(id) {
+		case "", "default":
+			return fmt.Errorf("families.%q: not a family id (a family-scoped socket is <primal>-<id>.sock)", id)
+		}
+		if strings.ContainsAny(id, "/\x00") {
+			return fmt.Errorf("families.%q: a family id has no slash", id)
+		}
+		if strings.TrimSpace(f.SeedFile) == "" {
+			return fmt.Errorf("families.%s: no seed_file", id)
+		}
+	}
 	if c.History.MaxRows < 0 {
 		return fmt.Errorf("history.max_rows: negative (%d)", c.History.MaxRows)
 	}
@@ -443,9 +489,16 @@ func (c *Config) Warnings() []string {
 			out = append(out, w+")")
 			continue
 		}
+		prefix := sec
+		if mapSection(sec) {
+			// [families.<id>]: the key after the id is the one to match.
+			if id, rest, ok := strings.Cut(key, "."); ok {
+				prefix, key = sec+"."+id, rest
+			}
+		}
 		w := fmt.Sprintf("unknown key %q%s (ignored", k, where)
 		if near := nearest(key, sectionKeys(sec)); near != "" {
-			w += fmt.Sprintf("; did you mean %q?", sec+"."+near)
+			w += fmt.Sprintf("; did you mean %q?", prefix+"."+near)
 		}
 		out = append(out, w+")")
 	}
@@ -471,15 +524,31 @@ func tomlKeys(t reflect.Type) []string {
 }
 
 // sectionKeys lists the keys a known section reads (none for [keys],
-// which takes any action name).
+// which takes any action name); for a table of tables ([families.<id>])
+// the keys each inner table reads.
 func sectionKeys(section string) []string {
 	t := reflect.TypeOf(Config{})
 	for i := range t.NumField() {
 		if f := t.Field(i); f.Tag.Get("toml") == section && f.Type != reflect.TypeOf(Keys{}) {
+			if f.Type.Kind() == reflect.Map {
+				return tomlKeys(f.Type.Elem())
+			}
 			return tomlKeys(f.Type)
 		}
 	}
 	return nil
+}
+
+// mapSection reports whether a section is a table of tables keyed by an
+// id of the user's ([families.<id>]).
+func mapSection(section string) bool {
+	t := reflect.TypeOf(Config{})
+	for i := range t.NumField() {
+		if f := t.Field(i); f.Tag.Get("toml") == section {
+			return f.Type.Kind() == reflect.Map && f.Type != reflect.TypeOf(Keys{})
+		}
+	}
+	return false
 }
 
 // nearest is the name in known closest to s, if it is close enough to be

@@ -250,3 +250,44 @@ func TestTrustAndFederation(t *testing.T) {
 		}
 	}
 }
+
+// TestFamilies: [families.<id>] seed_file gives another family's seed
+// file (relative to the config file's directory), is checked (an id, a
+// file, bounded), and a misspelled key inside is said with the right name.
+func TestFamilies(t *testing.T) {
+	c, err := Parse([]byte(`
+[families.westgate-tower-155f]
+seed_file = "/etc/primalscope/westgate.seed"
+[families.east]
+seed_file = "east.seed"
+[families.north]
+seed_file = "north.seed"
+seedfile = "typo"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Path = "/home/u/.config/primalscope/config.toml"
+	if got := c.SeedFile("westgate-tower-155f"); got != "/etc/primalscope/westgate.seed" {
+		t.Errorf("absolute seed_file %q", got)
+	}
+	if got := c.SeedFile("east"); got != "/home/u/.config/primalscope/east.seed" {
+		t.Errorf("relative seed_file %q", got)
+	}
+	if got := c.SeedFile("nobody"); got != "" {
+		t.Errorf("unknown family %q", got)
+	}
+	want := `unknown key "families.north.seedfile" in /home/u/.config/primalscope/config.toml (ignored; did you mean "families.north.seed_file"?)`
+	if got := strings.Join(c.Warnings(), "\n"); !strings.Contains(got, want) {
+		t.Errorf("warnings lack %s:\n%s", want, got)
+	}
+	for _, bad := range []string{
+		"[families.default]\nseed_file = \"/x\"\n",
+		"[families.a]\n",
+		"[families.\"a/b\"]\nseed_file = \"/x\"\n",
+	} {
+		if _, err := Parse([]byte(bad)); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}

@@ -138,13 +138,28 @@ func (t Target) Label() string {
 
 // Security is the security the Dialer uses for t: the run's settings, with
 // FamilyScoped set when t's name, family or directory says it is
-// family-scoped (discovery.FamilyScope, the decision the prober makes too)
-// and RequireBTSP when t announced or demanded BTSP.
+// family-scoped (discovery.FamilyScope, the decision the prober makes too),
+// TargetFamily to the family t's name carries (which picks the seed), and
+// RequireBTSP when t announced or demanded BTSP.
 func (d *Dialer) Security(t Target) ipc.Security {
 	sec := d.s.Security
 	sec.RequireBTSP = sec.RequireBTSP || t.BTSPRequired
+	fam := t.Family
+	if fam == "default" {
+		fam = "" // standalone
+	}
+	if fam == "" {
+		// A family the name shows only beside a known primal's socket in
+		// the same directory (the decision FamilyScoped makes).
+		fam = d.scope.Family(t.Endpoint, sec.Family)
+	}
 	if !sec.FamilyScoped {
-		sec.FamilyScoped = d.scope.Scoped(t.Endpoint, t.Family, sec.Family)
+		sec.FamilyScoped = fam != "" || d.scope.Scoped(t.Endpoint, sec.Family)
+	}
+	if sec.TargetFamily == "" {
+		// The family t belongs to picks the seed (ipc.Security.SeedFor):
+		// the user's own family's seed never goes to another family.
+		sec.TargetFamily = fam
 	}
 	return sec
 }

@@ -159,7 +159,11 @@ func (d *Dialer) fileFamily(ep ipc.Endpoint, name string) string {
 	if name != "" && !strings.EqualFold(name, base) {
 		extra = []string{name} // NAME found as NAME-<family>.sock
 	}
-	_, fam := discovery.NewFamilyMatcher(extra, d.s.Family).Split(base)
+	fams := []string{d.s.Family}
+	for f := range d.s.Security.Seeds {
+		fams = append(fams, f) // families whose seeds are known
+	}
+	_, fam := discovery.NewFamilyMatcher(extra, fams...).Split(base)
 	return fam
 }
 

@@ -49,6 +49,11 @@ const (
 	StateAlive = "alive"
 	StateStale = "stale"
 	StateGone  = "gone"
+	// StateRefused: the target was refused for security (ipc.SecurityFailure:
+	// BTSP required and no seed, a failed handshake, a session frame that
+	// does not authenticate, is replayed or is cleartext). The source ends:
+	// it does not reconnect.
+	StateRefused = "refused"
 )
 
 // Event is one item of the merged stream.

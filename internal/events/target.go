@@ -179,11 +179,14 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			st.report(t, emit, StateGone, 0, err.Error())
-			var be *ipc.BTSPRequiredError
-			if errors.As(err, &be) {
-				return err // retrying cannot help without a seed
+			if ipc.SecurityFailure(err) {
+				// A BTSP demand without a seed, a failed handshake:
+				// retrying cannot help, and would give an impostor
+				// another try.
+				st.report(t, emit, StateRefused, 0, err.Error())
+				return err
 			}
+			st.report(t, emit, StateGone, 0, err.Error())
 			if !backoff.Sleep(ctx, wait.Next()) {
 				return nil
 			}
@@ -193,6 +196,12 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 		ended := t.serve(ctx, c, emit, st, interval, &rev)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if ipc.SecurityFailure(ended) {
+			// A BTSP session frame refused (forged, replayed, cleartext):
+			// a security failure, not a hiccup; not reconnected.
+			st.report(t, emit, StateRefused, 0, "connection refused for security: "+errText(ended))
+			return ended
 		}
 		st.report(t, emit, StateGone, 0, "connection ended: "+errText(ended))
 		if !backoff.Sleep(ctx, wait.Next()) {
@@ -430,7 +439,7 @@ func (l *liveState) report(t *TargetSource, emit Emit, state string, lat time.Du
 		return // still gone: say it once
 	}
 	p := map[string]any{"state": state}
-	if state != StateGone {
+	if state != StateGone && state != StateRefused {
 		p["latency_ms"] = float64(lat.Microseconds()) / 1000
 	}
 	if was != "" && was != state {

@@ -57,12 +57,14 @@ func Client(ctx context.Context, conn net.Conn, cfg ClientConfig) (*Session, err
 		return nil, fmt.Errorf("btsp: unknown framing %d", cfg.Framing)
 	}
 	disarm := armDeadline(ctx, conn)
-	s, err := clientHandshake(ctx, conn, cfg)
+	h := &hsConn{ctx: ctx, conn: conn, r: bufio.NewReaderSize(conn, 64<<10), framing: cfg.Framing, trace: cfg.Trace}
+	s, err := clientHandshake(h, cfg)
 	disarm()
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			var he *HandshakeError
-			if errors.As(err, &he) && he.Reason == ReasonIO {
+		var he *HandshakeError
+		if errors.As(err, &he) {
+			he.Spoke = he.Spoke || h.spoke
+			if ctx.Err() != nil && he.Reason == ReasonIO {
 				he.Reason, he.Err = ReasonTimeout, context.Cause(ctx)
 			}
 		}
@@ -72,8 +74,8 @@ func Client(ctx context.Context, conn net.Conn, cfg ClientConfig) (*Session, err
 	return s, nil
 }
 
-func clientHandshake(ctx context.Context, conn net.Conn, cfg ClientConfig) (*Session, error) {
-	h := &hsConn{ctx: ctx, conn: conn, r: bufio.NewReaderSize(conn, 64<<10), framing: cfg.Framing, trace: cfg.Trace}
+func clientHandshake(h *hsConn, cfg ClientConfig) (*Session, error) {
+	conn := h.conn
 	if cfg.Prefix {
 		h.prefix = PrefixFor(cfg.Framing)
 	}
@@ -109,6 +111,7 @@ func clientHandshake(ctx context.Context, conn net.Conn, cfg ClientConfig) (*Ses
 	if err != nil {
 		return nil, err
 	}
+	h.spoke = true // a server hello in this framing: the peer speaks it
 	if sh.SessionID != "" {
 		h.note("server hello: version 1, session " + sanitize(sh.SessionID))
 	} else {

@@ -51,6 +51,10 @@ type HandshakeError struct {
 	FromPeer bool   // the peer sent {"error":"handshake_failed","reason":...}
 	Detail   string // a short human explanation; never key material
 	Err      error  // the underlying I/O or context error, if any
+	// Spoke says the peer answered in the handshake's framing before it
+	// failed (a server hello, whole or cut): it speaks this framing, so
+	// another framing is no way round the failure.
+	Spoke bool
 }
 
 func (e *HandshakeError) Error() string {
@@ -96,14 +100,53 @@ func (e *FrameTooLargeError) Error() string {
 	return fmt.Sprintf("btsp: peer sent a message over the %d-byte limit", e.Limit)
 }
 
-// FrameError is a session frame that cannot be accepted: it fails
-// authentication, its counter is not the next one, or it is too short. The
-// session is unusable afterwards.
+// Fault says what is wrong with a session frame (FrameError.Fault).
+type Fault int
+
+const (
+	// FaultAuth: the frame does not authenticate (a flipped byte, the
+	// other direction's key, a forged frame): its AEAD tag or MAC fails.
+	FaultAuth Fault = iota
+	// FaultReplay: the frame was seen before in this session, or its
+	// counter is not the next one (a replay, a reordering, a dropped frame).
+	FaultReplay
+	// FaultCleartext: a cleartext JSON message where an encrypted or
+	// authenticated frame belongs: a downgrade, or an impostor that does
+	// not hold the session keys.
+	FaultCleartext
+	// FaultShort: the frame is shorter than its nonce and tag (or MAC).
+	FaultShort
+)
+
+func (f Fault) String() string {
+	switch f {
+	case FaultAuth:
+		return "authentication"
+	case FaultReplay:
+		return "replay"
+	case FaultCleartext:
+		return "cleartext"
+	case FaultShort:
+		return "short"
+	}
+	return "unknown"
+}
+
+// FrameError is a session frame that cannot be accepted on a session whose
+// frames are authenticated (chacha20_poly1305, hmac_plain, negotiated): it
+// fails authentication, is replayed or out of order, is cleartext JSON, or
+// is too short. Every FrameError is a security failure, at whatever point
+// of the session it comes: whoever sent it does not hold the session keys,
+// or is replaying what someone who does sent. The session is unusable
+// afterwards.
 type FrameError struct {
+	Fault  Fault
 	Reason string
 }
 
-func (e *FrameError) Error() string { return "btsp: bad frame: " + e.Reason }
+func (e *FrameError) Error() string {
+	return "btsp: security failure: a session frame refused (" + e.Fault.String() + "): " + e.Reason
+}
 
 // InsecureSeedFileError is returned by ReadSeedFile for a seed file that group
 // or others may read; the seed is not returned.

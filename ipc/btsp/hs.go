@@ -21,6 +21,9 @@ type hsConn struct {
 	framing Framing
 	prefix  []byte // written before the first message, then cleared
 	trace   func(string)
+	// spoke: the peer has answered in this framing (a whole message, or a
+	// JSON line cut short by a close).
+	spoke bool
 }
 
 func (h *hsConn) note(s string) {
@@ -59,6 +62,9 @@ func (h *hsConn) read(step string) ([]byte, error) {
 			var cut bool
 			msg, cut, err = readLineCut(h.r, MaxHandshakeMessage)
 			if err == nil && cut {
+				if t := trimSpace(msg); len(t) > 0 && t[0] == '{' {
+					h.spoke = true // a JSON line, cut: it speaks lines
+				}
 				return nil, &HandshakeError{Reason: ReasonClosedWithoutWord, Step: step, Detail: "the peer closed the connection in the middle of a message"}
 			}
 		}

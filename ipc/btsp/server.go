@@ -40,7 +40,12 @@ type ServerConfig struct {
 }
 
 // minNegotiateSeed is the shortest seed BearDog negotiates with.
-const minNegotiateSeed = 16
+const minNegotiateSeed = MinNegotiateSeed
+
+// MinNegotiateSeed is the shortest seed, in bytes, that BearDog agrees to
+// a btsp.negotiate upgrade with: with a shorter one it refuses the upgrade
+// and a client must take the length-prefixed handshake instead.
+const MinNegotiateSeed = 16
 
 // Server runs the server side of a BTSP handshake on conn. It detects the
 // framing from the first bytes: an optional riboCipher prefix (EC 03 JSON-line,

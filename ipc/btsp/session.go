@@ -56,6 +56,7 @@ type Session struct {
 	raead cipher.AEAD
 	rmac  hash.Hash // HMAC-SHA256 keyed for the read direction (hmac_plain)
 	rctr  uint64
+	rseen nonceSet // modeRandomAEAD: the nonces of the frames accepted
 	rerr  error
 	// Server side: the first frame may be a btsp.negotiate request.
 	negPending bool
@@ -275,48 +276,118 @@ func (s *Session) readOne() ([]byte, error) {
 			}
 		}
 	case modeHMAC:
+		if err := s.checkNotCleartext("an authenticated hmac_plain frame"); err != nil {
+			return nil, err
+		}
 		p, err := readLP(s.r, lim, macSize)
 		if err != nil {
 			return nil, err
 		}
 		if len(p) < macSize {
-			return nil, &FrameError{Reason: fmt.Sprintf("hmac_plain frame of %d bytes is shorter than its MAC", len(p))}
+			return nil, &FrameError{Fault: FaultShort, Reason: fmt.Sprintf("hmac_plain frame of %d bytes is shorter than its MAC", len(p))}
 		}
 		msg, tag := p[:len(p)-macSize], p[len(p)-macSize:]
 		s.rmac.Reset()
 		s.rmac.Write(msg)
 		var sum [macSize]byte
 		if !hmac.Equal(s.rmac.Sum(sum[:0]), tag) {
-			return nil, &FrameError{Reason: "hmac_plain MAC does not verify"}
+			return nil, &FrameError{Fault: FaultAuth, Reason: "hmac_plain MAC does not verify (wrong key, or tampered)"}
 		}
 		return msg[:len(msg):len(msg)], nil
 	case modeCounterAEAD, modeRandomAEAD:
+		if err := s.checkNotCleartext("an encrypted frame"); err != nil {
+			return nil, err
+		}
 		p, err := readLP(s.r, lim, aeadOverhead)
 		if err != nil {
 			return nil, err
 		}
 		if len(p) < aeadOverhead {
-			return nil, &FrameError{Reason: fmt.Sprintf("encrypted frame of %d bytes is shorter than nonce and tag", len(p))}
+			return nil, &FrameError{Fault: FaultShort, Reason: fmt.Sprintf("encrypted frame of %d bytes is shorter than nonce and tag", len(p))}
 		}
 		nonce := p[:nonceSize]
 		if s.rmode == modeCounterAEAD {
 			if binary.BigEndian.Uint32(nonce[:4]) != 0 {
-				return nil, &FrameError{Reason: "nonce does not start with 4 zero bytes"}
+				return nil, &FrameError{Fault: FaultAuth, Reason: "nonce does not start with 4 zero bytes"}
 			}
 			if got := binary.BigEndian.Uint64(nonce[4:]); got != s.rctr {
-				return nil, &FrameError{Reason: fmt.Sprintf("frame counter %d, expected %d", got, s.rctr)}
+				return nil, &FrameError{Fault: FaultReplay, Reason: fmt.Sprintf("frame counter %d, expected %d (a replayed, reordered or dropped frame)", got, s.rctr)}
 			}
 		}
 		out, err := s.raead.Open(p[nonceSize:nonceSize], nonce, p[nonceSize:], nil)
 		if err != nil {
-			return nil, &FrameError{Reason: "frame does not authenticate (wrong key, or tampered)"}
+			return nil, &FrameError{Fault: FaultAuth, Reason: "frame does not authenticate (wrong key, or tampered)"}
 		}
 		if s.rmode == modeCounterAEAD {
 			s.rctr++
+		} else if err := s.rseen.add(nonce, maxSeenNonces); err != nil {
+			return nil, err
 		}
 		return out, nil
 	}
 	return nil, errors.New("btsp: session has no read mode")
+}
+
+// checkNotCleartext fails when the next bytes are a cleartext JSON message
+// where what (an encrypted or authenticated frame) belongs: read as a
+// length, "{\"" would announce a message of about 2 GB. Such bytes are a
+// downgrade, or an impostor that cannot make a frame; they are named as
+// such rather than as an over-long frame.
+func (s *Session) checkNotCleartext(what string) error {
+	b, err := s.r.Peek(2)
+	if err != nil || !looksLikeJSON(b) {
+		return nil // too short to tell: readLP says what it is
+	}
+	return &FrameError{Fault: FaultCleartext,
+		Reason: "cleartext JSON where " + what + " belongs: a downgrade, or an impostor that does not hold the session keys"}
+}
+
+// looksLikeJSON reports whether b starts a JSON object or array: "{" or
+// "[" followed by a quote, a brace, a bracket or whitespace. As a big-endian
+// length those bytes announce 1.9 GB or more, far over any frame limit.
+func looksLikeJSON(b []byte) bool {
+	if len(b) < 2 || b[0] != '{' && b[0] != '[' {
+		return false
+	}
+	switch b[1] {
+	case '"', '{', '}', '[', ']', ' ', '\t', '\r', '\n':
+		return true
+	}
+	return false
+}
+
+// maxSeenNonces bounds the nonces a negotiated session remembers to refuse
+// replays (12 bytes and a map slot each: 29 MB of heap measured at the
+// bound).
+// A session that received this many frames ends (ErrSessionExhausted):
+// it cannot tell replays any more, and is reopened.
+const maxSeenNonces = 1 << 20
+
+// ErrSessionExhausted ends a negotiated session that received
+// maxSeenNonces frames: it could no longer tell a replay from a new frame.
+// It is no security failure: open a new session.
+var ErrSessionExhausted = errors.New("btsp: the session received too many frames to keep refusing replays; open a new one")
+
+// nonceSet remembers the random nonces of the frames a negotiated session
+// accepted: the btsp.negotiate frames carry no counter, so a replayed frame
+// authenticates, and only its nonce, seen before, tells it.
+type nonceSet map[[nonceSize]byte]struct{}
+
+// add remembers nonce, failing when it was seen before (a replay) or when
+// limit nonces are remembered already.
+func (ns *nonceSet) add(nonce []byte, limit int) error {
+	if *ns == nil {
+		*ns = make(nonceSet, 64)
+	}
+	k := [nonceSize]byte(nonce)
+	if _, seen := (*ns)[k]; seen {
+		return &FrameError{Fault: FaultReplay, Reason: "a frame received before in this session, sent again (a replay)"}
+	}
+	if len(*ns) >= limit {
+		return ErrSessionExhausted
+	}
+	(*ns)[k] = struct{}{}
+	return nil
 }
 
 // WriteFrame writes one whole message. On an NDJSON session a message with

@@ -73,6 +73,13 @@ type HostileBTSP struct {
 	// WrongProof sends a server_proof computed over the public keys in the
 	// wrong order (the length-prefixed path), even when it knows the seed.
 	WrongProof bool
+	// LinesOnly makes a peer that speaks only the JSON-line handshake
+	// (primalSpring, biomeOS): a length-prefixed hello is read as the start
+	// of a line that never ends, and left waiting until the client goes.
+	LinesOnly bool
+	// LengthPrefixedOnly makes a peer that closes without a word on a
+	// JSON-line hello.
+	LengthPrefixedOnly bool
 
 	acc  *peer.Acceptor
 	path string
@@ -132,6 +139,13 @@ func (h *HostileBTSP) serve(c net.Conn, rec io.Reader) {
 		}
 	} else if first[0] != '{' {
 		lp = true
+	}
+	switch {
+	case lp && h.LinesOnly:
+		_, _ = io.Copy(io.Discard, br) // a line that never ends: waits for the client to go
+		return
+	case !lp && h.LengthPrefixedOnly:
+		return
 	}
 	readMsg := func() (map[string]json.RawMessage, []byte, bool) {
 		var raw []byte
