@@ -318,7 +318,7 @@ func (e *Ecosystem) transient() error {
 	come := func() {
 		if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
 			e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
-			e.publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket": e.Path("sweetgrass.sock"),
+			e.publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket_path": e.Path("sweetgrass.sock"),
 				"timestamp": time.Now().UTC().Format(time.RFC3339Nano)})
 		}
 	}
