@@ -15,11 +15,12 @@ import (
 
 // quietComposition starts an ecosystem whose composition moves only when
 // the test says so: no tick in the test's time, no stale schedule, no pause
-// between graph nodes, routed calls bounded at 300 ms.
-func quietComposition(t *testing.T) *Ecosystem {
+// between graph nodes, routed calls bounded by callTimeout (what a call to
+// the stale provider waits; generous enough for a loaded machine).
+func quietComposition(t *testing.T, callTimeout time.Duration) *Ecosystem {
 	t.Helper()
 	eco, err := Start(context.Background(), Options{Tick: time.Hour, Churn: time.Hour, StaleAfter: -1, GraphStep: -1,
-		CallTimeout: 300 * time.Millisecond})
+		CallTimeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +180,7 @@ func (d declared) provides(capability string) bool {
 // Neural API, which refuses to route it), rhizocrypt and nestgate consume
 // from each other, and their operation dependencies form a cycle.
 func TestDemoCompositionGapAndCycles(t *testing.T) {
-	eco := quietComposition(t)
+	eco := quietComposition(t, 2*time.Second)
 	var watch struct {
 		Events []RegistryEvent `json:"events"`
 	}
@@ -316,7 +317,7 @@ func findCycle(g map[string][]string) []string {
 // capability in lifecycle.get, and route edges in topology.get; a call
 // primalscope makes through capability.call is routed and counted too.
 func TestDemoCompositionTraffic(t *testing.T) {
-	eco := quietComposition(t)
+	eco := quietComposition(t, 2*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for range 4 {
@@ -394,7 +395,7 @@ func TestDemoCompositionTraffic(t *testing.T) {
 // time, the Neural API says so (state, events) and the calls routed to it
 // fail by timeout; when it recovers it answers again and is rediscovered.
 func TestDemoCompositionStaleProvider(t *testing.T) {
-	eco := quietComposition(t)
+	eco := quietComposition(t, time.Second)
 	events := openEvents(t, eco)
 	eco.SetStale(true)
 	ev := events.wait(t, "health_changed", func(d map[string]any) bool { return d["primal"] == StaleProvider })
@@ -454,7 +455,7 @@ func TestDemoCompositionStaleProvider(t *testing.T) {
 // "dag" (and skips the node after it), with the events on the biomeOS API's
 // stream and the run in graph.list; the second run completes.
 func TestDemoCompositionDeployGraph(t *testing.T) {
-	eco := quietComposition(t)
+	eco := quietComposition(t, 2*time.Second)
 	events := openEvents(t, eco)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -525,7 +526,7 @@ func TestDemoCompositionDeployGraph(t *testing.T) {
 func TestDemoCompositionRunsByItself(t *testing.T) {
 	eco, err := Start(context.Background(), Options{Tick: 25 * time.Millisecond, Churn: time.Hour,
 		StaleAfter: 300 * time.Millisecond, StaleFor: 200 * time.Millisecond, StaleEvery: time.Hour, GraphEvery: time.Hour,
-		CallTimeout: 200 * time.Millisecond})
+		CallTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
