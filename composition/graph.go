@@ -97,6 +97,16 @@ type Node struct {
 	Target *discovery.Target `json:"-"`
 }
 
+// Label is how people tell the node from others of the same name:
+// NAME@FAMILY for a family's socket (as the TUI's targets pane and every
+// name ls prints say it), else its name. Peer text: escape before display.
+func (n *Node) Label() string {
+	if n.Family != "" && n.Family != "default" && !n.Missing {
+		return n.Name + "@" + n.Family
+	}
+	return n.Name
+}
+
 // Group is the key nodes are grouped by in drawings: node, then family.
 func (n *Node) Group() string {
 	g := n.Family

@@ -206,7 +206,7 @@ func WriteDOT(w io.Writer, g *Graph) error {
 			indent = "    "
 		}
 		for _, n := range groups[key] {
-			label := []string{n.Name, n.Health}
+			label := []string{n.Label(), n.Health}
 			attrs := ""
 			switch {
 			case n.Missing:
@@ -281,7 +281,7 @@ func WriteMermaid(w io.Writer, g *Graph) error {
 			indent = "    "
 		}
 		for _, n := range groups[key] {
-			label := n.Name + " · " + n.Health
+			label := n.Label() + " · " + n.Health
 			if n.Missing {
 				label = n.Name + " · missing"
 			}

@@ -259,7 +259,7 @@ func nodeName(g *composition.Graph, id string) string {
 		if n.Missing {
 			return "nobody"
 		}
-		return n.Name
+		return n.Label()
 	}
 	return id
 }
@@ -285,7 +285,7 @@ func (a *app) printMap(w io.Writer, g *composition.Graph) {
 			group = gr
 			fmt.Fprintf(w, "\n%s\n", st.paint("1;4", groupTitle(c.Node)))
 		}
-		fmt.Fprintf(w, "%s  %s%s\n", st.paint("1", s(c.Node.Name)), nodeState(st, c.Node), stepText(st, c.Node))
+		fmt.Fprintf(w, "%s  %s%s\n", st.paint("1", s(c.Node.Label())), nodeState(st, c.Node), stepText(st, c.Node))
 		for i, need := range c.Needs {
 			branch, cont := "├─", "│ "
 			if i == len(c.Needs)-1 {
@@ -319,7 +319,7 @@ func (a *app) printMap(w io.Writer, g *composition.Graph) {
 	if alone := composition.Alone(g); len(alone) > 0 {
 		names := make([]string, 0, len(alone))
 		for _, n := range alone {
-			names = append(names, s(n.Name))
+			names = append(names, s(n.Label()))
 		}
 		fmt.Fprintf(w, "\nNeither consuming nor consumed: %s\n", strings.Join(names, ", "))
 	}
