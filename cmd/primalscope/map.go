@@ -20,10 +20,10 @@ import (
 func (a *app) mapCmd() *cobra.Command {
 	var (
 		asJSON, dot, mermaid bool
-		hops                        int
-		failOn                      []string
-		df                          discoverFlags
-		jq                          jqFlag
+		hops                 int
+		failOn               []string
+		df                   discoverFlags
+		jq                   jqFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "map [TARGET] [--hops N] [--json] [--dot] [--mermaid] [--fail-on gap|degraded]",
