@@ -70,6 +70,12 @@ type KeyMap struct {
 	Save      key.Binding `toml:"save"`
 	Export    key.Binding `toml:"export"`
 
+	// The composition map: show only what is within N hops of a node
+	// (what it needs and what needs it), and change N.
+	FocusNode key.Binding `toml:"focus_node"`
+	MoreHops  key.Binding `toml:"more_hops"`
+	FewerHops key.Binding `toml:"fewer_hops"`
+
 	// Typing in a field (filters, search, jq, the composer).
 	Back          key.Binding `toml:"back"`
 	Accept        key.Binding `toml:"accept"`
@@ -154,6 +160,10 @@ func defaultKeyMap(specs []paneSpec) KeyMap {
 		Save:      b([]string{"s"}, "s", "save as…"),
 		Export:    b([]string{"x"}, "x", "export command"),
 
+		FocusNode: b([]string{"f"}, "f", "focus node"),
+		MoreHops:  b([]string{"+", "="}, "+", "more hops"),
+		FewerHops: b([]string{"-"}, "-", "fewer hops"),
+
 		Back:          b([]string{"esc"}, "esc", "leave field"),
 		Accept:        b([]string{"enter", "tab"}, "⏎/tab", "done typing"),
 		CharLeft:      b([]string{"left", "ctrl+b"}, "←", "cursor left"),
@@ -199,7 +209,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		every,
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left, k.Right, k.Select, k.Fold, k.Unfold, k.FoldAll, k.Filter, k.Group, k.Refresh},
 		{k.Send, k.Editor, k.Complete, k.PrevField, k.NextField, k.Cancel, k.Jq, k.Search, k.NextMatch, k.PrevMatch, k.RawToggle, k.Copy, k.CopyPart, k.CopyCmd},
-		{k.Pause, k.KindCycle, k.SrcCycle, k.Clear, k.Reply, k.Replay, k.Save, k.Export},
+		{k.Pause, k.KindCycle, k.SrcCycle, k.Clear, k.Reply, k.Replay, k.Save, k.Export, k.FocusNode, k.MoreHops, k.FewerHops},
 		{k.Back, k.Accept, k.CharLeft, k.CharRight, k.WordLeft, k.WordRight, k.LineStart, k.LineEnd, k.DeleteBack, k.DeleteForward, k.DeleteWord, k.DeleteToEnd, k.DeleteToStart},
 	}
 }

@@ -1,0 +1,161 @@
+package tui
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/history"
+)
+
+// mapTargets is a composition worth mapping: beardog needs storage from
+// nestgate and ai from nobody (a gap), nestgate needs beardog's signatures
+// (a cycle), rhizocrypt needs storage and compute from toadstool, which
+// has gone stale (a degraded edge); songbird needs nothing.
+func mapTargets() []any {
+	mk := func(name string, s discovery.State, level int, caps string) *discovery.Target {
+		addr := "unix:///run/biomeos/" + name + ".sock"
+		d := discovered(addr, name, addr, s)
+		d.Sources, d.Level = []discovery.SourceRef{{Source: "socket-dir"}}, level
+		d.Probe.Wire, d.Probe.Latency = "jsonrpc", 500*time.Microsecond
+		if caps != "" {
+			c, err := capability.Parse([]byte(caps))
+			if err != nil {
+				panic(err)
+			}
+			d.Probe.Capabilities = c
+		}
+		return d
+	}
+	return added(
+		mk("beardog", discovery.StateLive, 2, `{"primal":"beardog","methods":["crypto.sign_ed25519","crypto.verify_ed25519","health.liveness"],"consumed_capabilities":["storage.put","ai.query"]}`),
+		mk("nestgate", discovery.StateLive, 2, `{"primal":"nestgate","methods":["storage.put","storage.get","health.liveness"],"consumed_capabilities":["crypto.sign_ed25519"]}`),
+		mk("rhizocrypt", discovery.StateLive, 1, `{"primal":"rhizocrypt","methods":["dag.event.append","health.liveness"],"consumed_capabilities":["storage.get","compute.run"]}`),
+		mk("toadstool", discovery.StateStale, 1, `{"primal":"toadstool","methods":["compute.run","health.liveness"]}`),
+		mk("songbird", discovery.StateLive, 3, `{"primal":"songbird","methods":["ipc.list","ipc.discover","health.liveness"]}`),
+	)
+}
+
+// mapModel is a model over mapTargets with the map open at w×h, its first
+// picture built.
+func mapModel(t *testing.T, hist History, w, h int) *model {
+	t.Helper()
+	cfg := goldenConfig("dark")
+	cfg.History = hist
+	m, _ := testModel(t, cfg)
+	m.update(winSize(w, h))
+	run(t, m, m.update(feedMsg{items: mapTargets()}))
+	keyMsgs(t, m, "m")
+	if m.pc.focus != pMap || m.mapp().pic == nil {
+		t.Fatalf("the map did not open: focus %s", tabName(m.pc.focus))
+	}
+	return m
+}
+
+// goTo moves the map's cursor onto the item k with the down key.
+func goTo(t *testing.T, m *model, k mapKey) {
+	t.Helper()
+	p := m.mapp()
+	i := p.pic.find(k)
+	if i < 0 || p.pic.keyOf(i) != k {
+		t.Fatalf("no item %+v in the map", k)
+	}
+	keyMsgs(t, m, "g")
+	for p.sel < i {
+		keyMsgs(t, m, "j")
+	}
+}
+
+// shown lists the names of the nodes the map shows.
+func shown(m *model) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range m.mapp().pic.view.Nodes {
+		out[n.Name] = true
+	}
+	return out
+}
+
+func id(name string) string { return "unix:///run/biomeos/" + name + ".sock" }
+
+// TestMapFocusHopsOpen: f shows a node's neighbourhood, + and - change how
+// far it reaches, esc shows the whole map again; ⏎ on a node makes it the
+// current target in the caps pane; ⏎ on an edge lists the calls history
+// holds on it, and ⏎ there offers the consumed method in the composer with
+// the provider as the current target.
+func TestMapFocusHopsOpen(t *testing.T) {
+	hist := NewMemHistory(0)
+	hist.Record(history.Entry{Time: t0.Add(-10 * time.Second), Target: "nestgate", Endpoint: id("nestgate"), Method: "storage.put",
+		Params: json.RawMessage(`{"key":"k1"}`), Outcome: history.OutcomeOK, Duration: 2 * time.Millisecond})
+	hist.Record(history.Entry{Time: t0.Add(-5 * time.Second), Target: "nestgate", Endpoint: id("nestgate"), Method: "health.liveness",
+		Outcome: history.OutcomeOK, Duration: time.Millisecond})
+	m := mapModel(t, hist, 80, 24)
+	p := m.mapp()
+	scr := ansi.Strip(m.render())
+	for _, want := range []string{"✗ 1 gap", "! 1 degraded", "↻ 1 cycle", "ai.query → ✗ nobody  ✗ GAP", "compute.run → ◌ toadstool stale  ! DEGRADED"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the tree lacks %q:\n%s", want, scr)
+		}
+	}
+	// The user's own calls of the window (from history) are traffic too.
+	if s := shown(m); len(s) != 7 || !s["primalscope (you)"] {
+		t.Fatalf("whole map: %v", s)
+	}
+
+	// Focus beardog: one hop both ways.
+	goTo(t, m, mapKey{node: id("beardog")})
+	keyMsgs(t, m, "f")
+	if s := shown(m); p.focus != id("beardog") || len(s) != 3 || !s["nestgate"] || !s["ai.query"] || s["rhizocrypt"] {
+		t.Fatalf("beardog ±1 shows %v", s)
+	}
+	keyMsgs(t, m, "+")
+	if s := shown(m); p.hops != 2 || !s["rhizocrypt"] || s["toadstool"] || s["songbird"] {
+		t.Fatalf("beardog ±2 shows %v", s)
+	}
+	if !strings.Contains(ansi.Strip(m.render()), "Map · beardog ±2") {
+		t.Errorf("the title does not say the focus:\n%s", ansi.Strip(m.render()))
+	}
+	keyMsgs(t, m, "-")
+	if s := shown(m); p.hops != 1 || s["rhizocrypt"] {
+		t.Fatalf("beardog ±1 again shows %v", s)
+	}
+	keyMsgs(t, m, "esc")
+	if p.focus != "" || len(shown(m)) != 7 {
+		t.Fatalf("esc: focus %q, %v", p.focus, shown(m))
+	}
+
+	// ⏎ on a node: its capabilities.
+	goTo(t, m, mapKey{node: id("nestgate")})
+	keyMsgs(t, m, "enter")
+	if m.pc.focus != pCaps || m.pc.current != id("nestgate") {
+		t.Fatalf("⏎ on nestgate: focus %s, current %q", tabName(m.pc.focus), m.pc.current)
+	}
+
+	// ⏎ on an edge: the calls on it, then the method in the composer.
+	keyMsgs(t, m, "m")
+	goTo(t, m, mapKey{node: id("beardog"), from: id("beardog"), to: id("nestgate"), capy: "storage.put", edge: true})
+	keyMsgs(t, m, "enter")
+	d := p.edge
+	if d == nil || !d.loaded || len(d.calls) != 1 || d.calls[0].Method != "storage.put" {
+		t.Fatalf("the edge's calls: %+v", d)
+	}
+	scr = ansi.Strip(m.render())
+	for _, want := range []string{"beardog → storage.put → nestgate", "⏎ compose storage.put on nestgate", "Calls on this edge in history (1)", "storage.put ok"} {
+		if !strings.Contains(scr, want) {
+			t.Errorf("the edge lacks %q:\n%s", want, scr)
+		}
+	}
+	keyMsgs(t, m, "enter")
+	if m.pc.focus != pComposer || m.comp().method.String() != "storage.put" || m.pc.current != id("nestgate") {
+		t.Fatalf("compose: focus %s, method %q, current %q", tabName(m.pc.focus), m.comp().method.String(), m.pc.current)
+	}
+	// A call's row loads that call.
+	keyMsgs(t, m, "esc", "m", "j", "enter")
+	if c := m.comp(); c.params.String() != `{"key":"k1"}` {
+		t.Fatalf("the call's row loads %q", c.params.String())
+	}
+}

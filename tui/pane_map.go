@@ -1,0 +1,760 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"charm.land/bubbles/v2/help"
+	"charm.land/bubbles/v2/key"
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ecoPrimals/primalscope/composition"
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/events"
+	"github.com/ecoPrimals/primalscope/internal/render"
+)
+
+func mapSpec() paneSpec {
+	return paneSpec{action: "map", tab: "map", focus: b([]string{"m", "9"}, "m", "composition map"), whole: true,
+		make: func(id paneID, pc *programContext) pane { return newMapPane(id, pc) }}
+}
+
+// mapPane draws the composition map (the composition package's Model):
+// who consumes whom, with each edge's state and traffic. From 120×35 it is
+// a layered drawing, consumers left of their providers; on smaller screens
+// (and in the side slot) the same map as an indented tree, consumer →
+// capability → providers. Focusing a node shows only what is within N hops
+// of it, both ways.
+//
+// The composition model is the pane's, but every change to it (targets,
+// events, calls, what Gather found, the user moving) and every layout runs
+// in a command: the model is lent to one command at a time (lent), and
+// what arrives meanwhile waits in pend for the next. Update only reads the
+// pictures commands hand back; a node's health is drawn from the live
+// targets, so a health change shows on the next frame.
+type mapPane struct {
+	paneBase
+	model *composition.Model
+	// lent is set while a command holds the model.
+	lent bool
+	pend mapWork
+	// active is set once the pane has been focused: until then the map is
+	// not built (it costs nothing to those who never open it).
+	active bool
+
+	pic *mapPicture
+	// sel is the item under the cursor; want is what it was, to find it
+	// again in the next picture.
+	sel  int
+	want mapKey
+	// off is the first tree row shown; ox, oy the drawing's scroll.
+	off, ox, oy int
+	// focus is the node whose neighbourhood shows ("" for the whole
+	// map), hops how far it reaches.
+	focus string
+	hops  int
+	// gone is set while the map shows nodes that left, until the user
+	// moves.
+	gone bool
+
+	// edge is the open edge's detail (nil when none).
+	edge *edgeDetail
+
+	// gathering is set while a Gather runs; ticking while a tick is due.
+	gathering, ticking bool
+	gatherErr          string
+}
+
+// mapWork is what waits for the model: applied in order by the next
+// build command.
+type mapWork struct {
+	targets  bool
+	events   []events.Event
+	dropped  int
+	calls    []composition.Call
+	gathered *composition.Gathered
+	moved    bool
+	tick     bool
+	// view says the focus or the hops changed (only a layout is due).
+	view bool
+}
+
+func (w *mapWork) empty() bool {
+	return !w.targets && len(w.events) == 0 && len(w.calls) == 0 && w.gathered == nil && !w.moved && !w.tick && !w.view
+}
+
+// maxMapEvents bounds the events waiting for the model between builds
+// (more are dropped and counted: a flood must not grow memory).
+const maxMapEvents = 4096
+
+// mapKey names an item across pictures: a node, or an edge.
+type mapKey struct {
+	node           string
+	from, to, capy string
+	edge           bool
+}
+
+// mapItem is a row of the tree and a stop of the cursor in the drawing:
+// a node (edge < 0) or one of the edges it consumes.
+type mapItem struct{ node, edge int }
+
+// mapPicture is one laid-out map, made in a command and never changed
+// after: the whole map and its placement, what shows (the whole, or the
+// focus' neighbourhood) with its placement, and what drawing it needs.
+type mapPicture struct {
+	g, view *composition.Graph
+	pl, vpl *composition.Placement
+	focus   string
+	hops    int
+	items   []mapItem
+	// nodeItem is each view node's item; pos each view node's place; ends
+	// each view edge's consumer and provider as view node indexes; out
+	// each view node's edges (indexes), in order.
+	nodeItem []int
+	pos      []composition.Pos
+	ends     [][2]int
+	out      [][]int
+	in       []int // how many edges reach each view node
+	byID     map[string]int
+	// cols and slots are the drawing's size in layers and slots; colW is
+	// a node label's width.
+	cols, slots, colW int
+	gaps, degraded    int
+	built             time.Duration
+}
+
+// Messages of the map's commands.
+type (
+	// mapBuiltMsg hands the model back with the picture made from it.
+	mapBuiltMsg struct {
+		pic *mapPicture
+		err string
+	}
+	// mapGatheredMsg is what composition.Gather found.
+	mapGatheredMsg struct{ g composition.Gathered }
+	// mapHistoryMsg is the user's own recent calls, from history.
+	mapHistoryMsg struct{ calls []composition.Call }
+	// mapTickMsg moves the traffic window.
+	mapTickMsg struct{}
+	// mapCallsMsg is the calls history holds on an opened edge.
+	mapCallsMsg struct {
+		seq     int
+		entries []history.Entry
+		err     error
+	}
+)
+
+// edgeDetail is an opened edge: its figures, and the calls history holds
+// on it, to load in the composer.
+type edgeDetail struct {
+	seq      int
+	e        composition.Edge
+	from, to composition.Node
+	calls    []history.Entry
+	loaded   bool
+	err      string
+	sel, off int
+}
+
+func newMapPane(id paneID, pc *programContext) *mapPane {
+	return &mapPane{paneBase: paneBase{id: id, pc: pc}, hops: 1}
+}
+
+// KeyMap is the status bar's keys.
+func (p *mapPane) KeyMap() help.KeyMap {
+	k := p.keys()
+	if p.edge != nil {
+		return hints{k.Help, k.Select, k.Back, k.NextPane, k.Quit}
+	}
+	back := k.Back
+	back.SetHelp(back.Help().Key, "whole map")
+	return hints{k.Help, k.Select, k.FocusNode, k.MoreHops, k.FewerHops, back, k.Quit}
+}
+
+// Update follows the targets, events and calls, and handles the keys.
+func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	switch msg := msg.(type) {
+	case focusedMsg:
+		if !p.active {
+			p.active = true
+			p.pend.targets = true
+			return p, tea.Batch(p.kick(), p.loadHistory(), p.gather(), p.tickLater())
+		}
+		return p, tea.Batch(p.kick(), p.tickLater())
+	case targetsMsg:
+		if p.active {
+			p.pend.targets = true
+			return p, p.kick()
+		}
+	case liveMsg:
+		if p.active {
+			p.takeEvents(msg.lines)
+			return p, p.kick()
+		}
+	case callDoneMsg:
+		if p.active && msg.ans != nil {
+			if c, ok := callOf(msg.ans); ok {
+				p.pend.calls = append(p.pend.calls, c)
+				return p, p.kick()
+			}
+		}
+	case mapHistoryMsg:
+		p.pend.calls = append(p.pend.calls, msg.calls...)
+		return p, p.kick()
+	case mapGatheredMsg:
+		p.gathering = false
+		p.gatherErr = ""
+		if len(msg.g.Errs) > 0 {
+			p.gatherErr = render.Sanitize(msg.g.Errs[0].Error())
+		}
+		g := msg.g
+		p.pend.gathered = &g
+		return p, p.kick()
+	case mapTickMsg:
+		p.ticking = false
+		if p.active {
+			p.pend.tick = true
+			return p, tea.Batch(p.kick(), p.tickLater())
+		}
+	case mapBuiltMsg:
+		p.lent = false
+		if msg.err != "" {
+			p.pc.setErr("map: " + msg.err)
+		}
+		if msg.pic != nil {
+			p.install(msg.pic)
+		}
+		return p, p.kick()
+	case mapCallsMsg:
+		if d := p.edge; d != nil && d.seq == msg.seq {
+			d.loaded = true
+			if msg.err != nil {
+				d.err = render.Sanitize(msg.err.Error())
+			}
+			d.calls = msg.entries
+		}
+	case tea.KeyPressMsg:
+		return p, p.onKey(msg)
+	case clickMsg:
+		return p, p.onClick(msg)
+	case wheelMsg:
+		return p, p.move(msg.delta)
+	}
+	return p, nil
+}
+
+// takeEvents keeps what live targets pushed for the model (copies: the
+// lines' slice is the root's), bounded.
+func (p *mapPane) takeEvents(ls []line) {
+	for i := range ls {
+		l := &ls[i]
+		if l.kind == EvNote || l.kind == EvRequest {
+			continue // the TUI's own notes; requests are not about the map
+		}
+		if len(p.pend.events) >= maxMapEvents {
+			p.pend.dropped++
+			continue
+		}
+		p.pend.events = append(p.pend.events, l.Event)
+	}
+}
+
+// callOf is the user's own call as an observed call (from the "you" node).
+func callOf(a *answer) (composition.Call, bool) {
+	if a.title != "" || a.target == nil || a.req.Method == "" || a.target.Name == "" {
+		return composition.Call{}, false // a replay, an inspected event or frame
+	}
+	to := a.target.ID
+	if to == "" {
+		to = a.target.Name
+	}
+	return composition.Call{At: time.Now(), From: composition.YouID, To: to, Method: a.req.Method,
+		Latency: a.elapsed, Failed: a.outcome != "ok"}, true
+}
+
+// kick lends the model to a build command when work waits and no command
+// holds it.
+func (p *mapPane) kick() tea.Cmd {
+	if p.lent || !p.active || p.pend.empty() && p.pic != nil {
+		return nil
+	}
+	w := p.pend
+	p.pend = mapWork{}
+	if w.targets || p.model == nil {
+		w.targets = true
+	}
+	var targets []*discovery.Target
+	if w.targets {
+		targets = make([]*discovery.Target, 0, len(p.pc.targets))
+		for _, t := range p.pc.targets {
+			targets = append(targets, t.Target)
+		}
+	}
+	p.lent = true
+	model, prev, focus, hops := p.model, p.pic, p.focus, p.hops
+	if model == nil {
+		model = composition.NewModel(composition.Inputs{}) // empty: nothing to build yet
+		model.SetClock(p.pc.now)
+		p.model = model
+	}
+	return p.pc.safe(func() tea.Msg {
+		return mapBuiltMsg{pic: buildMap(model, w, targets, prev, focus, hops)}
+	})
+}
+
+// buildMap applies w to the model (lent to it) and lays out what shows.
+func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev *mapPicture, focus string, hops int) *mapPicture {
+	start := time.Now()
+	if w.targets {
+		m.SetTargets(targets, nil)
+	}
+	if w.gathered != nil {
+		m.SetGathered(*w.gathered)
+	}
+	if len(w.calls) > 0 {
+		m.AddCalls(w.calls...)
+	}
+	for _, ev := range w.events {
+		m.Apply(ev)
+	}
+	if w.moved {
+		m.Moved()
+	}
+	if w.tick {
+		m.Tick()
+	}
+	g := m.Graph()
+	var prevPl, prevVpl *composition.Placement
+	if prev != nil {
+		prevPl = prev.pl
+		if prev.focus == focus {
+			prevVpl = prev.vpl
+		}
+	}
+	pic := &mapPicture{g: g, focus: focus, hops: hops}
+	pic.pl = composition.Layout(g, prevPl)
+	pic.view, pic.vpl = g, pic.pl
+	if focus != "" {
+		if _, ok := g.Node(focus); ok {
+			pic.view = composition.Neighborhood(g, focus, hops)
+			if prevVpl == nil {
+				prevVpl = pic.pl
+			}
+			pic.vpl = composition.Layout(pic.view, prevVpl)
+		} else {
+			pic.focus = "" // it left: the whole map again
+		}
+	}
+	pic.index()
+	pic.built = time.Since(start)
+	return pic
+}
+
+// index works out what drawing the picture needs: the items in the
+// drawing's reading order (layer by layer, slot by slot; each node, then
+// what it consumes), positions and edge ends.
+func (pic *mapPicture) index() {
+	v := pic.view
+	at := make(map[string]int, len(v.Nodes))
+	pic.pos = make([]composition.Pos, len(v.Nodes))
+	pic.colW = 12
+	for i := range v.Nodes {
+		n := &v.Nodes[i]
+		at[n.ID] = i
+		pic.pos[i] = pic.vpl.Pos[n.ID]
+		pic.cols = max(pic.cols, pic.pos[i].Row+1)
+		pic.slots = max(pic.slots, pic.pos[i].Slot+1)
+		// the glyph, the name, and room for a word ("GAP", "stale")
+		pic.colW = max(pic.colW, min(len(nodeLabel(n))+9, 30))
+	}
+	pic.byID = at
+	pic.ends = make([][2]int, len(v.Edges))
+	pic.out = make([][]int, len(v.Nodes))
+	pic.in = make([]int, len(v.Nodes))
+	for i := range v.Edges {
+		e := &v.Edges[i]
+		a, b := at[e.From], at[e.To]
+		pic.ends[i] = [2]int{a, b}
+		pic.out[a] = append(pic.out[a], i)
+		pic.in[b]++
+		switch e.State {
+		case composition.StateGap:
+			pic.gaps++
+		case composition.StateDegraded:
+			pic.degraded++
+		}
+	}
+	order := make([]int, len(v.Nodes))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(x, y int) bool {
+		a, b := pic.pos[order[x]], pic.pos[order[y]]
+		if a.Row != b.Row {
+			return a.Row < b.Row
+		}
+		return a.Slot < b.Slot
+	})
+	pic.nodeItem = make([]int, len(v.Nodes))
+	pic.items = make([]mapItem, 0, len(v.Nodes)+len(v.Edges))
+	for _, i := range order {
+		pic.nodeItem[i] = len(pic.items)
+		pic.items = append(pic.items, mapItem{node: i, edge: -1})
+		for _, e := range pic.out[i] {
+			pic.items = append(pic.items, mapItem{node: i, edge: e})
+		}
+	}
+}
+
+// keyOf names item i of the picture.
+func (pic *mapPicture) keyOf(i int) mapKey {
+	if pic == nil || i < 0 || i >= len(pic.items) {
+		return mapKey{}
+	}
+	it := pic.items[i]
+	if it.edge < 0 {
+		return mapKey{node: pic.view.Nodes[it.node].ID}
+	}
+	e := &pic.view.Edges[it.edge]
+	return mapKey{node: e.From, from: e.From, to: e.To, capy: e.Capability, edge: true}
+}
+
+// find is the item named k (its node's when the edge is not there), or -1.
+func (pic *mapPicture) find(k mapKey) int {
+	node := -1
+	for i := range pic.items {
+		got := pic.keyOf(i)
+		if got == k {
+			return i
+		}
+		if node < 0 && !got.edge && got.node == k.node {
+			node = i
+		}
+	}
+	return node
+}
+
+// install shows a new picture, the cursor on what it was on.
+func (p *mapPane) install(pic *mapPicture) {
+	p.pic = pic
+	p.focus = pic.focus
+	gone := false
+	for i := range pic.g.Nodes {
+		if pic.g.Nodes[i].Gone {
+			gone = true
+			break
+		}
+	}
+	p.gone = gone
+	if p.want != (mapKey{}) {
+		if i := pic.find(p.want); i >= 0 {
+			p.sel = i
+			return
+		}
+	}
+	if p.focus != "" {
+		if i := pic.find(mapKey{node: p.focus}); i >= 0 {
+			p.sel = i
+		}
+	}
+	p.sel = min(max(p.sel, 0), max(len(pic.items)-1, 0))
+	p.want = pic.keyOf(p.sel)
+}
+
+// loadHistory reads the user's calls of the traffic window from history
+// (they are observed traffic from the "you" node).
+func (p *mapPane) loadHistory() tea.Cmd {
+	hs, ctx, now := p.pc.hist, p.pc.ctx, p.pc.now
+	if hs == nil {
+		return nil
+	}
+	return p.pc.safe(func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		es, err := hs.Search(ctx, "", 1000)
+		if err != nil {
+			return statusMsg{text: "map: reading history: " + err.Error(), err: true}
+		}
+		since := now().Add(-composition.DefaultWindow)
+		var calls []composition.Call
+		for _, e := range es {
+			if e.Time.Before(since) {
+				break // newest first
+			}
+			to := e.Target
+			if e.Endpoint != "" {
+				to = e.Endpoint
+			}
+			calls = append(calls, composition.Call{At: e.Time, From: composition.YouID, To: to, Method: e.Method,
+				Latency: e.Duration, Failed: e.Outcome != history.OutcomeOK})
+		}
+		return mapHistoryMsg{calls: calls}
+	})
+}
+
+// gatherEvery is how often what the ecosystem says of itself (the Neural
+// API, registries, deploy graphs) is asked again while the map is open.
+const gatherEvery = 10 * time.Second
+
+// gatherFunc is the command that asks the ecosystem, nil when there is
+// nothing to ask with.
+func (p *mapPane) gatherFunc() tea.Cmd { return nil }
+
+// gather asks the ecosystem (composition.Gather) in a command, bounded.
+func (p *mapPane) gather() tea.Cmd {
+	if p.gathering {
+		return nil
+	}
+	g := p.gatherFunc()
+	if g == nil {
+		return nil
+	}
+	p.gathering = true
+	return p.pc.safe(g)
+}
+
+// tickLater moves the traffic window (and asks the ecosystem again) a
+// while from now, while the map has the keyboard.
+func (p *mapPane) tickLater() tea.Cmd {
+	if p.ticking || !p.focused() || p.pc.ticks == nil || !p.pc.ticks() {
+		return nil
+	}
+	p.ticking = true
+	return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return mapTickMsg{} })
+}
+
+// onKey moves the cursor, focuses nodes, opens nodes and edges.
+func (p *mapPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
+	k := p.keys()
+	if p.edge != nil {
+		return p.edgeKey(kp)
+	}
+	if p.pic == nil {
+		return nil
+	}
+	if d, ok := moveBy(kp, k, len(p.pic.items)); ok {
+		return p.move(d)
+	}
+	switch {
+	case key.Matches(kp, k.Select):
+		return p.open()
+	case key.Matches(kp, k.FocusNode):
+		n := p.selNode()
+		if n == nil {
+			return nil
+		}
+		if p.focus == n.ID {
+			return p.setFocus("", p.hops)
+		}
+		return p.setFocus(n.ID, p.hops)
+	case key.Matches(kp, k.MoreHops):
+		if p.focus == "" {
+			if n := p.selNode(); n != nil {
+				return p.setFocus(n.ID, p.hops)
+			}
+			return nil
+		}
+		return p.setFocus(p.focus, min(p.hops+1, 9))
+	case key.Matches(kp, k.FewerHops):
+		if p.focus == "" {
+			return nil
+		}
+		return p.setFocus(p.focus, max(p.hops-1, 1))
+	case key.Matches(kp, k.Back):
+		if p.focus != "" {
+			return p.setFocus("", p.hops)
+		}
+	case key.Matches(kp, k.Left):
+		p.ox = max(p.ox-20, 0)
+	case key.Matches(kp, k.Right):
+		p.ox += 20
+	case key.Matches(kp, k.Refresh):
+		p.pend.targets = true
+		return tea.Batch(p.gather(), p.kick())
+	}
+	return nil
+}
+
+// setFocus shows the neighbourhood of id within hops ("" the whole map).
+func (p *mapPane) setFocus(id string, hops int) tea.Cmd {
+	p.focus, p.hops = id, hops
+	p.pend.view = true
+	if id == "" {
+		p.pc.setInfo("the whole map")
+	} else if p.pic != nil {
+		if n, ok := p.pic.g.Node(id); ok {
+			p.pc.setInfo(fmt.Sprintf("%s and what is within %d hop%s of it", render.Sanitize(n.Name), hops, plural(hops)))
+		}
+	}
+	return p.kick()
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// move moves the cursor by d items; moving lets go of the nodes that left.
+func (p *mapPane) move(d int) tea.Cmd {
+	if p.pic == nil || len(p.pic.items) == 0 {
+		return nil
+	}
+	p.sel = min(max(p.sel+d, 0), len(p.pic.items)-1)
+	p.want = p.pic.keyOf(p.sel)
+	if p.gone {
+		p.gone = false
+		p.pend.moved = true
+		return p.kick()
+	}
+	return nil
+}
+
+// selItem is the item under the cursor.
+func (p *mapPane) selItem() (mapItem, bool) {
+	if p.pic == nil || p.sel < 0 || p.sel >= len(p.pic.items) {
+		return mapItem{}, false
+	}
+	return p.pic.items[p.sel], true
+}
+
+// selNode is the node under the cursor (an edge's consumer).
+func (p *mapPane) selNode() *composition.Node {
+	it, ok := p.selItem()
+	if !ok {
+		return nil
+	}
+	return &p.pic.view.Nodes[it.node]
+}
+
+// open opens what is under the cursor: a node's capabilities (it becomes
+// the current target, as choosing it in the targets pane does), or an
+// edge's detail and the calls on it.
+func (p *mapPane) open() tea.Cmd {
+	it, ok := p.selItem()
+	if !ok {
+		return nil
+	}
+	v := p.pic.view
+	if it.edge < 0 {
+		n := &v.Nodes[it.node]
+		t := p.pc.targets[n.ID]
+		if t == nil || n.Node != "" {
+			p.pc.setInfo(render.Sanitize(n.Name) + " is " + notHere(n))
+			return nil
+		}
+		return tea.Batch(p.pc.do(selectMsg{key: t.ID, listen: true}), p.pc.do(focusMsg{pCaps}))
+	}
+	e := v.Edges[it.edge]
+	ends := p.pic.ends[it.edge]
+	d := &edgeDetail{seq: p.pc.nextSeq(), e: e, from: v.Nodes[ends[0]], to: v.Nodes[ends[1]]}
+	p.edge = d
+	return p.loadCalls(d)
+}
+
+// notHere says why a node has no capabilities pane.
+func notHere(n *composition.Node) string {
+	switch {
+	case n.Missing:
+		return "a capability nobody provides"
+	case n.Kind == composition.KindYou:
+		return "you: the calls primalscope made"
+	case n.Gone:
+		return "gone"
+	case n.Node != "":
+		return "on node " + render.Sanitize(n.Node) + ": reach it there"
+	}
+	return "not a target discovery lists now"
+}
+
+// loadCalls reads the calls history holds on an edge: calls to its
+// provider of its capability (the method, a method under it, or its
+// domain), newest first.
+func (p *mapPane) loadCalls(d *edgeDetail) tea.Cmd {
+	hs, ctx := p.pc.hist, p.pc.ctx
+	if hs == nil {
+		d.loaded, d.err = true, "history is off"
+		return nil
+	}
+	seq, name, capy := d.seq, d.to.Name, d.e.Capability
+	addr := ""
+	if d.to.Target != nil {
+		addr = d.to.Target.Address
+	}
+	return p.pc.safe(func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		es, err := hs.Search(ctx, name, 500)
+		var out []history.Entry
+		for _, e := range es {
+			if (e.Target == name || addr != "" && e.Endpoint == addr) && methodUses(e.Method, capy) {
+				out = append(out, e)
+			}
+		}
+		return mapCallsMsg{seq: seq, entries: out, err: err}
+	})
+}
+
+// methodUses reports whether a call of method m uses capability c: the
+// method, a method under it, or its domain (any method when c is empty:
+// an edge an orchestrator or a graph gives without one).
+func methodUses(m, c string) bool {
+	if c == "" || m == c || strings.HasPrefix(m, c+".") {
+		return true
+	}
+	d, _, _ := strings.Cut(m, ".")
+	return d == c
+}
+
+// edgeKey handles the keys of an opened edge: the first row offers its
+// method in the composer, the others are its calls.
+func (p *mapPane) edgeKey(kp tea.KeyPressMsg) tea.Cmd {
+	k, d := p.keys(), p.edge
+	n := 1 + len(d.calls)
+	if dd, ok := moveBy(kp, k, n); ok {
+		d.sel = min(max(d.sel+dd, 0), n-1)
+		return nil
+	}
+	switch {
+	case key.Matches(kp, k.Back):
+		p.edge = nil
+	case key.Matches(kp, k.Select):
+		return p.compose(d)
+	}
+	return nil
+}
+
+// compose puts the opened edge's method in the composer, its provider the
+// current target; on a call's row, that call as it was made.
+func (p *mapPane) compose(d *edgeDetail) tea.Cmd {
+	var cmd tea.Cmd
+	if t := p.pc.targets[d.to.ID]; t != nil && d.to.Node == "" {
+		cmd = p.pc.do(selectMsg{key: t.ID, listen: true})
+	} else {
+		p.pc.setInfo(render.Sanitize(d.to.Name) + " is " + notHere(&d.to))
+		return nil
+	}
+	if d.sel > 0 && d.sel-1 < len(d.calls) {
+		e := d.calls[d.sel-1]
+		session, pool := e.Session, e.Pool
+		return tea.Batch(cmd, p.pc.do(composeMsg{method: e.Method, params: string(e.Params), session: &session, pool: &pool}))
+	}
+	params, prefill := paramsFor(p.pc, d.e.Capability)
+	return tea.Batch(cmd, p.pc.do(composeMsg{method: d.e.Capability, params: params}), prefill)
+}
+
+// onClick puts the cursor on the row (tree) or node (drawing) clicked.
+func (p *mapPane) onClick(c clickMsg) tea.Cmd {
+	if p.pic == nil || p.edge != nil || c.button != tea.MouseLeft {
+		return nil
+	}
+	if i := p.itemAt(c.x, c.y); i >= 0 {
+		return p.move(i - p.sel)
+	}
+	return nil
+}

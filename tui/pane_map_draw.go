@@ -1,0 +1,724 @@
+package tui
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ecoPrimals/primalscope/composition"
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/render"
+)
+
+// mapGap is the room between two layers of the drawing, where the edges
+// run; a slot is two rows (the node's, and a lane edges cross layers on).
+const mapGap = 7
+
+// mapMargin is the room left of the first layer, where edges back into
+// it (cycles) arrive.
+const mapMargin = 5
+
+// drawingFits reports whether the pane is large enough for the layered
+// drawing (120×35 screens and wider give it the body); smaller, the tree.
+func (p *mapPane) drawingFits() bool { return p.w >= 120 && p.h >= 33 }
+
+// View draws the map: a summary line, the tree or the drawing (only what
+// shows), and the item under the cursor in words; or an opened edge.
+func (p *mapPane) View() string {
+	st := p.pc.st
+	w, h := p.inner()
+	title := "Map"
+	if p.pic != nil && p.focus != "" {
+		if n, ok := p.pic.g.Node(p.focus); ok {
+			title += fmt.Sprintf(" · %s ±%d", render.Sanitize(n.Name), p.hops)
+		}
+	}
+	right := ""
+	if p.pic != nil {
+		right = st.Dim.Render(fmt.Sprintf("%d nodes · %d edges", len(p.pic.view.Nodes), len(p.pic.view.Edges)))
+	}
+	if w <= 0 || h <= 0 {
+		return p.box(title, right, nil)
+	}
+	if p.edge != nil {
+		return p.box(title+" · edge", right, p.edgeBody(w, h))
+	}
+	if p.pic == nil {
+		return p.box(title, right, []string{st.Dim.Render(" building the map…")})
+	}
+	if len(p.pic.view.Nodes) == 0 {
+		return p.box(title, right, []string{st.Dim.Render(" No targets to map yet.")})
+	}
+	body := []string{p.summary(w)}
+	detail := p.detail(w)
+	avail := h - 1 - len(detail)
+	if p.drawingFits() {
+		body = append(body, p.drawing(w, avail)...)
+	} else {
+		body = append(body, p.tree(w, avail)...)
+	}
+	for len(body) < h-len(detail) {
+		body = append(body, "")
+	}
+	return p.box(title, right, append(body, detail...))
+}
+
+// summary is the first line: the gaps, degraded edges and cycles, in
+// words, and whether any source reports traffic.
+func (p *mapPane) summary(w int) string {
+	st, pic := p.pc.st, p.pic
+	var parts []string
+	if pic.gaps > 0 {
+		parts = append(parts, st.Err.Render(fmt.Sprintf("✗ %d gap%s", pic.gaps, plural(pic.gaps))))
+	}
+	if pic.degraded > 0 {
+		parts = append(parts, st.Warn.Render(fmt.Sprintf("! %d degraded", pic.degraded)))
+	}
+	if n := len(pic.view.Cycles); n > 0 {
+		parts = append(parts, st.Warn.Render(fmt.Sprintf("↻ %d cycle%s", n, plural(n))))
+	}
+	if len(parts) == 0 {
+		parts = append(parts, st.OK.Render("✓ no gaps, nothing degraded"))
+	}
+	if !pic.g.TrafficKnown {
+		parts = append(parts, st.Dim.Render("no source reports traffic"))
+	}
+	if p.gone {
+		parts = append(parts, st.Dim.Render("✕ gone until you move"))
+	}
+	return fit(" "+strings.Join(parts, st.Dim.Render(" · ")), w)
+}
+
+// nodeHealth is a node's health as drawn: the live target's when it is
+// one of this machine's (so a change shows on the next frame), else what
+// the map says.
+func (p *mapPane) nodeHealth(n *composition.Node) discovery.State {
+	if n.Node == "" && !n.Gone {
+		if t := p.pc.targets[n.ID]; t != nil {
+			return t.health()
+		}
+	}
+	switch discovery.State(n.Health) {
+	case discovery.StateLive, discovery.StateLocked:
+		return discovery.StateLive
+	case discovery.StateStale:
+		return discovery.StateStale
+	case discovery.StateDead, discovery.StateError:
+		return discovery.StateDead
+	}
+	return discovery.StateUnknown
+}
+
+// nodeMark is a node's glyph, its ink, and a word when its state needs
+// one (so the map reads without colour).
+func (p *mapPane) nodeMark(n *composition.Node) (string, ink, string) {
+	switch {
+	case n.Missing:
+		return "✗", inkErr, "GAP"
+	case n.Gone:
+		return "✕", inkDim, "gone"
+	case n.Kind == composition.KindYou:
+		return "◆", inkAccent, ""
+	}
+	switch h := p.nodeHealth(n); h {
+	case discovery.StateLive:
+		return "●", inkOK, ""
+	case discovery.StateStale:
+		return "◌", inkWarn, "stale"
+	case discovery.StateDead:
+		return "✕", inkErr, "down"
+	}
+	return "○", inkDim, ""
+}
+
+// nodeLabel is a node's name as the map shows it (without its glyph).
+func nodeLabel(n *composition.Node) string {
+	name := n.Name
+	if n.Node != "" {
+		name += "@" + n.Node
+	}
+	return name
+}
+
+// stateMark is an edge state's glyph, ink and word.
+func stateMark(s composition.State) (string, ink, string) {
+	switch s {
+	case composition.StateGap:
+		return "✗", inkErr, "GAP"
+	case composition.StateDegraded:
+		return "!", inkWarn, "DEGRADED"
+	case composition.StateUnused:
+		return "∅", inkDim, "unused"
+	case composition.StateUndeclared:
+		return "?", inkAccent, "undeclared"
+	}
+	return "✓", inkOK, "ok"
+}
+
+// edgeLine is how an edge's line is drawn: its ink and dashes.
+func edgeLine(e *composition.Edge) (ink, lineStyle) {
+	switch e.State {
+	case composition.StateGap:
+		return inkErr, lineGap
+	case composition.StateDegraded:
+		return inkWarn, lineDegraded
+	}
+	if e.Traffic != nil && e.Traffic.CallsPerS > 0 {
+		return inkOK, lineSolid
+	}
+	return inkDim, lineSolid
+}
+
+// cellText makes peer text safe for the canvas: escaped, one cell a
+// rune (wider runes become '?'), cut to w cells.
+func cellText(s string, w int) string {
+	s = render.Sanitize(s)
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n >= w {
+			break
+		}
+		if r >= utf8.RuneSelf && ansi.StringWidth(string(r)) != 1 {
+			r = '?'
+		}
+		b.WriteRune(r)
+		n++
+	}
+	if utf8.RuneCountInString(s) > w && w > 0 {
+		rs := []rune(b.String())
+		rs[len(rs)-1] = '…'
+		return string(rs)
+	}
+	return b.String()
+}
+
+// ---- the tree (narrow) ----
+
+// tree draws the visible rows of the tree: each node, then what it
+// consumes, one edge a row (consumer → capability → provider).
+func (p *mapPane) tree(w, h int) []string {
+	pic := p.pic
+	if h <= 0 {
+		return nil
+	}
+	p.off = scrollInto(p.off, p.sel, h, len(pic.items))
+	out := make([]string, 0, h)
+	for i := p.off; i < len(pic.items) && len(out) < h; i++ {
+		out = append(out, p.treeRow(i, w))
+	}
+	return out
+}
+
+// treeRow draws item i of the tree in w cells.
+func (p *mapPane) treeRow(i, w int) string {
+	st, pic := p.pc.st, p.pic
+	it := pic.items[i]
+	sel := i == p.sel
+	cur := " "
+	if sel {
+		cur = st.Accent.Render("›")
+	}
+	v := pic.view
+	n := &v.Nodes[it.node]
+	if it.edge < 0 {
+		g, k, word := p.nodeMark(n)
+		label := render.Sanitize(nodeLabel(n))
+		if n.Missing {
+			label = "GAP " + label
+			word = "nobody provides it"
+		}
+		if sel && p.focused() {
+			label = st.Selected.Render(label)
+		} else if n.ID == p.focus {
+			label = st.Accent.Render(label)
+		}
+		more := ""
+		if n.Family != "" {
+			more += " @" + render.Sanitize(n.Family)
+		}
+		if word != "" {
+			more += " " + inkStyle(st, k).Render(word)
+		}
+		if n.Level > 0 {
+			more += st.Dim.Render(fmt.Sprintf(" L%d", n.Level))
+		}
+		if c := pic.in[it.node]; c > 0 {
+			more += st.Dim.Render(fmt.Sprintf(" · needed by %d", c))
+		}
+		if n.Step != "" {
+			sk := inkDim
+			if n.StepFailed {
+				sk = inkErr
+			}
+			more += " " + inkStyle(st, sk).Render("⚑ "+render.Sanitize(n.Step))
+		}
+		return fit(cur+inkStyle(st, k).Render(g)+" "+label+more, w)
+	}
+	e := &v.Edges[it.edge]
+	to := &v.Nodes[pic.ends[it.edge][1]]
+	// the branch: ├ for all but the node's last edge
+	outs := pic.out[it.node]
+	branch := "├"
+	if outs[len(outs)-1] == it.edge {
+		branch = "╰"
+	}
+	capy := render.Sanitize(capLabel(e.Capability))
+	for j, x := range outs {
+		if x == it.edge && j > 0 && v.Edges[outs[j-1]].Capability == e.Capability {
+			capy = strings.Repeat(" ", ansi.StringWidth(capy)) // one capability, several providers
+		}
+	}
+	sg, sk, sw := stateMark(e.State)
+	tg, tk, tw := p.nodeMark(to)
+	prov := render.Sanitize(nodeLabel(to))
+	if to.Missing {
+		prov = "nobody"
+	}
+	if sel && p.focused() {
+		prov = st.Selected.Render(prov)
+	}
+	s := cur + st.Dim.Render("  "+branch+" ") + capy + st.Dim.Render(" → ") + inkStyle(st, tk).Render(tg) + " " + prov
+	if tw != "" && !to.Missing {
+		s += " " + inkStyle(st, tk).Render(tw)
+	}
+	s += "  " + inkStyle(st, sk).Render(sg+" "+sw)
+	if e.InCycle {
+		s += " " + st.Warn.Render("↻ cycle")
+	}
+	if e.Traffic != nil {
+		s += st.Dim.Render("  " + trafficWords(pic.g, e))
+	}
+	return fit(s, w)
+}
+
+// capLabel names an edge's capability ("(depends on)" when a source gave
+// none).
+func capLabel(c string) string {
+	if c == "" {
+		return "(depends on)"
+	}
+	return c
+}
+
+// trafficWords is an edge's traffic in words, or says there is none to
+// show (never zeros where no source reports traffic).
+func trafficWords(g *composition.Graph, e *composition.Edge) string {
+	t := e.Traffic
+	if t == nil {
+		if !g.TrafficKnown {
+			return "no traffic reported"
+		}
+		return "no calls seen"
+	}
+	s := fmt.Sprintf("%s/s err %.0f%%", num(t.CallsPerS), 100*t.ErrorRate)
+	if t.P95ms >= 0 {
+		s += fmt.Sprintf(" p95 %sms", num(t.P95ms))
+	}
+	return s
+}
+
+// ---- the drawing (wide) ----
+
+// geometry of a view node: the cell its label starts at.
+func (pic *mapPicture) cell(i int) (x, y int) {
+	pos := pic.pos[i]
+	return mapMargin + pos.Row*(pic.colW+mapGap), pos.Slot * 2
+}
+
+// drawing draws the part of the layered map that shows in w×h cells,
+// scrolled to keep the cursor's node in sight: layers left to right
+// (consumers left of providers), edges in the room between them.
+func (p *mapPane) drawing(w, h int) []string {
+	pic := p.pic
+	if h <= 0 {
+		return nil
+	}
+	it := pic.items[min(max(p.sel, 0), len(pic.items)-1)]
+	x, y := pic.cell(it.node)
+	if x < p.ox {
+		p.ox = x
+	}
+	if x+pic.colW > p.ox+w {
+		p.ox = x + pic.colW - w
+	}
+	if y < p.oy {
+		p.oy = y
+	}
+	if y >= p.oy+h {
+		p.oy = y - h + 1
+	}
+	p.ox = max(min(p.ox, mapMargin+pic.cols*(pic.colW+mapGap)-w), 0)
+	p.oy = max(min(p.oy, pic.slots*2-h), 0)
+	c := newCanvas(w, h, p.ox, p.oy)
+	selEdge := it.edge
+	for i := range pic.view.Edges {
+		if i != selEdge {
+			p.drawEdge(c, i, false)
+		}
+	}
+	if selEdge >= 0 {
+		p.drawEdge(c, selEdge, true)
+	}
+	pitch := pic.colW + mapGap
+	r0, r1 := max(p.ox-mapMargin, 0)/pitch, (p.ox+w)/pitch
+	s0, s1 := p.oy/2, (p.oy+h)/2
+	for r := r0; r <= r1 && r < len(pic.vpl.Rows); r++ {
+		row := pic.vpl.Rows[r]
+		for s := s0; s <= s1 && s < len(row); s++ {
+			if i, ok := pic.at(row[s]); ok {
+				p.drawNode(c, i, it)
+			}
+		}
+	}
+	return c.lines(p.pc.st)
+}
+
+// at is the view index of node id.
+func (pic *mapPicture) at(id string) (int, bool) {
+	i, ok := pic.byID[id]
+	return i, ok
+}
+
+// nodeText is node i's label in the drawing (without its glyph): its
+// name, and a word for a state that needs one; at most colW-2 cells.
+func (p *mapPane) nodeText(i int) string {
+	pic := p.pic
+	n := &pic.view.Nodes[i]
+	_, _, word := p.nodeMark(n)
+	label := nodeLabel(n)
+	switch {
+	case n.Missing:
+		label = word + " " + label
+	case word != "":
+		label += " " + word
+	}
+	return cellText(label, pic.colW-2)
+}
+
+// labelEnd is the first cell after node i's label and a space: where its
+// edges leave and the edges against the flow arrive.
+func (p *mapPane) labelEnd(i int) int {
+	x, _ := p.pic.cell(i)
+	return x + 2 + utf8.RuneCountInString(p.nodeText(i)) + 1
+}
+
+// drawNode writes node i's label: glyph, name, and a word for a state
+// that needs one.
+func (p *mapPane) drawNode(c *canvas, i int, cur mapItem) {
+	pic := p.pic
+	n := &pic.view.Nodes[i]
+	x, y := pic.cell(i)
+	g, k, _ := p.nodeMark(n)
+	lk := inkText
+	switch {
+	case cur.node == i && cur.edge < 0 && p.focused():
+		lk = inkSel
+	case cur.node == i, n.ID == pic.focus:
+		lk = inkAccent
+	case n.Missing:
+		lk = inkErr
+	case n.Gone:
+		lk = inkDim
+	}
+	c.text(x, y, g, k)
+	c.put(x+1, y, ' ', lk)
+	c.text(x+2, y, p.nodeText(i), lk)
+}
+
+// drawEdge draws edge i from its consumer's right into its provider's
+// left; an edge that crosses layers, or goes back against the flow (a
+// cycle), runs along the lane under the consumer's row.
+func (p *mapPane) drawEdge(c *canvas, i int, sel bool) {
+	pic := p.pic
+	e := &pic.view.Edges[i]
+	a, b := pic.ends[i][0], pic.ends[i][1]
+	xa, ya := pic.cell(a)
+	xb, yb := pic.cell(b)
+	cw := pic.colW
+	// Cull what cannot show.
+	x0, x1 := min(xa, xb)-mapMargin, max(xa, xb)+cw+mapGap
+	y0, y1 := min(ya, yb), max(ya, yb)+1
+	if x1 < c.ox || x0 >= c.ox+c.w || y1 < c.oy || y0 >= c.oy+c.h {
+		return
+	}
+	k, ls := edgeLine(e)
+	if sel {
+		k = inkSel
+	}
+	arrow, ak := '▸', k
+	if e.State == composition.StateDegraded {
+		arrow = '!'
+	}
+	ra, rb := pic.pos[a].Row, pic.pos[b].Row
+	cx := xb - 2 - pic.pos[b].Slot%(mapGap-4) // edges into one provider share a channel
+	out := p.labelEnd(a)
+	if rb == ra+1 {
+		c.hline(ya, out, cx, k, ls)
+		c.vline(cx, ya, yb, k, ls)
+	} else {
+		// Across layers, or back against the flow (a cycle): down to the
+		// lane under the consumer, along it, and into the provider.
+		ca := xa + cw + 1 + pic.pos[a].Slot%2
+		c.hline(ya, out, ca, k, ls)
+		c.vline(ca, ya, ya+1, k, ls)
+		c.hline(ya+1, ca, cx, k, ls)
+		c.vline(cx, ya+1, yb, k, ls)
+	}
+	c.hline(yb, cx, xb-1, k, ls)
+	c.put(xb-1, yb, arrow, ak)
+}
+
+// itemAt is the item drawn at (x, y) inside the pane (tree row or node
+// label), or -1.
+func (p *mapPane) itemAt(x, y int) int {
+	pic := p.pic
+	y-- // the summary line
+	if y < 0 {
+		return -1
+	}
+	if !p.drawingFits() {
+		if i := p.off + y; i < len(pic.items) {
+			return i
+		}
+		return -1
+	}
+	mx, my := x+p.ox-mapMargin, y+p.oy
+	if my%2 != 0 || mx < 0 {
+		return -1
+	}
+	pitch := pic.colW + mapGap
+	r, s := mx/pitch, my/2
+	if mx%pitch >= pic.colW || r >= len(pic.vpl.Rows) || s >= len(pic.vpl.Rows[r]) {
+		return -1
+	}
+	if i, ok := pic.at(pic.vpl.Rows[r][s]); ok {
+		return pic.nodeItem[i]
+	}
+	return -1
+}
+
+// ---- the item under the cursor, in words ----
+
+// detail is two lines on the item under the cursor: a node's state and
+// neighbours, or an edge's state, sources and traffic with sparklines.
+func (p *mapPane) detail(w int) []string {
+	st, pic := p.pc.st, p.pic
+	it, ok := p.selItem()
+	if !ok {
+		return nil
+	}
+	v := pic.view
+	n := &v.Nodes[it.node]
+	if it.edge < 0 {
+		g, k, word := p.nodeMark(n)
+		if word == "" {
+			word = healthWord(p.nodeHealth(n))
+		}
+		l1 := inkStyle(st, k).Render(g) + " " + st.Accent.Render(render.Sanitize(nodeLabel(n))) + " · " + inkStyle(st, k).Render(word)
+		if n.Kind != "" && !n.Missing {
+			l1 += st.Dim.Render(" · " + render.Sanitize(n.Kind))
+		}
+		l1 += st.Dim.Render(fmt.Sprintf(" · needs %d · needed by %d", len(pic.out[it.node]), pic.in[it.node]))
+		l2 := ""
+		switch {
+		case n.Missing:
+			l2 = st.Err.Render("✗ GAP: nobody provides " + render.Sanitize(n.Name))
+		case n.Step != "":
+			sk := st.Dim
+			if n.StepFailed {
+				sk = st.Err
+			}
+			l2 = sk.Render("⚑ " + render.Sanitize(n.Step))
+		}
+		if cyc := cycleOf(v, n.ID); cyc != "" {
+			l2 = joinHints(" · ", l2, st.Warn.Render("↻ cycle: "+cyc))
+		}
+		return []string{fit(" "+l1, w), fit(" "+l2, w)}
+	}
+	e := &v.Edges[it.edge]
+	to := &v.Nodes[pic.ends[it.edge][1]]
+	sg, sk, sw := stateMark(e.State)
+	l1 := render.Sanitize(nodeLabel(n)) + st.Dim.Render(" → ") + render.Sanitize(capLabel(e.Capability)) + st.Dim.Render(" → ") + render.Sanitize(nodeLabel(to)) +
+		" " + inkStyle(st, sk).Render(sg+" "+sw) + st.Dim.Render(" · from "+sourceWords(e))
+	if e.Why != "" {
+		l1 += inkStyle(st, sk).Render(" · " + render.Sanitize(e.Why))
+	}
+	return []string{fit(" "+l1, w), fit(" "+p.sparks(pic.g, e, 12), w)}
+}
+
+// sparks is an edge's traffic on one line: rate, errors and p95, each
+// with its sparkline over the window (or why there is none).
+func (p *mapPane) sparks(g *composition.Graph, e *composition.Edge, n int) string {
+	st := p.pc.st
+	t := e.Traffic
+	if t == nil {
+		return st.Dim.Render(trafficWords(g, e))
+	}
+	rate, errs, p95 := t.Rates(g.Window)
+	part := func(name string, vals []float64, now string, k ink) string {
+		s := st.Dim.Render(name+" ") + now
+		if sl := sparkline(vals, n); sl != "" {
+			s = st.Dim.Render(name+" ") + inkStyle(p.pc.st, k).Render(sl) + " " + now
+		}
+		return s
+	}
+	pf := "–"
+	if t.P95ms >= 0 {
+		pf = num(t.P95ms) + "ms"
+	}
+	ek := inkDim
+	if t.ErrorRate > 0 {
+		ek = inkErr
+	}
+	return part("rate", rate, num(t.CallsPerS)+"/s", inkOK) + st.Dim.Render(" · ") +
+		part("errors", errs, fmt.Sprintf("%.0f%%", 100*t.ErrorRate), ek) + st.Dim.Render(" · ") +
+		part("p95", p95, pf, inkAccent)
+}
+
+// sourceWords lists where an edge was learned.
+func sourceWords(e *composition.Edge) string {
+	if len(e.Sources) == 0 {
+		return "no source"
+	}
+	s := make([]string, len(e.Sources))
+	for i, x := range e.Sources {
+		s[i] = string(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+// cycleOf names the first cycle through id ("a → b → a"), or "".
+func cycleOf(g *composition.Graph, id string) string {
+	for _, c := range g.Cycles {
+		for _, x := range c {
+			if x == id {
+				names := make([]string, len(c))
+				for i, y := range c {
+					names[i] = y
+					if n, ok := g.Node(y); ok {
+						names[i] = nodeLabel(n)
+					}
+				}
+				return render.Sanitize(strings.Join(names, " → "))
+			}
+		}
+	}
+	return ""
+}
+
+// ---- an opened edge ----
+
+// edgeBody draws an opened edge: what it is, its traffic as three
+// sparklines, the offer to compose its method on its provider, and the
+// calls history holds on it.
+func (p *mapPane) edgeBody(w, h int) []string {
+	st, d := p.pc.st, p.edge
+	e := &d.e
+	sg, sk, sw := stateMark(e.State)
+	out := []string{
+		" " + st.Accent.Render(render.Sanitize(nodeLabel(&d.from))) + st.Dim.Render(" → ") + render.Sanitize(capLabel(e.Capability)) + st.Dim.Render(" → ") + st.Accent.Render(render.Sanitize(nodeLabel(&d.to))),
+		" " + inkStyle(st, sk).Render(sg+" "+sw) + st.Dim.Render(" · from "+sourceWords(e)),
+	}
+	if e.Why != "" {
+		out = append(out, " "+inkStyle(st, sk).Render(render.Sanitize(e.Why)))
+	}
+	g := p.pic.g
+	if t := e.Traffic; t == nil {
+		out = append(out, " "+st.Dim.Render(trafficWords(g, e)))
+	} else {
+		rate, errs, p95 := t.Rates(g.Window)
+		pf := "–"
+		if t.P95ms >= 0 {
+			pf = num(t.P95ms) + "ms"
+		}
+		sw := composition.SeriesLen * 2
+		stretch := func(vals []float64) []float64 { // two cells a bucket: easier to read
+			out := make([]float64, 0, 2*len(vals))
+			for _, v := range vals {
+				out = append(out, v, v)
+			}
+			return out
+		}
+		row := func(name string, vals []float64, now string, k ink) string {
+			sl := sparkline(stretch(vals), sw)
+			if sl == "" {
+				sl = st.Dim.Render("(summed by its source: no series)")
+			} else {
+				sl = inkStyle(st, k).Render(sl)
+			}
+			return " " + st.Dim.Render(fmt.Sprintf("%-7s", name)) + sl + "  " + now
+		}
+		ek := inkDim
+		if t.ErrorRate > 0 {
+			ek = inkErr
+		}
+		out = append(out,
+			row("rate", rate, num(t.CallsPerS)+"/s", inkOK),
+			row("errors", errs, fmt.Sprintf("%.0f%%", 100*t.ErrorRate), ek),
+			row("p95", p95, pf, inkAccent),
+			" "+st.Dim.Render(fmt.Sprintf("over the last %s", g.Window)))
+	}
+	out = append(out, "")
+	k := p.keys()
+	offer := hint(k.Select, "compose "+render.Sanitize(capLabel(e.Capability))+" on "+render.Sanitize(nodeLabel(&d.to)))
+	rows := []string{p.pickRow(0, offer)}
+	switch {
+	case !d.loaded:
+		rows = append(rows, "  "+st.Dim.Render("reading history…"))
+	case d.err != "":
+		rows = append(rows, "  "+st.Err.Render("history: "+d.err))
+	case len(d.calls) == 0:
+		rows = append(rows, "  "+st.Dim.Render("no calls on this edge in history"))
+	default:
+		rows = append(rows, "  "+st.Title.Render(fmt.Sprintf("Calls on this edge in history (%d)", len(d.calls))))
+	}
+	head := len(out) + len(rows)
+	avail := h - head
+	d.off = scrollInto(d.off, max(d.sel-1, 0), avail, len(d.calls))
+	for i := d.off; i < len(d.calls) && i-d.off < avail; i++ {
+		rows = append(rows, p.pickRow(i+1, callWords(st, &d.calls[i])))
+	}
+	for i := range out {
+		out[i] = fit(out[i], w)
+	}
+	for _, r := range rows {
+		out = append(out, fit(r, w))
+	}
+	return out
+}
+
+// pickRow is a row of the opened edge's list, with the cursor when on it.
+func (p *mapPane) pickRow(i int, s string) string {
+	if i == p.edge.sel {
+		return p.pc.st.Accent.Render("›") + " " + s
+	}
+	return "  " + s
+}
+
+// callWords is one call from history: when, the method, its outcome and
+// how long it took.
+func callWords(st *styles, e *history.Entry) string {
+	o := st.OK
+	if e.Outcome != history.OutcomeOK {
+		o = st.Err
+	}
+	return st.Dim.Render(e.Time.Local().Format("15:04:05")) + " " + render.Sanitize(e.Method) + " " + o.Render(string(e.Outcome)) + " " + st.Dim.Render(fmtDur(e.Duration))
+}
+
+// num prints a figure with two significant digits or so: 0.25, 3.1, 12,
+// 1200.
+func num(f float64) string {
+	switch {
+	case f == 0:
+		return "0"
+	case f < 10:
+		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", f), "0"), ".")
+	case f < 100:
+		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", f), "0"), ".")
+	}
+	return fmt.Sprintf("%.0f", f)
+}
