@@ -1,12 +1,18 @@
 package tui
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/charmbracelet/x/exp/teatest/v2"
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
@@ -157,5 +163,70 @@ func TestMapFocusHopsOpen(t *testing.T) {
 	keyMsgs(t, m, "esc", "m", "j", "enter")
 	if c := m.comp(); c.params.String() != `{"key":"k1"}` {
 		t.Fatalf("the call's row loads %q", c.params.String())
+	}
+}
+
+// mapHistory is a history with the user's calls on nestgate's storage in
+// the last minute: traffic from the "you" node, and calls on its edge.
+func mapHistory() *MemHistory {
+	hist := NewMemHistory(0)
+	for i := 29; i >= 0; i-- {
+		o := history.OutcomeOK
+		if i%7 == 3 {
+			o = history.OutcomeError
+		}
+		hist.Record(history.Entry{Time: t0.Add(-time.Duration(i*2) * time.Second), Target: "nestgate", Endpoint: id("nestgate"), Method: "storage.put",
+			Params: json.RawMessage(fmt.Sprintf(`{"key":"k%d"}`, i)), Outcome: o, Duration: time.Duration(i%5+1) * time.Millisecond})
+	}
+	return hist
+}
+
+// TestMapGolden drives the program with teatest and compares the map's
+// final screen at 80×24 (the tree) and 120×35 (the drawing): the whole
+// map, a node's neighbourhood, and an opened edge.
+func TestMapGolden(t *testing.T) {
+	// Where the cursor finds the you → nestgate edge (worked out on a
+	// model of the test's own: the program's is its goroutine's).
+	edge := mapModel(t, mapHistory(), 80, 24).mapp().pic.find(mapKey{node: "you", from: "you", to: id("nestgate"), capy: "storage.put", edge: true})
+	cases := []struct {
+		name, wait string
+		keys       []tea.Msg
+	}{
+		{"whole", "", nil},
+		{"focus", "±2", press("f", "+")},
+		{"edge", "Calls", append(press(strings.Repeat("j", edge)), press("enter")...)},
+	}
+	for _, c := range cases {
+		for _, sz := range [][2]int{{80, 24}, {120, 35}} {
+			t.Run(fmt.Sprintf("%s/%dx%d", c.name, sz[0], sz[1]), func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				cfg := goldenConfig("dark")
+				cfg.History = mapHistory()
+				m := newModel(ctx, cfg)
+				tm := teatest.NewTestModel(t, m, teatest.WithInitialTermSize(sz[0], sz[1]))
+				tm.Send(feedMsg{items: mapTargets()})
+				tm.Send(press("m")[0])
+				// (the renderer skips spaces: wait for words without any)
+				teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte("gap")) },
+					teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+				// The picture is in: the keys can find their way in it.
+				for _, msg := range c.keys {
+					tm.Send(msg)
+				}
+				if c.wait != "" {
+					teatest.WaitFor(t, tm.Output(), func(b []byte) bool { return bytes.Contains(b, []byte(c.wait)) },
+						teatest.WithDuration(10*time.Second), teatest.WithCheckInterval(10*time.Millisecond))
+				}
+				if err := tm.Quit(); err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+				fm := tm.FinalModel(t, teatest.WithFinalTimeout(10*time.Second)).(*model)
+				out := fm.render()
+				checkScreen(t, out, sz[0], sz[1])
+				golden.RequireEqual(t, out)
+			})
+		}
 	}
 }
