@@ -287,6 +287,9 @@ type Call struct {
 	Method  string
 	Latency time.Duration
 	Failed  bool
+	// Alt are other names of To, tried in order when To names no node
+	// (a recorded call's target name after its endpoint).
+	Alt []string
 }
 
 // Route is traffic a source reports already summed up (the Neural API's
@@ -346,7 +349,20 @@ func Build(in Inputs) *Graph {
 	if in.Window <= 0 {
 		in.Window = DefaultWindow
 	}
-	b := &builder{in: in, g: &Graph{At: in.Now, Window: in.Window}, edges: map[edgeKey]int{}, pairs: map[[2]string][]int{}, byName: map[string][]string{}}
+	// Size the tables once: growing maps and the edge slice was most of
+	// the work for 10,000 edges.
+	nt, ne := len(in.Targets), len(in.Calls)/4+len(in.Routes)
+	for _, r := range in.Remote {
+		nt += len(r.Targets)
+	}
+	for _, t := range in.Targets {
+		if t != nil && t.Probe != nil && t.Probe.Capabilities != nil {
+			ne += 2 * len(t.Probe.Capabilities.Consumed)
+		}
+	}
+	b := &builder{in: in, g: &Graph{At: in.Now, Window: in.Window, Nodes: make([]Node, 0, nt+8), Edges: make([]Edge, 0, ne),
+		index: make(map[string]int, nt+8)},
+		edges: make(map[edgeKey]int, ne), pairs: make(map[[2]string][]int, ne), byName: make(map[string][]string, nt)}
 	b.addTargets("", in.Targets)
 	for _, r := range in.Remote {
 		b.addTargets(r.Node, r.Targets)
@@ -383,6 +399,7 @@ type builder struct {
 	// seen marks edges with traffic ever seen; callers, consumers whose
 	// traffic some source reports.
 	seen         map[int]bool
+	srcBack      []Source
 	callers      map[string]bool
 	trafficKnown bool
 }
@@ -475,7 +492,14 @@ func (b *builder) edge(from, to, capability string, s Source) *Edge {
 		i = len(b.g.Edges)
 		b.edges[k] = i
 		b.pairs[[2]string{from, to}] = append(b.pairs[[2]string{from, to}], i)
-		b.g.Edges = append(b.g.Edges, Edge{From: from, To: to, Capability: capability})
+		// Sources come from one shared backing array, four to an edge
+		// (there are four sources): one allocation, not one per edge.
+		if len(b.srcBack) < 4 {
+			b.srcBack = make([]Source, 4*max(64, cap(b.g.Edges)-len(b.g.Edges)))
+		}
+		srcs := b.srcBack[:0:4]
+		b.srcBack = b.srcBack[4:]
+		b.g.Edges = append(b.g.Edges, Edge{From: from, To: to, Capability: capability, Sources: srcs})
 	}
 	e := &b.g.Edges[i]
 	if !e.Has(s) {
@@ -543,24 +567,25 @@ func (b *builder) providers() *providerIndex {
 // decides: the exact method, a method under it, a domain or group of that
 // name, or (for a target known only from a registry's list) its domain.
 func (px *providerIndex) match(consumed string) []string {
-	seen := map[string]bool{}
+	// Providers of one capability are few: a linear check beats a set.
 	var out []string
-	add := func(ids []string) {
-		for _, id := range ids {
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, id)
+	add := func(id string) {
+		for _, x := range out {
+			if x == id {
+				return
 			}
 		}
+		out = append(out, id)
 	}
-	add(px.method[consumed])
-	add(px.prefix[consumed])
-	add(px.domain[consumed])
+	for _, l := range [][]string{px.method[consumed], px.prefix[consumed], px.domain[consumed]} {
+		for _, id := range l {
+			add(id)
+		}
+	}
 	d, _ := capability.SplitMethod(consumed)
 	for _, id := range px.listed[d] {
-		if !px.hasList[id] && !seen[id] {
-			seen[id] = true
-			out = append(out, id)
+		if !px.hasList[id] {
+			add(id)
 		}
 	}
 	sort.Strings(out)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/events"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 func TestModelHealthGoneAndEvents(t *testing.T) {
@@ -47,5 +48,76 @@ func TestModelHealthGoneAndEvents(t *testing.T) {
 	m.Apply(events.Event{Kind: events.KindSSE, Name: "node_failed", Payload: json.RawMessage(`{"graph_id":"g1","node_id":"s1","error":"boom"}`)})
 	if n, _ := m.Graph().Node(a.ID); n.Step != "deploy tower: failed" || !n.StepFailed {
 		t.Fatalf("a's step = %q", n.Step)
+	}
+}
+
+func TestModelRegistrationsAndRefresh(t *testing.T) {
+	a := tgt("a", discovery.StateLive, []string{"a.m"}, []string{"vault.get"})
+	m := NewModel(Inputs{Targets: []*discovery.Target{a}})
+	if e := edgeOf(m.Graph(), a.ID, MissingID("vault.get"), "vault.get"); e == nil || e.State != StateGap {
+		t.Fatalf("before vault registers: %+v", e)
+	}
+	// ipc.watch: vault registers, with its endpoint and capabilities. It is
+	// drawn at once (unprobed), and the caller is told to sweep.
+	ch := m.Apply(events.Event{Source: "songbird", Kind: events.KindRegistry, Name: "registered",
+		Payload: json.RawMessage(`{"revision":3,"kind":"registered","primal":"vault","capabilities":["vault"],"endpoint":"/run/vault.sock"}`)})
+	if !ch.Graph || !ch.Refresh {
+		t.Fatalf("registration: %+v", ch)
+	}
+	g := m.Graph()
+	vid, ok := g.Find("vault")
+	if !ok {
+		t.Fatal("vault not drawn after registering")
+	}
+	if e := edgeOf(g, a.ID, vid, "vault.get"); e == nil || e.State != StateOK {
+		t.Fatalf("a → vault.get after registration = %+v", e)
+	}
+	if _, ok := g.Node(MissingID("vault.get")); ok {
+		t.Fatal("the gap's node stayed after a provider came")
+	}
+	// primal_discovered for a name already drawn changes nothing but asks
+	// for a sweep; topology_changed only asks.
+	if ch := m.Apply(events.Event{Kind: events.KindSSE, Name: "primal_discovered", Payload: json.RawMessage(`{"primal":"vault"}`)}); ch.Graph || !ch.Refresh {
+		t.Fatalf("primal_discovered again: %+v", ch)
+	}
+	if ch := m.Apply(events.Event{Kind: events.KindSSE, Name: "topology_changed", Payload: json.RawMessage(`{}`)}); ch.Graph || !ch.Refresh {
+		t.Fatalf("topology_changed: %+v", ch)
+	}
+	// health_changed from the biomeOS API.
+	m.Apply(events.Event{Kind: events.KindSSE, Name: "health_changed", Payload: json.RawMessage(`{"primal":"vault","status":"unhealthy"}`)})
+	if e := edgeOf(m.Graph(), a.ID, vid, "vault.get"); e.State != StateDegraded {
+		t.Fatalf("after health_changed unhealthy: %+v", e)
+	}
+	// The registry says it left: gone (degraded) until the next sweep.
+	m.Apply(events.Event{Source: "songbird", Kind: events.KindRegistry, Name: "unregistered", Payload: json.RawMessage(`{"primal":"vault"}`)})
+	if e := edgeOf(m.Graph(), a.ID, vid, "vault.get"); e.State != StateDegraded || e.Why != "provider vault is gone" {
+		t.Fatalf("after unregistering: %+v", e)
+	}
+	// Hostile payloads change nothing and do not panic.
+	for _, p := range []string{`null`, `[]`, `{"primal":5}`, `{"caller":"a"}`, `"x"`, `{"graph_id":{}}`} {
+		for _, k := range []string{events.KindRegistry, events.KindSSE, events.KindLiveness, events.KindNotification} {
+			m.Apply(events.Event{Kind: k, Name: "health_changed", Payload: json.RawMessage(p)})
+		}
+	}
+}
+
+func TestDegradedBTSPRefusalAndLevel(t *testing.T) {
+	a := tgt("a", discovery.StateLive, []string{"a.m"}, []string{"b.m", "c.m"})
+	b := tgt("b", discovery.StateLocked, []string{"b.m"}, nil)
+	b.Probe.BTSPRejection = &ipc.RPCError{Code: -32001, Message: "family mismatch"}
+	c := tgt("c", discovery.StateLive, []string{"c.m"}, nil)
+	c.Level = 1
+	g := Build(Inputs{Targets: []*discovery.Target{a, b, c}, MinLevel: 2})
+	if e := edgeOf(g, a.ID, b.ID, "b.m"); e == nil || e.State != StateDegraded || e.Why != "provider b refuses BTSP: family mismatch" {
+		t.Fatalf("a → b (BTSP refused) = %+v", e)
+	}
+	if e := edgeOf(g, a.ID, c.ID, "c.m"); e == nil || e.State != StateDegraded || e.Why != "provider c is level 1, below the required 2" {
+		t.Fatalf("a → c (level 1) = %+v", e)
+	}
+	// Locked without a refusal is no fault of the provider's: family
+	// members speak BTSP.
+	b.Probe.BTSPRejection = nil
+	if e := edgeOf(Build(Inputs{Targets: []*discovery.Target{a, b, c}}), a.ID, b.ID, "b.m"); e.State != StateOK {
+		t.Fatalf("a → b (locked, no refusal) = %+v", e)
 	}
 }

@@ -2,7 +2,9 @@ package composition
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/ecoPrimals/primalscope/discovery"
 )
@@ -14,7 +16,7 @@ func (b *builder) finish() {
 	for i := range g.Edges {
 		e := &g.Edges[i]
 		e.seen = b.seen[i]
-		sort.Slice(e.Sources, func(x, y int) bool { return sourceOrder[e.Sources[x]] < sourceOrder[e.Sources[y]] })
+		sortSources(e.Sources)
 		e.State, e.Why = g.edgeState(e)
 	}
 	b.cycles()
@@ -28,15 +30,14 @@ func (b *builder) finish() {
 		}
 		return a.ID < c.ID
 	})
-	sort.SliceStable(g.Edges, func(i, j int) bool {
-		a, c := &g.Edges[i], &g.Edges[j]
+	slices.SortStableFunc(g.Edges, func(a, c Edge) int {
 		if a.From != c.From {
-			return a.From < c.From
+			return strings.Compare(a.From, c.From)
 		}
 		if a.Capability != c.Capability {
-			return a.Capability < c.Capability
+			return strings.Compare(a.Capability, c.Capability)
 		}
-		return a.To < c.To
+		return strings.Compare(a.To, c.To)
 	})
 	if g.Nodes == nil {
 		g.Nodes = []Node{}
@@ -163,4 +164,13 @@ func (b *builder) methodProvider(m string) string {
 		return ids[0]
 	}
 	return ""
+}
+
+// sortSources puts an edge's few sources in their fixed order, in place.
+func sortSources(ss []Source) {
+	for i := 1; i < len(ss); i++ {
+		for j := i; j > 0 && sourceOrder[ss[j]] < sourceOrder[ss[j-1]]; j-- {
+			ss[j], ss[j-1] = ss[j-1], ss[j]
+		}
+	}
 }

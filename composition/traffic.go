@@ -95,7 +95,7 @@ func (b *builder) attach(from, to, m string) *Edge {
 	return e
 }
 
-func (b *builder) callEnds(from, to string) (string, string) {
+func (b *builder) callEnds(from, to string, alt ...string) (string, string) {
 	var f string
 	if from == YouID {
 		f = YouID
@@ -104,6 +104,13 @@ func (b *builder) callEnds(from, to string) (string, string) {
 		}
 	} else {
 		f = b.resolveOrAdd(from, "")
+	}
+	if b.resolve(to, f) == "" {
+		for _, a := range alt {
+			if id := b.resolve(a, f); id != "" {
+				return f, id
+			}
+		}
 	}
 	return f, b.resolveOrAdd(to, f)
 }
@@ -124,7 +131,7 @@ func (b *builder) observed() {
 	b.seen = map[int]bool{}
 	b.callers = map[string]bool{}
 	for _, c := range b.in.Calls {
-		from, to := b.callEnds(c.From, c.To)
+		from, to := b.callEnds(c.From, c.To, c.Alt...)
 		if from == "" || to == "" || from == to {
 			continue
 		}

@@ -141,7 +141,7 @@ More: primalscope help targets | exit-codes | config.`,
 		a.callCmd, a.capsCmd, a.demoCmd,
 		// Commands of other concerns register here, one line each.
 		a.historyCmd, a.replayCmd,
-		a.lsCmd, a.checkCmd,
+		a.lsCmd, a.checkCmd, a.mapCmd,
 		a.tailCmd,
 	)...)
 	a.holonFlags(root) // --insecure for wss://
