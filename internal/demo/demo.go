@@ -4,7 +4,10 @@
 // primal behind dag.sock, a Squirrel-like AI primal behind ai.sock, a
 // NestGate-like storage primal, a lean NDJSON daemon, a stale socket that
 // accepts and never answers, and a binary tarpc sidecar. The primals emit
-// heartbeats and events, and one primal comes and goes over time.
+// heartbeats and events, and one primal comes and goes over time. Its
+// composition has a gap, cycles, a provider that goes stale, traffic routed
+// through the Neural API and a deploy graph that runs every minute (see
+// composition.go).
 //
 // The demo, the tests and later features all use it; it is built from the
 // simulated peers of internal/peer.
@@ -42,6 +45,23 @@ type Options struct {
 	Tick time.Duration
 	// Churn is how long the transient primal stays and stays away (default 12 s).
 	Churn time.Duration
+	// StaleAfter is how long the stale provider (StaleProvider) answers
+	// before it goes stale, and again after each recovery (default 5 ticks;
+	// negative: it never goes stale by itself, only through SetStale).
+	StaleAfter time.Duration
+	// StaleFor is how long it stays stale (default 20 ticks; negative: for
+	// good, once stale).
+	StaleFor time.Duration
+	// GraphEvery is the period of the deploy graph (default 60 ticks: every
+	// minute at the default tick); its first run starts one tick after
+	// Start.
+	GraphEvery time.Duration
+	// GraphStep is the pause before each node of the graph runs (default
+	// half a tick, at most 1 s; negative: none).
+	GraphStep time.Duration
+	// CallTimeout bounds a call the Neural API routes, and a graph node's
+	// health check (default 2 s).
+	CallTimeout time.Duration
 }
 
 // Entry is one thing the ecosystem serves, for the overview.
@@ -73,6 +93,14 @@ type Ecosystem struct {
 	servers map[string]*peer.Server // by socket file name
 	entries []Entry
 	closers []func()
+
+	// The composition (composition.go).
+	pid         int
+	stall       peer.Stall
+	neural      *peer.Neural
+	events      *peer.BiomeOS
+	traffic     []*trafficRoute
+	toadstoolEP string
 }
 
 // part adds one piece of the ecosystem.
@@ -90,7 +118,25 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 	if opts.Churn <= 0 {
 		opts.Churn = 12 * time.Second
 	}
-	e := &Ecosystem{Dir: opts.Dir, Family: opts.Family, opts: opts, servers: map[string]*peer.Server{}}
+	if opts.StaleAfter == 0 {
+		opts.StaleAfter = 5 * opts.Tick
+	}
+	if opts.StaleFor == 0 {
+		opts.StaleFor = 20 * opts.Tick
+	}
+	if opts.GraphEvery <= 0 {
+		opts.GraphEvery = 60 * opts.Tick
+	}
+	switch {
+	case opts.GraphStep == 0:
+		opts.GraphStep = min(opts.Tick/2, time.Second)
+	case opts.GraphStep < 0:
+		opts.GraphStep = 0
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = 2 * time.Second
+	}
+	e := &Ecosystem{Dir: opts.Dir, Family: opts.Family, opts: opts, servers: map[string]*peer.Server{}, pid: os.Getpid()}
 	if e.Dir == "" {
 		d, err := os.MkdirTemp("", "primalscope-demo-")
 		if err != nil {
@@ -104,7 +150,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	e.ctx, e.cancel = context.WithCancel(ctx)
-	e.Registry = newRegistry()
+	e.Registry = peer.NewRegistry()
 	if err := e.writeSeed(); err != nil {
 		e.Close()
 		return nil, err
@@ -116,6 +162,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 		(*Ecosystem).rhizocrypt,
 		(*Ecosystem).squirrel,
 		(*Ecosystem).nestgate,
+		(*Ecosystem).coralreef, // composition.go
 		(*Ecosystem).leanDaemon,
 		(*Ecosystem).stale,
 		(*Ecosystem).tarpcSidecar,
@@ -124,6 +171,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 		(*Ecosystem).stdioBus, // transports_bus.go
 		// Other concerns add their parts here, one line each.
 		(*Ecosystem).discoveryParts,
+		(*Ecosystem).composition, // after the Neural API (discoveryParts)
 	}
 	for _, p := range parts {
 		if err := p(e); err != nil {

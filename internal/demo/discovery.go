@@ -46,13 +46,14 @@ func (e *Ecosystem) toadstool() error {
 		Groups:       []peer.Group{{Type: "compute", Methods: []string{"submit", "status", "cancel"}}},
 		IdentityOnly: true,
 		Omit:         []string{"compute.cancel"},
-		Extra:        map[string]any{"consumed_capabilities": []string{"ledger.append", "crypto.hash"}},
+		Extra:        map[string]any{"consumed_capabilities": []string{"ledger.append", "crypto.hash", "shader.compile"}},
 	}
 	s, err := e.serveTCP(p.Config())
 	if err != nil {
 		return err
 	}
 	ep := "tcp://" + s.Addr
+	e.toadstoolEP = ep
 	e.Registry.Register(Registration{PrimalID: "toadstool", Capabilities: []string{"compute"}, Endpoint: ep})
 	e.AddEntry(Entry{Name: "toadstool", Path: ep, What: "compute primal over TCP, known only through the registry; level 1 (old identity, an advertised method missing); consumes ledger.append, which nobody provides"})
 	return nil
@@ -129,15 +130,17 @@ func (e *Ecosystem) manifests() error {
 	return nil
 }
 
-// neuralAPI serves a biomeOS Neural API (lifecycle.status, lifecycle.get,
-// topology.primals) on neural-api-<family>.sock that reports the primals it
-// runs; one of them only through lifecycle.get.
+// neuralAPI serves a biomeOS Neural API on neural-api-<family>.sock that
+// reports the primals it runs (one of them only through lifecycle.get),
+// routes capability.call and counts the traffic, and runs the deploy graph
+// (composition.go).
 func (e *Ecosystem) neuralAPI() error {
-	n := peer.NewNeural(
-		peer.NeuralEntry{Name: "beardog", State: "running", Socket: e.Path("beardog.sock"), PID: os.Getpid()},
-		peer.NeuralEntry{Name: "rhizocrypt", State: "running", Socket: e.Path("rhizocrypt.sock"), PID: os.Getpid()},
-		peer.NeuralEntry{Name: "nestgate", State: "running", Socket: e.Path("nestgate.sock"), PID: os.Getpid(), Hidden: true},
-	)
+	n := peer.NewNeural(e.neuralEntries()...)
+	n.Family, n.CallTimeout, n.Publish = e.Family, e.opts.CallTimeout, e.publish
+	if err := n.AddGraph(e.deployGraph()); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	e.neural = n
 	file := "neural-api-" + e.Family + ".sock"
 	// Family-scoped by name, like biomeOS in non-enforced mode: a BTSP
 	// handshake with the family seed, or plain JSON-RPC for local composition.
@@ -146,7 +149,7 @@ func (e *Ecosystem) neuralAPI() error {
 	if _, err := e.Serve(file, cfg); err != nil {
 		return err
 	}
-	e.AddEntry(Entry{Name: "neural-api-" + e.Family, Path: e.Path(file), What: "biomeOS Neural API (lifecycle.status, lifecycle.get, topology.primals)"})
+	e.AddEntry(Entry{Name: "neural-api-" + e.Family, Path: e.Path(file), What: "biomeOS Neural API (lifecycle, topology, capability.call with traffic metrics, graph.list)"})
 	return nil
 }
 

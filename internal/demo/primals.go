@@ -138,7 +138,7 @@ func (e *Ecosystem) songbird() error {
 			{Type: "discovery", Methods: []string{"peers", "find_by_capability"}},
 		},
 		IdentityOnly: true,
-		Handlers:     e.Registry.handlers(e.Family),
+		Handlers:     e.Registry.Handlers(e.Family),
 	}
 	return e.serveAndRegister("songbird.sock", p, "registry (ipc.list, ipc.discover, ipc.resolve, ipc.watch; format A)", p.Config())
 }
@@ -158,10 +158,14 @@ func (e *Ecosystem) rhizocrypt() error {
 			"dag.dehydrate":      {"cpu": "high", "latency_ms": 120, "memory_bytes": 64 << 20},
 			"dag":                lat(5),
 		},
+		// dag.session.create stores a genesis artifact through nestgate,
+		// whose store appends a provenance event here, which needs a
+		// session: a cycle of operation dependencies across two primals.
 		OpDeps: map[string][]string{
-			"dag.event.append": {"dag.session.create"},
-			"dag.merkle.root":  {"dag.event.append"},
-			"dag.dehydrate":    {"dag.merkle.root", "storage.artifact.store"},
+			"dag.session.create": {"storage.artifact.store"},
+			"dag.event.append":   {"dag.session.create"},
+			"dag.merkle.root":    {"dag.event.append"},
+			"dag.dehydrate":      {"dag.merkle.root", "storage.artifact.store"},
 		},
 		Handlers: map[string]peer.HandlerFunc{
 			"dag.session.create": func(context.Context, json.RawMessage) (any, error) {
@@ -236,9 +240,12 @@ func (e *Ecosystem) nestgate() error {
 		Name: "nestgate", Version: "2.1.0", Domain: "storage", License: "AGPL-3.0-or-later", Level3: true,
 		Groups: []peer.Group{{Type: "storage", Description: "Content-addressed artifact storage",
 			Methods: []string{"artifact.store", "artifact.get", "artifact.list", "dataset.stats"}}},
-		Consumed: []string{"crypto.hash"},
+		// It records each artifact's provenance in rhizocrypt's DAG, which
+		// stores its snapshots here: a consumption cycle.
+		Consumed: []string{"crypto.hash", "dag.event.append"},
 		Costs:    map[string]map[string]any{"storage.artifact.store": {"cpu": "low", "latency_ms": 4}},
-		OpDeps:   map[string][]string{"storage.artifact.get": {"storage.artifact.store"}},
+		OpDeps: map[string][]string{"storage.artifact.get": {"storage.artifact.store"},
+			"storage.artifact.store": {"dag.event.append"}},
 		Handlers: map[string]peer.HandlerFunc{
 			"storage.artifact.get": e.bigArtifact(),
 			"storage.dataset.stats": func(context.Context, json.RawMessage) (any, error) {
@@ -311,6 +318,8 @@ func (e *Ecosystem) transient() error {
 	come := func() {
 		if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
 			e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
+			e.publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket": e.Path("sweetgrass.sock"),
+				"timestamp": time.Now().UTC().Format(time.RFC3339Nano)})
 		}
 	}
 	come()
@@ -336,6 +345,8 @@ func (e *Ecosystem) pulse() func(seq int64) {
 			switch {
 			case name == "lostprimal" || strings.HasPrefix(name, "beardog-"):
 				continue // the stale primal says nothing; BTSP sessions get no cleartext
+			case name == StaleProvider && e.stall.Stalled():
+				continue
 			case name == "floatmail/floatmail":
 				if seq%3 == 0 {
 					s.Notify("NewMail", map[string]any{"account_id": "abc", "unread": int(seq / 3), "at": now})
@@ -347,15 +358,7 @@ func (e *Ecosystem) pulse() func(seq int64) {
 				s.Notify("dag.event.appended", map[string]any{"session_id": "sess-0001", "event_id": fmt.Sprintf("evt-%06d", seq), "seq": seq})
 			}
 		}
-		e.Registry.mu.Lock()
-		rev := e.Registry.revision
-		var fresh []RegistryEvent
-		for _, ev := range e.Registry.events {
-			if ev.Revision > lastRev {
-				fresh = append(fresh, ev)
-			}
-		}
-		e.Registry.mu.Unlock()
+		rev, fresh := e.Registry.Since(lastRev)
 		if s := e.Server("songbird.sock"); s != nil {
 			for _, ev := range fresh {
 				s.Notify("ipc."+ev.Kind, ev)

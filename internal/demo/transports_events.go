@@ -60,30 +60,37 @@ func (e *Ecosystem) HolonURL() string {
 func (e *Ecosystem) BiomeOSAPIPath() string { return e.Path("biomeos-api-" + e.Family + ".sock") }
 
 // biomeOSAPI is the biomeOS API socket (riboCipher prefix, then HTTP) with
-// its server-sent event stream: a heartbeat and one typed event every tick.
+// its server-sent event stream: a heartbeat every tick, and the events of
+// the composition as they happen (the deploy graph's runs, the stale
+// provider's health, arrivals; composition.go).
 func (e *Ecosystem) biomeOSAPI() error {
 	b, err := peer.ListenBiomeOS(e.BiomeOSAPIPath())
 	if err != nil {
 		return fmt.Errorf("demo: biomeOS API: %w", err)
 	}
 	e.OnClose(func() { b.Close() })
+	e.mu.Lock()
+	e.events = b
+	e.mu.Unlock()
 	e.AddEntry(Entry{Name: "biomeos-api", Path: e.BiomeOSAPIPath(), What: "biomeOS API: HTTP after the riboCipher prefix, /api/v1/events/stream"})
-	e.every(e.opts.Tick, func(seq int64) {
+	e.every(e.opts.Tick, func(int64) {
 		servers := e.Servers()
-		_ = b.Heartbeat(len(servers), len(servers)-1, []string{e.Family})
-		now := time.Now().UTC().Format(time.RFC3339Nano)
-		switch seq % 5 {
-		case 1:
-			_ = b.Publish("graph_started", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq), "name": "tower-sync", "nodes": 3, "timestamp": now})
-		case 2:
-			_ = b.Publish("node_completed", map[string]any{"graph_id": fmt.Sprintf("g-%04d", seq-1), "node": "sign", "duration_ms": 12, "timestamp": now})
-		case 3:
-			_ = b.Publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket": e.Path("sweetgrass.sock"), "timestamp": now})
-		case 4:
-			_ = b.Publish("health_changed", map[string]any{"primal": "lostprimal", "from": "healthy", "to": "stale", "timestamp": now})
-		case 0:
-			_ = b.Publish("topology_changed", map[string]any{"primals": len(servers), "edges": 4, "timestamp": now})
+		healthy := len(servers) - 1 // lostprimal
+		if e.stall.Stalled() {
+			healthy--
 		}
+		_ = b.Heartbeat(len(servers), healthy, []string{e.Family})
 	})
 	return nil
+}
+
+// publish sends one event on the biomeOS API's stream (dropped before it
+// runs).
+func (e *Ecosystem) publish(typ string, data map[string]any) {
+	e.mu.Lock()
+	b := e.events
+	e.mu.Unlock()
+	if b != nil {
+		_ = b.Publish(typ, data)
+	}
 }

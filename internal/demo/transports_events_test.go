@@ -21,7 +21,7 @@ func TestHolonAndBiomeOSParts(t *testing.T) {
 
 	// The holon is registered under its ws:// endpoint and speaks first.
 	var found bool
-	for _, r := range e.Registry.list() {
+	for _, r := range e.Registry.List() {
 		if r.PrimalID == HolonID && strings.HasPrefix(r.Endpoint, "ws://") {
 			found = true
 		}
