@@ -67,6 +67,7 @@ type mapPane struct {
 	// gathering is set while a Gather runs; ticking while a tick is due.
 	gathering, ticking bool
 	gatherErr          string
+	lastGather         time.Time
 }
 
 // mapWork is what waits for the model: applied in order by the next
@@ -179,12 +180,16 @@ func (p *mapPane) KeyMap() help.KeyMap {
 func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	switch msg := msg.(type) {
 	case focusedMsg:
+		var again tea.Cmd
+		if p.edge != nil { // back from the composer: the calls made since
+			again = p.loadCalls(p.edge)
+		}
 		if !p.active {
 			p.active = true
 			p.pend.targets = true
 			return p, tea.Batch(p.kick(), p.loadHistory(), p.gather(), p.tickLater())
 		}
-		return p, tea.Batch(p.kick(), p.tickLater())
+		return p, tea.Batch(again, p.kick(), p.tickLater())
 	case targetsMsg:
 		if p.active {
 			p.pend.targets = true
@@ -218,7 +223,11 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		p.ticking = false
 		if p.active {
 			p.pend.tick = true
-			return p, tea.Batch(p.kick(), p.tickLater())
+			var again tea.Cmd
+			if p.focused() && p.pc.now().Sub(p.lastGather) >= gatherEvery {
+				again = p.gather()
+			}
+			return p, tea.Batch(p.kick(), again, p.tickLater())
 		}
 	case mapBuiltMsg:
 		p.lent = false
@@ -268,12 +277,12 @@ func callOf(a *answer) (composition.Call, bool) {
 	if a.title != "" || a.target == nil || a.req.Method == "" || a.target.Name == "" {
 		return composition.Call{}, false // a replay, an inspected event or frame
 	}
-	to := a.target.ID
-	if to == "" {
-		to = a.target.Name
+	c := composition.Call{At: time.Now(), From: composition.YouID, To: a.target.Address, Method: a.req.Method,
+		Latency: a.elapsed, Failed: a.outcome != "ok", Alt: []string{a.target.Name}}
+	if c.To == "" {
+		c.To, c.Alt = a.target.Name, nil
 	}
-	return composition.Call{At: time.Now(), From: composition.YouID, To: to, Method: a.req.Method,
-		Latency: a.elapsed, Failed: a.outcome != "ok"}, true
+	return c, true
 }
 
 // kick lends the model to a build command when work waits and no command
@@ -485,12 +494,7 @@ func (p *mapPane) loadHistory() tea.Cmd {
 			if e.Time.Before(since) {
 				break // newest first
 			}
-			to := e.Target
-			if e.Endpoint != "" {
-				to = e.Endpoint
-			}
-			calls = append(calls, composition.Call{At: e.Time, From: composition.YouID, To: to, Method: e.Method,
-				Latency: e.Duration, Failed: e.Outcome != history.OutcomeOK})
+			calls = append(calls, composition.FromHistory(e))
 		}
 		return mapHistoryMsg{calls: calls}
 	})
@@ -500,9 +504,29 @@ func (p *mapPane) loadHistory() tea.Cmd {
 // API, registries, deploy graphs) is asked again while the map is open.
 const gatherEvery = 10 * time.Second
 
-// gatherFunc is the command that asks the ecosystem, nil when there is
-// nothing to ask with.
-func (p *mapPane) gatherFunc() tea.Cmd { return nil }
+// gatherTimeout bounds one Gather as a whole (each call gets 2 s).
+const gatherTimeout = 8 * time.Second
+
+// gatherFunc is the command that asks the ecosystem what the targets do
+// not say (composition.Gather: registries for the gaps, the Neural API's
+// dependencies, topology, traffic and deploy graphs, the federation's
+// other nodes), through the run's one dialer, bounded.
+func (p *mapPane) gatherFunc() tea.Cmd {
+	if p.pc.client == nil || p.pc.client.dialer == nil {
+		return nil
+	}
+	targets := make([]*discovery.Target, 0, len(p.pc.targets))
+	for _, t := range p.pc.targets {
+		targets = append(targets, t.Target)
+	}
+	ctx, d, sec := p.pc.ctx, p.pc.client.dialer, p.pc.cfg.Security
+	p.lastGather = p.pc.now()
+	return func() tea.Msg {
+		ctx, cancel := context.WithTimeout(ctx, gatherTimeout)
+		defer cancel()
+		return mapGatheredMsg{g: composition.Gather(ctx, d, targets, composition.GatherOptions{Timeout: 2 * time.Second, Security: sec, Federation: true})}
+	}
+}
 
 // gather asks the ecosystem (composition.Gather) in a command, bounded.
 func (p *mapPane) gather() tea.Cmd {

@@ -89,6 +89,9 @@ func (p *mapPane) summary(w int) string {
 	if p.gone {
 		parts = append(parts, st.Dim.Render("✕ gone until you move"))
 	}
+	if p.gatherErr != "" {
+		parts = append(parts, st.Warn.Render("could not ask: "+p.gatherErr))
+	}
 	return fit(" "+strings.Join(parts, st.Dim.Render(" · ")), w)
 }
 
