@@ -230,3 +230,54 @@ func TestMapGolden(t *testing.T) {
 		}
 	}
 }
+
+// TestMapLive: a health change shows on the next frame (before the map is
+// built again), and the edges it degrades once the build is back; an
+// event that says a primal is healthy again mends its edges; a node that
+// leaves stays drawn as gone until the user moves.
+func TestMapLive(t *testing.T) {
+	m := mapModel(t, nil, 80, 24)
+	nest := sampleByName(t, "nestgate")
+	nest.Probe.State = discovery.StateStale
+	cmd := m.update(feedMsg{items: []any{changed(nest)}})
+	scr := ansi.Strip(m.render())
+	if !strings.Contains(scr, "◌ nestgate stale L2") {
+		t.Fatalf("the health change is not on the next frame:\n%s", scr)
+	}
+	run(t, m, cmd)
+	scr = ansi.Strip(m.render())
+	if !strings.Contains(scr, "storage.put → ◌ nestgate stale  ! DEGRADED") || !strings.Contains(scr, "! 3 degraded") {
+		t.Fatalf("the edges to a stale nestgate are not degraded:\n%s", scr)
+	}
+
+	// An event: toadstool is healthy again.
+	ev := tailLine(t0, "biomeos", "", EvEvent, "health_changed", []byte(`{"primal":"toadstool","health":"healthy"}`), nil)
+	run(t, m, m.update(feedMsg{items: []any{ev}}))
+	scr = ansi.Strip(m.render())
+	if !strings.Contains(scr, "compute.run → ● toadstool  ✓ ok") || !strings.Contains(scr, "! 2 degraded") {
+		t.Fatalf("health_changed did not mend toadstool's edge:\n%s", scr)
+	}
+
+	// songbird leaves: drawn as gone until the user moves.
+	run(t, m, m.update(feedMsg{items: []any{removed(sampleByName(t, "songbird"))}}))
+	scr = ansi.Strip(m.render())
+	if !strings.Contains(scr, "✕ songbird gone") || !strings.Contains(scr, "✕ 1 gone") {
+		t.Fatalf("songbird is not drawn as gone:\n%s", scr)
+	}
+	keyMsgs(t, m, "j")
+	if scr = ansi.Strip(m.render()); strings.Contains(scr, "songbird") {
+		t.Fatalf("songbird is still drawn after a move:\n%s", scr)
+	}
+}
+
+// sampleByName is a fresh copy of one of mapTargets.
+func sampleByName(t *testing.T, name string) *discovery.Target {
+	t.Helper()
+	for _, it := range mapTargets() {
+		if d := it.(discovery.Event).Target; d.Name == name {
+			return d
+		}
+	}
+	t.Fatalf("no target %s", name)
+	return nil
+}

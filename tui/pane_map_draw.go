@@ -83,11 +83,17 @@ func (p *mapPane) summary(w int) string {
 	if len(parts) == 0 {
 		parts = append(parts, st.OK.Render("✓ no gaps, nothing degraded"))
 	}
-	if !pic.g.TrafficKnown {
-		parts = append(parts, st.Dim.Render("no source reports traffic"))
-	}
 	if p.gone {
-		parts = append(parts, st.Dim.Render("✕ gone until you move"))
+		n := 0
+		for i := range pic.view.Nodes {
+			if pic.view.Nodes[i].Gone {
+				n++
+			}
+		}
+		parts = append(parts, st.Dim.Render(fmt.Sprintf("✕ %d gone", n)))
+	}
+	if !pic.g.TrafficKnown {
+		parts = append(parts, st.Dim.Render("no traffic reported"))
 	}
 	if p.gatherErr != "" {
 		parts = append(parts, st.Warn.Render("could not ask: "+p.gatherErr))
@@ -95,12 +101,13 @@ func (p *mapPane) summary(w int) string {
 	return fit(" "+strings.Join(parts, st.Dim.Render(" · ")), w)
 }
 
-// nodeHealth is a node's health as drawn: the live target's when it is
-// one of this machine's (so a change shows on the next frame), else what
-// the map says.
+// nodeHealth is a node's health as drawn: the live target's when
+// discovery has said more of it since the map was built (so a change shows
+// on the next frame, before the map is built again), else what the map
+// says (which events may have changed since).
 func (p *mapPane) nodeHealth(n *composition.Node) discovery.State {
 	if n.Node == "" && !n.Gone {
-		if t := p.pc.targets[n.ID]; t != nil {
+		if t := p.pc.targets[n.ID]; t != nil && t.Target != n.Target {
 			return t.health()
 		}
 	}
