@@ -121,6 +121,8 @@ type mapPicture struct {
 	out      [][]int
 	in       []int // how many edges reach each view node
 	byID     map[string]int
+	// cycleAt is the first cycle (in view.Cycles) through each node on one.
+	cycleAt map[string]int
 	// cols and slots are the drawing's size in layers and slots; colW is
 	// a node label's width.
 	cols, slots, colW int
@@ -395,6 +397,14 @@ func (pic *mapPicture) index() {
 			pic.gaps++
 		case composition.StateDegraded:
 			pic.degraded++
+		}
+	}
+	pic.cycleAt = map[string]int{}
+	for ci, c := range v.Cycles {
+		for _, id := range c {
+			if _, ok := pic.cycleAt[id]; !ok {
+				pic.cycleAt[id] = ci
+			}
 		}
 	}
 	order := make([]int, len(v.Nodes))

@@ -544,7 +544,7 @@ func (p *mapPane) detail(w int) []string {
 			}
 			l2 = sk.Render("⚑ " + render.Sanitize(n.Step))
 		}
-		if cyc := cycleOf(v, n.ID); cyc != "" {
+		if cyc := pic.cycleOf(n.ID); cyc != "" {
 			l2 = joinHints(" · ", l2, st.Warn.Render("↻ cycle: "+cyc))
 		}
 		return []string{fit(" "+l1, w), fit(" "+l2, w)}
@@ -601,23 +601,29 @@ func sourceWords(e *composition.Edge) string {
 	return strings.Join(s, ", ")
 }
 
+// maxCycleNames bounds how much of a cycle the detail line names.
+const maxCycleNames = 8
+
 // cycleOf names the first cycle through id ("a → b → a"), or "".
-func cycleOf(g *composition.Graph, id string) string {
-	for _, c := range g.Cycles {
-		for _, x := range c {
-			if x == id {
-				names := make([]string, len(c))
-				for i, y := range c {
-					names[i] = y
-					if n, ok := g.Node(y); ok {
-						names[i] = nodeLabel(n)
-					}
-				}
-				return render.Sanitize(strings.Join(names, " → "))
-			}
-		}
+func (pic *mapPicture) cycleOf(id string) string {
+	ci, ok := pic.cycleAt[id]
+	if !ok {
+		return ""
 	}
-	return ""
+	c := pic.view.Cycles[ci]
+	names := make([]string, 0, min(len(c), maxCycleNames+1))
+	for i, y := range c {
+		if i == maxCycleNames {
+			names = append(names, fmt.Sprintf("… (%d in all)", len(c)-1))
+			break
+		}
+		name := y
+		if n, ok := pic.view.Node(y); ok {
+			name = nodeLabel(n)
+		}
+		names = append(names, name)
+	}
+	return render.Sanitize(strings.Join(names, " → "))
 }
 
 // ---- an opened edge ----
