@@ -73,8 +73,9 @@ func drain(b testing.TB, m *model, cmd tea.Cmd) {
 // BenchmarkMap2k measures the map with 2,000 targets and 10,000 edges: a
 // frame of the drawing (120×35) and of the tree (80×24), a cursor move
 // with its frame, one health change applied in Update (what runs before
-// the command that rebuilds), and that command (apply the change, lay the
-// map out, index the picture).
+// the command that rebuilds), that command (the change applied to the
+// model, the picture indexed), and the command after a target leaves or
+// comes back (the model rebuilt, laid out over the last layout, indexed).
 func BenchmarkMap2k(b *testing.B) {
 	const n = 2000
 	for _, sz := range [][2]int{{120, 35}, {80, 24}} {
@@ -113,6 +114,22 @@ func BenchmarkMap2k(b *testing.B) {
 			}
 			m.update(feedMsg{items: []any{changed(d)}})
 			m.mapp().lent = false // the command it started is not run here
+		}
+	})
+	b.Run("arrival-build", func(b *testing.B) {
+		m := mapBenchModel(b, n, 120, 35)
+		p := m.mapp()
+		all := make([]*discovery.Target, 0, n)
+		for _, t := range m.pc.targets {
+			all = append(all, t.Target)
+		}
+		i := 0
+		for b.Loop() {
+			ts := all
+			if i++; i%2 == 1 {
+				ts = all[:n-1]
+			}
+			p.install(buildMap(p.model, mapWork{targets: true, moved: true}, ts, p.pic, "", 1))
 		}
 	})
 	b.Run("health-change-build", func(b *testing.B) {

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -320,23 +321,33 @@ func (p *mapPane) kick() tea.Cmd {
 // buildMap applies w to the model (lent to it) and lays out what shows.
 func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev *mapPicture, focus string, hops int) *mapPicture {
 	start := time.Now()
-	if w.targets {
+	// same: only health changed, so the last layout still holds (a
+	// node's place does not depend on its health).
+	same := prev != nil && prev.g == m.Graph()
+	if w.targets && !(same && healthOnly(m, targets)) {
 		m.SetTargets(targets, nil)
+		same = false
 	}
 	if w.gathered != nil {
 		m.SetGathered(*w.gathered)
+		same = false
 	}
 	if len(w.calls) > 0 {
 		m.AddCalls(w.calls...)
+		same = false
 	}
 	for _, ev := range w.events {
-		m.Apply(ev)
+		if c := m.Apply(ev); c.Graph && !isHealth(ev) {
+			same = false
+		}
 	}
 	if w.moved {
 		m.Moved()
+		same = false
 	}
 	if w.tick {
 		m.Tick()
+		same = false
 	}
 	g := m.Graph()
 	var prevPl, prevVpl *composition.Placement
@@ -347,15 +358,24 @@ func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev
 		}
 	}
 	pic := &mapPicture{g: g, focus: focus, hops: hops}
-	pic.pl = composition.Layout(g, prevPl)
+	if same && !w.view {
+		pic.pl = prevPl
+	} else {
+		pic.pl = composition.Layout(g, prevPl)
+	}
 	pic.view, pic.vpl = g, pic.pl
 	if focus != "" {
 		if _, ok := g.Node(focus); ok {
 			pic.view = composition.Neighborhood(g, focus, hops)
-			if prevVpl == nil {
-				prevVpl = pic.pl
+			switch {
+			case same && !w.view && prevVpl != nil:
+				pic.vpl = prevVpl
+			default:
+				if prevVpl == nil {
+					prevVpl = pic.pl
+				}
+				pic.vpl = composition.Layout(pic.view, prevVpl)
 			}
-			pic.vpl = composition.Layout(pic.view, prevVpl)
 		} else {
 			pic.focus = "" // it left: the whole map again
 		}
@@ -363,6 +383,93 @@ func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev
 	pic.index()
 	pic.built = time.Since(start)
 	return pic
+}
+
+// isHealth reports whether an event can only change a node's health
+// (liveness, health_changed): the layout stays.
+func isHealth(ev events.Event) bool {
+	return ev.Kind == events.KindLiveness || ev.Name == "health_changed"
+}
+
+// maxHealthChanges is how many targets may change health at once and
+// still be applied one by one (Model.SetHealth) rather than by rebuilding
+// the map.
+const maxHealthChanges = 32
+
+// healthOnly applies the targets to m as health changes when that is all
+// they are (every target known and alike but for its probe's state, none
+// gone, at most maxHealthChanges changed), and reports whether it did: a
+// rebuild of 2,000 targets costs a hundred times more.
+func healthOnly(m *composition.Model, targets []*discovery.Target) bool {
+	g := m.Graph()
+	type change struct{ id, health string }
+	var changes []change
+	known := 0
+	for i := range g.Nodes {
+		if n := &g.Nodes[i]; n.Target != nil && n.Node == "" && !n.Gone {
+			known++
+		}
+	}
+	if known != len(targets) {
+		return false
+	}
+	for _, t := range targets {
+		n, ok := g.Node(t.ID)
+		if !ok || n.Target == nil || n.Node != "" || n.Gone {
+			return false
+		}
+		if n.Target == t {
+			continue
+		}
+		if !sameShape(n.Target, t) {
+			return false
+		}
+		if h := string(t.State()); h != n.Health {
+			changes = append(changes, change{t.ID, h})
+		}
+		if len(changes) > maxHealthChanges {
+			return false
+		}
+	}
+	for _, c := range changes {
+		m.SetHealth(c.id, c.health)
+	}
+	return true
+}
+
+// sameShape reports whether two snapshots of a target give the map the
+// same node and edges: names, family, kind, level, and what it provides
+// and consumes.
+func sameShape(a, b *discovery.Target) bool {
+	if !sameListing(a, b) || a.Level != b.Level || !slices.Equal(a.Capabilities, b.Capabilities) {
+		return false
+	}
+	ca, cb := a.Probe, b.Probe
+	if ca == nil || cb == nil {
+		return ca == cb
+	}
+	x, y := ca.Capabilities, cb.Capabilities
+	if x == y {
+		return true
+	}
+	if x == nil || y == nil || x.Primal != y.Primal || !slices.Equal(x.Methods, y.Methods) || !slices.Equal(x.Consumed, y.Consumed) || len(x.Provided) != len(y.Provided) {
+		return false
+	}
+	for i := range x.Provided {
+		if x.Provided[i].Type != y.Provided[i].Type {
+			return false
+		}
+	}
+	if len(x.OperationDependencies) != len(y.OperationDependencies) {
+		return false
+	}
+	for k, v := range x.OperationDependencies {
+		if !slices.Equal(v, y.OperationDependencies[k]) {
+			return false
+		}
+	}
+	ra, rb := ca.BTSPRejection, cb.BTSPRejection
+	return (ra == nil) == (rb == nil) && (ra == nil || ra.Message == rb.Message)
 }
 
 // index works out what drawing the picture needs: the items in the
