@@ -66,6 +66,10 @@ type mapPane struct {
 	edge *edgeDetail
 
 	// gathering is set while a Gather runs; ticking while a tick is due.
+	// dropped counts events and calls that arrived faster than the model
+	// could take them (see maxMapEvents).
+	dropped int
+
 	gathering, ticking bool
 	gatherErr          string
 	lastGather         time.Time
@@ -206,12 +210,12 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case callDoneMsg:
 		if p.active && msg.ans != nil {
 			if c, ok := callOf(msg.ans); ok {
-				p.pend.calls = append(p.pend.calls, c)
+				p.addCalls(c)
 				return p, p.kick()
 			}
 		}
 	case mapHistoryMsg:
-		p.pend.calls = append(p.pend.calls, msg.calls...)
+		p.addCalls(msg.calls...)
 		return p, p.kick()
 	case mapGatheredMsg:
 		p.gathering = false
@@ -275,6 +279,17 @@ func (p *mapPane) takeEvents(ls []line) {
 	}
 }
 
+// addCalls keeps calls for the model, bounded as events are.
+func (p *mapPane) addCalls(cs ...composition.Call) {
+	for _, c := range cs {
+		if len(p.pend.calls) >= maxMapEvents {
+			p.pend.dropped++
+			continue
+		}
+		p.pend.calls = append(p.pend.calls, c)
+	}
+}
+
 // callOf is the user's own call as an observed call (from the "you" node).
 func callOf(a *answer) (composition.Call, bool) {
 	if a.title != "" || a.target == nil || a.req.Method == "" || a.target.Name == "" {
@@ -288,14 +303,19 @@ func callOf(a *answer) (composition.Call, bool) {
 	return c, true
 }
 
-// kick lends the model to a build command when work waits and no command
-// holds it.
+// kick lends the model to a build command when work waits, no command
+// holds it, and the map is on the screen (hidden, what arrives waits,
+// bounded, for the next look).
 func (p *mapPane) kick() tea.Cmd {
 	if p.lent || !p.active || p.pend.empty() && p.pic != nil {
 		return nil
 	}
+	if p.pc.shown != nil && !p.pc.shown(p.id) && !p.focused() {
+		return nil
+	}
 	w := p.pend
 	p.pend = mapWork{}
+	p.dropped += w.dropped
 	if w.targets || p.model == nil {
 		w.targets = true
 	}

@@ -95,6 +95,9 @@ func (p *mapPane) summary(w int) string {
 	if !pic.g.TrafficKnown {
 		parts = append(parts, st.Dim.Render("no traffic reported"))
 	}
+	if p.dropped > 0 {
+		parts = append(parts, st.Warn.Render(fmt.Sprintf("%d events not applied (too many at once)", p.dropped)))
+	}
 	if p.gatherErr != "" {
 		parts = append(parts, st.Warn.Render("could not ask: "+p.gatherErr))
 	}
