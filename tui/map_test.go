@@ -281,3 +281,21 @@ func sampleByName(t *testing.T, name string) *discovery.Target {
 	t.Fatalf("no target %s", name)
 	return nil
 }
+
+// TestMapWaitsWhileHidden: off the screen, the map builds nothing; what
+// arrived is applied when it shows again.
+func TestMapWaitsWhileHidden(t *testing.T) {
+	m := mapModel(t, nil, 80, 24)
+	p := m.mapp()
+	keyMsgs(t, m, "1") // the targets take the screen
+	nest := sampleByName(t, "nestgate")
+	nest.Probe.State = discovery.StateStale
+	run(t, m, m.update(feedMsg{items: []any{changed(nest)}}))
+	if p.lent || !p.pend.targets || p.pic.degraded != 1 {
+		t.Fatalf("a hidden map built: lent %v, pending %v, %d degraded", p.lent, p.pend.targets, p.pic.degraded)
+	}
+	keyMsgs(t, m, "m")
+	if p.pend.targets || p.pic.degraded != 3 {
+		t.Fatalf("shown again, the map did not catch up: pending %v, %d degraded", p.pend.targets, p.pic.degraded)
+	}
+}
