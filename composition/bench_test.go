@@ -92,3 +92,22 @@ func BenchmarkHealthChange2000x10000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCallEventsFrame2000x10000 is one frame's worth of observed
+// calls (100 capability_called events) applied, then the map read once.
+func BenchmarkCallEventsFrame2000x10000(b *testing.B) {
+	ts := bigEcosystem(2000, 5)
+	m := NewModel(Inputs{Targets: ts})
+	evs := make([]events.Event, 100)
+	for i := range evs {
+		evs[i] = events.Event{Kind: events.KindSSE, Name: "capability_called",
+			Payload: json.RawMessage(fmt.Sprintf(`{"caller":"p%04d","callee":"p%04d","capability":"d%04d.get","ok":true,"duration_ms":1.5}`, i, i+1, i+1))}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		for _, ev := range evs {
+			m.Apply(ev)
+		}
+		m.Graph()
+	}
+}

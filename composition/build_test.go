@@ -123,3 +123,46 @@ func TestObservedTrafficStates(t *testing.T) {
 		t.Fatalf("you→c = %+v", e)
 	}
 }
+
+// A cycle that shows both in consumption and in operation_dependencies is
+// named once.
+func TestCycleInBothNamedOnce(t *testing.T) {
+	r := tgt("rhizocrypt", discovery.StateLive, []string{"dag.append", "dag.create"}, []string{"storage.store"})
+	r.Probe.Capabilities.OperationDependencies = map[string][]string{"dag.append": {"dag.create"}, "dag.create": {"storage.store"}}
+	n := tgt("nestgate", discovery.StateLive, []string{"storage.store"}, []string{"dag.append"})
+	n.Probe.Capabilities.OperationDependencies = map[string][]string{"storage.store": {"dag.append"}}
+	g := Build(Inputs{Targets: []*discovery.Target{r, n}})
+	if want := [][]string{{n.ID, r.ID, n.ID}}; !reflect.DeepEqual(g.Cycles, want) {
+		t.Fatalf("cycles = %v, want %v", g.Cycles, want)
+	}
+	if len(g.MethodCycles) != 1 {
+		t.Fatalf("method cycles = %v", g.MethodCycles)
+	}
+}
+
+// Two providers of one name (a plain socket and a family-scoped one):
+// traffic reported by name counts for both, so neither is unused.
+func TestTwinProvidersNotUnused(t *testing.T) {
+	c := tgt("toadstool", discovery.StateLive, []string{"compute.run"}, []string{"crypto.hash"})
+	b1 := tgt("beardog", discovery.StateLive, []string{"crypto.hash"}, nil)
+	b2 := tgt("beardog", discovery.StateLive, []string{"crypto.hash"}, nil)
+	b2.ID = "unix:/run/beardog-fam.sock"
+	g := Build(Inputs{Targets: []*discovery.Target{c, b1, b2}, TrafficReported: true,
+		Routes: []Route{{From: "toadstool", To: "beardog", Capability: "crypto.hash", CallsPerS: 1, P95ms: -1}}})
+	for _, id := range []string{b1.ID, b2.ID} {
+		if e := edgeOf(g, c.ID, id, "crypto.hash"); e == nil || e.State != StateOK {
+			t.Fatalf("toadstool → %s = %+v", id, e)
+		}
+	}
+}
+
+func TestTinyWindowNoPanic(t *testing.T) {
+	a := tgt("a", discovery.StateLive, []string{"a.m"}, []string{"b.m"})
+	b := tgt("b", discovery.StateLive, []string{"b.m"}, nil)
+	now := time.Now()
+	g := Build(Inputs{Targets: []*discovery.Target{a, b}, Now: now, Window: time.Nanosecond,
+		Calls: []Call{{At: now, From: "a", To: "b", Method: "b.m"}}})
+	if e := edgeOf(g, a.ID, b.ID, "b.m"); e == nil || e.Traffic == nil || e.Traffic.Calls != 1 {
+		t.Fatalf("%+v", e)
+	}
+}

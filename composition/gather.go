@@ -6,12 +6,16 @@ package composition
 // What is read from the biomeOS Neural API (shapes accepted loosely; peer
 // data is bounded and never trusted):
 //   - lifecycle.status → the primals' names; lifecycle.get {name} →
-//     depends_on (names, or objects with a name) and metrics: a
-//     "routes" (or "calls") list of {to|provider|callee, capability|method,
-//     calls_per_s, error_rate, p95_ms}, or an object keyed by provider;
+//     depends_on (names, or objects with a name) and metrics: an
+//     "outbound" (or "routes", "calls") list of {to|provider|callee,
+//     capability|method, calls_per_s, error_rate, p95_ms or latency_ms:
+//     {p95}} (callee null: calls into a gap), or an object keyed by
+//     provider; "inbound" is not read (it is the other end of outbound);
 //   - topology.get → edges (or links, connections) {from|source|consumer,
-//     to|target|provider, capability}, with traffic figures when it gives
-//     them, and "routes" (capability.call routing) in the same shape;
+//     to|target|provider, capability}: kind "route" edges are traffic,
+//     read as routes when they carry calls_per_s, never as dependencies;
+//     the others are the orchestrator's; and "routes" (capability.call
+//     routing) as lifecycle.get's;
 //   - graph.list → graphs (or a bare list) of {id, name, state, nodes:
 //     [{id, primal, capability, state, depends_on}]}.
 // A method the peer does not have is skipped without an error.
@@ -155,9 +159,18 @@ func Gather(ctx context.Context, d *dial.Dialer, targets []*discovery.Target, op
 }
 
 // RemoteName is the node a KindRemote target (songbird@<node>) stands for.
+// The name discovery.peers gave may be an alias, or only a source's: a
+// registry that also lists the node's registry under its own name wins
+// the target's name.
 func RemoteName(t *discovery.Target) string {
-	if n, ok := strings.CutPrefix(t.Name, "songbird@"); ok && n != "" {
-		return n
+	names := append([]string{t.Name}, t.Aliases...)
+	for _, s := range t.Sources {
+		names = append(names, s.Name)
+	}
+	for _, n := range names {
+		if id, ok := strings.CutPrefix(n, "songbird@"); ok && id != "" {
+			return id
+		}
 	}
 	return t.Address
 }
@@ -357,6 +370,12 @@ func routeOf(from string, o map[string]any) (Route, bool) {
 	r := Route{From: orStr(str(o, "from", "caller", "consumer", "source"), from),
 		To:         str(o, "to", "provider", "callee", "target"),
 		Capability: str(o, "capability", "method", "operation"), P95ms: -1}
+	if r.To == "" && r.Capability != "" {
+		// A route to nobody (callee null): the calls went into a gap.
+		if _, named := o["callee"]; named {
+			r.To = MissingID(r.Capability)
+		}
+	}
 	if r.From == "" || r.To == "" {
 		return r, false
 	}
@@ -370,6 +389,10 @@ func routeOf(from string, o map[string]any) (Route, bool) {
 	}
 	if p, ok := num(o, "p95_ms", "latency_p95_ms"); ok {
 		r.P95ms = p
+	} else if lm, ok := o["latency_ms"].(map[string]any); ok {
+		if p, ok := num(lm, "p95"); ok {
+			r.P95ms = p
+		}
 	}
 	return r, true
 }
@@ -433,11 +456,17 @@ func parseTopology(res json.RawMessage) (links []Link, routes []Route, traffic b
 			if l.From == "" || l.To == "" {
 				continue
 			}
-			links = append(links, l)
 			if r, ok := routeOf("", o); ok {
 				routes = append(routes, r)
 				traffic = true
 			}
+			// A route edge is traffic the orchestrator saw, not a
+			// dependency it declares: calling it declared would hide
+			// an undeclared edge.
+			if str(o, "kind", "type") == "route" {
+				continue
+			}
+			links = append(links, l)
 		}
 	}
 	if rv, has := m["routes"]; has {

@@ -362,7 +362,7 @@ func Build(in Inputs) *Graph {
 	}
 	b := &builder{in: in, g: &Graph{At: in.Now, Window: in.Window, Nodes: make([]Node, 0, nt+8), Edges: make([]Edge, 0, ne),
 		index: make(map[string]int, nt+8)},
-		edges: make(map[edgeKey]int, ne), pairs: make(map[[2]string][]int, ne), byName: make(map[string][]string, nt)}
+		pairs: make(map[[2]string][]int, ne), byName: make(map[string][]string, nt)}
 	b.addTargets("", in.Targets)
 	for _, r := range in.Remote {
 		b.addTargets(r.Node, r.Targets)
@@ -386,12 +386,9 @@ func Build(in Inputs) *Graph {
 	return b.g
 }
 
-type edgeKey struct{ from, to, capability string }
-
 type builder struct {
 	in     Inputs
 	g      *Graph
-	edges  map[edgeKey]int
 	pairs  map[[2]string][]int // (from, to) → edge indexes
 	byName map[string][]string // name or alias → node IDs, this machine first
 	deps   map[string][]string // method → prerequisite methods (op deps)
@@ -486,12 +483,19 @@ func (b *builder) resolveOrAdd(name, near string) string {
 
 // edge returns the edge for key k, adding it when new, and records s.
 func (b *builder) edge(from, to, capability string, s Source) *Edge {
-	k := edgeKey{from, to, capability}
-	i, ok := b.edges[k]
+	// The edges between two nodes are few: they are found through the
+	// pair, not a map of their own.
+	pair := [2]string{from, to}
+	i, ok := -1, false
+	for _, j := range b.pairs[pair] {
+		if b.g.Edges[j].Capability == capability {
+			i, ok = j, true
+			break
+		}
+	}
 	if !ok {
 		i = len(b.g.Edges)
-		b.edges[k] = i
-		b.pairs[[2]string{from, to}] = append(b.pairs[[2]string{from, to}], i)
+		b.pairs[pair] = append(b.pairs[pair], i)
 		// Sources come from one shared backing array, four to an edge
 		// (there are four sources): one allocation, not one per edge.
 		if len(b.srcBack) < 4 {

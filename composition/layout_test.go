@@ -115,3 +115,33 @@ func TestLayoutCycleMarkedUpward(t *testing.T) {
 		t.Fatalf("upward = %v, want the one edge closing the cycle", p.Upward)
 	}
 }
+
+// A node that leaves stays drawn (gone) until the user moves: nothing
+// moves meanwhile; once it is dropped, no other node moves more than one
+// slot. Then it comes back: the same.
+func TestLayoutAcrossALeavingNode(t *testing.T) {
+	ts := chainEco(12)
+	m := NewModel(Inputs{Targets: ts})
+	p0 := Layout(m.Graph(), nil)
+	leaving := ts[7] // a consumer in the top layer
+	rest := append(append([]*discovery.Target(nil), ts[:7]...), ts[8:]...)
+	m.SetTargets(rest, nil)
+	if n, ok := m.Graph().Node(leaving.ID); !ok || !n.Gone {
+		t.Fatalf("left node not drawn as gone: %+v", n)
+	}
+	p1 := Layout(m.Graph(), p0)
+	if !reflect.DeepEqual(p1.Pos, p0.Pos) {
+		t.Fatal("a node going (still drawn) moved others")
+	}
+	m.Moved()
+	p2 := Layout(m.Graph(), p1)
+	checkLayered(t, m.Graph(), p2)
+	maxMove(t, p2, p1, "")
+	m.SetTargets(ts, nil)
+	p3 := Layout(m.Graph(), p2)
+	checkLayered(t, m.Graph(), p3)
+	maxMove(t, p2, p3, "")
+	if p3.Pos[leaving.ID].Layer != p0.Pos[leaving.ID].Layer {
+		t.Errorf("the node came back to layer %d, was %d", p3.Pos[leaving.ID].Layer, p0.Pos[leaving.ID].Layer)
+	}
+}

@@ -22,6 +22,9 @@ type Model struct {
 	g     *Graph
 	gone  map[string]Node
 	clock func() time.Time
+	// dirty: calls arrived since g was built; the next Graph (or a change
+	// that needs the current map) rebuilds once for all of them.
+	dirty bool
 }
 
 // NewModel returns a model built from in. Calls in in are kept (bounded by
@@ -39,8 +42,15 @@ func (m *Model) SetClock(now func() time.Time) {
 	m.rebuild()
 }
 
-// Graph returns the current map.
-func (m *Model) Graph() *Graph { return m.g }
+// Graph returns the current map. Calls added since the last call are
+// counted here, once for all of them (a frame's worth of call events costs
+// one rebuild, not one each).
+func (m *Model) Graph() *Graph {
+	if m.dirty {
+		m.rebuild()
+	}
+	return m.g
+}
 
 // Inputs returns what the map is built from now.
 func (m *Model) Inputs() Inputs { return m.in }
@@ -52,12 +62,13 @@ func (m *Model) rebuild() {
 		m.in.Gone = append(m.in.Gone, n)
 	}
 	m.g = Build(m.in)
+	m.dirty = false
 }
 
 // SetTargets replaces the targets (this machine's and other nodes'). A
 // target that was there and is not now stays in the map as gone.
 func (m *Model) SetTargets(local []*discovery.Target, remote []RemoteNode) {
-	was := m.g
+	was := m.Graph()
 	m.in.Targets, m.in.Remote = local, remote
 	m.in.Health = nil // the probes are newer
 	now := map[string]bool{}
@@ -109,10 +120,11 @@ func (m *Model) AddCalls(calls ...Call) {
 	if over := len(m.in.Calls) - MaxCalls; over > 0 {
 		m.in.Calls = append([]Call(nil), m.in.Calls[over:]...)
 	}
-	m.rebuild()
+	m.dirty = true
 }
 
-// Tick moves the traffic window to now and drops calls too old to count.
+// Tick moves the traffic window to now. Calls older than the window stay
+// (up to MaxCalls): they still say an edge was used.
 func (m *Model) Tick() {
 	m.rebuild()
 }
@@ -130,7 +142,7 @@ func (m *Model) Moved() {
 // reach it, without rebuilding the map. It reports whether anything
 // changed.
 func (m *Model) SetHealth(id, health string) bool {
-	n, ok := m.g.Node(id)
+	n, ok := m.Graph().Node(id)
 	if !ok || n.Health == health || n.Missing || n.Gone {
 		return false
 	}
@@ -181,7 +193,7 @@ func (m *Model) Apply(ev events.Event) Change {
 	case events.KindLiveness:
 		h := map[string]string{events.StateAlive: string(discovery.StateLive), events.StateStale: string(discovery.StateStale),
 			events.StateGone: string(discovery.StateDead)}[ev.Name]
-		if id, ok := m.g.Find(ev.Source); ok && h != "" {
+		if id, ok := m.Graph().Find(ev.Source); ok && h != "" {
 			return Change{Graph: m.SetHealth(id, h)}
 		}
 		return Change{}
@@ -198,7 +210,7 @@ func (m *Model) Apply(ev events.Event) Change {
 	case "health_changed":
 		who := str(p, "primal", "primal_id", "name", "id")
 		h := healthWord(p)
-		if id, ok := m.g.Find(who); ok && h != "" {
+		if id, ok := m.Graph().Find(who); ok && h != "" {
 			return Change{Graph: m.SetHealth(id, h)}
 		}
 		return Change{}
@@ -221,7 +233,7 @@ func (m *Model) provisional(p map[string]any, add bool) bool {
 	if name == "" {
 		return false
 	}
-	if id, ok := m.g.Find(name); ok {
+	if id, ok := m.Graph().Find(name); ok {
 		if add {
 			return false
 		}
@@ -282,7 +294,7 @@ func (m *Model) graphEvent(name string, p map[string]any) bool {
 			}
 		}
 	case "graph_completed":
-		dg.State = "completed"
+		dg.State = orStr(str(p, "status", "state"), "completed")
 	case "graph_failed":
 		dg.State = "failed"
 	default:
@@ -343,15 +355,22 @@ func parseGraphNodes(v any) []GraphNode {
 func callFrom(ev events.Event, p map[string]any) (Call, bool) {
 	from := str(p, "caller", "from", "consumer", "source_primal")
 	to := str(p, "callee", "to", "provider", "target_primal")
+	method := str(p, "method", "capability", "operation")
+	if _, named := p["callee"]; to == "" && named && method != "" {
+		to = MissingID(method) // callee null: a call into a gap
+	}
 	if from == "" || to == "" {
 		return Call{}, false
 	}
-	c := Call{At: ev.Time, From: from, To: to, Method: str(p, "method", "capability", "operation")}
+	c := Call{At: ev.Time, From: from, To: to, Method: method}
 	if c.At.IsZero() {
 		c.At = time.Now()
 	}
-	if ms, ok := p["latency_ms"].(float64); ok && ms >= 0 && ms < 1e9 {
-		c.Latency = time.Duration(ms * float64(time.Millisecond))
+	for _, k := range []string{"latency_ms", "duration_ms"} {
+		if ms, ok := p[k].(float64); ok && ms >= 0 && ms < 1e9 {
+			c.Latency = time.Duration(ms * float64(time.Millisecond))
+			break
+		}
 	}
 	if ok, has := p["ok"].(bool); has {
 		c.Failed = !ok

@@ -228,11 +228,25 @@ func TestPeersObservedEventsAndHistory(t *testing.T) {
 	ctx, cancel := context.WithCancel(ctxT(t))
 	st := events.Merge(ctx, []events.Source{&events.SSESource{Source: "biomeos-api", Path: bio.Path}}, events.Options{})
 	defer func() { cancel(); st.Wait() }()
-	for bio.Subscribers() == 0 {
+	// The stream is open when a heartbeat comes through it (a stream the
+	// server registered may still be reopening on the client's side).
+	for ready := false; !ready; {
 		if ctx.Err() != nil {
 			t.Fatal("the event stream never opened")
 		}
-		time.Sleep(5 * time.Millisecond)
+		_ = bio.Heartbeat(2, 2, nil)
+		wctx, wcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		for {
+			ev, err := st.Next(wctx)
+			if err != nil {
+				break
+			}
+			if ev.Kind == events.KindSSE && ev.Name == "heartbeat" {
+				ready = true
+				break
+			}
+		}
+		wcancel()
 	}
 	for i := 0; i < 3; i++ {
 		if err := bio.Publish("capability_called", map[string]any{"caller": "squirrel", "callee": "beardog", "method": "crypto.sign",
@@ -248,7 +262,7 @@ func TestPeersObservedEventsAndHistory(t *testing.T) {
 		if err != nil {
 			t.Fatalf("after %d events: %v", seen, err)
 		}
-		if ev.Kind != events.KindSSE {
+		if ev.Kind != events.KindSSE || ev.Name == "heartbeat" {
 			continue
 		}
 		seen++

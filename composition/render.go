@@ -3,6 +3,7 @@ package composition
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/ecoPrimals/primalscope/internal/textsafe"
@@ -152,11 +153,28 @@ func TrafficText(g *Graph, e *Edge) string {
 		}
 		return "no traffic reported"
 	}
-	s := fmt.Sprintf("%.2g/s err %.0f%%", t.CallsPerS, 100*t.ErrorRate)
+	s := fmt.Sprintf("%s/s err %.0f%%", strconv.FormatFloat(t.CallsPerS, 'f', -1, 64), 100*t.ErrorRate)
+	if t.CallsPerS >= 0.01 {
+		s = fmt.Sprintf("%.3g/s err %.0f%%", t.CallsPerS, 100*t.ErrorRate)
+	}
 	if t.P95ms >= 0 {
-		s += fmt.Sprintf(" p95 %.3gms", t.P95ms)
+		s += " p95 " + Millis(t.P95ms)
 	}
 	return s
+}
+
+// Millis is a latency in milliseconds for people: "0.42ms", "12.3ms",
+// "420ms", "2.1s".
+func Millis(ms float64) string {
+	switch {
+	case ms < 1:
+		return fmt.Sprintf("%.2fms", ms)
+	case ms < 100:
+		return fmt.Sprintf("%.1fms", ms)
+	case ms < 1000:
+		return fmt.Sprintf("%.0fms", ms)
+	}
+	return fmt.Sprintf("%.1fs", ms/1000)
 }
 
 var dotColor = map[State]string{StateOK: "black", StateGap: "red", StateDegraded: "orange", StateUnused: "gray", StateUndeclared: "blue"}

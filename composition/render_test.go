@@ -70,3 +70,23 @@ func TestContractNullsTrafficNotZeros(t *testing.T) {
 		t.Fatalf("contract: %s", b)
 	}
 }
+
+func TestTrafficText(t *testing.T) {
+	g := &Graph{TrafficKnown: true, Window: DefaultWindow}
+	for _, c := range []struct {
+		tr   *Traffic
+		want string
+	}{
+		{&Traffic{CallsPerS: 2.25, ErrorRate: 0.1, P95ms: 2013}, "2.25/s err 10% p95 2.0s"},
+		{&Traffic{CallsPerS: 0.5, P95ms: 12.34}, "0.5/s err 0% p95 12.3ms"},
+		{&Traffic{CallsPerS: 1, P95ms: -1}, "1/s err 0%"},
+		{&Traffic{CallsPerS: 0.004, P95ms: 0.42}, "0.004/s err 0% p95 0.42ms"},
+	} {
+		if got := TrafficText(g, &Edge{Traffic: c.tr}); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.tr, got, c.want)
+		}
+	}
+	if got := TrafficText(&Graph{}, &Edge{}); got != "no traffic reported" {
+		t.Errorf("no traffic: %q", got)
+	}
+}

@@ -13,9 +13,18 @@ func (b *builder) finish() {
 	g := b.g
 	g.TrafficKnown = b.trafficKnown
 	g.reported, g.callers, g.minLevel = b.in.TrafficReported, b.callers, b.in.MinLevel
+	// Traffic is reported by name: with two providers of one name (a
+	// primal's plain socket and its family-scoped one), calls seen on one
+	// cannot be told from calls on the other, and neither is unused.
+	type twin struct{ from, capability, toName string }
+	seenTwin := map[twin]bool{}
+	for i := range b.seen {
+		e := &g.Edges[i]
+		seenTwin[twin{e.From, e.Capability, g.Nodes[g.index[e.To]].Name}] = true
+	}
 	for i := range g.Edges {
 		e := &g.Edges[i]
-		e.seen = b.seen[i]
+		e.seen = b.seen[i] || len(seenTwin) > 0 && seenTwin[twin{e.From, e.Capability, g.Nodes[g.index[e.To]].Name}]
 		sortSources(e.Sources)
 		e.State, e.Why = g.edgeState(e)
 	}
@@ -135,9 +144,18 @@ func (b *builder) cycles() {
 		if len(ids) == 0 {
 			continue
 		}
-		if len(ids) == 1 || ids[0] != ids[len(ids)-1] {
-			ids = append(ids, ids[0]) // a cycle within one primal: [A, A]
+		if len(ids) > 1 && ids[0] == ids[len(ids)-1] {
+			ids = ids[:len(ids)-1]
 		}
+		// The same form FindCycles gives: rotated to the smallest ID,
+		// ending where it started ([A, A] within one primal).
+		m := 0
+		for j := range ids {
+			if ids[j] < ids[m] {
+				m = j
+			}
+		}
+		ids = append(append(ids[m:len(ids):len(ids)], ids[:m]...), ids[m])
 		if k := fmt.Sprint(ids); !seen[k] {
 			seen[k] = true
 			g.Cycles = append(g.Cycles, ids)

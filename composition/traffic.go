@@ -105,6 +105,11 @@ func (b *builder) callEnds(from, to string, alt ...string) (string, string) {
 	} else {
 		f = b.resolveOrAdd(from, "")
 	}
+	if c, ok := strings.CutPrefix(to, "missing:"); ok && c != "" {
+		// Calls into a gap: the missing capability's node.
+		b.addNode(Node{ID: to, Name: c, Kind: KindMissing, Health: HealthMissing, Missing: true})
+		return f, to
+	}
 	if b.resolve(to, f) == "" {
 		for _, a := range alt {
 			if id := b.resolve(a, f); id != "" {
@@ -117,7 +122,7 @@ func (b *builder) callEnds(from, to string, alt ...string) (string, string) {
 
 func (b *builder) observed() {
 	start := b.in.Now.Add(-b.in.Window)
-	bucket := b.in.Window / SeriesLen
+	bucket := max(b.in.Window/SeriesLen, 1)
 	type acc struct {
 		lat     []time.Duration
 		calls   int
@@ -202,7 +207,12 @@ func (b *builder) observed() {
 }
 
 func (b *builder) edgeIndex(e *Edge) int {
-	return b.edges[edgeKey{e.From, e.To, e.Capability}]
+	for _, i := range b.pairs[[2]string{e.From, e.To}] {
+		if b.g.Edges[i].Capability == e.Capability {
+			return i
+		}
+	}
+	return -1
 }
 
 // p95 returns the 95th percentile in milliseconds (0 for none).

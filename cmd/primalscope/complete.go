@@ -87,6 +87,9 @@ func (a *app) completions(root *cobra.Command) {
 			c.ValidArgsFunction = a.completeTargetThenMethod
 		case "caps":
 			c.ValidArgsFunction = a.completeOneTarget
+		case "map":
+			c.ValidArgsFunction = a.completeOneTarget
+			flag(c, "fail-on", words([]string{"gap", "degraded"}))
 		case "check", "tail":
 			c.ValidArgsFunction = a.completeTargets
 		case "replay":

@@ -97,7 +97,8 @@ const exitCodesHelp = `Every command exits with one of:
   0    ok
   1    the peer answered with a JSON-RPC error (code and message on stderr);
        check --level N: a target below N, or the composition incomplete
-       (N = 3); caps: the target has no capability list; a failure that
+       (N = 3); map --fail-on S: an edge in state S; caps: the target
+       has no capability list; a failure that
        fits no other code (the history database cannot be read, say)
   2    bad usage or bad input: an unknown command (with suggestions), an
        unknown flag, a bad flag value (--color sometimes, --timeout x,

@@ -49,6 +49,11 @@ needs and what needs it). --json prints the contract documented in the
 README; --dot and --mermaid print a graph Graphviz and Mermaid render as is.
 --fail-on gap|degraded (repeatable, or comma-separated) exits 1 when the map
 has such an edge, naming each on stderr: a gate for CI.`,
+		Example: `  primalscope map
+  primalscope map squirrel --hops 1
+  primalscope map --json --jq '.edges[] | select(.state != "ok")'
+  primalscope map --dot | dot -Tsvg > composition.svg
+  primalscope map --fail-on gap,degraded`,
 		Args: argsFor(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			n := 0
@@ -130,6 +135,7 @@ func (a *app) mapRun(ctx context.Context, args []string, df discoverFlags, o map
 		a.reportSourceErrors(snap.Errors)
 	}
 	in := composition.Inputs{Targets: snap.Targets, Now: time.Now()}
+	var gatherErrs []error
 	if !cut {
 		dl, err := a.dialer()
 		if err != nil {
@@ -142,11 +148,7 @@ func (a *app) mapRun(ctx context.Context, args []string, df discoverFlags, o map
 		cancel()
 		in.Registered, in.Orchestrated, in.Links, in.Graphs = g.Registered, g.Orchestrated, g.Links, g.Graphs
 		in.Routes, in.TrafficReported, in.Remote = g.Routes, g.TrafficReported, g.Remote
-		if o.format == "text" {
-			for _, e := range g.Errs {
-				fmt.Fprintln(a.io.err, "primalscope: map: "+render.Sanitize(e.Error()))
-			}
-		}
+		gatherErrs = g.Errs
 	}
 	in.Calls = a.recentCalls(ctx, in.Now.Add(-composition.DefaultWindow))
 	g := composition.Build(in)
@@ -156,6 +158,11 @@ func (a *app) mapRun(ctx context.Context, args []string, df discoverFlags, o map
 			return &discovery.NotFoundError{Name: args[0], Dirs: snap.Dirs}
 		}
 		g = composition.Neighborhood(g, id, o.hops)
+	}
+	if o.format == "text" {
+		for _, e := range gatherErrs {
+			fmt.Fprintln(a.io.err, "primalscope: map: "+render.Sanitize(e.Error()))
+		}
 	}
 	switch o.format {
 	case "json":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,7 +11,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/demo"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
@@ -109,7 +112,7 @@ func TestMapDemoJSONContractAndGate(t *testing.T) {
 		names = append(names, n.Name)
 	}
 	sort.Strings(names)
-	if !reflect.DeepEqual(names, []string{"beardog", "ledger.append", "toadstool"}) {
+	if !reflect.DeepEqual(names, []string{"beardog", "coralreef", "ledger.append", "toadstool"}) {
 		t.Errorf("toadstool's neighbourhood: %v", names)
 	}
 }
@@ -207,4 +210,47 @@ func TestMapDrawsTheUsersOwnCalls(t *testing.T) {
 		}
 	}
 	t.Fatalf("no edge from you:\n%s", r.stdout)
+}
+
+// TestMapDemoGapCycleDegraded: map --json over the demo lists its gap
+// (toadstool's ledger.append), its cycle (rhizocrypt ⇄ nestgate) and its
+// degraded edge (coralreef, made stale here rather than waited for), and
+// --fail-on degraded names that edge.
+func TestMapDemoGapCycleDegraded(t *testing.T) {
+	eco, err := demo.Start(context.Background(), demo.Options{Tick: time.Hour, Churn: time.Hour, StaleAfter: -1, GraphEvery: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eco.Close()
+	eco.SetStale(true)
+	env := map[string]string{"FAMILY_SEED": eco.Seed()}
+	r := runCLI(t, env, "", "map", "--socket-dir", eco.Dir, "--no-proc", "--stale", "1s", "--json")
+	var doc mapDoc
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil || r.code != 0 {
+		t.Fatalf("exit %d %v: %s", r.code, err, r.stderr)
+	}
+	name := map[string]string{}
+	for _, n := range doc.Nodes {
+		name[n.ID] = n.Name
+	}
+	var gap, degraded bool
+	for _, e := range doc.Edges {
+		gap = gap || name[e.From] == "toadstool" && e.Capability == "ledger.append" && e.State == "gap"
+		degraded = degraded || name[e.To] == "coralreef" && e.State == "degraded"
+	}
+	cycle := false
+	for _, c := range doc.Cycles {
+		var ns []string
+		for _, id := range c {
+			ns = append(ns, name[id])
+		}
+		cycle = cycle || reflect.DeepEqual(ns, []string{"nestgate", "rhizocrypt", "nestgate"}) || reflect.DeepEqual(ns, []string{"rhizocrypt", "nestgate", "rhizocrypt"})
+	}
+	if !gap || !degraded || !cycle {
+		t.Fatalf("gap %v, degraded %v, cycle %v in:\n%s\n%s", gap, degraded, cycle, r.stdout, r.stderr)
+	}
+	r = runCLI(t, env, "", "map", "--socket-dir", eco.Dir, "--no-proc", "--stale", "1s", "--fail-on", "degraded")
+	if r.code != 1 || !strings.Contains(r.stderr, "degraded: toadstool → shader.compile → coralreef") {
+		t.Fatalf("--fail-on degraded: exit %d:\n%s", r.code, r.stderr)
+	}
 }

@@ -46,6 +46,7 @@ func TestUsageErrorsExit2EveryCommand(t *testing.T) {
 		{[]string{"caps"}, []string{}, []string{"--jq", "[", "x"}},
 		{[]string{"ls"}, []string{"x"}, []string{"--every", "often"}},
 		{[]string{"check"}, nil, []string{"--level", "7"}},
+		{[]string{"map"}, []string{"a", "b"}, []string{"--fail-on", "nope"}},
 		{[]string{"tail"}, nil, []string{"--interval", "0s", "x"}},
 		{[]string{"history"}, nil, []string{"--outcome", "maybe", db}},
 		{[]string{"history", "save"}, []string{"1"}, []string{db, "one", "name"}},

@@ -23,7 +23,7 @@ import (
 //     dag.event.append → dag.session.create;
 //   - a degraded edge: coralreef (shader.compile, consumed by toadstool)
 //     goes stale — it holds every answer — from StaleAfter for StaleFor,
-//     over and over; the Neural API says "unhealthy" and emits
+//     every StaleEvery; the Neural API says "unhealthy" and emits
 //     health_changed, topology_changed, then primal_discovered when it is back;
 //   - observed traffic: each tick the consumers call through the Neural
 //     API's capability.call (see trafficRoutes), which counts calls, errors
@@ -67,7 +67,11 @@ func (e *Ecosystem) coralreef() error {
 		},
 	}
 	cfg := e.stall.Wrap(p.Config())
-	return e.serveAndRegister("coralreef.sock", p, fmt.Sprintf("shader primal (level 3) that goes stale after %s for %s, over and over", e.opts.StaleAfter, e.opts.StaleFor), cfg)
+	what := "shader primal (level 3) that goes stale only when told"
+	if e.opts.StaleAfter >= 0 {
+		what = fmt.Sprintf("shader primal (level 3), stale from %s for %s every %s (the composition's degraded edge)", e.opts.StaleAfter, e.opts.StaleFor, e.opts.StaleEvery)
+	}
+	return e.serveAndRegister("coralreef.sock", p, what, cfg)
 }
 
 // neuralEntries are the primals the demo's Neural API manages.
@@ -193,18 +197,14 @@ func (e *Ecosystem) composition() error {
 	})
 	if e.opts.StaleAfter >= 0 {
 		e.goLoop(func(ctx context.Context) {
-			if !backoff.Sleep(ctx, e.opts.StaleAfter) {
-				return
-			}
-			for {
+			next := time.Now().Add(e.opts.StaleAfter)
+			for backoff.Sleep(ctx, time.Until(next)) {
 				e.SetStale(true)
 				if e.opts.StaleFor < 0 || !backoff.Sleep(ctx, e.opts.StaleFor) {
 					return
 				}
 				e.SetStale(false)
-				if !backoff.Sleep(ctx, e.opts.StaleAfter) {
-					return
-				}
+				next = next.Add(e.opts.StaleEvery)
 			}
 		})
 	}

@@ -520,20 +520,26 @@ func TestDemoCompositionDeployGraph(t *testing.T) {
 
 // TestDemoCompositionRunsByItself: with a fast tick the demo makes its own
 // traffic, runs its graph (failing the node once) and lets its provider go
-// stale, without being told; seen over the wire as a client polls.
+// stale and come back, without being told; seen on the event stream and
+// over the wire as a client polls.
 func TestDemoCompositionRunsByItself(t *testing.T) {
 	eco, err := Start(context.Background(), Options{Tick: 25 * time.Millisecond, Churn: time.Hour,
-		StaleAfter: 100 * time.Millisecond, StaleFor: -1, GraphEvery: time.Hour, CallTimeout: 200 * time.Millisecond})
+		StaleAfter: 300 * time.Millisecond, StaleFor: 200 * time.Millisecond, StaleEvery: time.Hour, GraphEvery: time.Hour,
+		CallTimeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer eco.Close()
+	// The provider goes stale, and comes back.
+	events := openEvents(t, eco)
+	events.wait(t, "health_changed", func(d map[string]any) bool { return d["primal"] == StaleProvider && d["to"] == "unhealthy" })
+	events.wait(t, "health_changed", func(d map[string]any) bool { return d["primal"] == StaleProvider && d["to"] == "running" })
 	deadline := time.Now().Add(8 * time.Second)
-	var traffic, graphFailed, stale bool
+	var traffic, graphFailed, recovered bool
 	var last string
-	for !(traffic && graphFailed && stale) {
+	for !(traffic && graphFailed && recovered) {
 		if time.Now().After(deadline) {
-			t.Fatalf("traffic %v, graph run failed %v, stale %v; last: %s", traffic, graphFailed, stale, last)
+			t.Fatalf("traffic %v, graph run failed %v, recovered %v; last: %s", traffic, graphFailed, recovered, last)
 		}
 		time.Sleep(25 * time.Millisecond)
 		l := lifecycleGet(t, eco, "rhizocrypt")
@@ -541,7 +547,7 @@ func TestDemoCompositionRunsByItself(t *testing.T) {
 		traffic = r != nil && r.Calls >= 3
 		gl := string(neuralCall(t, eco, "graph.list", nil))
 		graphFailed = strings.Contains(gl, `"status":"failed"`) && strings.Contains(gl, "simulated failure on run 1")
-		stale = lifecycleGet(t, eco, StaleProvider).State == "unhealthy"
+		recovered = lifecycleGet(t, eco, StaleProvider).State == "running" // back, and staying so for an hour
 		last = gl
 	}
 }

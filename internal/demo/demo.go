@@ -45,13 +45,18 @@ type Options struct {
 	Tick time.Duration
 	// Churn is how long the transient primal stays and stays away (default 12 s).
 	Churn time.Duration
-	// StaleAfter is how long the stale provider (StaleProvider) answers
-	// before it goes stale, and again after each recovery (default 5 ticks;
-	// negative: it never goes stale by itself, only through SetStale).
+	// StaleAfter is when the stale provider (StaleProvider) first goes
+	// stale (default 5 ticks; negative: it never goes stale by itself, only
+	// through SetStale).
 	StaleAfter time.Duration
-	// StaleFor is how long it stays stale (default 20 ticks; negative: for
-	// good, once stale).
+	// StaleFor is how long it stays stale each time (default 20 ticks;
+	// negative: for good, once stale).
 	StaleFor time.Duration
+	// StaleEvery is how often it goes stale again (default 60 ticks; at
+	// least StaleFor plus a tick). At the defaults it is stale from 5 s to
+	// 25 s of every minute, so the deploy graph, which runs at 1 s of every
+	// minute, finds it answering.
+	StaleEvery time.Duration
 	// GraphEvery is the period of the deploy graph (default 60 ticks: every
 	// minute at the default tick); its first run starts one tick after
 	// Start.
@@ -124,6 +129,10 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 	if opts.StaleFor == 0 {
 		opts.StaleFor = 20 * opts.Tick
 	}
+	if opts.StaleEvery <= 0 {
+		opts.StaleEvery = 60 * opts.Tick
+	}
+	opts.StaleEvery = max(opts.StaleEvery, opts.StaleFor+opts.Tick)
 	if opts.GraphEvery <= 0 {
 		opts.GraphEvery = 60 * opts.Tick
 	}

@@ -68,6 +68,7 @@ type CompositionOptions struct {
 // and coralreef→beardog crypto.hash, which coralreef never declared.
 // toadstool's ai.complete is declared and never called.
 //
+// Every routed call is also a capability_called event on the stream.
 // Nothing moves by itself: the test drives it (Traffic, SetStale,
 // RunGraph). Close stops every listener and goroutine.
 type Composition struct {
@@ -207,7 +208,8 @@ func StartComposition(opts CompositionOptions) (_ *Composition, err error) {
 	c.Remote.Registry.SetPeers(peerOf(LocalNodeID, ls.Addr))
 
 	n := NewNeural(entries...)
-	n.CallTimeout, n.Now, n.Publish = opts.CallTimeout, opts.Now, func(typ string, d map[string]any) { _ = b.Publish(typ, d) }
+	n.CallTimeout, n.Now, n.CallEvents = opts.CallTimeout, opts.Now, true
+	n.Publish = func(typ string, d map[string]any) { _ = b.Publish(typ, d) }
 	if err := n.AddGraph(Graph{ID: CompositionGraphID, Name: "test deploy", Every: time.Minute, FailRun: 1, FailNode: CompositionFailingNode,
 		Nodes: []GraphNode{
 			{ID: "crypto", Primal: "beardog"},

@@ -250,7 +250,27 @@ func TestCompositionStatesOverTheWire(t *testing.T) {
 		t.Fatalf("run 3: %+v %v", run, err)
 	}
 
-	// The stream carried it all, in order.
+	// The stream carried it all, in order: the first round's calls named
+	// caller and callee, then the graph runs and health changes.
+	var called []map[string]any
+	for len(called) < 14 { // two rounds of 7 calls
+		ev, err := st.Next()
+		if err != nil {
+			t.Fatalf("stream ended after %d capability_called events: %v", len(called), err)
+		}
+		var d map[string]any
+		if ev.Type == "capability_called" && json.Unmarshal(ev.Data, &d) == nil {
+			called = append(called, d)
+		}
+	}
+	var sawGap, sawRoute bool
+	for _, d := range called {
+		sawGap = sawGap || d["caller"] == "toadstool" && d["callee"] == nil && d["capability"] == peer.CompositionGap && d["ok"] == false
+		sawRoute = sawRoute || d["caller"] == "rhizocrypt" && d["callee"] == "beardog" && d["capability"] == "crypto.sign" && d["ok"] == true
+	}
+	if !sawGap || !sawRoute {
+		t.Errorf("capability_called events: %v", called)
+	}
 	want := []string{"graph_started", "node_failed", "graph_completed", "health_changed", "topology_changed",
 		"graph_started", "node_failed", "graph_completed", "health_changed", "primal_discovered", "graph_started", "graph_completed"}
 	var got []string

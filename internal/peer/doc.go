@@ -34,13 +34,17 @@
 //	   "calls":N,"errors":N,             // cumulative since the Neural API started
 //	   "calls_per_s":0.6,"error_rate":0.1, // over window_s; error_rate 0..1
 //	   "latency_ms":{"p50":0.4,"p95":1.9,"max":3.2}|null, // last ≤256 calls in the window
-//	   "last_call":"RFC 3339","last_error":"…"?}],
+//	   "last_call":"RFC 3339","last_error":"-32602 Invalid params: …"?}],
 //	 "inbound":[{"caller":"rhizocrypt"|null, …the same fields…}]}
 //
 // outbound are the primal's own calls through capability.call, by callee
 // and capability (callee null: nobody provides it, a gap); inbound the
 // calls routed to it, by caller (null when the caller gave no name); calls
-// and errors at the top are the outbound totals.
+// and errors at the top are the outbound totals. calls_per_s is over the
+// part of the window the route has been seen in (at least 1 s);
+// latency_ms counts only calls that reached a provider (null for a gap, or
+// no call in the window); last_error is "<code> <message>" for an error
+// object.
 //
 // capability.call {capability, operation, args, caller?}: calls
 // capability+"."+operation (capability alone when operation is empty) on
@@ -74,5 +78,9 @@
 // run_id, status, failed_nodes, duration_ms, timestamp} (chosen);
 // topology_changed {reason:"graph_completed" | "health_changed", primals,
 // edges, timestamp}; health_changed {primal, from, to, timestamp};
-// primal_discovered {primal, socket_path? | endpoint?, timestamp}.
+// primal_discovered {primal, socket_path? | endpoint?, timestamp}; and,
+// with Neural.CallEvents (the test Composition sets it, the demo does not,
+// to keep its stream readable), capability_called {caller | null, callee |
+// null, capability, ok, error?, duration_ms, timestamp} for every routed
+// call (chosen).
 package peer

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/internal/backoff"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 // GraphNode is one node of a deploy graph: a primal the graph brings up and
@@ -253,7 +254,11 @@ func (n *Neural) runNode(ctx context.Context, nd GraphNode, failOnPurpose bool, 
 		return fmt.Errorf("%s: not managed by this Neural API", nd.Primal)
 	}
 	if _, err := n.forward(ctx, e, "health.check", nil); err != nil {
-		return fmt.Errorf("%s: health.check: %w", nd.Primal, err)
+		var re *ipc.RPCError
+		if errors.As(err, &re) {
+			return fmt.Errorf("%s: health.check: %s", nd.Primal, errorText(re))
+		}
+		return fmt.Errorf("%s: %w", nd.Primal, err) // names the method and what went wrong
 	}
 	return nil
 }

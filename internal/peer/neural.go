@@ -61,6 +61,9 @@ type Neural struct {
 	CallTimeout time.Duration
 	// Window is the sliding window of rates and latencies (default 60 s).
 	Window time.Duration
+	// CallEvents publishes a capability_called event for every routed call
+	// (caller, callee, capability, ok, error, duration_ms).
+	CallEvents bool
 
 	mu      sync.Mutex
 	entries []NeuralEntry
@@ -311,20 +314,49 @@ func (n *Neural) Call(ctx context.Context, caller, capability, operation string,
 	if len(ps) == 0 {
 		err := &ipc.RPCError{Code: -32001, Message: "No provider for capability: " + method}
 		n.record(caller, "", method, 0, err)
+		n.callEvent(caller, "", method, 0, err)
 		return nil, err
 	}
 	p := ps[0]
 	start := time.Now()
 	res, err := n.forward(ctx, p, method, args)
-	n.record(caller, p.Name, method, time.Since(start), err)
+	var fe *forwardError
+	if errors.As(err, &fe) {
+		data, _ := json.Marshal(map[string]string{"provider": fe.provider, "reason": fe.reason})
+		err = &ipc.RPCError{Code: -32000, Message: fmt.Sprintf("Provider %s failed: %v", fe.provider, fe.err), Data: data}
+	}
+	d := time.Since(start)
+	n.record(caller, p.Name, method, d, err)
+	n.callEvent(caller, p.Name, method, d, err)
 	return res, err
 }
 
-// forward makes one call on a provider, once.
+func (n *Neural) callEvent(caller, callee, method string, d time.Duration, err error) {
+	if !n.CallEvents {
+		return
+	}
+	ev := map[string]any{"caller": nullable(caller), "callee": nullable(callee), "capability": method, "ok": err == nil,
+		"duration_ms": round3(float64(d.Microseconds()) / 1000), "timestamp": n.stamp()}
+	if err != nil {
+		ev["error"] = errorText(err)
+	}
+	n.publish("capability_called", ev)
+}
+
+// forwardError is a call a provider did not answer: reason "timeout" or
+// "unreachable".
+type forwardError struct {
+	provider, reason string
+	err              error
+}
+
+func (e *forwardError) Error() string { return e.err.Error() }
+
+// forward makes one call on a provider, once. Errors: the provider's own
+// *ipc.RPCError, or a *forwardError.
 func (n *Neural) forward(ctx context.Context, p NeuralEntry, method string, args json.RawMessage) (json.RawMessage, error) {
 	failed := func(reason string, err error) error {
-		data, _ := json.Marshal(map[string]string{"provider": p.Name, "reason": reason})
-		return &ipc.RPCError{Code: -32000, Message: fmt.Sprintf("Provider %s failed: %v", p.Name, err), Data: data}
+		return &forwardError{provider: p.Name, reason: reason, err: err}
 	}
 	ep, err := p.endpoint()
 	if err != nil {
@@ -364,17 +396,28 @@ type routeKey struct{ caller, callee, capability string }
 const latencySamples = 256
 
 type sample struct {
-	at  time.Time
-	ms  float64
-	bad bool
+	at    time.Time
+	ms    float64
+	bad   bool
+	timed bool // it reached a provider: its latency counts
 }
 
 type routeStats struct {
 	calls, errors int64
 	samples       []sample // ring, the last latencySamples calls
 	next          int
-	last          time.Time
+	first, last   time.Time
 	lastErr       string
+}
+
+// errorText is how metrics report an error: "<code> <message>" for a
+// JSON-RPC error object.
+func errorText(err error) string {
+	var re *ipc.RPCError
+	if errors.As(err, &re) {
+		return fmt.Sprintf("%d %s", re.Code, re.Message)
+	}
+	return err.Error()
 }
 
 func (n *Neural) record(caller, callee, capability string, d time.Duration, err error) {
@@ -384,14 +427,14 @@ func (n *Neural) record(caller, callee, capability string, d time.Duration, err 
 	k := routeKey{caller, callee, capability}
 	r := n.routes[k]
 	if r == nil {
-		r = &routeStats{}
+		r = &routeStats{first: now}
 		n.routes[k] = r
 	}
 	r.calls++
-	s := sample{at: now, ms: float64(d.Microseconds()) / 1000, bad: err != nil}
+	s := sample{at: now, ms: float64(d.Microseconds()) / 1000, bad: err != nil, timed: callee != ""}
 	if err != nil {
 		r.errors++
-		r.lastErr = err.Error()
+		r.lastErr = errorText(err)
 	}
 	if len(r.samples) < latencySamples {
 		r.samples = append(r.samples, s)
@@ -407,24 +450,42 @@ func (n *Neural) routeJSON(r *routeStats, capability string, now time.Time) map[
 	w := n.window()
 	var lat []float64
 	inWin, badWin := 0, 0
+	var oldest time.Time
 	for _, s := range r.samples {
 		if now.Sub(s.at) <= w {
 			inWin++
-			lat = append(lat, s.ms)
+			if oldest.IsZero() || s.at.Before(oldest) {
+				oldest = s.at
+			}
+			if s.timed {
+				lat = append(lat, s.ms)
+			}
 			if s.bad {
 				badWin++
 			}
 		}
 	}
+	// The rate is over the part of the window the route has been seen in
+	// (at least a second), so a route that just started is not diluted
+	// over a window it did not exist in. With more calls in the window
+	// than the ring holds, it is over the span of the ring instead.
+	span := w
+	if seen := now.Sub(r.first); seen < span {
+		span = seen
+	}
+	if len(r.samples) == latencySamples && now.Sub(oldest) < span {
+		span = now.Sub(oldest)
+	}
+	span = max(span, time.Second)
 	m := map[string]any{"capability": capability, "calls": r.calls, "errors": r.errors,
-		"calls_per_s": round3(float64(inWin) / w.Seconds()), "error_rate": 0.0,
-		"last_call": r.last.UTC().Format(time.RFC3339Nano)}
+		"calls_per_s": round3(float64(inWin) / span.Seconds()), "error_rate": 0.0,
+		"last_call": r.last.UTC().Format(time.RFC3339Nano), "latency_ms": nil}
 	if inWin > 0 {
 		m["error_rate"] = round3(float64(badWin) / float64(inWin))
+	}
+	if len(lat) > 0 {
 		sort.Float64s(lat)
 		m["latency_ms"] = map[string]float64{"p50": round3(pct(lat, 50)), "p95": round3(pct(lat, 95)), "max": round3(lat[len(lat)-1])}
-	} else {
-		m["latency_ms"] = nil
 	}
 	if r.lastErr != "" {
 		m["last_error"] = r.lastErr
