@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +18,12 @@ import (
 
 // quietComposition starts an ecosystem whose composition moves only when
 // the test says so: no tick in the test's time, no stale schedule, no pause
-// between graph nodes, routed calls bounded at 300 ms.
-func quietComposition(t *testing.T) *Ecosystem {
+// between graph nodes, routed calls bounded by callTimeout (what a call to
+// the stale provider waits; generous enough for a loaded machine).
+func quietComposition(t *testing.T, callTimeout time.Duration) *Ecosystem {
 	t.Helper()
 	eco, err := Start(context.Background(), Options{Tick: time.Hour, Churn: time.Hour, StaleAfter: -1, GraphStep: -1,
-		CallTimeout: 300 * time.Millisecond})
+		CallTimeout: callTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +183,7 @@ func (d declared) provides(capability string) bool {
 // Neural API, which refuses to route it), rhizocrypt and nestgate consume
 // from each other, and their operation dependencies form a cycle.
 func TestDemoCompositionGapAndCycles(t *testing.T) {
-	eco := quietComposition(t)
+	eco := quietComposition(t, 2*time.Second)
 	var watch struct {
 		Events []RegistryEvent `json:"events"`
 	}
@@ -316,7 +320,7 @@ func findCycle(g map[string][]string) []string {
 // capability in lifecycle.get, and route edges in topology.get; a call
 // primalscope makes through capability.call is routed and counted too.
 func TestDemoCompositionTraffic(t *testing.T) {
-	eco := quietComposition(t)
+	eco := quietComposition(t, 2*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for range 4 {
@@ -394,7 +398,7 @@ func TestDemoCompositionTraffic(t *testing.T) {
 // time, the Neural API says so (state, events) and the calls routed to it
 // fail by timeout; when it recovers it answers again and is rediscovered.
 func TestDemoCompositionStaleProvider(t *testing.T) {
-	eco := quietComposition(t)
+	eco := quietComposition(t, time.Second)
 	events := openEvents(t, eco)
 	eco.SetStale(true)
 	ev := events.wait(t, "health_changed", func(d map[string]any) bool { return d["primal"] == StaleProvider })
@@ -454,7 +458,7 @@ func TestDemoCompositionStaleProvider(t *testing.T) {
 // "dag" (and skips the node after it), with the events on the biomeOS API's
 // stream and the run in graph.list; the second run completes.
 func TestDemoCompositionDeployGraph(t *testing.T) {
-	eco := quietComposition(t)
+	eco := quietComposition(t, 2*time.Second)
 	events := openEvents(t, eco)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -525,7 +529,7 @@ func TestDemoCompositionDeployGraph(t *testing.T) {
 func TestDemoCompositionRunsByItself(t *testing.T) {
 	eco, err := Start(context.Background(), Options{Tick: 25 * time.Millisecond, Churn: time.Hour,
 		StaleAfter: 300 * time.Millisecond, StaleFor: 200 * time.Millisecond, StaleEvery: time.Hour, GraphEvery: time.Hour,
-		CallTimeout: 200 * time.Millisecond})
+		CallTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -549,5 +553,94 @@ func TestDemoCompositionRunsByItself(t *testing.T) {
 		graphFailed = strings.Contains(gl, `"status":"failed"`) && strings.Contains(gl, "simulated failure on run 1")
 		recovered = lifecycleGet(t, eco, StaleProvider).State == "running" // back, and staying so for an hour
 		last = gl
+	}
+}
+
+// TestDemoFederation: the demo's registry names a second node in
+// discovery.peers; its registry, reached over TCP from that answer, lists
+// skunkbat, which consumes from this node, and names this node back.
+func TestDemoFederation(t *testing.T) {
+	eco, err := Start(context.Background(), Options{Tick: time.Hour, Churn: time.Hour, StaleAfter: -1, Federation: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eco.Close()
+	if p := call(t, quietComposition(t, time.Second).Path("songbird.sock"), "discovery.peers", nil); !strings.Contains(string(p.Result), `"peers":[]`) {
+		t.Fatalf("without Federation, discovery.peers: %s", p.Result)
+	}
+	type peers struct {
+		Peers []struct {
+			NodeID  string `json:"node_id"`
+			Address string `json:"address"`
+			TCPPort int    `json:"tcp_port"`
+		} `json:"peers"`
+	}
+	var p peers
+	if err := json.Unmarshal(call(t, eco.Path("songbird.sock"), "discovery.peers", nil).Result, &p); err != nil || len(p.Peers) != 1 || p.Peers[0].NodeID != RemoteNodeID {
+		t.Fatalf("discovery.peers: %+v %v", p, err)
+	}
+	tcp := func(addr string, port int) ipc.Endpoint {
+		return ipc.Endpoint{Transport: ipc.TCP, Address: net.JoinHostPort(addr, strconv.Itoa(port))}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	callEP := func(ep ipc.Endpoint, method string, out any) {
+		t.Helper()
+		c, err := ipc.Dial(ctx, ep, clientOpts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		resp, err := c.Call(ctx, method, nil)
+		if err != nil {
+			t.Fatalf("%s %s: %v", ep, method, err)
+		}
+		if err := json.Unmarshal(resp.Result, out); err != nil {
+			t.Fatalf("%s %s: %v", ep, method, err)
+		}
+	}
+	remote := tcp(p.Peers[0].Address, p.Peers[0].TCPPort)
+	var list struct {
+		Services []struct {
+			PrimalID string `json:"primal_id"`
+		} `json:"services"`
+	}
+	callEP(remote, "ipc.list", &list)
+	if len(list.Services) != 1 || list.Services[0].PrimalID != "skunkbat" {
+		t.Fatalf("remote ipc.list: %+v", list)
+	}
+	var back peers
+	callEP(remote, "discovery.peers", &back)
+	if len(back.Peers) != 1 || back.Peers[0].NodeID != "demo-node-1" {
+		t.Fatalf("remote discovery.peers: %+v", back)
+	}
+	var local struct {
+		Services []struct {
+			PrimalID string `json:"primal_id"`
+		} `json:"services"`
+	}
+	callEP(tcp(back.Peers[0].Address, back.Peers[0].TCPPort), "ipc.list", &local)
+	if !strings.Contains(fmt.Sprint(local.Services), "beardog") {
+		t.Fatalf("this node's registry over TCP: %+v", local)
+	}
+	// ipc.list gives no endpoint (as Songbird's does not): resolve it.
+	c, err := ipc.Dial(ctx, remote, clientOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	resp, err := c.Call(ctx, "ipc.resolve", map[string]string{"primal_id": "skunkbat"})
+	var res struct {
+		Native string `json:"native_endpoint"`
+	}
+	if err != nil || json.Unmarshal(resp.Result, &res) != nil {
+		t.Fatalf("ipc.resolve skunkbat: %v", err)
+	}
+	ep, err := ipc.ParseEndpoint(res.Native)
+	if err != nil || ep.Transport != ipc.TCP {
+		t.Fatalf("skunkbat's endpoint %q: %v", res.Native, err)
+	}
+	if d := capsOf(t, ep); !slices.Equal(d.Consumed, []string{"crypto.sign_ed25519"}) {
+		t.Fatalf("skunkbat consumes %v", d.Consumed)
 	}
 }

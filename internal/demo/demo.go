@@ -67,6 +67,11 @@ type Options struct {
 	// CallTimeout bounds a call the Neural API routes, and a graph node's
 	// health check (default 2 s).
 	CallTimeout time.Duration
+	// Federation adds a second node reached over TCP (federation.go),
+	// named by the registry's discovery.peers. Off by default: discovery
+	// then lists that node's registry as a second "songbird" target, which
+	// changes what `ls` and `tail` show of the demo.
+	Federation bool
 }
 
 // Entry is one thing the ecosystem serves, for the overview.
@@ -87,6 +92,10 @@ type Ecosystem struct {
 	SeedFile string
 	// Registry is the Songbird-like registry's state.
 	Registry *Registry
+	// Remote is the registry of the second node (RemoteNodeID), reached
+	// over TCP; each registry's discovery.peers names the other node. Nil
+	// without Options.Federation.
+	Remote *Registry
 
 	opts    Options
 	ownDir  bool
@@ -181,6 +190,7 @@ func Start(ctx context.Context, opts Options) (*Ecosystem, error) {
 		// Other concerns add their parts here, one line each.
 		(*Ecosystem).discoveryParts,
 		(*Ecosystem).composition, // after the Neural API (discoveryParts)
+		(*Ecosystem).federation,  // federation.go (with Options.Federation)
 	}
 	for _, p := range parts {
 		if err := p(e); err != nil {

@@ -55,7 +55,7 @@ func (e *Ecosystem) toadstool() error {
 	ep := "tcp://" + s.Addr
 	e.toadstoolEP = ep
 	e.Registry.Register(Registration{PrimalID: "toadstool", Capabilities: []string{"compute"}, Endpoint: ep})
-	e.AddEntry(Entry{Name: "toadstool", Path: ep, What: "compute primal over TCP, known only through the registry; level 1 (old identity, an advertised method missing); consumes ledger.append, which nobody provides"})
+	e.AddEntry(Entry{Name: "toadstool", Path: ep, What: "compute primal over TCP, known only through the registry; level 1 (old identity, an advertised method missing); consumes ledger.append, which nobody provides, and shader.compile from coralreef"})
 	return nil
 }
 

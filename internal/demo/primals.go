@@ -129,8 +129,9 @@ func (e *Ecosystem) beardogFamily() error {
 	return nil
 }
 
-func (e *Ecosystem) songbird() error {
-	p := &peer.Primal{
+// registryPrimal is a Songbird-like registry answering from r.
+func (e *Ecosystem) registryPrimal(r *Registry, family string) *peer.Primal {
+	return &peer.Primal{
 		Name: "songbird", Version: "0.12.3", Format: peer.FormatA,
 		Groups: []peer.Group{
 			{Type: "ipc", Methods: []string{"list", "discover", "resolve", "watch", "register"}},
@@ -138,9 +139,16 @@ func (e *Ecosystem) songbird() error {
 			{Type: "discovery", Methods: []string{"peers", "find_by_capability"}},
 		},
 		IdentityOnly: true,
-		Handlers:     e.Registry.Handlers(e.Family),
+		Handlers:     r.Handlers(family),
 	}
-	return e.serveAndRegister("songbird.sock", p, "registry (ipc.list, ipc.discover, ipc.resolve, ipc.watch; format A)", p.Config())
+}
+
+// songbirdPrimal is the demo's own registry.
+func (e *Ecosystem) songbirdPrimal() *peer.Primal { return e.registryPrimal(e.Registry, e.Family) }
+
+func (e *Ecosystem) songbird() error {
+	p := e.songbirdPrimal()
+	return e.serveAndRegister("songbird.sock", p, "registry (ipc.list, ipc.discover, ipc.resolve, ipc.watch, discovery.peers; format A)", p.Config())
 }
 
 func (e *Ecosystem) rhizocrypt() error {
@@ -318,7 +326,7 @@ func (e *Ecosystem) transient() error {
 	come := func() {
 		if _, err := e.Serve("sweetgrass.sock", cfg); err == nil {
 			e.Registry.Register(Registration{PrimalID: "sweetgrass", Capabilities: []string{"braid", "anchoring"}, Endpoint: e.Path("sweetgrass.sock")})
-			e.publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket": e.Path("sweetgrass.sock"),
+			e.publish("primal_discovered", map[string]any{"primal": "sweetgrass", "socket_path": e.Path("sweetgrass.sock"),
 				"timestamp": time.Now().UTC().Format(time.RFC3339Nano)})
 		}
 	}

@@ -35,7 +35,9 @@ type CompositionOptions struct {
 	// Dir is the socket directory of the local node (keep it short: Unix
 	// socket paths are limited to about 100 bytes).
 	Dir string
-	// CallTimeout bounds a routed call and a graph node (default 300 ms).
+	// CallTimeout bounds a routed call and a graph node (default 1 s: what
+	// a call to the stale provider waits; shorter ones time out healthy
+	// calls on a loaded machine under -race).
 	CallTimeout time.Duration
 	// Now is the clock of the Neural API's metrics and events (default
 	// time.Now).
@@ -147,7 +149,7 @@ func StartComposition(opts CompositionOptions) (_ *Composition, err error) {
 		return nil, errors.New("composition: Dir is required")
 	}
 	if opts.CallTimeout <= 0 {
-		opts.CallTimeout = 300 * time.Millisecond
+		opts.CallTimeout = time.Second
 	}
 	c := &Composition{Dir: opts.Dir, Registry: NewRegistry(), RegistryPath: filepath.Join(opts.Dir, "songbird.sock"),
 		NeuralPath: filepath.Join(opts.Dir, "neural-api.sock"), EventsPath: filepath.Join(opts.Dir, "biomeos-api.sock")}

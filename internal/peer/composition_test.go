@@ -190,7 +190,9 @@ func routeOf(rs []routeM, capability string) *routeM {
 // gap, its undeclared call, its stale provider and its deploy graph, as a
 // client reads them from the Neural API and the event stream.
 func TestCompositionStatesOverTheWire(t *testing.T) {
-	c, err := peer.StartComposition(peer.CompositionOptions{Dir: t.TempDir(), CallTimeout: 200 * time.Millisecond})
+	// A second: what the stale provider's calls wait, and enough for the
+	// others on a loaded machine.
+	c, err := peer.StartComposition(peer.CompositionOptions{Dir: t.TempDir(), CallTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -395,6 +395,11 @@ type routeKey struct{ caller, callee, capability string }
 // latencySamples bounds the latencies kept per route.
 const latencySamples = 256
 
+// maxRoutes bounds the routes a Neural API counts: callers name themselves,
+// so a client could otherwise grow the table without end. Calls on routes
+// beyond it are routed and not counted.
+const maxRoutes = 4096
+
 type sample struct {
 	at    time.Time
 	ms    float64
@@ -427,6 +432,9 @@ func (n *Neural) record(caller, callee, capability string, d time.Duration, err 
 	k := routeKey{caller, callee, capability}
 	r := n.routes[k]
 	if r == nil {
+		if len(n.routes) >= maxRoutes {
+			return
+		}
 		r = &routeStats{first: now}
 		n.routes[k] = r
 	}

@@ -3,6 +3,7 @@ package peer_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -126,3 +127,19 @@ func TestNeuralMetricsSlidingWindow(t *testing.T) {
 }
 
 type latency struct{ P50, P95, Max float64 }
+
+// TestNeuralRoutesBounded: callers name themselves, so the routes the
+// Neural API counts are bounded; calls beyond are still answered.
+func TestNeuralRoutesBounded(t *testing.T) {
+	n := peer.NewNeural()
+	ctx := context.Background()
+	for i := range 5000 {
+		if _, err := n.Call(ctx, fmt.Sprintf("caller-%04d", i), "ledger", "append", nil); err == nil {
+			t.Fatal("a gap answered")
+		}
+	}
+	out := func(name string) int { return len(n.Metrics(name)["outbound"].([]map[string]any)) }
+	if out("caller-0000") != 1 || out("caller-4095") != 1 || out("caller-4096") != 0 || out("caller-4999") != 0 {
+		t.Errorf("routes: first %d, last counted %d, beyond %d", out("caller-0000"), out("caller-4095"), out("caller-4096"))
+	}
+}
