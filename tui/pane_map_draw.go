@@ -158,17 +158,18 @@ func nodeLabel(n *composition.Node) string {
 
 // stateMark is an edge state's glyph, ink and word.
 func stateMark(s composition.State) (string, ink, string) {
+	g := composition.Glyph(s) // the CLI's marks
 	switch s {
 	case composition.StateGap:
-		return "✗", inkErr, "GAP"
+		return g, inkErr, "GAP"
 	case composition.StateDegraded:
-		return "!", inkWarn, "DEGRADED"
+		return g, inkWarn, "DEGRADED"
 	case composition.StateUnused:
-		return "∅", inkDim, "unused"
+		return g, inkDim, "unused"
 	case composition.StateUndeclared:
-		return "?", inkAccent, "undeclared"
+		return g, inkAccent, "undeclared"
 	}
-	return "✓", inkOK, "ok"
+	return g, inkOK, "ok"
 }
 
 // edgeLine is how an edge's line is drawn: its ink and dashes.
@@ -309,29 +310,21 @@ func (p *mapPane) treeRow(i, w int) string {
 }
 
 // capLabel names an edge's capability ("(depends on)" when a source gave
-// none).
-func capLabel(c string) string {
-	if c == "" {
-		return "(depends on)"
-	}
-	return c
+// none), as the CLI does.
+func capLabel(c string) string { return composition.CapabilityLabel(c) }
+
+// trafficWords is an edge's traffic in words, as the CLI says it, or
+// that there is none to show (never zeros where no source reports any).
+func trafficWords(g *composition.Graph, e *composition.Edge) string {
+	return composition.TrafficText(g, e)
 }
 
-// trafficWords is an edge's traffic in words, or says there is none to
-// show (never zeros where no source reports traffic).
-func trafficWords(g *composition.Graph, e *composition.Edge) string {
-	t := e.Traffic
-	if t == nil {
-		if !g.TrafficKnown {
-			return "no traffic reported"
-		}
-		return "no calls seen"
+// rate is a call rate for people, as the CLI writes it.
+func rate(r float64) string {
+	if r >= 0.01 || r == 0 {
+		return fmt.Sprintf("%.3g/s", r)
 	}
-	s := fmt.Sprintf("%s/s err %.0f%%", num(t.CallsPerS), 100*t.ErrorRate)
-	if t.P95ms >= 0 {
-		s += fmt.Sprintf(" p95 %sms", num(t.P95ms))
-	}
-	return s
+	return fmt.Sprintf("%.2g/s", r)
 }
 
 // ---- the drawing (wide) ----
@@ -571,7 +564,7 @@ func (p *mapPane) sparks(g *composition.Graph, e *composition.Edge, n int) strin
 	if t == nil {
 		return st.Dim.Render(trafficWords(g, e))
 	}
-	rate, errs, p95 := t.Rates(g.Window)
+	rates, errs, p95 := t.Rates(g.Window)
 	part := func(name string, vals []float64, now string, k ink) string {
 		s := st.Dim.Render(name+" ") + now
 		if sl := sparkline(vals, n); sl != "" {
@@ -581,13 +574,13 @@ func (p *mapPane) sparks(g *composition.Graph, e *composition.Edge, n int) strin
 	}
 	pf := "–"
 	if t.P95ms >= 0 {
-		pf = num(t.P95ms) + "ms"
+		pf = composition.Millis(t.P95ms)
 	}
 	ek := inkDim
 	if t.ErrorRate > 0 {
 		ek = inkErr
 	}
-	return part("rate", rate, num(t.CallsPerS)+"/s", inkOK) + st.Dim.Render(" · ") +
+	return part("rate", rates, rate(t.CallsPerS), inkOK) + st.Dim.Render(" · ") +
 		part("errors", errs, fmt.Sprintf("%.0f%%", 100*t.ErrorRate), ek) + st.Dim.Render(" · ") +
 		part("p95", p95, pf, inkAccent)
 }
@@ -649,10 +642,10 @@ func (p *mapPane) edgeBody(w, h int) []string {
 	if t := e.Traffic; t == nil {
 		out = append(out, " "+st.Dim.Render(trafficWords(g, e)))
 	} else {
-		rate, errs, p95 := t.Rates(g.Window)
+		rates, errs, p95 := t.Rates(g.Window)
 		pf := "–"
 		if t.P95ms >= 0 {
-			pf = num(t.P95ms) + "ms"
+			pf = composition.Millis(t.P95ms)
 		}
 		sw := composition.SeriesLen * 2
 		stretch := func(vals []float64) []float64 { // two cells a bucket: easier to read
@@ -676,7 +669,7 @@ func (p *mapPane) edgeBody(w, h int) []string {
 			ek = inkErr
 		}
 		out = append(out,
-			row("rate", rate, num(t.CallsPerS)+"/s", inkOK),
+			row("rate", rates, rate(t.CallsPerS), inkOK),
 			row("errors", errs, fmt.Sprintf("%.0f%%", 100*t.ErrorRate), ek),
 			row("p95", p95, pf, inkAccent),
 			" "+st.Dim.Render(fmt.Sprintf("over the last %s", g.Window)))
@@ -726,18 +719,4 @@ func callWords(st *styles, e *history.Entry) string {
 		o = st.Err
 	}
 	return st.Dim.Render(e.Time.Local().Format("15:04:05")) + " " + render.Sanitize(e.Method) + " " + o.Render(string(e.Outcome)) + " " + st.Dim.Render(fmtDur(e.Duration))
-}
-
-// num prints a figure with two significant digits or so: 0.25, 3.1, 12,
-// 1200.
-func num(f float64) string {
-	switch {
-	case f == 0:
-		return "0"
-	case f < 10:
-		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", f), "0"), ".")
-	case f < 100:
-		return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.1f", f), "0"), ".")
-	}
-	return fmt.Sprintf("%.0f", f)
 }
