@@ -104,6 +104,12 @@ type mapKey struct {
 	edge           bool
 }
 
+// mapRow is a row of the tree: an item, or (item < 0) a group's header.
+type mapRow struct {
+	item   int
+	header string
+}
+
 // mapItem is a row of the tree and a stop of the cursor in the drawing:
 // a node (edge < 0) or one of the edges it consumes.
 type mapItem struct{ node, edge int }
@@ -128,6 +134,11 @@ type mapPicture struct {
 	byID     map[string]int
 	// cycleAt is the first cycle (in view.Cycles) through each node on one.
 	cycleAt map[string]int
+	// rows are the tree's rows: the items, under a header for each group
+	// (federation node and family) when there is more than one; rowOf is
+	// each item's row.
+	rows  []mapRow
+	rowOf []int
 	// cols and slots are the drawing's size in layers and slots; colW is
 	// a node label's width.
 	cols, slots, colW int
@@ -538,7 +549,16 @@ func (pic *mapPicture) index() {
 	for i := range order {
 		order[i] = i
 	}
+	groups := make([]string, len(v.Nodes))
+	distinct := map[string]bool{}
+	for i := range v.Nodes {
+		groups[i] = v.Nodes[i].Group()
+		distinct[groups[i]] = true
+	}
 	sort.SliceStable(order, func(x, y int) bool {
+		if ga, gb := groups[order[x]], groups[order[y]]; ga != gb {
+			return ga < gb
+		}
 		a, b := pic.pos[order[x]], pic.pos[order[y]]
 		if a.Row != b.Row {
 			return a.Row < b.Row
@@ -547,13 +567,41 @@ func (pic *mapPicture) index() {
 	})
 	pic.nodeItem = make([]int, len(v.Nodes))
 	pic.items = make([]mapItem, 0, len(v.Nodes)+len(v.Edges))
+	pic.rows = make([]mapRow, 0, len(v.Nodes)+len(v.Edges)+len(distinct))
+	last := "\x00"
 	for _, i := range order {
+		// The tree is grouped by federation node and family, with a
+		// header for each when there is more than one.
+		if len(distinct) > 1 && groups[i] != last {
+			pic.rows = append(pic.rows, mapRow{item: -1, header: groupWords(&v.Nodes[i])})
+			last = groups[i]
+		}
 		pic.nodeItem[i] = len(pic.items)
+		pic.rows = append(pic.rows, mapRow{item: len(pic.items)})
 		pic.items = append(pic.items, mapItem{node: i, edge: -1})
 		for _, e := range pic.out[i] {
+			pic.rows = append(pic.rows, mapRow{item: len(pic.items)})
 			pic.items = append(pic.items, mapItem{node: i, edge: e})
 		}
 	}
+	pic.rowOf = make([]int, len(pic.items))
+	for r, row := range pic.rows {
+		if row.item >= 0 {
+			pic.rowOf[row.item] = r
+		}
+	}
+}
+
+// groupWords names a node's group for the tree's headers.
+func groupWords(n *composition.Node) string {
+	fam := "no family"
+	if n.Family != "" {
+		fam = "family " + n.Family
+	}
+	if n.Node != "" {
+		return "node " + n.Node + " · " + fam
+	}
+	return fam
 }
 
 // keyOf names item i of the picture.

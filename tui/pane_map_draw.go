@@ -219,10 +219,21 @@ func (p *mapPane) tree(w, h int) []string {
 	if h <= 0 {
 		return nil
 	}
-	p.off = scrollInto(p.off, p.sel, h, len(pic.items))
+	sel := 0
+	if p.sel >= 0 && p.sel < len(pic.rowOf) {
+		sel = pic.rowOf[p.sel]
+		if sel > 0 && pic.rows[sel-1].item < 0 && sel-1 < p.off {
+			sel-- // the group's header with its first node
+		}
+	}
+	p.off = scrollInto(p.off, sel, h, len(pic.rows))
 	out := make([]string, 0, h)
-	for i := p.off; i < len(pic.items) && len(out) < h; i++ {
-		out = append(out, p.treeRow(i, w))
+	for r := p.off; r < len(pic.rows) && len(out) < h; r++ {
+		if row := pic.rows[r]; row.item < 0 {
+			out = append(out, fit(p.pc.st.Title.Render("▾ "+render.Sanitize(row.header)), w))
+		} else {
+			out = append(out, p.treeRow(row.item, w))
+		}
 	}
 	return out
 }
@@ -487,8 +498,8 @@ func (p *mapPane) itemAt(x, y int) int {
 		return -1
 	}
 	if !p.drawingFits() {
-		if i := p.off + y; i < len(pic.items) {
-			return i
+		if r := p.off + y; r < len(pic.rows) {
+			return pic.rows[r].item
 		}
 		return -1
 	}
