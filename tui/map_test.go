@@ -321,3 +321,22 @@ func TestMapWaitsWhileHidden(t *testing.T) {
 		t.Fatalf("shown again, the map did not catch up: pending %v, %d degraded", p.pend.targets, p.pic.degraded)
 	}
 }
+
+// TestMapFocusWhileBuilding: a picture made before the user focused a
+// node does not take the focus away when it comes back; the one for the
+// focus follows it.
+func TestMapFocusWhileBuilding(t *testing.T) {
+	m := mapModel(t, nil, 80, 24)
+	p := m.mapp()
+	nest := sampleByName(t, "nestgate")
+	nest.Probe.State = discovery.StateStale
+	inFlight := m.update(feedMsg{items: []any{changed(nest)}}) // a build, not run yet
+	if !p.lent {
+		t.Fatal("no build in flight")
+	}
+	keyMsgs(t, m, "f") // beardog, the first node
+	run(t, m, inFlight)
+	if s := shown(m); p.focus != id("beardog") || len(s) != 3 || !s["beardog"] {
+		t.Fatalf("after the older picture: focus %q, showing %v", p.focus, s)
+	}
+}

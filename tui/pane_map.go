@@ -120,8 +120,10 @@ type mapItem struct{ node, edge int }
 type mapPicture struct {
 	g, view *composition.Graph
 	pl, vpl *composition.Placement
-	focus   string
-	hops    int
+	// asked is the focus the picture was made for; focus is what it
+	// shows ("" when that node is no longer in the map).
+	asked, focus string
+	hops         int
 	items   []mapItem
 	// nodeItem is each view node's item; pos each view node's place; ends
 	// each view edge's consumer and provider as view node indexes; out
@@ -388,7 +390,7 @@ func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev
 			prevVpl = prev.vpl
 		}
 	}
-	pic := &mapPicture{g: g, focus: focus, hops: hops}
+	pic := &mapPicture{g: g, asked: focus, focus: focus, hops: hops}
 	if same && !w.view {
 		pic.pl = prevPl
 	} else {
@@ -635,7 +637,10 @@ func (pic *mapPicture) find(k mapKey) int {
 // install shows a new picture, the cursor on what it was on.
 func (p *mapPane) install(pic *mapPicture) {
 	p.pic = pic
-	p.focus = pic.focus
+	if pic.asked == p.focus && pic.focus == "" {
+		p.focus = "" // the focused node left the map
+	}
+	// (a picture made for another focus is followed by one for this)
 	gone := false
 	for i := range pic.g.Nodes {
 		if pic.g.Nodes[i].Gone {
