@@ -65,11 +65,12 @@ type mapPane struct {
 	// edge is the open edge's detail (nil when none).
 	edge *edgeDetail
 
-	// gathering is set while a Gather runs; ticking while a tick is due.
 	// dropped counts events and calls that arrived faster than the model
 	// could take them (see maxMapEvents).
 	dropped int
 
+	// gathering is set while a Gather runs; ticking while a tick is due;
+	// gatherErr is the first thing the last Gather could not ask.
 	gathering, ticking bool
 	gatherErr          string
 	lastGather         time.Time
@@ -124,7 +125,7 @@ type mapPicture struct {
 	// shows ("" when that node is no longer in the map).
 	asked, focus string
 	hops         int
-	items   []mapItem
+	items        []mapItem
 	// nodeItem is each view node's item; pos each view node's place; ends
 	// each view edge's consumer and provider as view node indexes; out
 	// each view node's edges (indexes), in order.
@@ -145,16 +146,12 @@ type mapPicture struct {
 	// a node label's width.
 	cols, slots, colW int
 	gaps, degraded    int
-	built             time.Duration
 }
 
 // Messages of the map's commands.
 type (
 	// mapBuiltMsg hands the model back with the picture made from it.
-	mapBuiltMsg struct {
-		pic *mapPicture
-		err string
-	}
+	mapBuiltMsg struct{ pic *mapPicture }
 	// mapGatheredMsg is what composition.Gather found.
 	mapGatheredMsg struct{ g composition.Gathered }
 	// mapHistoryMsg is the user's own recent calls, from history.
@@ -222,7 +219,7 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	case callDoneMsg:
 		if p.active && msg.ans != nil {
-			if c, ok := callOf(msg.ans); ok {
+			if c, ok := callOf(msg.ans, p.pc.now()); ok {
 				p.addCalls(c)
 				return p, p.kick()
 			}
@@ -251,12 +248,7 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	case mapBuiltMsg:
 		p.lent = false
-		if msg.err != "" {
-			p.pc.setErr("map: " + msg.err)
-		}
-		if msg.pic != nil {
-			p.install(msg.pic)
-		}
+		p.install(msg.pic)
 		return p, p.kick()
 	case mapCallsMsg:
 		if d := p.edge; d != nil && d.seq == msg.seq {
@@ -303,12 +295,13 @@ func (p *mapPane) addCalls(cs ...composition.Call) {
 	}
 }
 
-// callOf is the user's own call as an observed call (from the "you" node).
-func callOf(a *answer) (composition.Call, bool) {
+// callOf is the user's own call, answered at now, as an observed call
+// (from the "you" node).
+func callOf(a *answer, now time.Time) (composition.Call, bool) {
 	if a.title != "" || a.target == nil || a.req.Method == "" || a.target.Name == "" {
 		return composition.Call{}, false // a replay, an inspected event or frame
 	}
-	c := composition.Call{At: time.Now(), From: composition.YouID, To: a.target.Address, Method: a.req.Method,
+	c := composition.Call{At: now, From: composition.YouID, To: a.target.Address, Method: a.req.Method,
 		Latency: a.elapsed, Failed: a.outcome != "ok", Alt: []string{a.target.Name}}
 	if c.To == "" {
 		c.To, c.Alt = a.target.Name, nil
@@ -353,7 +346,6 @@ func (p *mapPane) kick() tea.Cmd {
 
 // buildMap applies w to the model (lent to it) and lays out what shows.
 func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev *mapPicture, focus string, hops int) *mapPicture {
-	start := time.Now()
 	// same: only health changed, so the last layout still holds (a
 	// node's place does not depend on its health).
 	same := prev != nil && prev.g == m.Graph()
@@ -391,7 +383,7 @@ func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev
 		}
 	}
 	pic := &mapPicture{g: g, asked: focus, focus: focus, hops: hops}
-	if same && !w.view {
+	if same {
 		pic.pl = prevPl
 	} else {
 		pic.pl = composition.Layout(g, prevPl)
@@ -414,7 +406,6 @@ func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev
 		}
 	}
 	pic.index()
-	pic.built = time.Since(start)
 	return pic
 }
 
@@ -731,6 +722,10 @@ func (p *mapPane) gather() tea.Cmd {
 	return p.pc.safe(g)
 }
 
+// tickEvery is how often the traffic window moves while the map has the
+// keyboard: one of its buckets (a minute in twelve).
+const tickEvery = 5 * time.Second
+
 // tickLater moves the traffic window (and asks the ecosystem again) a
 // while from now, while the map has the keyboard.
 func (p *mapPane) tickLater() tea.Cmd {
@@ -738,7 +733,7 @@ func (p *mapPane) tickLater() tea.Cmd {
 		return nil
 	}
 	p.ticking = true
-	return tea.Tick(2*time.Second, func(time.Time) tea.Msg { return mapTickMsg{} })
+	return tea.Tick(tickEvery, func(time.Time) tea.Msg { return mapTickMsg{} })
 }
 
 // onKey moves the cursor, focuses nodes, opens nodes and edges.
