@@ -129,7 +129,8 @@ func BenchmarkMap2k(b *testing.B) {
 			if i++; i%2 == 1 {
 				ts = all[:n-1]
 			}
-			p.install(buildMap(p.model, mapWork{targets: true, moved: true}, ts, p.pic, "", 1))
+			pic, _ := buildMap(p.model, mapWork{targets: true, moved: true}, ts, p.pic, "", 1)
+			p.install(pic)
 		}
 	})
 	b.Run("health-change-build", func(b *testing.B) {
@@ -147,7 +148,8 @@ func BenchmarkMap2k(b *testing.B) {
 			for _, t := range m.pc.targets {
 				targets = append(targets, t.Target)
 			}
-			p.install(buildMap(p.model, mapWork{targets: true}, targets, p.pic, "", 1))
+			pic, _ := buildMap(p.model, mapWork{targets: true}, targets, p.pic, "", 1)
+			p.install(pic)
 		}
 	})
 }

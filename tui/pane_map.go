@@ -52,8 +52,12 @@ type mapPane struct {
 	// again in the next picture.
 	sel  int
 	want mapKey
-	// off is the first tree row shown; ox, oy the drawing's scroll.
+	// off is the first tree row shown; ox, oy the drawing's scroll, which
+	// brings the cursor's node into sight when shownSel (the item it did
+	// last) is not the cursor's, or before the first drawing (scrolled).
 	off, ox, oy int
+	shownSel    mapKey
+	scrolled    bool
 	// focus is the node whose neighbourhood shows ("" for the whole
 	// map), hops how far it reaches.
 	focus string
@@ -150,8 +154,13 @@ type mapPicture struct {
 
 // Messages of the map's commands.
 type (
-	// mapBuiltMsg hands the model back with the picture made from it.
-	mapBuiltMsg struct{ pic *mapPicture }
+	// mapBuiltMsg hands the model back with the picture made from it;
+	// refresh says an event asked for the ecosystem to be asked again (a
+	// registration, a topology change).
+	mapBuiltMsg struct {
+		pic     *mapPicture
+		refresh bool
+	}
 	// mapGatheredMsg is what composition.Gather found.
 	mapGatheredMsg struct{ g composition.Gathered }
 	// mapHistoryMsg is the user's own recent calls, from history.
@@ -249,6 +258,9 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case mapBuiltMsg:
 		p.lent = false
 		p.install(msg.pic)
+		if msg.refresh {
+			return p, tea.Batch(p.gather(), p.kick())
+		}
 		return p, p.kick()
 	case mapCallsMsg:
 		if d := p.edge; d != nil && d.seq == msg.seq {
@@ -340,12 +352,14 @@ func (p *mapPane) kick() tea.Cmd {
 		p.model = model
 	}
 	return p.pc.safe(func() tea.Msg {
-		return mapBuiltMsg{pic: buildMap(model, w, targets, prev, focus, hops)}
+		pic, refresh := buildMap(model, w, targets, prev, focus, hops)
+		return mapBuiltMsg{pic: pic, refresh: refresh}
 	})
 }
 
-// buildMap applies w to the model (lent to it) and lays out what shows.
-func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev *mapPicture, focus string, hops int) *mapPicture {
+// buildMap applies w to the model (lent to it) and lays out what shows;
+// refresh says an event wants the ecosystem asked again.
+func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev *mapPicture, focus string, hops int) (pic *mapPicture, refresh bool) {
 	// same: only health changed, so the last layout still holds (a
 	// node's place does not depend on its health).
 	same := prev != nil && prev.g == m.Graph()
@@ -362,9 +376,11 @@ func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev
 		same = false
 	}
 	for _, ev := range w.events {
-		if c := m.Apply(ev); c.Graph && !isHealth(ev) {
+		c := m.Apply(ev)
+		if c.Graph && !isHealth(ev) {
 			same = false
 		}
+		refresh = refresh || c.Refresh
 	}
 	if w.moved {
 		m.Moved()
@@ -382,7 +398,7 @@ func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev
 			prevVpl = prev.vpl
 		}
 	}
-	pic := &mapPicture{g: g, asked: focus, focus: focus, hops: hops}
+	pic = &mapPicture{g: g, asked: focus, focus: focus, hops: hops}
 	if same {
 		pic.pl = prevPl
 	} else {
@@ -406,7 +422,7 @@ func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev
 		}
 	}
 	pic.index()
-	return pic
+	return pic, refresh
 }
 
 // isHealth reports whether an event can only change a node's health

@@ -355,18 +355,24 @@ func (p *mapPane) drawing(w, h int) []string {
 		return nil
 	}
 	it := pic.items[min(max(p.sel, 0), len(pic.items)-1)]
-	x, y := pic.cell(it.node)
-	if x < p.ox {
-		p.ox = x
-	}
-	if x+pic.colW > p.ox+w {
-		p.ox = x + pic.colW - w
-	}
-	if y < p.oy {
-		p.oy = y
-	}
-	if y >= p.oy+h {
-		p.oy = y - h + 1
+	if k := pic.keyOf(p.sel); k != p.shownSel || !p.scrolled {
+		// The cursor moved: its node comes into sight; otherwise the
+		// user's own scrolling (<, >) stays, refresh after refresh (the
+		// layout is stable).
+		p.shownSel, p.scrolled = k, true
+		x, y := pic.cell(it.node)
+		if x < p.ox {
+			p.ox = x
+		}
+		if x+pic.colW > p.ox+w {
+			p.ox = x + pic.colW - w
+		}
+		if y < p.oy {
+			p.oy = y
+		}
+		if y >= p.oy+h {
+			p.oy = y - h + 1
+		}
 	}
 	p.ox = max(min(p.ox, mapMargin+pic.cols*(pic.colW+mapGap)-w), 0)
 	p.oy = max(min(p.oy, pic.slots*2-h), 0)
