@@ -340,3 +340,30 @@ func TestMapFocusWhileBuilding(t *testing.T) {
 		t.Fatalf("after the older picture: focus %q, showing %v", p.focus, s)
 	}
 }
+
+// TestMapSizes: the map fits every screen exactly, focused (the whole
+// body) and in the side slot, the edge open or not, from the smallest the
+// TUI draws to 200×50.
+func TestMapSizes(t *testing.T) {
+	m := mapModel(t, mapHistory(), 80, 24)
+	for _, open := range []bool{false, true} {
+		if open {
+			goTo(t, m, mapKey{node: "you", from: "you", to: id("nestgate"), capy: "storage.put", edge: true})
+			keyMsgs(t, m, "enter")
+		}
+		for _, sz := range [][2]int{{20, 8}, {40, 10}, {80, 24}, {109, 29}, {110, 30}, {120, 35}, {160, 48}, {200, 50}} {
+			for _, focus := range []string{"m", "1"} {
+				keyMsgs(t, m, focus)
+				m.update(winSize(sz[0], sz[1]))
+				checkScreen(t, m.render(), sz[0], sz[1])
+			}
+			keyMsgs(t, m, "m")
+		}
+	}
+	// In the side slot (wide screens, another pane focused) it is the tree.
+	m.update(winSize(200, 50))
+	keyMsgs(t, m, "esc", "1")
+	if scr := ansi.Strip(m.render()); !strings.Contains(scr, "storage.put → ● nestgate") {
+		t.Fatalf("the side slot does not show the map's tree:\n%s", scr)
+	}
+}
