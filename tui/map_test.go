@@ -367,3 +367,30 @@ func TestMapSizes(t *testing.T) {
 		t.Fatalf("the side slot does not show the map's tree:\n%s", scr)
 	}
 }
+
+// TestMapFind: / looks for a node by name as it is typed (fuzzy, as the
+// targets filter), n and N go to the next and previous match.
+func TestMapFind(t *testing.T) {
+	m := mapModel(t, nil, 80, 24)
+	p := m.mapp()
+	keyMsgs(t, m, "/", "toad")
+	if n := p.selNode(); n == nil || n.Name != "toadstool" || !p.Typing() {
+		t.Fatalf("/toad: cursor on %+v", n)
+	}
+	keyMsgs(t, m, "enter")
+	if p.Typing() || !strings.Contains(ansi.Strip(m.render()), "/ toad") {
+		t.Fatalf("enter leaves the field, its text shown:\n%s", ansi.Strip(m.render()))
+	}
+	keyMsgs(t, m, "/", "o", "enter") // beardog, songbird, toadstool, …
+	first := p.selNode().Name
+	keyMsgs(t, m, "n")
+	second := p.selNode().Name
+	keyMsgs(t, m, "N")
+	if first == second || p.selNode().Name != first {
+		t.Fatalf("n went from %s to %s, N back to %s", first, second, p.selNode().Name)
+	}
+	keyMsgs(t, m, "/", "zzz")
+	if !strings.Contains(m.pc.status, "no node matches zzz") {
+		t.Fatalf("status %q", m.pc.status)
+	}
+}

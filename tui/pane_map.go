@@ -68,6 +68,8 @@ type mapPane struct {
 
 	// edge is the open edge's detail (nil when none).
 	edge *edgeDetail
+	// find is the name the cursor looks for (/, then n and N).
+	find field
 
 	// dropped counts events and calls that arrived faster than the model
 	// could take them (see maxMapEvents).
@@ -139,6 +141,7 @@ type mapPicture struct {
 	out      [][]int
 	in       []int // how many edges reach each view node
 	byID     map[string]int
+	lower    []string // each view node's name in lower case, for /
 	// cycleAt is the first cycle (in view.Cycles) through each node on one.
 	cycleAt map[string]int
 	// rows are the tree's rows: the items, under a header for each group
@@ -191,6 +194,9 @@ func newMapPane(id paneID, pc *programContext) *mapPane {
 	return &mapPane{paneBase: paneBase{id: id, pc: pc}, hops: 1}
 }
 
+// Typing reports whether the search field has the keyboard.
+func (p *mapPane) Typing() bool { return p.find.active }
+
 // KeyMap is the status bar's keys.
 func (p *mapPane) KeyMap() help.KeyMap {
 	k := p.keys()
@@ -199,7 +205,7 @@ func (p *mapPane) KeyMap() help.KeyMap {
 	}
 	back := k.Back
 	back.SetHelp(back.Help().Key, "whole map")
-	return hints{k.Help, k.Select, k.FocusNode, k.MoreHops, k.FewerHops, back, k.Quit}
+	return hints{k.Help, k.Select, k.FocusNode, k.MoreHops, k.FewerHops, back, k.Filter, k.Quit}
 }
 
 // Update follows the targets, events and calls, and handles the keys.
@@ -270,8 +276,13 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			}
 			d.calls = msg.entries
 		}
-	case tea.KeyPressMsg:
-		return p, p.onKey(msg)
+	case tea.KeyPressMsg, tea.PasteMsg:
+		if p.find.active {
+			return p, p.typeFind(msg)
+		}
+		if kp, ok := msg.(tea.KeyPressMsg); ok {
+			return p, p.onKey(kp)
+		}
 	case clickMsg:
 		return p, p.onClick(msg)
 	case wheelMsg:
@@ -530,6 +541,10 @@ func (pic *mapPicture) index() {
 		pic.colW = max(pic.colW, min(len(nodeLabel(n))+9, 30))
 	}
 	pic.byID = at
+	pic.lower = make([]string, len(v.Nodes))
+	for i := range v.Nodes {
+		pic.lower[i] = strings.ToLower(nodeLabel(&v.Nodes[i]))
+	}
 	pic.ends = make([][2]int, len(v.Edges))
 	pic.out = make([][]int, len(v.Nodes))
 	pic.in = make([]int, len(v.Nodes))
@@ -793,6 +808,13 @@ func (p *mapPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		if p.focus != "" {
 			return p.setFocus("", p.hops)
 		}
+	case key.Matches(kp, k.Filter):
+		p.find.active = true
+		p.find.Set("")
+	case key.Matches(kp, k.NextMatch):
+		return p.findNext(1)
+	case key.Matches(kp, k.PrevMatch):
+		return p.findNext(-1)
 	case key.Matches(kp, k.Left):
 		p.ox = max(p.ox-20, 0)
 	case key.Matches(kp, k.Right):
@@ -801,6 +823,44 @@ func (p *mapPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		p.pend.targets = true
 		return tea.Batch(p.gather(), p.kick())
 	}
+	return nil
+}
+
+// typeFind edits the name looked for; the cursor goes to the first node
+// that matches as it is typed.
+func (p *mapPane) typeFind(msg tea.Msg) tea.Cmd {
+	if p.find.Update(msg, p.keys(), false) == editChanged {
+		return p.findFrom(0, 1)
+	}
+	return nil
+}
+
+// findNext moves the cursor to the next (d = 1) or previous (-1) node
+// whose name matches what was looked for.
+func (p *mapPane) findNext(d int) tea.Cmd {
+	if p.pic == nil || p.find.Empty() {
+		return nil
+	}
+	return p.findFrom(p.sel+d, d)
+}
+
+// findFrom moves the cursor to the first matching node from item i on,
+// going d, around the end; it says so when none matches.
+func (p *mapPane) findFrom(i, d int) tea.Cmd {
+	pic := p.pic
+	pat := strings.ToLower(strings.TrimSpace(p.find.String()))
+	if pic == nil || pat == "" || len(pic.items) == 0 {
+		return nil
+	}
+	n := len(pic.items)
+	for k := 0; k < n; k++ {
+		j := ((i+k*d)%n + n) % n
+		it := pic.items[j]
+		if it.edge < 0 && fuzzyLower(pic.lower[it.node], pat) {
+			return p.move(j - p.sel)
+		}
+	}
+	p.pc.setInfo("no node matches " + render.Sanitize(pat))
 	return nil
 }
 

@@ -52,7 +52,11 @@ func (p *mapPane) View() string {
 	if len(p.pic.view.Nodes) == 0 {
 		return p.box(title, right, []string{st.Dim.Render(" No targets to map yet.")})
 	}
-	body := []string{p.summary(w)}
+	first := p.summary(w)
+	if p.find.active || !p.find.Empty() {
+		first = p.find.view(p.pc.st, "/ ", w)
+	}
+	body := []string{first}
 	detail := p.detail(w)
 	avail := h - 1 - len(detail)
 	if p.drawingFits() {
