@@ -523,6 +523,10 @@ func sameShape(a, b *discovery.Target) bool {
 	return (ra == nil) == (rb == nil) && (ra == nil || ra.Message == rb.Message)
 }
 
+// maxColW bounds a layer's width in the drawing: four layers fit in 120
+// columns (longer names are cut, the detail lines say them whole).
+const maxColW = 22
+
 // index works out what drawing the picture needs: the items in the
 // drawing's reading order (layer by layer, slot by slot; each node, then
 // what it consumes), positions and edge ends.
@@ -538,7 +542,7 @@ func (pic *mapPicture) index() {
 		pic.cols = max(pic.cols, pic.pos[i].Row+1)
 		pic.slots = max(pic.slots, pic.pos[i].Slot+1)
 		// the glyph, the name, and room for a word ("GAP", "stale")
-		pic.colW = max(pic.colW, min(len(nodeLabel(n))+9, 30))
+		pic.colW = max(pic.colW, min(len(nodeLabel(n))+9, maxColW))
 	}
 	pic.byID = at
 	pic.lower = make([]string, len(v.Nodes))

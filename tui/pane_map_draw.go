@@ -151,11 +151,16 @@ func (p *mapPane) nodeMark(n *composition.Node) (string, ink, string) {
 	return "○", inkDim, ""
 }
 
-// nodeLabel is a node's name as the map shows it (without its glyph).
+// nodeLabel is a node's name as the map shows it (without its glyph):
+// with its family ("beardog@westgate-tower-155f", as the targets pane
+// names family-scoped sockets) and the federation node it runs on.
 func nodeLabel(n *composition.Node) string {
 	name := n.Name
+	if n.Family != "" && !n.Missing {
+		name += "@" + n.Family
+	}
 	if n.Node != "" {
-		name += "@" + n.Node
+		name += " on " + n.Node
 	}
 	return name
 }
@@ -266,9 +271,6 @@ func (p *mapPane) treeRow(i, w int) string {
 			label = st.Accent.Render(label)
 		}
 		more := ""
-		if n.Family != "" {
-			more += " @" + render.Sanitize(n.Family)
-		}
 		if word != "" {
 			more += " " + inkStyle(st, k).Render(word)
 		}
