@@ -402,6 +402,20 @@ func buildMap(m *composition.Model, w mapWork, targets []*discovery.Target, prev
 		same = false
 	}
 	g := m.Graph()
+	if same && !w.view && prev.asked == focus && prev.hops == hops {
+		// Only health changed (or nothing): the places, the items and the
+		// rows stay; only the states are new.
+		if g == prev.g {
+			return prev, refresh
+		}
+		again := *prev
+		again.g, again.view = g, g
+		if prev.view != prev.g {
+			again.view = composition.Neighborhood(g, prev.focus, hops)
+		}
+		again.count()
+		return &again, refresh
+	}
 	var prevPl, prevVpl *composition.Placement
 	if prev != nil {
 		prevPl = prev.pl
@@ -558,13 +572,8 @@ func (pic *mapPicture) index() {
 		pic.ends[i] = [2]int{a, b}
 		pic.out[a] = append(pic.out[a], i)
 		pic.in[b]++
-		switch e.State {
-		case composition.StateGap:
-			pic.gaps++
-		case composition.StateDegraded:
-			pic.degraded++
-		}
 	}
+	pic.count()
 	pic.cycleAt = map[string]int{}
 	for ci, c := range v.Cycles {
 		for _, id := range c {
@@ -630,6 +639,19 @@ func groupWords(n *composition.Node) string {
 		return "node " + n.Node + " · " + fam
 	}
 	return fam
+}
+
+// count counts the gaps and degraded edges that show.
+func (pic *mapPicture) count() {
+	pic.gaps, pic.degraded = 0, 0
+	for i := range pic.view.Edges {
+		switch pic.view.Edges[i].State {
+		case composition.StateGap:
+			pic.gaps++
+		case composition.StateDegraded:
+			pic.degraded++
+		}
+	}
 }
 
 // keyOf names item i of the picture.
