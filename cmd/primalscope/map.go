@@ -48,7 +48,8 @@ TARGET limits the map to the nodes within --hops of it, both ways (what it
 needs and what needs it). --json prints the contract documented in the
 README; --dot and --mermaid print a graph Graphviz and Mermaid render as is.
 --fail-on gap|degraded (repeatable, or comma-separated) exits 1 when the map
-has such an edge, naming each on stderr: a gate for CI.`,
+(with TARGET, its part of it) has such an edge, naming each on stderr: a gate
+for CI.`,
 		Example: `  primalscope map
   primalscope map squirrel --hops 1
   primalscope map --json --jq '.edges[] | select(.state != "ok")'
@@ -136,6 +137,7 @@ func (a *app) mapRun(ctx context.Context, args []string, df discoverFlags, o map
 	}
 	in := composition.Inputs{Targets: snap.Targets, Now: time.Now()}
 	var gatherErrs []error
+	gatherCut := false
 	if !cut {
 		dl, err := a.dialer()
 		if err != nil {
@@ -145,6 +147,7 @@ func (a *app) mapRun(ctx context.Context, args []string, df discoverFlags, o map
 		gctx, cancel := reserveCtx(ctx)
 		g := composition.Gather(gctx, dl, snap.Targets, composition.GatherOptions{
 			Timeout: max(po.StaleTimeout, time.Second), Security: po.Security, Federation: o.federation, Probe: po})
+		gatherCut = errors.Is(gctx.Err(), context.DeadlineExceeded)
 		cancel()
 		in.Registered, in.Orchestrated, in.Links, in.Graphs = g.Registered, g.Orchestrated, g.Links, g.Graphs
 		in.Routes, in.TrafficReported, in.Remote = g.Routes, g.TrafficReported, g.Remote
@@ -183,6 +186,12 @@ func (a *app) mapRun(ctx context.Context, args []string, df discoverFlags, o map
 	}
 	if cut {
 		return a.cutShort(snap)
+	}
+	if gatherCut {
+		// What the sources did not say in time is missing from the map:
+		// no gate passes on it.
+		fmt.Fprintf(a.io.err, "primalscope: --timeout (%s) ran out while asking the registries, the Neural API or other nodes: the map may lack their edges; a longer --timeout waits for them\n", a.timeout)
+		return &quietError{code: exitTimeout, err: fmt.Errorf("gathering ran out of --timeout (%s)", a.timeout)}
 	}
 	return a.mapGate(g, o.gates)
 }

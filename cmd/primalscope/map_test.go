@@ -254,3 +254,33 @@ func TestMapDemoGapCycleDegraded(t *testing.T) {
 		t.Fatalf("--fail-on degraded: exit %d:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestMapGatherCutByTimeout: a Neural API that answers its health but
+// never its lifecycle.status holds gathering past --timeout: the map is
+// printed, stderr says what may be missing, and the exit is 4, whatever
+// the gate would say.
+func TestMapGatherCutByTimeout(t *testing.T) {
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	hang := func(ctx context.Context, _ json.RawMessage) (any, error) { <-ctx.Done(); return nil, ctx.Err() }
+	neural := ipctest.Config{Concurrent: true, Methods: map[string]ipctest.HandlerFunc{
+		"health.liveness":  func(context.Context, json.RawMessage) (any, error) { return map[string]any{"alive": true}, nil },
+		"lifecycle.status": hang, "topology.primals": hang,
+	}}
+	app := &ipctest.Primal{Name: "app", Version: "1", Format: ipctest.FormatStandard, Level3: true,
+		Groups: []ipctest.Group{{Type: "app", Methods: []string{"run"}}}, Consumed: []string{"ledger.append"}}
+	for name, cfg := range map[string]ipctest.Config{"neural-api.sock": neural, "app.sock": app.Config()} {
+		s, err := ipctest.Listen(filepath.Join(dir, name), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+	}
+	r := runCLI(t, nil, "", "map", "--socket-dir", dir, "--no-proc", "--stale", "200ms", "--timeout", "1s", "--fail-on", "gap")
+	if r.code != 4 || !strings.Contains(r.stderr, "ran out while asking") || !strings.Contains(r.stdout, "✗ gap") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}
