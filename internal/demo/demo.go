@@ -325,6 +325,7 @@ func (e *Ecosystem) WriteOverview(w io.Writer) {
 	fmt.Fprintf(w, "\nTry:\n  primalscope call --socket-dir %s beardog health.liveness\n", e.Dir)
 	fmt.Fprintf(w, "  primalscope caps --socket-dir %s rhizocrypt\n", e.Dir)
 	fmt.Fprintf(w, "  FAMILY_SEED=\"$(cat %s)\" primalscope call --socket-dir %s beardog-%s health.liveness\n", e.SeedFile, e.Dir, e.Family)
+	fmt.Fprintf(w, "  FAMILY_SEED=\"$(cat %s)\" primalscope call --socket-dir %s neural-api-%s lifecycle.get '{\"name\":\"toadstool\"}'\n", e.SeedFile, e.Dir, e.Family)
 }
 
 // goLoop runs f on a goroutine the ecosystem owns until Close.

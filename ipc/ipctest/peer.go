@@ -32,6 +32,17 @@ type (
 	BusPool      = peer.BusPool
 	BusLimits    = peer.BusLimits
 	StdioBus     = peer.StdioBus
+
+	Registry           = peer.Registry
+	Registration       = peer.Registration
+	RegistryPeer       = peer.RegistryPeer
+	Stall              = peer.Stall
+	Graph              = peer.Graph
+	GraphNode          = peer.GraphNode
+	GraphRun           = peer.GraphRun
+	Composition        = peer.Composition
+	CompositionOptions = peer.CompositionOptions
+	FederationNode     = peer.FederationNode
 )
 
 // Constants of internal/peer under the names tests use.
@@ -84,6 +95,14 @@ func RiboCipher(policy PrefixPolicy, name string, next func(net.Conn, *bufio.Rea
 
 // NewNeural returns a simulated Neural API managing entries.
 func NewNeural(entries ...NeuralEntry) *Neural { return peer.NewNeural(entries...) }
+
+// NewRegistry returns an empty Songbird-like registry state (peer.Registry).
+func NewRegistry() *Registry { return peer.NewRegistry() }
+
+// StartComposition starts peer's two-node test composition.
+func StartComposition(opts CompositionOptions) (*Composition, error) {
+	return peer.StartComposition(opts)
+}
 
 // ListenHolon starts a peer.HolonServer on addr.
 func ListenHolon(addr string, cfg HolonConfig) (*HolonServer, error) {
