@@ -18,6 +18,7 @@ import (
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 // mapTargets is a composition worth mapping: beardog needs storage from
@@ -392,5 +393,20 @@ func TestMapFind(t *testing.T) {
 	keyMsgs(t, m, "/", "zzz")
 	if !strings.Contains(m.pc.status, "no node matches zzz") {
 		t.Fatalf("status %q", m.pc.status)
+	}
+}
+
+// TestMapOpenEdgeLive: an open edge follows its traffic: a call the user
+// makes on it counts at once.
+func TestMapOpenEdgeLive(t *testing.T) {
+	m := mapModel(t, mapHistory(), 120, 35)
+	p := m.mapp()
+	goTo(t, m, mapKey{node: "you", from: "you", to: id("nestgate"), capy: "storage.put", edge: true})
+	keyMsgs(t, m, "enter")
+	before := p.edge.e.Traffic.Calls
+	a := &answer{target: sampleByName(t, "nestgate"), req: ipc.Request{Method: "storage.put"}, outcome: "error", elapsed: time.Millisecond}
+	run(t, m, m.update(callDoneMsg{ans: a}))
+	if tr := p.edge.e.Traffic; tr.Calls != before+1 || tr.Errors == 0 {
+		t.Fatalf("the open edge did not count the call: %d calls before, now %+v", before, tr)
 	}
 }

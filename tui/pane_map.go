@@ -685,6 +685,16 @@ func (pic *mapPicture) find(k mapKey) int {
 // install shows a new picture, the cursor on what it was on.
 func (p *mapPane) install(pic *mapPicture) {
 	p.pic = pic
+	if d := p.edge; d != nil { // an open edge follows its traffic and state
+		for _, e := range pic.g.Out(d.e.From) {
+			if e.To == d.e.To && e.Capability == d.e.Capability {
+				d.e = *e
+			}
+		}
+		if n, ok := pic.g.Node(d.to.ID); ok {
+			d.to = *n
+		}
+	}
 	if pic.asked == p.focus && pic.focus == "" {
 		p.focus = "" // the focused node left the map
 	}
