@@ -410,3 +410,41 @@ func TestMapOpenEdgeLive(t *testing.T) {
 		t.Fatalf("the open edge did not count the call: %d calls before, now %+v", before, tr)
 	}
 }
+
+// TestMapHostileText: names, capabilities, families and reasons peers
+// give reach the map's screen escaped, in the tree, the drawing, the
+// detail lines and an open edge; wide runes do not break the drawing.
+func TestMapHostileText(t *testing.T) {
+	m := mapModel(t, nil, 80, 24)
+	evil := discovered("unix:///run/biomeos/evil.sock", "evil"+hostileEvil+"界", "unix:///run/biomeos/evil.sock", discovery.StateLive)
+	evil.Family = "fam" + hostileEvil
+	steal, _ := json.Marshal("steal" + hostileEvil)
+	c, err := capability.Parse([]byte(fmt.Sprintf(`{"primal":"evil","methods":["x.y"],"consumed_capabilities":[%s,"storage.put"]}`, steal)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	evil.Probe.Capabilities = c
+	run(t, m, m.update(feedMsg{items: added(evil)}))
+	keyMsgs(t, m, "/", "evil", "enter")
+	check := func(where string) {
+		t.Helper()
+		for _, sz := range [][2]int{{80, 24}, {120, 35}} {
+			m.update(winSize(sz[0], sz[1]))
+			out := m.render()
+			checkScreen(t, out, sz[0], sz[1])
+			for _, bad := range []string{"\x1b[2J", "\x1b[H", "\x1b]52", "\x1b]0;", "\x9b", "\x07"} {
+				if strings.Contains(out, bad) {
+					t.Fatalf("%s at %dx%d: raw %q reached the screen", where, sz[0], sz[1], bad)
+				}
+			}
+		}
+	}
+	if scr := ansi.Strip(m.render()); !strings.Contains(scr, "evil") || !strings.Contains(scr, "steal") {
+		t.Fatalf("the hostile node and its gap are not on the map:\n%s", scr)
+	}
+	check("the node")
+	keyMsgs(t, m, "j")
+	check("its edge")
+	keyMsgs(t, m, "enter")
+	check("the open edge")
+}
