@@ -448,3 +448,56 @@ func TestMapHostileText(t *testing.T) {
 	keyMsgs(t, m, "enter")
 	check("the open edge")
 }
+
+// TestMapDrawingStable: in the drawing, a node keeps its column when a
+// layer before it empties (a → b → c, and c also provides what a needs of
+// b; b leaves): columns are the layout's layers, kept from refresh to
+// refresh, not the rank among the layers that have nodes left.
+func TestMapDrawingStable(t *testing.T) {
+	mk := func(name, provides, consumes string) *discovery.Target { // provides: "m1","m2"
+		addr := "unix:///run/biomeos/" + name + ".sock"
+		d := discovered(addr, name, addr, discovery.StateLive)
+		cons := ""
+		if consumes != "" {
+			cons = `,"consumed_capabilities":["` + consumes + `"]`
+		}
+		c, err := capability.Parse([]byte(`{"primal":"` + name + `","methods":[` + provides + `]` + cons + `}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Probe.Capabilities = c
+		return d
+	}
+	a, b, c, d := mk("a", `"a.x"`, "b.x"), mk("b", `"b.x"`, "c.y"), mk("c", `"c.y","b.x"`, ""), mk("d", `"d.x"`, "c.y")
+	cfg := goldenConfig("dark")
+	m, _ := testModel(t, cfg)
+	m.update(winSize(120, 35))
+	run(t, m, m.update(feedMsg{items: added(a, b, c, d)}))
+	keyMsgs(t, m, "m")
+	p := m.mapp()
+	cellOf := func(name string) (int, int) {
+		t.Helper()
+		for i, n := range p.pic.view.Nodes {
+			if n.Name == name {
+				return p.pic.cell(i)
+			}
+		}
+		t.Fatalf("no node %s", name)
+		return 0, 0
+	}
+	cx, cy := cellOf("c")
+	dx, _ := cellOf("d")
+	run(t, m, m.update(feedMsg{items: []any{removed(b)}}))
+	keyMsgs(t, m, "j") // the user moves: b, gone, is dropped
+	for _, n := range p.pic.view.Nodes {
+		if n.Name == "b" {
+			t.Fatal("b is still drawn after a move")
+		}
+	}
+	if x, y := cellOf("c"); x != cx || y > cy+2 {
+		t.Fatalf("c moved from (%d,%d) to (%d,%d)", cx, cy, x, y)
+	}
+	if x, _ := cellOf("d"); x != dx {
+		t.Fatalf("d moved from column %d to %d", dx, x)
+	}
+}

@@ -142,6 +142,10 @@ type mapPicture struct {
 	in       []int // how many edges reach each view node
 	byID     map[string]int
 	lower    []string // each view node's name in lower case, for /
+	// col is each view node's column in the drawing; byCol the nodes of
+	// each column, by slot.
+	col   []int
+	byCol [][]int
 	// cycleAt is the first cycle (in view.Cycles) through each node on one.
 	cycleAt map[string]int
 	// rows are the tree's rows: the items, under a header for each group
@@ -549,16 +553,39 @@ func (pic *mapPicture) index() {
 	at := make(map[string]int, len(v.Nodes))
 	pic.pos = make([]composition.Pos, len(v.Nodes))
 	pic.colW = 12
+	minLayer := 0
 	for i := range v.Nodes {
 		n := &v.Nodes[i]
 		at[n.ID] = i
 		pic.pos[i] = pic.vpl.Pos[n.ID]
-		pic.cols = max(pic.cols, pic.pos[i].Row+1)
+		if i == 0 || pic.pos[i].Layer < minLayer {
+			minLayer = pic.pos[i].Layer
+		}
 		pic.slots = max(pic.slots, pic.pos[i].Slot+1)
 		// the glyph, the name, and room for a word ("GAP", "stale")
 		pic.colW = max(pic.colW, min(len(nodeLabel(n))+9, maxColW))
 	}
 	pic.byID = at
+	// A node's column is its layer (kept from refresh to refresh by the
+	// layout), not its row among the layers that have nodes: a layer that
+	// empties does not shift every layer after it.
+	pic.col = make([]int, len(v.Nodes))
+	for i := range v.Nodes {
+		pic.col[i] = pic.pos[i].Layer - minLayer
+		pic.cols = max(pic.cols, pic.col[i]+1)
+	}
+	pic.byCol = make([][]int, pic.cols)
+	for _, row := range pic.vpl.Rows {
+		var c []int
+		for _, id := range row {
+			if i, ok := at[id]; ok {
+				c = append(c, i)
+			}
+		}
+		if len(c) > 0 {
+			pic.byCol[pic.col[c[0]]] = c
+		}
+	}
 	pic.lower = make([]string, len(v.Nodes))
 	for i := range v.Nodes {
 		pic.lower[i] = strings.ToLower(nodeLabel(&v.Nodes[i]))
@@ -596,11 +623,10 @@ func (pic *mapPicture) index() {
 		if ga, gb := groups[order[x]], groups[order[y]]; ga != gb {
 			return ga < gb
 		}
-		a, b := pic.pos[order[x]], pic.pos[order[y]]
-		if a.Row != b.Row {
-			return a.Row < b.Row
+		if a, b := pic.col[order[x]], pic.col[order[y]]; a != b {
+			return a < b
 		}
-		return a.Slot < b.Slot
+		return pic.pos[order[x]].Slot < pic.pos[order[y]].Slot
 	})
 	pic.nodeItem = make([]int, len(v.Nodes))
 	pic.items = make([]mapItem, 0, len(v.Nodes)+len(v.Edges))

@@ -349,7 +349,7 @@ func rate(r float64) string {
 // geometry of a view node: the cell its label starts at.
 func (pic *mapPicture) cell(i int) (x, y int) {
 	pos := pic.pos[i]
-	return mapMargin + pos.Row*(pic.colW+mapGap), pos.Slot * 2
+	return mapMargin + pic.col[i]*(pic.colW+mapGap), pos.Slot * 2
 }
 
 // drawing draws the part of the layered map that shows in w×h cells,
@@ -395,21 +395,13 @@ func (p *mapPane) drawing(w, h int) []string {
 	pitch := pic.colW + mapGap
 	r0, r1 := max(p.ox-mapMargin, 0)/pitch, (p.ox+w)/pitch
 	s0, s1 := p.oy/2, (p.oy+h)/2
-	for r := r0; r <= r1 && r < len(pic.vpl.Rows); r++ {
-		row := pic.vpl.Rows[r]
-		for s := s0; s <= s1 && s < len(row); s++ {
-			if i, ok := pic.at(row[s]); ok {
-				p.drawNode(c, i, it)
-			}
+	for r := r0; r <= r1 && r < len(pic.byCol); r++ {
+		col := pic.byCol[r]
+		for s := s0; s <= s1 && s < len(col); s++ {
+			p.drawNode(c, col[s], it)
 		}
 	}
 	return c.lines(p.pc.st)
-}
-
-// at is the view index of node id.
-func (pic *mapPicture) at(id string) (int, bool) {
-	i, ok := pic.byID[id]
-	return i, ok
 }
 
 // nodeText is node i's label in the drawing (without its glyph): its
@@ -482,7 +474,7 @@ func (p *mapPane) drawEdge(c *canvas, i int, sel bool) {
 	if e.State == composition.StateDegraded {
 		arrow = '!'
 	}
-	ra, rb := pic.pos[a].Row, pic.pos[b].Row
+	ra, rb := pic.col[a], pic.col[b]
 	cx := xb - 2 - pic.pos[b].Slot%(mapGap-4) // edges into one provider share a channel
 	out := p.labelEnd(a)
 	if rb == ra+1 {
@@ -521,13 +513,10 @@ func (p *mapPane) itemAt(x, y int) int {
 	}
 	pitch := pic.colW + mapGap
 	r, s := mx/pitch, my/2
-	if mx%pitch >= pic.colW || r >= len(pic.vpl.Rows) || s >= len(pic.vpl.Rows[r]) {
+	if mx%pitch >= pic.colW || r >= len(pic.byCol) || s >= len(pic.byCol[r]) {
 		return -1
 	}
-	if i, ok := pic.at(pic.vpl.Rows[r][s]); ok {
-		return pic.nodeItem[i]
-	}
-	return -1
+	return pic.nodeItem[pic.byCol[r][s]]
 }
 
 // ---- the item under the cursor, in words ----
