@@ -15,6 +15,7 @@ import (
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/ecoPrimals/primalscope/composition"
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/history"
@@ -499,5 +500,33 @@ func TestMapDrawingStable(t *testing.T) {
 	}
 	if x, _ := cellOf("d"); x != dx {
 		t.Fatalf("d moved from column %d to %d", dx, x)
+	}
+}
+
+// TestMapSampledSparklines: traffic a source reports already summed (the
+// Neural API's routes) has no series of its own; the map samples it as it
+// is gathered again and draws those samples.
+func TestMapSampledSparklines(t *testing.T) {
+	clock := t0
+	cfg := goldenConfig("dark")
+	cfg.Now = func() time.Time { return clock }
+	m, _ := testModel(t, cfg)
+	m.update(winSize(120, 35))
+	run(t, m, m.update(feedMsg{items: mapTargets()}))
+	keyMsgs(t, m, "m")
+	p := m.mapp()
+	for _, r := range []float64{2, 4, 1} {
+		clock = clock.Add(sampleEvery)
+		g := composition.Gathered{TrafficReported: true, Routes: []composition.Route{{From: "beardog", To: "nestgate", Capability: "storage.put", CallsPerS: r, P95ms: 3}}}
+		run(t, m, m.update(mapGatheredMsg{g: g}))
+	}
+	sm := p.samples[edgeID{id("beardog"), id("nestgate"), "storage.put"}]
+	if sm == nil || len(sm.rate) != 3 || sm.rate[0] != 2 || sm.rate[2] != 1 {
+		t.Fatalf("samples %+v", sm)
+	}
+	goTo(t, m, mapKey{node: id("beardog"), from: id("beardog"), to: id("nestgate"), capy: "storage.put", edge: true})
+	keyMsgs(t, m, "enter")
+	if scr := ansi.Strip(m.render()); !strings.Contains(scr, "▅▅██▃▃  1/s") {
+		t.Fatalf("the edge does not draw its samples:\n%s", scr)
 	}
 }

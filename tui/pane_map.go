@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -70,6 +71,11 @@ type mapPane struct {
 	edge *edgeDetail
 	// find is the name the cursor looks for (/, then n and N).
 	find field
+	// samples keep, for edges whose traffic a source reports already
+	// summed (no series of its own), the figures of each picture, at most
+	// one every sampleEvery, for their sparklines.
+	samples   map[edgeID]*edgeSamples
+	sampledAt time.Time
 
 	// dropped counts events and calls that arrived faster than the model
 	// could take them (see maxMapEvents).
@@ -80,6 +86,78 @@ type mapPane struct {
 	gathering, ticking bool
 	gatherErr          string
 	lastGather         time.Time
+}
+
+// edgeID names an edge across pictures.
+type edgeID struct{ from, to, capy string }
+
+// edgeSamples are an edge's reported figures over time, oldest first.
+type edgeSamples struct {
+	rate, errs, p95 []float64
+	seen            bool // reported in the last sampling
+}
+
+// sampleEvery is how often reported figures are sampled; the sparkline
+// keeps composition.SeriesLen of them (a minute's worth).
+const sampleEvery = 5 * time.Second
+
+// sample keeps the reported figures of pic's edges (those with no series
+// of their own), at most one sample every sampleEvery; edges no longer
+// reported are let go.
+func (p *mapPane) sample(pic *mapPicture) {
+	now := p.pc.now()
+	if p.samples != nil && now.Sub(p.sampledAt) < sampleEvery {
+		return
+	}
+	if p.samples == nil {
+		p.samples = map[edgeID]*edgeSamples{}
+	}
+	p.sampledAt = now
+	for _, sm := range p.samples {
+		sm.seen = false
+	}
+	for i := range pic.g.Edges {
+		e := &pic.g.Edges[i]
+		t := e.Traffic
+		if t == nil || len(t.Series) > 0 {
+			continue
+		}
+		k := edgeID{e.From, e.To, e.Capability}
+		sm := p.samples[k]
+		if sm == nil {
+			sm = &edgeSamples{}
+			p.samples[k] = sm
+		}
+		sm.seen = true
+		push := func(s []float64, v float64) []float64 {
+			if len(s) == composition.SeriesLen {
+				s = append(s[:0], s[1:]...)
+			}
+			return append(s, v)
+		}
+		p95 := t.P95ms
+		if p95 < 0 {
+			p95 = math.NaN()
+		}
+		sm.rate, sm.errs, sm.p95 = push(sm.rate, t.CallsPerS), push(sm.errs, t.ErrorRate), push(sm.p95, p95)
+	}
+	for k, sm := range p.samples {
+		if !sm.seen {
+			delete(p.samples, k)
+		}
+	}
+}
+
+// series is an edge's traffic over the window for its sparklines: its own
+// series, else the samples of what its source reported (nil when none).
+func (p *mapPane) series(g *composition.Graph, e *composition.Edge) (rates, errs, p95 []float64) {
+	if rates, errs, p95 = e.Traffic.Rates(g.Window); rates != nil {
+		return rates, errs, p95
+	}
+	if sm := p.samples[edgeID{e.From, e.To, e.Capability}]; sm != nil && len(sm.rate) > 1 {
+		return sm.rate, sm.errs, sm.p95
+	}
+	return nil, nil, nil
 }
 
 // mapWork is what waits for the model: applied in order by the next
@@ -711,6 +789,7 @@ func (pic *mapPicture) find(k mapKey) int {
 // install shows a new picture, the cursor on what it was on.
 func (p *mapPane) install(pic *mapPicture) {
 	p.pic = pic
+	p.sample(pic)
 	if d := p.edge; d != nil { // an open edge follows its traffic and state
 		for _, e := range pic.g.Out(d.e.From) {
 			if e.To == d.e.To && e.Capability == d.e.Capability {
@@ -1025,7 +1104,7 @@ func notHere(n *composition.Node) string {
 func (p *mapPane) loadCalls(d *edgeDetail) tea.Cmd {
 	hs, ctx := p.pc.hist, p.pc.ctx
 	if hs == nil {
-		d.loaded, d.err = true, "history is off"
+		d.loaded, d.err = true, "off"
 		return nil
 	}
 	seq, name, capy := d.seq, d.to.Name, d.e.Capability

@@ -576,7 +576,7 @@ func (p *mapPane) sparks(g *composition.Graph, e *composition.Edge, n int) strin
 	if t == nil {
 		return st.Dim.Render(trafficWords(g, e))
 	}
-	rates, errs, p95 := t.Rates(g.Window)
+	rates, errs, p95 := p.series(g, e)
 	part := func(name string, vals []float64, now string, k ink) string {
 		s := st.Dim.Render(name+" ") + now
 		if sl := sparkline(vals, n); sl != "" {
@@ -654,7 +654,7 @@ func (p *mapPane) edgeBody(w, h int) []string {
 	if t := e.Traffic; t == nil {
 		out = append(out, " "+st.Dim.Render(trafficWords(g, e)))
 	} else {
-		rates, errs, p95 := t.Rates(g.Window)
+		rates, errs, p95 := p.series(g, e)
 		pf := "–"
 		if t.P95ms >= 0 {
 			pf = composition.Millis(t.P95ms)
@@ -670,9 +670,9 @@ func (p *mapPane) edgeBody(w, h int) []string {
 		row := func(name string, vals []float64, now string, k ink) string {
 			sl := sparkline(stretch(vals), sw)
 			if sl == "" {
-				sl = st.Dim.Render("(summed by its source: no series)")
+				sl = st.Dim.Render(fmt.Sprintf("%-*s", sw, "(a sum: its history is sampled)"))
 			} else {
-				sl = inkStyle(st, k).Render(sl)
+				sl = inkStyle(st, k).Render(fmt.Sprintf("%*s", sw, sl)) // the newest at the right
 			}
 			return " " + st.Dim.Render(fmt.Sprintf("%-7s", name)) + sl + "  " + now
 		}
