@@ -370,8 +370,9 @@ func TestMapSizes(t *testing.T) {
 	}
 }
 
-// TestMapFind: / looks for a node by name as it is typed (fuzzy, as the
-// targets filter), n and N go to the next and previous match.
+// TestMapFind: / looks for a node by name (fuzzy, as the targets filter)
+// or an edge by capability as it is typed, n and N go to the next and
+// previous match.
 func TestMapFind(t *testing.T) {
 	m := mapModel(t, nil, 80, 24)
 	p := m.mapp()
@@ -383,16 +384,20 @@ func TestMapFind(t *testing.T) {
 	if p.Typing() || !strings.Contains(ansi.Strip(m.render()), "/ toad") {
 		t.Fatalf("enter leaves the field, its text shown:\n%s", ansi.Strip(m.render()))
 	}
-	keyMsgs(t, m, "/", "o", "enter") // beardog, songbird, toadstool, …
-	first := p.selNode().Name
+	keyMsgs(t, m, "/", "o", "enter") // beardog, its storage.put edge, …
+	first := p.pic.keyOf(p.sel)
 	keyMsgs(t, m, "n")
-	second := p.selNode().Name
+	second := p.pic.keyOf(p.sel)
 	keyMsgs(t, m, "N")
-	if first == second || p.selNode().Name != first {
-		t.Fatalf("n went from %s to %s, N back to %s", first, second, p.selNode().Name)
+	if first == second || p.pic.keyOf(p.sel) != first {
+		t.Fatalf("n went from %+v to %+v, N back to %+v", first, second, p.pic.keyOf(p.sel))
 	}
-	keyMsgs(t, m, "/", "zzz")
-	if !strings.Contains(m.pc.status, "no node matches zzz") {
+	keyMsgs(t, m, "esc", "/", "compute")
+	if k := p.pic.keyOf(p.sel); !k.edge || k.capy != "compute.run" {
+		t.Fatalf("/compute: cursor on %+v", k)
+	}
+	keyMsgs(t, m, "esc", "/", "zzz")
+	if !strings.Contains(m.pc.status, "nothing in the map matches zzz") {
 		t.Fatalf("status %q", m.pc.status)
 	}
 }

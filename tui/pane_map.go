@@ -967,8 +967,9 @@ func (p *mapPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	return nil
 }
 
-// typeFind edits the name looked for; the cursor goes to the first node
-// that matches as it is typed.
+// typeFind edits what is looked for; the cursor goes to the first node
+// whose name matches (fuzzy) or edge whose capability holds it, as it is
+// typed.
 func (p *mapPane) typeFind(msg tea.Msg) tea.Cmd {
 	if p.find.Update(msg, p.keys(), false) == editChanged {
 		return p.findFrom(0, 1)
@@ -976,8 +977,8 @@ func (p *mapPane) typeFind(msg tea.Msg) tea.Cmd {
 	return nil
 }
 
-// findNext moves the cursor to the next (d = 1) or previous (-1) node
-// whose name matches what was looked for.
+// findNext moves the cursor to the next (d = 1) or previous (-1) node or
+// edge that matches what was looked for.
 func (p *mapPane) findNext(d int) tea.Cmd {
 	if p.pic == nil || p.find.Empty() {
 		return nil
@@ -985,8 +986,8 @@ func (p *mapPane) findNext(d int) tea.Cmd {
 	return p.findFrom(p.sel+d, d)
 }
 
-// findFrom moves the cursor to the first matching node from item i on,
-// going d, around the end; it says so when none matches.
+// findFrom moves the cursor to the first matching item from i on, going
+// d, around the end; it says so when none matches.
 func (p *mapPane) findFrom(i, d int) tea.Cmd {
 	pic := p.pic
 	pat := strings.ToLower(strings.TrimSpace(p.find.String()))
@@ -997,11 +998,12 @@ func (p *mapPane) findFrom(i, d int) tea.Cmd {
 	for k := 0; k < n; k++ {
 		j := ((i+k*d)%n + n) % n
 		it := pic.items[j]
-		if it.edge < 0 && fuzzyLower(pic.lower[it.node], pat) {
+		if it.edge < 0 && fuzzyLower(pic.lower[it.node], pat) ||
+			it.edge >= 0 && strings.Contains(strings.ToLower(pic.view.Edges[it.edge].Capability), pat) {
 			return p.move(j - p.sel)
 		}
 	}
-	p.pc.setInfo("no node matches " + render.Sanitize(pat))
+	p.pc.setInfo("nothing in the map matches " + render.Sanitize(pat))
 	return nil
 }
 
