@@ -16,6 +16,7 @@ func (m *model) events() *eventsPane { return m.panes[pEvents].(*eventsPane) }
 func (m *model) trace() *tracePane   { return m.panes[pTrace].(*tracePane) }
 func (m *model) histp() *historyPane { return m.panes[pHistory].(*historyPane) }
 func (m *model) reqs() *requestsPane { return m.panes[pRequests].(*requestsPane) }
+func (m *model) mapp() *mapPane      { return m.panes[pMap].(*mapPane) }
 func tabName(p paneID) string        { return paneRegistry()[p].tab }
 
 // testPC is a program context for testing a pane on its own.

@@ -58,6 +58,10 @@ type programContext struct {
 	// a test drives the model by hand).
 	ticks func() bool
 
+	// shown reports whether a pane is on the screen now (panes that cost
+	// work to keep current may wait until they are).
+	shown func(paneID) bool
+
 	// do hands the root an intent (focusMsg, selectMsg, composeMsg...)
 	// and returns what it wants done; it is handled at once, so keys typed
 	// after it land where the user expects.

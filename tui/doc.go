@@ -1,7 +1,8 @@
 // Package tui is primalscope's terminal UI, a bubbletea program.
 //
 // The screen is made of panes (targets, capability tree, composer, response
-// viewer, and the side panes: events, trace, history, server requests),
+// viewer, and the side panes: events, trace, history, server requests, and
+// the composition map, which takes the screen while it has the keyboard),
 // each a component in its own file (pane_*.go) behind the small pane
 // interface: Update, View, SetSize and KeyMap. A thin root model (model.go)
 // owns the layout, the focus and the zoom, and routes: keys to the focused

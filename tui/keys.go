@@ -74,6 +74,12 @@ type KeyMap struct {
 	// MockFaults turns a mock's faults off, or on again (mock.faults.toggle).
 	MockFaults key.Binding `toml:"mock_faults"`
 
+	// The composition map: show only what is within N hops of a node
+	// (what it needs and what needs it), and change N.
+	FocusNode key.Binding `toml:"focus_node"`
+	MoreHops  key.Binding `toml:"more_hops"`
+	FewerHops key.Binding `toml:"fewer_hops"`
+
 	// Typing in a field (filters, search, jq, the composer).
 	Back          key.Binding `toml:"back"`
 	Accept        key.Binding `toml:"accept"`
@@ -160,6 +166,10 @@ func defaultKeyMap(specs []paneSpec) KeyMap {
 		AddToBook:  b([]string{"b"}, "b", "add to book"),
 		MockFaults: b([]string{"F"}, "F", "mock faults"),
 
+		FocusNode: b([]string{"f"}, "f", "focus node"),
+		MoreHops:  b([]string{"+", "="}, "+", "more hops"),
+		FewerHops: b([]string{"-"}, "-", "fewer hops"),
+
 		Back:          b([]string{"esc"}, "esc", "leave field"),
 		Accept:        b([]string{"enter", "tab"}, "⏎/tab", "done typing"),
 		CharLeft:      b([]string{"left", "ctrl+b"}, "←", "cursor left"),
@@ -205,7 +215,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 		every,
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left, k.Right, k.Select, k.Fold, k.Unfold, k.FoldAll, k.Filter, k.Group, k.Refresh},
 		{k.Send, k.Editor, k.Complete, k.PrevField, k.NextField, k.Cancel, k.Jq, k.Search, k.NextMatch, k.PrevMatch, k.RawToggle, k.Copy, k.CopyPart, k.CopyCmd},
-		{k.Pause, k.KindCycle, k.SrcCycle, k.Clear, k.Reply, k.Replay, k.Save, k.Export, k.AddToBook, k.MockFaults},
+		{k.Pause, k.KindCycle, k.SrcCycle, k.Clear, k.Reply, k.Replay, k.Save, k.Export, k.AddToBook, k.MockFaults, k.FocusNode, k.MoreHops, k.FewerHops},
 		{k.Back, k.Accept, k.CharLeft, k.CharRight, k.WordLeft, k.WordRight, k.LineStart, k.LineEnd, k.DeleteBack, k.DeleteForward, k.DeleteWord, k.DeleteToEnd, k.DeleteToStart},
 	}
 }

@@ -362,6 +362,19 @@ func TestEveryActionRemapped(t *testing.T) {
 	do("replay")
 	want("replay", r.ans != nil && strings.HasPrefix(r.ans.title, "replay of 1"))
 
+	// The composition map.
+	do("map")
+	mp := m.mapp()
+	want("the map builds", mp.pic != nil && len(mp.pic.items) > 0)
+	do("focus_node")
+	want("focus node", mp.focus != "" && mp.hops == 1)
+	do("more_hops")
+	want("more hops", mp.hops == 2)
+	do("fewer_hops")
+	want("fewer hops", mp.hops == 1)
+	do("back")
+	want("back shows the whole map", mp.focus == "")
+
 	// Server requests.
 	req := tailLine(t0, "beardog", tg.ID, EvRequest, "client.confirm", nil, json.RawMessage(`7`))
 	req.reply = func(context.Context, json.RawMessage, *ipc.RPCError) error { return nil } // the connection it came on
@@ -472,8 +485,11 @@ func actionOf(t *testing.T, m *model, desc string) string {
 			return n
 		}
 	}
-	if desc == "inspect" {
+	switch desc {
+	case "inspect":
 		return "select"
+	case "whole map":
+		return "back"
 	}
 	t.Fatalf("no action described %q", desc)
 	return ""

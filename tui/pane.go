@@ -50,6 +50,7 @@ const (
 	pTrace
 	pHistory
 	pRequests
+	pMap
 )
 
 // paneSpec registers a pane: adding one is a file with its type and its
@@ -63,6 +64,9 @@ type paneSpec struct {
 	focus key.Binding
 	// make builds the pane.
 	make func(id paneID, pc *programContext) pane
+	// whole says the pane takes the whole body while it has the keyboard
+	// (as zoom does): a picture that needs the room.
+	whole bool
 }
 
 // paneRegistry lists every pane in focus order; a pane's index is its
@@ -77,6 +81,7 @@ func paneRegistry() []paneSpec {
 		traceSpec(),
 		historySpec(),
 		requestsSpec(),
+		mapSpec(),
 	}
 }
 

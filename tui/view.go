@@ -35,7 +35,7 @@ func (m *model) layout() {
 	bodyY, bodyH := 1, h-2
 	full := rect{0, bodyY, w, bodyH}
 	focus := m.pc.focus
-	if m.zoom {
+	if m.zoom || m.specs[focus].whole {
 		m.rects[focus] = full
 		return
 	}
