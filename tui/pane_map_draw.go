@@ -155,10 +155,7 @@ func (p *mapPane) nodeMark(n *composition.Node) (string, ink, string) {
 // with its family ("beardog@westgate-tower-155f", as the targets pane
 // names family-scoped sockets) and the federation node it runs on.
 func nodeLabel(n *composition.Node) string {
-	name := n.Name
-	if n.Family != "" && !n.Missing {
-		name += "@" + n.Family
-	}
+	name := n.Label() // NAME@FAMILY, as primalscope map says it
 	if n.Node != "" {
 		name += " on " + n.Node
 	}
