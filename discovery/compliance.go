@@ -615,6 +615,7 @@ func FindCycles(deps map[string][]string) [][]string {
 	)
 	color := map[string]int{}
 	var stack []string
+	at := map[string]int{} // a grey node's place in stack
 	var out [][]string
 	seen := map[string]bool{}
 	nodes := slices.Sorted(maps.Keys(deps))
@@ -624,6 +625,7 @@ func FindCycles(deps map[string][]string) [][]string {
 			return
 		}
 		color[n] = grey
+		at[n] = len(stack)
 		stack = append(stack, n)
 		pre := append([]string(nil), deps[n]...)
 		sort.Strings(pre)
@@ -632,11 +634,11 @@ func FindCycles(deps map[string][]string) [][]string {
 			case white:
 				visit(m, depth+1)
 			case grey:
-				i := len(stack) - 1
-				for i >= 0 && stack[i] != m {
-					i--
+				if len(out) >= 100 {
+					continue // enough named: the walk only finishes colouring
 				}
-				if i < 0 {
+				i, ok := at[m] // found in O(1): a long stack and many back edges made this quadratic
+				if !ok {
 					continue
 				}
 				cyc := append([]string(nil), stack[i:]...)
@@ -656,6 +658,7 @@ func FindCycles(deps map[string][]string) [][]string {
 			}
 		}
 		stack = stack[:len(stack)-1]
+		delete(at, n)
 		color[n] = black
 	}
 	for _, n := range nodes {
