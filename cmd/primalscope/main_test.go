@@ -260,14 +260,16 @@ func TestCapsEveryDemoPrimal(t *testing.T) {
 
 // TestDemoServe drives `primalscope demo --serve` as a person would from a
 // shell: the first line is the socket directory, calls work against it, and
-// an interrupt removes it.
+// an interrupt removes it, and what the calls remembered about its sockets.
 func TestDemoServe(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	home := t.TempDir()
+	state := filepath.Join(home, ".local", "state")
 	cmd := exec.Command(exe, "demo", "--serve")
-	cmd.Env = append(os.Environ(), "PRIMALSCOPE_TEST_AS_MAIN=1")
+	cmd.Env = append(os.Environ(), "PRIMALSCOPE_TEST_AS_MAIN=1", "HOME="+home, "XDG_STATE_HOME=")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -295,9 +297,13 @@ func TestDemoServe(t *testing.T) {
 	if fi, err := os.Stat(filepath.Join(dir, "beardog.sock")); err != nil || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("first line %q is not the socket directory: %v", dir, err)
 	}
-	r := runCLI(t, map[string]string{"HOME": t.TempDir()}, "", "call", "--no-history", "--socket-dir", dir, "songbird", "ipc.list")
+	r := runCLI(t, map[string]string{"HOME": home}, "", "call", "--no-history", "--socket-dir", dir, "songbird", "ipc.list")
 	if r.code != 0 || !strings.Contains(r.stdout, "rhizocrypt") {
 		t.Fatalf("call against the served demo: %+v", r)
+	}
+	songbird := "unix://" + filepath.Join(dir, "songbird.sock")
+	if _, ok := readMemoryFile(t, state)[songbird]; !ok {
+		t.Fatalf("the call remembered nothing about %s: %v", songbird, readMemoryFile(t, state))
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -314,6 +320,11 @@ func TestDemoServe(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the socket directory was not removed: %v", err)
+	}
+	for k := range readMemoryFile(t, state) {
+		if strings.HasPrefix(k, "unix://"+dir+"/") {
+			t.Fatalf("the demo's socket %s is still remembered after it ended", k)
+		}
 	}
 	if !strings.Contains(stderr.String(), "beardog") {
 		t.Fatalf("the overview on stderr names nothing: %s", stderr.String())
