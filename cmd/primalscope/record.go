@@ -293,9 +293,11 @@ func (p *pendingRecord) wait(ctx context.Context) string {
 // file if nothing was recorded. When the journal has grown to foldBacklog
 // records it folds them into the database, but only if the write lock is
 // free at once and only within what is left of --timeout: another process
-// holding the lock never holds up this one. It folds at most
-// 4*foldBacklog records: a backlog left by a lock held for long is worked
-// off by the next calls a share at a time (or by a reader at once).
+// holding the lock never holds up this one. Its cost does not grow with the
+// backlog: it counts at most foldBacklog records to decide, and folds at
+// most 2*foldBacklog (a limited fold: see history.FoldOptions.Limit), so a
+// backlog left by a lock held for long (1,000 records) is worked off by the
+// next calls a share at a time (or by a reader at once).
 func (c *callRecorder) close() {
 	if c == nil {
 		return
@@ -304,7 +306,7 @@ func (c *callRecorder) close() {
 		c.res.Release() // nothing was recorded
 		c.res = nil
 	}
-	if n, size, err := c.journal.Backlog(); err != nil || n < foldBacklog && size < foldBacklogBytes {
+	if due, err := c.journal.BacklogAtLeast(foldBacklog, foldBacklogBytes); err != nil || !due {
 		return
 	}
 	ctx, cancel := c.bounded(context.Background())
@@ -320,7 +322,7 @@ func (c *callRecorder) close() {
 		return
 	}
 	defer s.Close()
-	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true, Limit: 4 * foldBacklog})
+	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true, Limit: 2 * foldBacklog})
 	c.a.foldWarnings(st, err, false)
 }
 
