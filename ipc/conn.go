@@ -644,8 +644,24 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// predecoder is a Framer that may have decoded the frame it returned
+// already (secureFramer, for its first answer).
+type predecoder interface {
+	takeDecoded(frame []byte) (*Message, bool, error)
+}
+
 func (c *Conn) handle(frame []byte) {
-	m, derr := DecodeMessage(frame)
+	var (
+		m    *Message
+		derr error
+		ok   bool
+	)
+	if pd, is := c.f.(predecoder); is {
+		m, ok, derr = pd.takeDecoded(frame)
+	}
+	if !ok {
+		m, derr = DecodeMessage(frame)
+	}
 	m.Time = time.Now()
 	if derr != nil {
 		m.Warning = derr.Error()

@@ -22,7 +22,15 @@ func main() {
 	flag.IntVar(&o.Saved, "saved", o.Saved, "calls saved by name")
 	flag.IntVar(&o.Backlog, "backlog", o.Backlog, "calls in the journal, not yet folded")
 	flag.IntVar(&o.Targets, "targets", o.Targets, "named targets in the config file")
+	topUp := flag.Bool("top-up", false, "only add journal records until the backlog holds -backlog (for hyperfine --prepare)")
 	flag.Parse()
+	if *topUp {
+		if err := livedin.TopUp(o.StateHome, o.Backlog); err != nil {
+			fmt.Fprintln(os.Stderr, "livedin:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := livedin.Build(context.Background(), o); err != nil {
 		fmt.Fprintln(os.Stderr, "livedin:", err)
 		os.Exit(1)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -80,6 +81,7 @@ type app struct {
 	cfgOnce sync.Once
 	cfg     *config.Config
 	cfgErr  error
+	cfgDone atomic.Bool // cfg is set
 }
 
 // run executes one command line and returns the process exit code.

@@ -43,8 +43,19 @@ const (
 	foldBacklogBytes = 64 << 20
 )
 
-// historySettings is the [history] section of the config file.
-func (a *app) historySettings() config.History { return a.config().History }
+// historySettings is the [history] section of the config file: from the
+// config file read whole when it has been, else from the cache of the
+// section when it holds this version of the file (a one-shot call then
+// does not parse the whole file: its cost does not grow with the targets a
+// user adds), else from the file read whole.
+func (a *app) historySettings() config.History {
+	if !a.cfgLoaded() {
+		if h, ok := config.HistoryDefault(a.getenv); ok {
+			return h
+		}
+	}
+	return a.config().History
+}
 
 // historyOff says whether calls go unrecorded: --no-history, or
 // enabled = false in [history] unless --history names a database.

@@ -162,3 +162,18 @@ func Entry(i int, at time.Time) history.Entry {
 		Source:    history.SourceCLI,
 	}
 }
+
+// TopUp adds journal records to the history under stateHome (its default
+// database) until n wait to be folded.
+func TopUp(stateHome string, n int) error {
+	dbPath := filepath.Join(stateHome, paths.App, paths.HistoryFileName)
+	j, err := history.OpenJournal(dbPath, history.Options{})
+	if err != nil {
+		return err
+	}
+	have, err := j.Pending()
+	if err != nil {
+		return err
+	}
+	return AddBacklog(dbPath, 1_000_000+int(time.Now().UnixNano()%1_000_000_000), n-have)
+}
