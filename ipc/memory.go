@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
 
@@ -237,13 +239,8 @@ func (m *EndpointMemory) readRecord(key string) (EndpointFacts, bool) {
 	if len(key) > maxKey {
 		return EndpointFacts{}, false
 	}
-	root, err := os.OpenRoot(m.dir)
-	if err != nil {
-		return EndpointFacts{}, false
-	}
-	defer root.Close()
 	_, name := recordName(key)
-	b, err := m.readRecordFile(root, name)
+	b, err := m.readRecordFile(name)
 	if err != nil {
 		return EndpointFacts{}, false
 	}
@@ -254,29 +251,70 @@ func (m *EndpointMemory) readRecord(key string) (EndpointFacts, bool) {
 	return f, true
 }
 
-// readRecordFile reads a record file: never through a symbolic link that
-// leads out of the state folder (root), nor one that is the record itself,
-// never blocking on a named pipe or a device, at most maxRecord bytes.
-func (m *EndpointMemory) readRecordFile(root *os.Root, name string) ([]byte, error) {
-	// Not even opened when it is known not to be a file: opening some
-	// devices acts on them.
-	if fi, err := root.Lstat(name); err != nil {
-		return nil, err
-	} else if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w", name, readfile.ErrNotRegular)
-	}
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOFOLLOW, 0)
+// readRecordFile reads the record file name (relative to the state folder)
+// whole, at most maxRecord bytes. Below the state folder no symbolic link
+// is followed, at any step (each folder is opened from the one above with
+// O_NOFOLLOW); the record must be a regular file of the user's (or root's),
+// checked before it is opened (opening some devices acts on them) and
+// again once open, and it is opened O_NONBLOCK (a named pipe put there in a
+// race is not waited on). The state folder itself is followed: a user's own
+// link to it is fine.
+//
+// This is the state-folder check of internal/statedir (branch trustanswers,
+// same owner rule), done here with openat so that the folders below the
+// state folder are not followed either; a call pays five system calls.
+func (m *EndpointMemory) readRecordFile(name string) ([]byte, error) {
+	dfd, err := unix.Open(m.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: m.dir, Err: err}
+	}
+	parts := strings.Split(name, "/")
+	for _, p := range parts[:len(parts)-1] {
+		fd, err := unix.Openat(dfd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dfd)
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		dfd = fd
+	}
+	last := parts[len(parts)-1]
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, last, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Close(dfd)
+		return nil, &fs.PathError{Op: "lstat", Path: name, Err: err}
+	}
+	if err := ownRegular(name, &st); err != nil {
+		unix.Close(dfd)
 		return nil, err
 	}
+	fd, err := unix.Openat(dfd, last, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unix.Close(dfd)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
 	m.stats.recordOpens.Add(1)
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w", name, readfile.ErrNotRegular)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}
+	}
+	if err := ownRegular(name, &st); err != nil {
+		return nil, err
 	}
 	b, err := readfile.All(f, name, maxRecord)
 	m.stats.recordBytes.Add(int64(len(b)))
 	return b, err
+}
+
+// ownRegular refuses anything but a regular file owned by the user or root.
+func ownRegular(name string, st *unix.Stat_t) error {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s: %w", name, readfile.ErrNotRegular)
+	}
+	if uid := uint32(os.Getuid()); st.Uid != uid && st.Uid != 0 {
+		return fmt.Errorf("%s: owned by another user (uid %d), not used", name, st.Uid)
+	}
+	return nil
 }
 
 // record is a record file's content: the endpoint's key and its facts.
@@ -526,7 +564,7 @@ func (m *EndpointMemory) write(ctx context.Context, changed map[string]EndpointF
 			return fmt.Errorf("endpoint memory: not written: %w", err)
 		}
 		bucket, name := recordName(k)
-		if b, err := m.readRecordFile(root, name); err == nil {
+		if b, err := m.readRecordFile(name); err == nil {
 			if rk, cur, ok := decodeRecord(b); ok && rk == k && cur.Updated.After(f.Updated) {
 				continue // newer facts from another process
 			}
@@ -542,7 +580,7 @@ func (m *EndpointMemory) write(ctx context.Context, changed map[string]EndpointF
 			return fmt.Errorf("endpoint memory: not written: %w", err)
 		}
 		_, name := recordName(k)
-		b, err := m.readRecordFile(root, name)
+		b, err := m.readRecordFile(name)
 		if err != nil {
 			continue // nothing there (or nothing usable: left to the sweep)
 		}

@@ -225,9 +225,30 @@ func TestEndpointMemoryReadIsBounded(t *testing.T) {
 	}
 	os.WriteFile(mk(big), append(rec(big)[:len(rec(big))-2], []byte(strings.Repeat(" ", maxRecord)+"}\n")...), 0o600)
 
+	// A bucket that is a link to a folder outside, holding a good record.
+	var viaBucket Endpoint
+	for i := 6; ; i++ {
+		viaBucket = crowdEndpoint(i)
+		if _, err := os.Stat(filepath.Dir(EndpointRecordPath(state, viaBucket))); os.IsNotExist(err) {
+			break
+		}
+	}
+	outDir := filepath.Join(dir, "outside-bucket")
+	os.MkdirAll(outDir, 0o700)
+	os.WriteFile(filepath.Join(outDir, filepath.Base(EndpointRecordPath(state, viaBucket))), rec(viaBucket), 0o600)
+	if err := os.Symlink(outDir, filepath.Dir(EndpointRecordPath(state, viaBucket))); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(EndpointRecordPath(state, viaBucket)); err != nil || !strings.Contains(string(b), memoryKey(viaBucket)) {
+		t.Fatalf("the linked bucket's record: %v", err) // readable by following the link
+	}
+
 	r, _ := OpenEndpointMemory(state)
 	if _, ok := r.Get(good); !ok {
 		t.Fatal("the good record was not read")
+	}
+	if f, ok := r.Get(viaBucket); ok {
+		t.Errorf("a record in a bucket linked out of the folder gave facts %+v", f)
 	}
 	for name, ep := range map[string]Endpoint{"link in the folder": linked, "link out of the folder": outside, "named pipe": fifo, "too large": big} {
 		if f, ok := r.Get(ep); ok {
