@@ -103,7 +103,8 @@ const maxKey = 4096
 // MaxMemoryAge is how long facts are kept after they last changed: older
 // records are not used and are removed by the next sweep of their bucket.
 // They are learned again on the next contact (at worst one refused
-// request, resent as the peer asked).
+// request, resent as the peer asked). That an endpoint demanded BTSP does
+// not age out (see expired).
 const MaxMemoryAge = 30 * 24 * time.Hour
 
 // staleTemp is the age after which a temporary record file (its writer died
@@ -245,10 +246,18 @@ func (m *EndpointMemory) readRecord(key string) (EndpointFacts, bool) {
 		return EndpointFacts{}, false
 	}
 	rk, f, ok := decodeRecord(b)
-	if !ok || rk != key || m.clock().Sub(f.Updated) > MaxMemoryAge {
+	if !ok || rk != key || expired(f, m.clock()) {
 		return EndpointFacts{}, false
 	}
 	return f, true
+}
+
+// expired says whether facts are past MaxMemoryAge. That an endpoint
+// demanded BTSP never expires by age (only a new socket file at its path, or
+// the count, ends it): forgetting it would send the next request there in
+// cleartext first.
+func expired(f EndpointFacts, now time.Time) bool {
+	return !f.BTSPRequired && now.Sub(f.Updated) > MaxMemoryAge
 }
 
 // readRecordFile reads the record file name (relative to the state folder)
@@ -662,8 +671,9 @@ func (m *EndpointMemory) sweep(root *os.Root, bucket string, limit int) {
 			if now.Sub(info.ModTime()) > staleTemp {
 				root.Remove(name)
 			}
-		case !info.Mode().IsRegular() || !strings.HasSuffix(e.Name(), ".json"),
-			now.Sub(info.ModTime()) > MaxMemoryAge:
+		case !info.Mode().IsRegular() || !strings.HasSuffix(e.Name(), ".json"):
+			root.Remove(name)
+		case now.Sub(info.ModTime()) > MaxMemoryAge && m.agedOut(name, now):
 			root.Remove(name)
 		default:
 			recs = append(recs, rec{name, info.ModTime()})
@@ -681,6 +691,18 @@ func (m *EndpointMemory) sweep(root *os.Root, bucket string, limit int) {
 	for _, r := range recs[:len(recs)-limit] {
 		root.Remove(r.name)
 	}
+}
+
+// agedOut says whether the record file name, written longer than
+// MaxMemoryAge ago, is to go: unless it is usable and says the endpoint
+// demanded BTSP (see expired).
+func (m *EndpointMemory) agedOut(name string, now time.Time) bool {
+	b, err := m.readRecordFile(name)
+	if err != nil {
+		return true
+	}
+	_, f, ok := decodeRecord(b)
+	return !ok || expired(f, now)
 }
 
 // AutoFlush flushes the memory about every interval while it has unflushed

@@ -157,7 +157,8 @@ func TestEndpointMemoryExpires(t *testing.T) {
 	dir := t.TempDir()
 	ep := crowdEndpoint(1)
 	m, _ := OpenEndpointMemory(dir)
-	m.Update(ep, func(f *EndpointFacts) { f.BTSPRequired = true })
+	no := false
+	m.Update(ep, func(f *EndpointFacts) { f.Prefix = &no })
 	if err := m.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -181,6 +182,37 @@ func TestEndpointMemoryExpires(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !os.IsNotExist(err) {
 		t.Fatalf("the expired record is still there: %v", err)
+	}
+
+	// That an endpoint demanded BTSP does not age out: forgetting it would
+	// send its next request in cleartext first.
+	btsp := crowdEndpoint(100)
+	old, _ := OpenEndpointMemory(dir)
+	old.clock = func() time.Time { return time.Now().Add(-MaxMemoryAge - time.Hour) }
+	old.Update(btsp, func(f *EndpointFacts) { f.BTSPRequired = true })
+	if err := old.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	bpath := EndpointRecordPath(dir, btsp)
+	aged := time.Now().Add(-MaxMemoryAge - time.Hour)
+	os.Chtimes(bpath, aged, aged)
+	now, _ := OpenEndpointMemory(dir)
+	if f, ok := now.Get(btsp); !ok || !f.BTSPRequired {
+		t.Fatalf("BTSP required aged out on read: %+v %v", f, ok)
+	}
+	var sameBucket Endpoint
+	for i := 101; ; i++ {
+		sameBucket = crowdEndpoint(i)
+		if filepath.Dir(EndpointRecordPath(dir, sameBucket)) == filepath.Dir(bpath) {
+			break
+		}
+	}
+	now.Update(sameBucket, func(f *EndpointFacts) { f.Framing = "json-line" })
+	if err := now.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bpath); err != nil {
+		t.Fatalf("the sweep removed an aged record saying BTSP is required: %v", err)
 	}
 }
 
