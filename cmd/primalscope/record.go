@@ -306,9 +306,10 @@ func (p *pendingRecord) wait(ctx context.Context) string {
 // free at once and only within what is left of --timeout: another process
 // holding the lock never holds up this one. Its cost does not grow with the
 // backlog: it counts at most foldBacklog records to decide, and folds at
-// most 2*foldBacklog (a limited fold: see history.FoldOptions.Limit), so a
-// backlog left by a lock held for long (1,000 records) is worked off by the
-// next calls a share at a time (or by a reader at once).
+// most foldBacklog (a limited fold: see history.FoldOptions.Limit), the
+// fold every 32nd call does anyway, so a backlog left by a lock held for
+// long (1,000 records) is worked off by the next calls 31 at a time (or by
+// a reader at once), none of them paying more than that.
 func (c *callRecorder) close() {
 	if c == nil {
 		return
@@ -333,7 +334,7 @@ func (c *callRecorder) close() {
 		return
 	}
 	defer s.Close()
-	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true, Limit: 2 * foldBacklog})
+	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true, Limit: foldBacklog})
 	c.a.foldWarnings(st, err, false)
 }
 
