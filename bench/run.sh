@@ -5,7 +5,12 @@
 #
 #   RUNS=N               runs per command (default 30; medians)
 #   PRIMALSCOPE_BIN=path measure this binary instead of building one
+#   ISSUE23=0            skip the issue-23 table (fresh vs lived-in states)
+#   TOOL_DIRS, TOOL_SOCKETS  the state the tool makes itself for that table:
+#                        ls over TOOL_DIRS (8) directories of TOOL_SOCKETS
+#                        (2000) live sockets, then as many calls; 0 skips it
 #
+# The binary measured is the static one README installs (CGO_ENABLED=0).
 # What a user runs: `primalscope call SOCK METHOD` with no extra flags, so
 # history is on (written under a fresh, temporary HOME/XDG_STATE_HOME that
 # the script removes) and the riboCipher prefix mode is the default
@@ -18,7 +23,8 @@
 #
 # Rows (medians of hyperfine runs; the commands of a comparison are timed in
 # interleaved rounds, so they share the machine's load as it drifts):
-#   1. one-shot `call health.liveness` against `printf ... | socat`;
+#   1. one-shot `call health.liveness` against socat sending the request
+#      from a file (`socat -t1 OPEN:req!!STDOUT UNIX-CONNECT:sock`);
 #   2. the 10 MB answer printed with --color always against `jq -C .` on the
 #      same bytes (the peer's answer saved to a file);
 #   3. the 10 MB answer piped (no colour) against `jq .`;
@@ -58,15 +64,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# Build with what a user's `go build` uses: no flags, no tags.
+# Build what README installs: the static binary (CGO_ENABLED=0), no tags.
+# The plain `go build` (dynamic when cgo is available) is built too, for
+# its row in the issue-23 table.
+rev="$(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo '+changes')"
 if [ -n "${PRIMALSCOPE_BIN:-}" ]; then
   ps=$(realpath "$PRIMALSCOPE_BIN")
   built="given: $PRIMALSCOPE_BIN"
 else
-  go build -o "$work/primalscope" ./cmd/primalscope
+  CGO_ENABLED=0 go build -o "$work/primalscope" ./cmd/primalscope
   ps="$work/primalscope"
-  built="go build ./cmd/primalscope at $(git rev-parse --short HEAD 2>/dev/null || echo '?')$(git diff --quiet 2>/dev/null || echo '+changes')"
+  built="CGO_ENABLED=0 go build ./cmd/primalscope at $rev"
 fi
+go build -o "$work/primalscope-dynamic" ./cmd/primalscope
+CGO_ENABLED=0 go build -o "$work/dialone" ./bench/dialone
+go build -o "$work/livedin" ./bench/livedin
 go build -o "$work/ndjsonpeer" ./bench/ndjsonpeer
 go build -o "$work/sockets" ./bench/sockets
 gov=$(go version | cut -d' ' -f3)
@@ -84,15 +96,18 @@ for _ in $(seq 200); do [ -s "$work/peer.out" ] && break; sleep 0.05; done
 
 req='{"jsonrpc":"2.0","method":"health.liveness","id":1}'
 big='{"jsonrpc":"2.0","method":"bench.sample","id":1}'
-socat_cmd="printf '%s\n' '$req' | socat - UNIX-CONNECT:$sock"
+printf '%s\n' "$req" >"$work/req.json"
+# socat sends the request file and prints the answer, with no shell and no
+# pipe (as the other commands: hyperfine runs every command without a shell)
+socat_cmd="socat -t1 OPEN:$work/req.json!!STDOUT UNIX-CONNECT:$sock"
 sh -c "$socat_cmd" | grep -q alive || { echo "socat could not reach the peer" >&2; exit 1; }
 printf '%s\n' "$big" | socat -t 5 - "UNIX-CONNECT:$sock" >"$work/big.json"
 bigsize=$(wc -c <"$work/big.json")
 
 load0=$(cut -d' ' -f1-3 /proc/loadavg)
-echo "primalscope: $built"
+echo "primalscope: $built ($("$ps" version | grep -o 'static[^)]*)\|dynamic[^)]*)' || echo 'static or not: unknown'))"
 echo "peer: bench/ndjsonpeer (raw NDJSON, skips unparseable lines); 10 MB answer: ${bigsize} bytes on the wire"
-echo "runs: about $RUNS per command, in interleaved rounds of 3 (hyperfine; medians; shell start-up subtracted by hyperfine)"
+echo "runs: about $RUNS per command, in interleaved rounds of 3 (hyperfine -N: no shell; medians)"
 echo
 
 # works CMD: the command exits 0 within 60 s (checked once before timing).
@@ -126,7 +141,7 @@ compare() {
   for r in $(seq $(( (RUNS + 2) / 3 ))); do
     local order=() list=()
     for k in $(seq 0 $((n - 1))); do order+=($(( (k + r) % n ))); list+=("${all[$(( (k + r) % n ))]}"); done
-    hyperfine -S sh --style none --output="$output" -w 1 -r 3 --export-json "$work/hf.json" "${list[@]}" >/dev/null 2>"$work/hf.err" ||
+    hyperfine -N --style none --output="$output" -w 1 -r 3 --export-json "$work/hf.json" "${list[@]}" >/dev/null 2>"$work/hf.err" ||
       { echo "hyperfine failed: $(tail -3 "$work/hf.err")" >&2; return 0; }
     for k in $(seq 0 $((n - 1))); do jq -r ".results[$k].times[]" "$work/hf.json" >>"$work/times.${order[$k]}"; done
   done
@@ -135,7 +150,78 @@ compare() {
   for k in $(seq 0 $((n - 2))); do row "${labels[$k]}" "$(median_ms "$work/times.$k")" "$ref_name" "$ref"; done
 }
 
-printf '%-52s %12s  %-10s %12s  %7s\n' "comparison" "primalscope" "reference" "" "ratio"
+issue23() {
+  # The table of issue 23, every row beside its anchor, in one run: the
+  # floor (socat, a static Go program), start-up (--version), the call on a
+  # fresh state (static and dynamic), on endpoint memories of 1,000, 4,000
+  # and 16,000 endpoints, on the lived-in state (16,000 endpoints, 100,000
+  # calls in history of which 100 saved, a journal backlog of 1,000, a
+  # config file of 200 targets), and on a state the tool made itself (`ls`
+  # over TOOL_DIRS directories of TOOL_SOCKETS live sockets, then as many
+  # calls; TOOL_DIRS=0 skips it).
+  echo "== issue 23: one-shot call, fresh and lived-in (static binary unless said) =="
+  local st="$work/states" n
+  mkdir -p "$st"/{fresh,mem1000,mem4000,mem16000,lived,tool}
+  stenv() { echo "HOME=$st/$1 XDG_STATE_HOME=$st/$1/state XDG_CONFIG_HOME=$st/$1/config"; }
+  for n in 1000 4000 16000; do
+    "$work/livedin" -state-home "$st/mem$n/state" -endpoints "$n" -history 0 -saved 0 -backlog 0 -targets 0
+  done
+  "$work/livedin" -state-home "$st/lived/state" -config-home "$st/lived/config"
+  # what a user with this state sees from the second call on: the first
+  # calls work off the backlog, a bounded share each (timed below)
+  for n in $(seq 40); do env $(stenv lived) "$ps" call "$sock" health.liveness >/dev/null; done
+  cp -a "$st/lived" "$st/backlog"
+  "$work/livedin" -state-home "$st/backlog/state" -backlog 1000 -top-up
+  local call="call $sock health.liveness"
+  compare socat "$socat_cmd" pipe \
+    "static Go program: dial, write, read (bench/dialone)" "$work/dialone $sock $work/req.json" \
+    "primalscope --version" "$ps --version" \
+    "call, fresh state" "env $(stenv fresh) $ps $call" \
+    "call, plain go build (dynamic), fresh state" "env $(stenv fresh) $work/primalscope-dynamic $call" \
+    "call, endpoint memory of 1,000" "env $(stenv mem1000) $ps $call" \
+    "call, endpoint memory of 4,000" "env $(stenv mem4000) $ps $call" \
+    "call, endpoint memory of 16,000" "env $(stenv mem16000) $ps $call" \
+    "call, lived-in state" "env $(stenv lived) $ps $call"
+  echo "(the same, against the fresh call instead of socat:)"
+  compare "fresh" "env $(stenv fresh) $ps $call" pipe \
+    "call, endpoint memory of 16,000" "env $(stenv mem16000) $ps $call" \
+    "call, lived-in state" "env $(stenv lived) $ps $call"
+  # Every run with a backlog of 1,000 (topped up before each, untimed):
+  # the call folds its bounded share after printing.
+  if hyperfine -N --style none --output=pipe -w 2 -r "$RUNS" --prepare "$work/livedin -state-home $st/backlog/state -backlog 1000 -top-up" \
+      --export-json "$work/backlog.json" "env $(stenv backlog) $ps $call" >/dev/null 2>"$work/hf.err"; then
+    jq -r '.results[0].times[]' "$work/backlog.json" >"$work/times.backlog"
+    printf '%-52s %9.1f ms  (median; every run with a journal backlog of 1,000; %s runs)\n' "call, lived-in, backlog of 1,000 each time" "$(median_ms "$work/times.backlog")" "$RUNS"
+  else
+    echo "backlog row: hyperfine failed: $(tail -1 "$work/hf.err")"
+  fi
+  local dirs=${TOOL_DIRS:-8} per=${TOOL_SOCKETS:-2000}
+  if [ "$dirs" -gt 0 ]; then
+    local d k spids=() sdirs=()
+    for d in $(seq "$dirs"); do
+      "$work/sockets" -live "$per" -stale 0 -dead 0 >"$work/sockets$d.out" 2>/dev/null & spids+=($!); pids+=($!)
+    done
+    for d in $(seq "$dirs"); do
+      for _ in $(seq 600); do [ -s "$work/sockets$d.out" ] && break; sleep 0.1; done
+      sdirs+=("$(head -1 "$work/sockets$d.out")")
+    done
+    for d in "${sdirs[@]}"; do env $(stenv tool) "$ps" ls --no-proc --socket-dir "$d" >/dev/null 2>&1 || true; done
+    # then as many calls as one directory holds, to its primals in turn
+    for k in $(seq 0 $((per - 1))); do
+      env $(stenv tool) "$ps" call --timeout 5s "${sdirs[$((k % dirs))]}/primal$(printf %03d "$k").sock" health.liveness >/dev/null 2>&1 || true
+    done
+    for p in "${spids[@]}"; do kill "$p" 2>/dev/null || true; done
+    echo "(a state the tool made: ls over $dirs directories of $per live sockets, then $per calls: $(find "$st/tool/state/primalscope/endpoints.d" -name '*.json' 2>/dev/null | wc -l) endpoints remembered, $(ls "$st/tool/state/primalscope/history.db.journal.d" 2>/dev/null | grep -c '\.rec$') journal records waiting)"
+    compare socat "$socat_cmd" pipe \
+      "call, state made by the tool (ls + calls)" "env $(stenv tool) $ps $call"
+    compare "fresh" "env $(stenv fresh) $ps $call" pipe \
+      "call, state made by the tool (ls + calls)" "env $(stenv tool) $ps $call"
+  fi
+  echo
+}
+
+printf '%-52s %12s  %-10s %12s  %7s\n' "comparison" "measured" "reference" "" "ratio"
+[ "${ISSUE23:-1}" = 0 ] || issue23
 default_ok=1
 works "$ps call $sock health.liveness" || default_ok=0
 

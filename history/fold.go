@@ -62,9 +62,15 @@ type FoldOptions struct {
 	LockWait time.Duration
 	// Limit, when positive, is about the most records one fold takes (it
 	// stops after the batch that reaches it), for a fold that should cost
-	// little; the rest wait for the next.
+	// little whatever the backlog; the rest wait for the next. Such a fold
+	// lists at most maxFoldScan names of the journal (the oldest of them
+	// first: the oldest of all while the backlog is no larger), leaves
+	// stale temporary files to a full fold, and trims at most one step.
 	Limit int
 }
+
+// maxFoldScan bounds the journal names a limited fold lists.
+const maxFoldScan = 1024
 
 // FoldStats says what a fold did.
 type FoldStats struct {
@@ -95,11 +101,17 @@ const foldBatchFiles = 256
 func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 	var st FoldStats
 	dir := JournalDir(s.path)
-	names, err := recordNames(dir)
+	scan := 0
+	if o.Limit > 0 {
+		scan = maxFoldScan
+	}
+	names, err := recordNamesMax(dir, scan)
 	if err != nil || len(names) == 0 {
 		return st, err
 	}
-	removeStaleTmp(dir)
+	if o.Limit <= 0 {
+		removeStaleTmp(dir)
+	}
 	w := s.writer()
 	w.lockWait = o.LockWait
 	if o.NoWait && !w.noWait {
@@ -183,7 +195,10 @@ func (s *Store) Fold(ctx context.Context, o FoldOptions) (FoldStats, error) {
 				if err != nil {
 					return st, err
 				}
-				if !more {
+				// A limited fold trims one step (trimChunk calls, more than
+				// it adds): a store at its cap is brought down over several
+				// folds, not by the one call that crossed it.
+				if !more || o.Limit > 0 {
 					break
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/rand/v2"
 	"os"
@@ -122,6 +123,48 @@ func (j *Journal) Backlog() (n int, size int64, err error) {
 		}
 	}
 	return len(names), size, err
+}
+
+// BacklogAtLeast reports whether n records, or records of size bytes in
+// all, wait to be folded. It stops counting as soon as either is reached:
+// it lists the directory in small chunks and looks at the size of at most
+// n records, so its cost does not grow with the backlog (Backlog's does).
+func (j *Journal) BacklogAtLeast(n int, size int64) (bool, error) {
+	d, err := os.Open(j.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read history journal: %w", err)
+	}
+	defer d.Close()
+	count, total := 0, int64(0)
+	for {
+		ents, err := d.ReadDir(64)
+		for _, e := range ents {
+			if !isRecordName(e) {
+				continue
+			}
+			count++
+			if info, err := e.Info(); err == nil {
+				total += info.Size()
+			}
+			if count >= n || total >= size {
+				return true, nil
+			}
+		}
+		if err != nil { // io.EOF at the end
+			return false, nil
+		}
+	}
+}
+
+// isRecordName reports a journal record's name, whatever the entry is: a
+// link, a named pipe or a directory under a record's name is listed too,
+// for the fold to set aside and report once (never skipped for ever).
+func isRecordName(e fs.DirEntry) bool {
+	n := e.Name()
+	return strings.HasSuffix(n, recordExt) && !strings.HasPrefix(n, ".")
 }
 
 func writeRecord(dir, id string, chunks [][]byte) error {
@@ -362,24 +405,39 @@ func validRecordID(id string) bool {
 // place is set aside by the fold (and so reported once), never skipped for
 // ever. A dir that is a link, not a directory or another user's is
 // refused (statedir.ErrUnsafe): nothing is read through it.
-func recordNames(dir string) ([]string, error) {
+func recordNames(dir string) ([]string, error) { return recordNamesMax(dir, 0) }
+
+// recordNamesMax lists at most max record names of dir (all when max <= 0),
+// oldest first: the oldest of all when the directory holds no more than
+// max, else the oldest of the first max the directory lists.
+func recordNamesMax(dir string, max int) ([]string, error) {
 	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err := statedir.Dir(dir); err != nil {
 		return nil, fmt.Errorf("read history journal: %w", err)
 	}
-	ents, err := os.ReadDir(dir)
+	d, err := os.Open(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read history journal: %w", err)
 	}
+	defer d.Close()
 	var names []string
-	for _, e := range ents {
-		if n := e.Name(); strings.HasSuffix(n, recordExt) && !strings.HasPrefix(n, ".") {
-			names = append(names, n)
+	for max <= 0 || len(names) < max {
+		ents, err := d.ReadDir(256)
+		for _, e := range ents {
+			if isRecordName(e) && (max <= 0 || len(names) < max) {
+				names = append(names, e.Name())
+			}
+		}
+		if errors.Is(err, io.EOF) || err == nil && len(ents) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read history journal: %w", err)
 		}
 	}
 	slices.Sort(names)

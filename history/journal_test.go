@@ -441,3 +441,57 @@ func TestFoldLimit(t *testing.T) {
 		t.Errorf("the rest: %+v %v", st, err)
 	}
 }
+
+// A limited fold at a store over its cap trims one step (trimChunk calls),
+// not down to 90 % of the cap at once: no one call pays for trimming a
+// whole store that reached its cap. A full fold still trims all the way.
+func TestLimitedFoldTrimsOneStep(t *testing.T) {
+	ctx := testCtx(t)
+	s := openTemp(t, Options{MaxRows: -1, MaxBytes: -1})
+	es := make([]Entry, 2*trimChunk+100)
+	for i := range es {
+		es[i] = sample(i)
+	}
+	if _, err := s.Add(ctx, es...); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	capped := openAt(t, s.Path(), Options{MaxRows: 100})
+	j := openJournal(t, s.Path(), Options{})
+	j.Append(sample(len(es)))
+	if _, err := capped.Fold(ctx, FoldOptions{NoWait: true, Limit: 64}); err != nil {
+		t.Fatal(err)
+	}
+	tot, _ := capped.Totals(ctx)
+	if want := int64(len(es) + 1 - trimChunk); tot.Rows != want {
+		t.Fatalf("a limited fold left %d rows, want %d (one trim step)", tot.Rows, want)
+	}
+	j.Append(sample(len(es) + 1))
+	if _, err := capped.Fold(ctx, FoldOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if tot, _ := capped.Totals(ctx); tot.Rows > 100 {
+		t.Fatalf("a full fold left %d rows for a cap of 100", tot.Rows)
+	}
+}
+
+// BacklogAtLeast says whether n records (or size bytes of them) wait,
+// counting no further than needed.
+func TestBacklogAtLeast(t *testing.T) {
+	j := openJournal(t, filepath.Join(t.TempDir(), "history.db"), Options{})
+	if due, err := j.BacklogAtLeast(1, 1); err != nil || due {
+		t.Fatalf("empty journal: %v %v", due, err)
+	}
+	for i := 0; i < 40; i++ {
+		j.Append(sample(i))
+	}
+	for _, c := range []struct {
+		n    int
+		size int64
+		want bool
+	}{{32, 1 << 30, true}, {40, 1 << 30, true}, {41, 1 << 30, false}, {1000, 1, true}} {
+		if due, err := j.BacklogAtLeast(c.n, c.size); err != nil || due != c.want {
+			t.Errorf("BacklogAtLeast(%d, %d) = %v %v, want %v", c.n, c.size, due, err, c.want)
+		}
+	}
+}

@@ -685,11 +685,27 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// predecoder is a Framer that may have decoded the frame it returned
+// already (secureFramer, for its first answer).
+type predecoder interface {
+	takeDecoded(frame []byte) (*Message, bool, error)
+}
+
 // handle takes one frame from the peer. A response matched to a call is
 // returned for readLoop to hand over; ready are those matched already and
 // not yet handed over (a duplicate of one of them is noted in its Warning).
 func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
-	m, derr := DecodeMessage(frame)
+	var (
+		m    *Message
+		derr error
+		ok   bool
+	)
+	if pd, is := c.f.(predecoder); is {
+		m, ok, derr = pd.takeDecoded(frame)
+	}
+	if !ok {
+		m, derr = DecodeMessage(frame)
+	}
 	m.Time = time.Now()
 	if derr != nil {
 		m.Warning = derr.Error()

@@ -2,15 +2,23 @@ package ipc
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
@@ -38,99 +46,136 @@ type EndpointFacts struct {
 	Updated time.Time `json:"updated"`
 }
 
+// The memory kept on disk is one small file per endpoint (a record),
+// RecordsDir/<bb>/<hash>.json in the state folder, where hash is the
+// 128-bit FNV-1a hash of the endpoint's key, in hex, and bb its first
+// byte: 256 buckets.
+//
+// Why one file per endpoint rather than one file, or a fixed-slot index:
+// a call needs the facts of the one endpoint it dials, so it opens one
+// file by name (O(1) whatever is remembered: the kernel looks the name up,
+// it is not scanned) and never decodes the others; a write replaces that
+// one file (a temporary file renamed over it), so processes learning
+// different endpoints never touch the same file and lose nothing, and two
+// learning the same one keep the newer facts. A fixed-slot index would need
+// a lock (or compare-and-swap on slots) for the same, and collisions
+// handled by hand.
+//
+// The buckets keep the count bounded cheaply: after writing a record, the
+// writer sweeps that record's bucket only (its age limit, then its share
+// of the cap, oldest first by the files' times), which costs a listing of
+// at most about bucketCap names; a call that only reads never sweeps.
+const (
+	// RecordsDir is the folder of the records, in the state folder.
+	RecordsDir = "endpoints.d"
+	// legacyMemoryFile is the single file of earlier versions: a cache of
+	// facts learned again on the next contact, so it is not read; the
+	// first write of a record removes it.
+	legacyMemoryFile = "endpoints.json"
+)
+
 // maxMemoryEntries bounds the endpoints remembered (the oldest go first):
 // well above a crowded socket directory, so a run over one does not evict
 // and re-learn its endpoints.
 const maxMemoryEntries = 16384
 
-// memorySlack is how far past maxMemoryEntries the memory may grow between
-// trims: trimming (one sort) happens when it is reached and on every
-// flush, not on every insert.
+// memoryBuckets is how many bucket folders the records are spread over;
+// bucketCap is how many records one keeps: its share of maxMemoryEntries
+// and a quarter more, since the hash fills buckets unevenly (with 16,000
+// endpoints, a bucket holds 62 on average and more than 80 about once in
+// 70). At most memoryBuckets*bucketCap (20,480) records are kept.
+const (
+	memoryBuckets = 256
+	bucketCap     = maxMemoryEntries / memoryBuckets * 5 / 4
+)
+
+// memorySlack is how far past maxMemoryEntries the in-process memory may
+// grow between trims.
 const memorySlack = maxMemoryEntries / 8
 
-// maxMemoryFile bounds the memory file read (an entry takes ~150 bytes, so
-// a full memory is ~2.5 MiB).
-const maxMemoryFile = 4 << 20
+// maxRecord bounds a record file read (a record takes ~200 bytes; an
+// endpoint's key is at most maxKey).
+const maxRecord = 8 << 10
+
+// maxKey bounds an endpoint's key kept on disk.
+const maxKey = 4096
+
+// MaxMemoryAge is how long facts are kept after they last changed: older
+// records are not used and are removed by the next sweep of their bucket.
+// They are learned again on the next contact (at worst one refused
+// request, resent as the peer asked). That an endpoint demanded BTSP does
+// not age out (see expired).
+const MaxMemoryAge = 30 * 24 * time.Hour
+
+// staleTemp is the age after which a temporary record file (its writer died
+// before the rename) is removed by a sweep.
+const staleTemp = time.Hour
 
 // EndpointMemory remembers per endpoint what worked: the riboCipher prefix,
 // BTSP required, the handshake framing. It is safe for concurrent use.
 //
-// An EndpointMemory opened on a file changes only in memory on Update and
-// Forget; the file (mode 0600) is written by Flush, which its owner calls
-// when done (and, for a long-lived owner, AutoFlush in between). A process
-// that ends without flushing loses what it learned since the last flush:
-// facts about reaching endpoints, never secrets, learned again on the next
-// contact. Several processes may share the file: each flush merges the
-// file's current content with this memory's changes, newest first (see
-// Flush). A failed write is kept in Err and does not stop calls.
+// An EndpointMemory opened on a state folder reads an endpoint's record the
+// first time it is asked about that endpoint (one small file, whatever the
+// number remembered) and changes only in memory on Update and Forget; the
+// records are written by Flush, which its owner calls when done (and, for
+// a long-lived owner, AutoFlush in between). A process that ends without
+// flushing loses what it learned since the last flush: facts about
+// reaching endpoints, never secrets, learned again on the next contact.
+// Several processes may share the folder: each flush writes only the
+// records of the endpoints changed here, each merged with what the record
+// holds then, newest first (see Flush). A failed write is kept in Err and
+// does not stop calls.
 type EndpointMemory struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// m holds the facts known here; known marks the keys whose record has
+	// been read (present or not), so it is read once.
 	m     map[string]EndpointFacts
-	path  string
+	known map[string]struct{}
+	// seen holds every key asked about or learned here (up to the cap),
+	// for ForgetUnder.
+	seen  map[string]struct{}
+	dir   string // the state folder ("" in this process only)
 	err   error
 	clock func() time.Time
-	// Changes not yet flushed (kept only for a memory with a file): the
+	// Changes not yet flushed (kept only for a memory with a folder): the
 	// endpoints updated, and those forgotten with the time they were.
 	dirty  map[string]struct{}
 	forgot map[string]time.Time
+	// ephemeral lists folders whose Unix endpoints are never written.
+	ephemeral []string
 	// flushing is held by the flush in progress.
 	flushing chan struct{}
+	// bucketCap is how many records a sweep keeps in a bucket (bucketCap;
+	// tests lower it).
+	bucketCap int
+	// stats counts what was read from the state folder (tests).
+	stats memoryStats
+}
+
+// memoryStats counts the state folder's reads.
+type memoryStats struct {
+	recordOpens atomic.Int64 // record files opened for reading
+	recordBytes atomic.Int64 // bytes read from them
+	dirEntries  atomic.Int64 // names listed by sweeps
 }
 
 // NewEndpointMemory returns an empty memory that lives in this process only.
 func NewEndpointMemory() *EndpointMemory {
 	return &EndpointMemory{
-		m: map[string]EndpointFacts{}, clock: time.Now,
+		m: map[string]EndpointFacts{}, known: map[string]struct{}{}, seen: map[string]struct{}{}, clock: time.Now,
 		dirty: map[string]struct{}{}, forgot: map[string]time.Time{},
-		flushing: make(chan struct{}, 1),
+		flushing: make(chan struct{}, 1), bucketCap: bucketCap,
 	}
 }
 
-// OpenEndpointMemory loads the memory kept in path (a missing file is an
-// empty memory); Flush writes it back there. A file that cannot be parsed
-// is set aside: the memory starts empty and the error is returned along
-// with the usable memory (the next flush replaces the file).
-func OpenEndpointMemory(path string) (*EndpointMemory, error) {
+// OpenEndpointMemory returns the memory kept in the state folder dir (in
+// RecordsDir there). Nothing is read until an endpoint is asked about; a
+// missing folder is an empty memory, made by the first Flush that has
+// something to write. The error is always nil (kept for callers that warn).
+func OpenEndpointMemory(dir string) (*EndpointMemory, error) {
 	m := NewEndpointMemory()
-	m.path = path
-	doc, err := readMemoryFile(path)
-	if err != nil {
-		return m, err
-	}
-	m.m = doc
-	m.trimLocked(maxMemoryEntries)
+	m.dir = dir
 	return m, nil
-}
-
-// readMemoryFile reads the endpoints kept in path: an empty map for a
-// missing file, an error for one that cannot be read or parsed. Entries
-// with implausible fields are dropped.
-func readMemoryFile(path string) (map[string]EndpointFacts, error) {
-	out := map[string]EndpointFacts{}
-	b, err := readfile.Regular(path, maxMemoryFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return out, nil
-	}
-	if err != nil {
-		return out, fmt.Errorf("endpoint memory: %w, ignored", err)
-	}
-	endpoints, ok := decodeMemoryFast(b) // the file as written, without reflection
-	if !ok {
-		var doc struct {
-			Endpoints map[string]EndpointFacts `json:"endpoints"`
-		}
-		if err := json.Unmarshal(b, &doc); err != nil {
-			return out, fmt.Errorf("endpoint memory %s: not valid, ignored: %w", path, err)
-		}
-		endpoints = doc.Endpoints
-	}
-	for k, v := range endpoints {
-		if len(k) > 4096 || len(v.Framing) > 32 || len(v.Socket) > 64 {
-			continue
-		}
-		out[k] = v
-	}
-	return out, nil
 }
 
 // memoryKey names an endpoint in the memory.
@@ -143,15 +188,165 @@ func memoryKey(ep Endpoint) string {
 	return ep.String()
 }
 
-// Get returns what is known about ep.
+// recordName is the record file of key, relative to the state folder.
+// The hash is FNV-1a (128 bits), not SHA-256: a call computes it before it
+// dials, and the first SHA-256 of a process runs the FIPS module's
+// self-test, 470,000 instructions (callgrind), a seventh of a whole call.
+// Nothing rests on collisions being hard to make: a record names its
+// endpoint and one that names another is not used.
+func recordName(key string) (bucket, name string) {
+	f := fnv.New128a()
+	f.Write([]byte(key))
+	h := hex.EncodeToString(f.Sum(nil))
+	bucket = RecordsDir + "/" + h[:2]
+	return bucket, bucket + "/" + h + ".json"
+}
+
+// Get returns what is known about ep: for a memory with a folder, its
+// record is read the first time ep is asked about.
 func (m *EndpointMemory) Get(ep Endpoint) (EndpointFacts, bool) {
 	if m == nil {
 		return EndpointFacts{}, false
 	}
+	key := memoryKey(ep)
+	m.mu.Lock()
+	f, ok := m.m[key]
+	_, known := m.known[key]
+	m.mu.Unlock()
+	if ok || known || m.dir == "" {
+		return f, ok
+	}
+	rf, rok := m.readRecord(key)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	f, ok := m.m[memoryKey(ep)]
-	return f, ok
+	if _, k := m.known[key]; k { // learned or forgotten here meanwhile
+		f, ok = m.m[key]
+		return f, ok
+	}
+	m.known[key] = struct{}{}
+	m.see(key)
+	if rok {
+		m.m[key] = rf
+	}
+	if len(m.m) > maxMemoryEntries+memorySlack {
+		m.trimLocked(maxMemoryEntries)
+	}
+	return rf, rok
+}
+
+// readRecord reads key's record: its facts, unless the record is missing,
+// unusable, about another key or older than MaxMemoryAge.
+func (m *EndpointMemory) readRecord(key string) (EndpointFacts, bool) {
+	if len(key) > maxKey {
+		return EndpointFacts{}, false
+	}
+	_, name := recordName(key)
+	b, err := m.readRecordFile(name)
+	if err != nil {
+		return EndpointFacts{}, false
+	}
+	rk, f, ok := decodeRecord(b)
+	if !ok || rk != key || expired(f, m.clock()) {
+		return EndpointFacts{}, false
+	}
+	return f, true
+}
+
+// expired says whether facts are past MaxMemoryAge. That an endpoint
+// demanded BTSP never expires by age (only a new socket file at its path, or
+// the count, ends it): forgetting it would send the next request there in
+// cleartext first.
+func expired(f EndpointFacts, now time.Time) bool {
+	return !f.BTSPRequired && now.Sub(f.Updated) > MaxMemoryAge
+}
+
+// readRecordFile reads the record file name (relative to the state folder)
+// whole, at most maxRecord bytes. Below the state folder no symbolic link
+// is followed, at any step (each folder is opened from the one above with
+// O_NOFOLLOW); the record must be a regular file of the user's (or root's),
+// checked before it is opened (opening some devices acts on them) and
+// again once open, and it is opened O_NONBLOCK (a named pipe put there in a
+// race is not waited on). The state folder itself is followed: a user's own
+// link to it is fine.
+//
+// This is the state-folder check of internal/statedir (branch trustanswers,
+// same owner rule), done here with openat so that the folders below the
+// state folder are not followed either; a call pays five system calls.
+func (m *EndpointMemory) readRecordFile(name string) ([]byte, error) {
+	dfd, err := unix.Open(m.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: m.dir, Err: err}
+	}
+	parts := strings.Split(name, "/")
+	for _, p := range parts[:len(parts)-1] {
+		fd, err := unix.Openat(dfd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dfd)
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		dfd = fd
+	}
+	last := parts[len(parts)-1]
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, last, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Close(dfd)
+		return nil, &fs.PathError{Op: "lstat", Path: name, Err: err}
+	}
+	if err := ownRegular(name, &st); err != nil {
+		unix.Close(dfd)
+		return nil, err
+	}
+	fd, err := unix.Openat(dfd, last, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unix.Close(dfd)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	m.stats.recordOpens.Add(1)
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}
+	}
+	if err := ownRegular(name, &st); err != nil {
+		return nil, err
+	}
+	b, err := readfile.All(f, name, maxRecord)
+	m.stats.recordBytes.Add(int64(len(b)))
+	return b, err
+}
+
+// ownRegular refuses anything but a regular file owned by the user or root.
+func ownRegular(name string, st *unix.Stat_t) error {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s: %w", name, readfile.ErrNotRegular)
+	}
+	if uid := uint32(os.Getuid()); st.Uid != uid && st.Uid != 0 {
+		return fmt.Errorf("%s: owned by another user (uid %d), not used", name, st.Uid)
+	}
+	return nil
+}
+
+// record is a record file's content: the endpoint's key and its facts.
+type record struct {
+	Endpoint string `json:"endpoint"`
+	EndpointFacts
+}
+
+// decodeRecord decodes a record file (without reflection when it is as
+// writeRecord writes it), dropping one with implausible fields.
+func decodeRecord(b []byte) (key string, f EndpointFacts, ok bool) {
+	key, f, ok = decodeRecordFast(b)
+	if !ok {
+		var r record
+		if json.Unmarshal(b, &r) != nil {
+			return "", EndpointFacts{}, false
+		}
+		key, f = r.Endpoint, r.EndpointFacts
+	}
+	if key == "" || len(key) > maxKey || len(f.Framing) > 32 || len(f.Socket) > 64 {
+		return "", EndpointFacts{}, false
+	}
+	return key, f, true
 }
 
 // Update changes what is known about ep, in memory only: the next Flush
@@ -160,10 +355,11 @@ func (m *EndpointMemory) Update(ep Endpoint, change func(f *EndpointFacts)) {
 	if m == nil {
 		return
 	}
+	old, _ := m.Get(ep) // the record, if not read yet
 	key := memoryKey(ep)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	old := m.m[key]
+	old = m.m[key]
 	f := old
 	if old.Prefix != nil {
 		p := *old.Prefix
@@ -179,7 +375,9 @@ func (m *EndpointMemory) Update(ep Endpoint, change func(f *EndpointFacts)) {
 	}
 	f.Updated = m.clock().UTC()
 	m.m[key] = f
-	if m.path != "" {
+	m.known[key] = struct{}{}
+	m.see(key)
+	if m.dir != "" {
 		m.dirty[key] = struct{}{}
 		delete(m.forgot, key)
 	}
@@ -189,39 +387,95 @@ func (m *EndpointMemory) Update(ep Endpoint, change func(f *EndpointFacts)) {
 }
 
 // Forget drops what is known about ep, in memory only: the next Flush
-// drops it from the file.
+// removes its record.
 func (m *EndpointMemory) Forget(ep Endpoint) {
 	if m == nil {
 		return
 	}
+	key := memoryKey(ep)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	key := memoryKey(ep)
-	if _, ok := m.m[key]; !ok {
-		return
-	}
+	_, had := m.m[key]
 	delete(m.m, key)
-	if m.path != "" {
-		delete(m.dirty, key)
+	m.known[key] = struct{}{}
+	delete(m.dirty, key)
+	if m.dir != "" && (had || len(m.forgot) < maxMemoryEntries) {
 		m.forgot[key] = m.clock().UTC()
 	}
 }
 
-// Flush writes the changes made since the last flush to the file, if the
-// memory has one and something changed; it returns at once otherwise. It
-// reads the file first and merges: for each endpoint changed here, the
-// newer of this memory's facts and the file's (by Updated) is kept; an
-// endpoint forgotten here is dropped unless the file's facts are newer;
-// every other endpoint is kept as the file has it. The result, trimmed to
-// the most recently updated entries, replaces the file atomically and
-// becomes this memory's content, so facts other processes flushed meanwhile
-// are kept and used. Two processes flushing at the same instant can still
-// lose one's changes (the last rename wins); they are facts, learned again
-// on the next contact. A file that cannot be read or parsed is replaced.
-// Flush does not write once ctx has ended; on failure the changes stay
-// pending for the next flush and the error is also kept in Err.
+// Ephemeral says that what is learned about Unix endpoints under dir (a
+// demo's temporary socket folder) is kept in this process only: never
+// written, and their records are removed by the next Flush, so they do not
+// outlive the folder.
+func (m *EndpointMemory) Ephemeral(dir string) {
+	if m == nil {
+		return
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.ephemeral = append(m.ephemeral, "unix://"+filepath.Clean(abs)+"/")
+}
+
+// ForgetUnder forgets every Unix endpoint under dir this memory knows of
+// (see Forget).
+func (m *EndpointMemory) ForgetUnder(dir string) {
+	if m == nil {
+		return
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return
+	}
+	prefix := "unix://" + filepath.Clean(abs) + "/"
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.clock().UTC()
+	for k := range m.seen {
+		if strings.HasPrefix(k, prefix) {
+			delete(m.m, k)
+			delete(m.dirty, k)
+			if m.dir != "" {
+				m.forgot[k] = now
+			}
+		}
+	}
+}
+
+// see adds key to m.seen, while it is under the cap.
+func (m *EndpointMemory) see(key string) {
+	if len(m.seen) < maxMemoryEntries+memorySlack {
+		m.seen[key] = struct{}{}
+	}
+}
+
+// ephemeralLocked says whether key is under an Ephemeral folder.
+func (m *EndpointMemory) ephemeralLocked(key string) bool {
+	for _, p := range m.ephemeral {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// Flush writes the changes made since the last flush, if the memory has a
+// folder and something changed; it returns at once otherwise. For each
+// endpoint changed here it reads that endpoint's record and keeps the
+// newer of its facts and this memory's (by Updated); an endpoint forgotten
+// here has its record removed unless the record is newer. Each record is
+// replaced atomically (a temporary file renamed over it), so two processes
+// learning different endpoints at once lose neither, and two learning the
+// same one keep one's facts whole. After writing, the buckets written are
+// swept (see RecordsDir). Flush does not write once ctx has ended; on
+// failure the changes stay pending for the next flush and the error is
+// also kept in Err.
 func (m *EndpointMemory) Flush(ctx context.Context) error {
-	if m == nil || m.path == "" {
+	if m == nil || m.dir == "" {
 		return nil
 	}
 	select {
@@ -236,28 +490,18 @@ func (m *EndpointMemory) Flush(ctx context.Context) error {
 		return nil
 	}
 	changed := make(map[string]EndpointFacts, len(m.dirty))
+	forgot := m.forgot
 	for k := range m.dirty {
+		if m.ephemeralLocked(k) {
+			forgot[k] = m.clock().UTC() // kept here only (see the end)
+			continue
+		}
 		changed[k] = m.m[k]
 	}
-	forgot := m.forgot
 	m.dirty, m.forgot = map[string]struct{}{}, map[string]time.Time{}
 	m.mu.Unlock()
 
-	merged, _ := readMemoryFile(m.path) // an unusable file is replaced
-	for k, f := range changed {
-		if cur, ok := merged[k]; !ok || !cur.Updated.After(f.Updated) {
-			merged[k] = f
-		}
-	}
-	for k, at := range forgot {
-		if cur, ok := merged[k]; ok && !cur.Updated.After(at) {
-			delete(merged, k)
-		}
-	}
-	for _, k := range oldest(merged, maxMemoryEntries) {
-		delete(merged, k)
-	}
-	err := writeMemoryFile(ctx, m.path, merged)
+	err := m.write(ctx, changed, forgot)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -279,33 +523,195 @@ func (m *EndpointMemory) Flush(ctx context.Context) error {
 		return err
 	}
 	m.err = nil
-	// Adopt what the file now holds, but for changes made here since.
-	for k, f := range merged {
+	// What other processes flushed meanwhile is read again on the next Get
+	// of an endpoint not changed here since.
+	for k := range m.known {
 		if _, d := m.dirty[k]; d {
 			continue
 		}
 		if _, fg := m.forgot[k]; fg {
 			continue
 		}
-		m.m[k] = f
-	}
-	for k := range m.m {
-		if _, ok := merged[k]; !ok {
-			if _, d := m.dirty[k]; !d {
-				delete(m.m, k)
-			}
+		if _, ok := m.m[k]; ok && m.ephemeralLocked(k) {
+			continue // nowhere else to read it from
 		}
+		delete(m.known, k)
+		delete(m.m, k)
 	}
 	return nil
+}
+
+// write writes the changed records and removes the forgotten ones, then
+// sweeps the buckets written.
+func (m *EndpointMemory) write(ctx context.Context, changed map[string]EndpointFacts, forgot map[string]time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("endpoint memory: not written: %w", err)
+	}
+	if err := os.MkdirAll(m.dir, 0o700); err != nil {
+		return fmt.Errorf("endpoint memory: %w", err)
+	}
+	root, err := os.OpenRoot(m.dir)
+	if err != nil {
+		return fmt.Errorf("endpoint memory: %w", err)
+	}
+	defer root.Close()
+	// Written oldest first, so that the files' times (by which sweeps
+	// expire records) follow the facts' own.
+	keys := make([]string, 0, len(changed))
+	for k := range changed {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return changed[keys[i]].Updated.Before(changed[keys[j]].Updated) })
+	swept := map[string]struct{}{}
+	var errs []error
+	for _, k := range keys {
+		f := changed[k]
+		if len(k) > maxKey {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("endpoint memory: not written: %w", err)
+		}
+		bucket, name := recordName(k)
+		if b, err := m.readRecordFile(name); err == nil {
+			if rk, cur, ok := decodeRecord(b); ok && rk == k && cur.Updated.After(f.Updated) {
+				continue // newer facts from another process
+			}
+		}
+		if err := writeRecord(root, bucket, name, record{Endpoint: k, EndpointFacts: f}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		swept[bucket] = struct{}{}
+	}
+	for k, at := range forgot {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("endpoint memory: not written: %w", err)
+		}
+		_, name := recordName(k)
+		b, err := m.readRecordFile(name)
+		if err != nil {
+			continue // nothing there (or nothing usable: left to the sweep)
+		}
+		if rk, cur, ok := decodeRecord(b); ok && rk == k && cur.Updated.After(at) {
+			continue // learned again by another process since
+		}
+		if err := root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("endpoint memory: %w", err))
+		}
+	}
+	if len(swept) > 0 {
+		root.Remove(legacyMemoryFile) // the old single file: see RecordsDir
+	}
+	for bucket := range swept {
+		m.sweep(root, bucket, m.bucketCap)
+	}
+	return errors.Join(errs...)
+}
+
+// writeRecord writes r as the record file name in bucket: a temporary file
+// (mode 0600) renamed over it.
+func writeRecord(root *os.Root, bucket, name string, r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("endpoint memory: %w", err)
+	}
+	if err := root.MkdirAll(bucket, 0o700); err != nil {
+		return fmt.Errorf("endpoint memory: %w", err)
+	}
+	tmp := fmt.Sprintf("%s/.tmp-%d-%08x", bucket, os.Getpid(), rand.Uint32())
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("endpoint memory: %w", err)
+	}
+	_, werr := f.Write(append(b, '\n'))
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = root.Rename(tmp, name)
+	}
+	if werr != nil {
+		root.Remove(tmp)
+		return fmt.Errorf("endpoint memory: %w", werr)
+	}
+	return nil
+}
+
+// sweep keeps a bucket within its share of the count: it removes records
+// older than MaxMemoryAge (by their files' modification time, the time they
+// were written), temporary files left by a writer that died, anything that
+// is not a regular file, and then the oldest records beyond limit. It lists
+// the one bucket, which sweeps keep to about limit names.
+func (m *EndpointMemory) sweep(root *os.Root, bucket string, limit int) {
+	d, err := root.Open(bucket)
+	if err != nil {
+		return
+	}
+	ents, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return
+	}
+	m.stats.dirEntries.Add(int64(len(ents)))
+	now := m.clock()
+	type rec struct {
+		name string
+		mod  time.Time
+	}
+	var recs []rec
+	for _, e := range ents {
+		name := bucket + "/" + e.Name()
+		info, err := e.Info() // lstat: a symbolic link is not followed
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(e.Name(), ".tmp-"):
+			if now.Sub(info.ModTime()) > staleTemp {
+				root.Remove(name)
+			}
+		case !info.Mode().IsRegular() || !strings.HasSuffix(e.Name(), ".json"):
+			root.Remove(name)
+		case now.Sub(info.ModTime()) > MaxMemoryAge && m.agedOut(name, now):
+			root.Remove(name)
+		default:
+			recs = append(recs, rec{name, info.ModTime()})
+		}
+	}
+	if len(recs) <= limit {
+		return
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		if !recs[i].mod.Equal(recs[j].mod) {
+			return recs[i].mod.Before(recs[j].mod)
+		}
+		return recs[i].name < recs[j].name
+	})
+	for _, r := range recs[:len(recs)-limit] {
+		root.Remove(r.name)
+	}
+}
+
+// agedOut says whether the record file name, written longer than
+// MaxMemoryAge ago, is to go: unless it is usable and says the endpoint
+// demanded BTSP (see expired).
+func (m *EndpointMemory) agedOut(name string, now time.Time) bool {
+	b, err := m.readRecordFile(name)
+	if err != nil {
+		return true
+	}
+	_, f, ok := decodeRecord(b)
+	return !ok || expired(f, now)
 }
 
 // AutoFlush flushes the memory about every interval while it has unflushed
 // changes, from a goroutine of its own, until stop is called. stop ends
 // that goroutine (a flush in progress is abandoned before its write) and
 // returns once it has; it does not flush: the owner calls Flush after it.
-// For a memory without a file it does nothing.
+// For a memory without a folder it does nothing.
 func (m *EndpointMemory) AutoFlush(every time.Duration) (stop func()) {
-	if m == nil || m.path == "" {
+	if m == nil || m.dir == "" {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -332,7 +738,7 @@ func (m *EndpointMemory) AutoFlush(every time.Duration) (stop func()) {
 	}
 }
 
-// Err reports the last failure to write the memory file, if any (a later
+// Err reports the last failure to write the memory, if any (a later
 // successful flush clears it).
 func (m *EndpointMemory) Err() error {
 	if m == nil {
@@ -343,12 +749,13 @@ func (m *EndpointMemory) Err() error {
 	return m.err
 }
 
-// Path is the file the memory is kept in ("" for a memory in this process only).
+// Path is the state folder the memory is kept in ("" for a memory in this
+// process only); the records are in RecordsDir there.
 func (m *EndpointMemory) Path() string {
 	if m == nil {
 		return ""
 	}
-	return m.path
+	return m.dir
 }
 
 func factsEqual(a, b EndpointFacts) bool {
@@ -360,71 +767,33 @@ func boolPtrEqual(a, b *bool) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
-// trimLocked keeps the max most recently updated endpoints of m.m.
+// trimLocked keeps the max most recently updated endpoints of m.m (in this
+// process; what is on disk is the sweeps' business).
 func (m *EndpointMemory) trimLocked(max int) {
-	for _, k := range oldest(m.m, max) {
-		delete(m.m, k)
-		delete(m.dirty, k)
+	if len(m.m) <= max {
+		return
 	}
-}
-
-// oldest returns the keys of facts beyond the max most recently updated
-// (one sort; ties broken by key, so every process trims alike).
-func oldest(facts map[string]EndpointFacts, max int) []string {
-	if len(facts) <= max {
-		return nil
-	}
-	keys := make([]string, 0, len(facts))
-	for k := range facts {
+	keys := make([]string, 0, len(m.m))
+	for k := range m.m {
 		keys = append(keys, k)
 	}
 	sort.Slice(keys, func(i, j int) bool {
-		a, b := facts[keys[i]].Updated, facts[keys[j]].Updated
+		a, b := m.m[keys[i]].Updated, m.m[keys[j]].Updated
 		if !a.Equal(b) {
 			return a.Before(b)
 		}
 		return keys[i] < keys[j]
 	})
-	return keys[:len(keys)-max]
+	for _, k := range keys[:len(keys)-max] {
+		delete(m.m, k)
+		delete(m.known, k)
+		delete(m.dirty, k) // learned again on the next contact
+	}
 }
 
-// writeMemoryFile writes facts to path atomically (a temporary file renamed
-// over it), mode 0600, creating its directory (0700) if needed. The rename
-// is not done once ctx has ended.
-func writeMemoryFile(ctx context.Context, path string, facts map[string]EndpointFacts) error {
-	doc := struct {
-		Note      string                   `json:"note"`
-		Endpoints map[string]EndpointFacts `json:"endpoints"`
-	}{"what primalscope learned about reaching each endpoint; facts only, no secrets", facts}
-	b, err := json.MarshalIndent(doc, "", "  ")
-	if err != nil {
-		return fmt.Errorf("endpoint memory: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("endpoint memory: not written: %w", err)
-	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("endpoint memory: %w", err)
-	}
-	tmp, err := os.CreateTemp(dir, ".endpoints-*.json")
-	if err != nil {
-		return fmt.Errorf("endpoint memory: %w", err)
-	}
-	name := tmp.Name()
-	_, werr := tmp.Write(append(b, '\n'))
-	cerr := tmp.Close()
-	if err := errors.Join(werr, cerr, os.Chmod(name, 0o600)); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("endpoint memory: %w", err)
-	}
-	if err := ctx.Err(); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("endpoint memory: not written: %w", err)
-	}
-	if err := os.Rename(name, path); err != nil {
-		os.Remove(name)
-		return fmt.Errorf("endpoint memory: %w", err)
-	}
-	return nil
+// EndpointRecordPath is the file in which the memory kept in the state
+// folder dir keeps what it knows about ep.
+func EndpointRecordPath(dir string, ep Endpoint) string {
+	_, name := recordName(memoryKey(ep))
+	return filepath.Join(dir, filepath.FromSlash(name))
 }

@@ -9,37 +9,36 @@ import (
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
-// FuzzEndpointMemoryFile: any endpoints.json content loads without a panic
-// (or is set aside with an error), and what loads can be updated and saved.
-func FuzzEndpointMemoryFile(f *testing.F) {
+// FuzzEndpointMemoryRecord: any content of an endpoint's record reads
+// without a panic (unusable content is no facts), and the endpoint can be
+// updated and saved over it.
+func FuzzEndpointMemoryRecord(f *testing.F) {
 	for _, s := range []string{
-		`{"endpoints":{"unix:///run/x.sock":{"prefix":true,"btsp_required":true,"btsp_framing":"json-line","updated":"2026-01-01T00:00:00Z"}}}`,
-		`{"endpoints":{"":{"prefix":null}}}`,
-		`{"endpoints":null}`,
+		`{"endpoint":"unix:///run/fuzz.sock","prefix":true,"btsp_required":true,"btsp_framing":"json-line","updated":"2099-01-01T00:00:00Z"}`,
+		`{"endpoint":"unix:///run/other.sock","prefix":null}`,
+		`{"endpoint":null}`,
 		`[]`,
-		`{"endpoints":{"a":{"updated":"not a time"}}}`,
+		`{"endpoint":"unix:///run/fuzz.sock","updated":"not a time"}`,
 	} {
 		f.Add([]byte(s))
 	}
 	dir := f.TempDir()
+	ep := ipc.Endpoint{Transport: ipc.Unix, Path: "/run/fuzz.sock"}
+	path := ipc.EndpointRecordPath(dir, ep)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		f.Fatal(err)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		path := filepath.Join(dir, "endpoints.json")
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		m, _ := ipc.OpenEndpointMemory(path)
-		if m == nil {
-			t.Fatal("no memory")
-		}
-		ep := ipc.Endpoint{Transport: ipc.Unix, Path: "/run/fuzz.sock"}
-		m.Update(ep, func(f *ipc.EndpointFacts) { f.BTSPRequired = !f.BTSPRequired })
+		m, _ := ipc.OpenEndpointMemory(dir)
+		m.Get(ep)
+		m.Update(ep, func(f *ipc.EndpointFacts) { f.BTSPRequired = !f.BTSPRequired; f.Framing = "x" })
 		if err := m.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		m2, err := ipc.OpenEndpointMemory(path)
-		if err != nil {
-			t.Fatalf("reading back what was saved: %v", err)
-		}
+		m2, _ := ipc.OpenEndpointMemory(dir)
 		if _, ok := m2.Get(ep); !ok {
 			t.Fatal("the update was not saved")
 		}

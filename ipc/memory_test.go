@@ -3,9 +3,13 @@ package ipc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,13 +33,14 @@ func inode(t *testing.T, path string) uint64 {
 // Flush writes once (the atomic rename gives the file a new inode), and
 // not again while nothing changed.
 func TestEndpointMemoryFlushOnly(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state", "endpoints.json")
-	m, err := ipc.OpenEndpointMemory(path)
+	dir := filepath.Join(t.TempDir(), "state")
+	m, err := ipc.OpenEndpointMemory(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := ipc.Endpoint{Transport: ipc.Unix, Path: "/run/a.sock"}
 	b := ipc.Endpoint{Transport: ipc.Unix, Path: "/run/b.sock"}
+	path, pathB := ipc.EndpointRecordPath(dir, a), ipc.EndpointRecordPath(dir, b)
 	no := false
 	for i := 0; i < 100; i++ {
 		m.Update(a, func(f *ipc.EndpointFacts) { f.BTSPRequired = i%2 == 0 })
@@ -61,33 +66,37 @@ func TestEndpointMemoryFlushOnly(t *testing.T) {
 	if got := inode(t, path); got != first {
 		t.Fatal("a flush with nothing changed rewrote the file")
 	}
+	firstB := inode(t, pathB)
 	m.Forget(b)
-	if got := inode(t, path); got != first {
-		t.Fatal("Forget wrote the file")
+	if got := inode(t, pathB); got != firstB {
+		t.Fatal("Forget wrote the record")
 	}
 	if err := m.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if got := inode(t, path); got == first {
-		t.Fatal("a flush after Forget did not write")
+	if _, err := os.Stat(pathB); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a flush after Forget kept the record: %v", err)
 	}
-	m2, err := ipc.OpenEndpointMemory(path)
+	if got := inode(t, path); got != first {
+		t.Fatal("forgetting b rewrote a's record")
+	}
+	m2, err := ipc.OpenEndpointMemory(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := m2.Get(b); ok {
-		t.Fatal("a forgotten endpoint was kept in the file")
+		t.Fatal("a forgotten endpoint was kept")
 	}
 	if f, ok := m2.Get(a); !ok || f.BTSPRequired || f.Updated.IsZero() {
 		t.Fatalf("reloaded %+v %v", f, ok)
 	}
 }
 
-// TestEndpointMemoryTwoWriters: two memories (two processes) on one file,
+// TestEndpointMemoryTwoWriters: two memories (two processes) on one folder,
 // flushing in turn, keep each other's facts, and each sees the other's
 // after its own flush.
 func TestEndpointMemoryTwoWriters(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "endpoints.json")
+	path := t.TempDir()
 	m1, _ := ipc.OpenEndpointMemory(path)
 	m2, _ := ipc.OpenEndpointMemory(path)
 	a := ipc.Endpoint{Transport: ipc.Unix, Path: "/run/a.sock"}
@@ -105,6 +114,7 @@ func TestEndpointMemoryTwoWriters(t *testing.T) {
 	if f, ok := m2.Get(a); !ok || f.Framing != "json-line" {
 		t.Fatalf("m2 did not adopt m1's flushed facts: %+v %v", f, ok)
 	}
+	m1.Get(b) // read before m2 flushed: read again after m1's next flush
 	m1.Forget(c)
 	if err := m1.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -129,7 +139,7 @@ func TestEndpointMemoryTwoWriters(t *testing.T) {
 // in Err and cleared by the next good one.
 func TestEndpointMemoryFlushEnded(t *testing.T) {
 	dir := t.TempDir()
-	path := filepath.Join(dir, "endpoints.json")
+	path := filepath.Join(dir, "state")
 	m, _ := ipc.OpenEndpointMemory(path)
 	a := ipc.Endpoint{Transport: ipc.Unix, Path: "/run/a.sock"}
 	m.Update(a, func(f *ipc.EndpointFacts) { f.BTSPRequired = true })
@@ -146,7 +156,7 @@ func TestEndpointMemoryFlushEnded(t *testing.T) {
 	if err := os.WriteFile(blocked, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	mb, _ := ipc.OpenEndpointMemory(filepath.Join(blocked, "endpoints.json"))
+	mb, _ := ipc.OpenEndpointMemory(filepath.Join(blocked, "state"))
 	mb.Update(a, func(f *ipc.EndpointFacts) { f.BTSPRequired = true })
 	if err := mb.Flush(context.Background()); err == nil || mb.Err() == nil {
 		t.Fatalf("a write under a file succeeded: %v", err)
@@ -163,8 +173,9 @@ func TestEndpointMemoryFlushEnded(t *testing.T) {
 // TestEndpointMemoryAutoFlush: a memory flushed in the background reaches
 // the file without an explicit Flush; stop ends the flusher.
 func TestEndpointMemoryAutoFlush(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "endpoints.json")
-	m, _ := ipc.OpenEndpointMemory(path)
+	dir := t.TempDir()
+	m, _ := ipc.OpenEndpointMemory(dir)
+	path := ipc.EndpointRecordPath(dir, ipc.Endpoint{Transport: ipc.Unix, Path: "/run/a.sock"})
 	stop := m.AutoFlush(10 * time.Millisecond)
 	defer stop()
 	m.Update(ipc.Endpoint{Transport: ipc.Unix, Path: "/run/a.sock"}, func(f *ipc.EndpointFacts) { f.BTSPRequired = true })
@@ -180,13 +191,89 @@ func TestEndpointMemoryAutoFlush(t *testing.T) {
 	}
 	stop()
 	stop() // idempotent
-	first := inode(t, path)
+	pathB := ipc.EndpointRecordPath(dir, ipc.Endpoint{Transport: ipc.Unix, Path: "/run/b.sock"})
 	m.Update(ipc.Endpoint{Transport: ipc.Unix, Path: "/run/b.sock"}, func(f *ipc.EndpointFacts) { f.BTSPRequired = true })
 	time.Sleep(50 * time.Millisecond)
-	if inode(t, path) != first {
+	if _, err := os.Stat(pathB); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatal("the flusher wrote after stop")
 	}
 	if err := m.Flush(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// memoryChild learns COUNT endpoints named PREFIX<i> in the memory kept in
+// DIR, flushing after each as a one-shot call does; spec is "DIR PREFIX
+// COUNT". It waits for DIR/go to exist first, so that two children start
+// together.
+func memoryChild(spec string) int {
+	f := strings.Fields(spec)
+	if len(f) != 3 {
+		return 2
+	}
+	n, _ := strconv.Atoi(f[2])
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(f[0], "go")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return 3
+		}
+	}
+	for i := 0; i < n; i++ {
+		m, _ := ipc.OpenEndpointMemory(f[0])
+		ep := ipc.Endpoint{Transport: ipc.Unix, Path: fmt.Sprintf("/run/%s%03d.sock", f[1], i)}
+		m.Get(ep)
+		m.Update(ep, func(f *ipc.EndpointFacts) { f.Framing = "json-line" })
+		if err := m.Flush(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// TestEndpointMemoryTwoProcesses: two processes learning different
+// endpoints at the same time, each flushing after every one as one-shot
+// calls do, lose none of each other's.
+func TestEndpointMemoryTwoProcesses(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	const n = 150
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var cmds []*exec.Cmd
+	for _, prefix := range []string{"a", "b"} {
+		cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+		cmd.Env = append(os.Environ(), "IPC_TEST_PEER=memory", fmt.Sprintf("IPC_TEST_MEMORY=%s %s %d", dir, prefix, n))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child: %v", err)
+		}
+	}
+	m, _ := ipc.OpenEndpointMemory(dir)
+	var lost []string
+	for _, prefix := range []string{"a", "b"} {
+		for i := 0; i < n; i++ {
+			p := fmt.Sprintf("/run/%s%03d.sock", prefix, i)
+			if _, ok := m.Get(ipc.Endpoint{Transport: ipc.Unix, Path: p}); !ok {
+				lost = append(lost, p)
+			}
+		}
+	}
+	if len(lost) > 0 {
+		t.Fatalf("%d of %d endpoints lost, e.g. %v", len(lost), 2*n, lost[0])
 	}
 }

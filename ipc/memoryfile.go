@@ -2,37 +2,42 @@ package ipc
 
 import "bytes"
 
-// decodeMemoryFast decodes an endpoint memory file as writeMemoryFile
-// writes it, without reflection. Every one-shot call reads the file before
-// it dials, and encoding/json's first use of these types in a process (its
-// type caches, reflect look-ups that fault in pages of a large binary)
-// costs about 0.15 ms there. ok is false when b holds anything the writer
-// does not produce (a member name in other case, a null, a value of another
-// type, invalid JSON...): the caller then decodes it with encoding/json.
-// Whenever ok is true, endpoints is what json.Unmarshal into readMemoryFile's
-// document gives.
-func decodeMemoryFast(b []byte) (endpoints map[string]EndpointFacts, ok bool) {
-	endpoints = map[string]EndpointFacts{}
+// decodeRecordFast decodes a record file as writeRecord writes it, without
+// reflection: a call reads one record before it dials, and encoding/json's
+// first use of these types in a process (its type caches, reflect look-ups
+// that fault in pages of a large binary) costs about 0.15 ms there. ok is
+// false when b holds anything the writer does not produce (a member name
+// in other case, an escape in a name, a value of another type, invalid
+// JSON...): the caller then decodes it with encoding/json. Whenever ok is
+// true, key and f are what json.Unmarshal into a record gives.
+func decodeRecordFast(b []byte) (key string, f EndpointFacts, ok bool) {
+	if len(b) == 0 || b[0] != '{' {
+		return "", f, false
+	}
 	ok = true
+	seen := false
 	err := scanTopObject(b, func(name, value []byte) error {
 		switch memberName(name) {
-		case "endpoints":
-			if !decodeEndpoints(value, endpoints) {
+		case "endpoint":
+			k, good := plainString(value)
+			if !good {
 				ok = false
 			}
-		case "": // escaped or not ASCII: it might still name "endpoints"
-			ok = false
+			key, seen = k, true
+		case "":
+			ok = false // escaped or not ASCII: it might still name a member
 		default:
-			// Other members are ignored, as encoding/json ignores them,
-			// unless encoding/json would take them for "endpoints" (it
-			// matches names regardless of case).
-			if bytes.EqualFold(name, []byte(`"endpoints"`)) {
+			if bytes.EqualFold(name[1:len(name)-1], []byte("endpoint")) {
 				ok = false
 			}
 		}
 		return nil
 	})
-	return endpoints, ok && err == nil
+	if err != nil || !ok || !seen {
+		return "", f, false
+	}
+	f, ok = decodeFacts(b)
+	return key, f, ok
 }
 
 // memberName returns a raw member name (quotes included) without its
@@ -46,30 +51,6 @@ func memberName(raw []byte) string {
 		}
 	}
 	return string(inner)
-}
-
-// decodeEndpoints decodes the "endpoints" object into out (entries of a
-// repeated "endpoints" member merge, as with encoding/json).
-func decodeEndpoints(value []byte, out map[string]EndpointFacts) bool {
-	if len(value) == 0 || value[0] != '{' {
-		return false
-	}
-	ok := true
-	err := scanTopObject(value, func(name, v []byte) error {
-		key, err := unquote(name)
-		if err != nil {
-			ok = false
-			return nil
-		}
-		f, fok := decodeFacts(v)
-		if !fok {
-			ok = false
-			return nil
-		}
-		out[key] = f
-		return nil
-	})
-	return ok && err == nil
 }
 
 // factNames are EndpointFacts' JSON member names.
@@ -98,6 +79,8 @@ func decodeFacts(value []byte) (EndpointFacts, bool) {
 			good = f.Updated.UnmarshalJSON(v) == nil
 		case "":
 			good = false
+		case "endpoint":
+			good = true // the record's key (decodeRecordFast)
 		default:
 			good = true // ignored, unless encoding/json would match it by case
 			for _, n := range factNames {

@@ -101,6 +101,9 @@ func (f *LineFramer) readLine() ([]byte, error) {
 			f.r, f.w = 0, n
 		}
 		if f.w == len(f.buf) {
+			if len(f.buf) >= longLine {
+				return f.readLongLine()
+			}
 			size := max(lineBufSize, 2*len(f.buf))
 			if lim := f.max + 2; int64(size) > lim && lim > int64(len(f.buf)) {
 				size = int(lim)
@@ -131,6 +134,67 @@ func (f *LineFramer) FrameBuffered() bool {
 			return true
 		}
 		rest = rest[i+1:] // a blank line, which ReadFrame skips
+	}
+}
+
+// longLine is the buffer size past which a line is read in chunks
+// (readLongLine) rather than into a buffer that doubles.
+const longLine = 1 << 20
+
+// readLongLine reads the rest of a line that fills the buffer (f.r == 0,
+// no newline in buf[:w], len(buf) >= longLine) in chunks of longLine bytes,
+// then copies it once into a buffer of its exact size. Doubling the buffer
+// instead touched twice the memory (a 10 MB line: buffers of 64 KiB to
+// 16 MiB, 32 MiB in all, the last two alive at once); this touches the
+// chunks and the line, about twice the line. The bytes after the newline
+// become the buffer's content, as readLine leaves them.
+func (f *LineFramer) readLongLine() ([]byte, error) {
+	chunks := [][]byte{f.buf[:f.w]}
+	total := f.w
+	f.buf, f.r, f.w = nil, 0, 0
+	for {
+		if f.rerr != nil {
+			err := f.rerr
+			if total > 0 && errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("peer closed in the middle of a message (%d bytes without a newline): %w", total, io.ErrUnexpectedEOF)
+			}
+			return nil, err
+		}
+		chunk := make([]byte, longLine)
+		n, empty := 0, 0
+		for n < len(chunk) && f.rerr == nil {
+			m, err := f.rd.Read(chunk[n:])
+			if err != nil {
+				f.rerr = err
+			}
+			if i := bytes.IndexByte(chunk[n:n+m], '\n'); i >= 0 {
+				end := n + i
+				if int64(total+end) > f.max {
+					return nil, &FrameTooLargeError{Limit: f.max}
+				}
+				line := make([]byte, total+end)
+				k := 0
+				for _, c := range chunks {
+					k += copy(line[k:], c)
+				}
+				copy(line[k:], chunk[:end])
+				rest := chunk[end+1 : n+m]
+				f.buf = make([]byte, max(lineBufSize, len(rest)))
+				f.w = copy(f.buf, rest)
+				return line, nil
+			}
+			n += m
+			if int64(total+n) > f.max {
+				return nil, &FrameTooLargeError{Limit: f.max}
+			}
+			if m == 0 && err == nil {
+				if empty++; empty > 100 {
+					f.rerr = io.ErrNoProgress // a reader that never gives anything
+				}
+			}
+		}
+		chunks = append(chunks, chunk[:n])
+		total += n
 	}
 }
 

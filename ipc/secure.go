@@ -467,6 +467,13 @@ type secureFramer struct {
 	// not authenticate means the server does not hold the seed. Read side only.
 	keyConfirm bool
 
+	// decoded is the message classify decoded from the frame ReadFrame
+	// returned, handed to the reader (takeDecoded) so that it does not
+	// decode the frame again: a 10 MB answer was scanned whole twice.
+	// Read side only.
+	decoded    *Message
+	decodedErr error
+
 	mu      sync.Mutex // guards everything below until settled
 	plan    plan
 	desc    string
@@ -625,6 +632,7 @@ func (f *secureFramer) ReadFrame() ([]byte, error) {
 			f.mu.Unlock()
 			return frame, nil
 		}
+		f.decoded = nil // the frame is not delivered
 		if rerr := f.reconnect(act, why, frame); rerr != nil {
 			f.settle()
 			f.mu.Unlock()
@@ -632,6 +640,17 @@ func (f *secureFramer) ReadFrame() ([]byte, error) {
 		}
 		f.mu.Unlock()
 	}
+}
+
+// takeDecoded returns the message of frame when classify decoded it (the
+// first answer of a connection), once; ok is false otherwise.
+func (f *secureFramer) takeDecoded(frame []byte) (m *Message, ok bool, err error) {
+	m, err = f.decoded, f.decodedErr
+	f.decoded, f.decodedErr = nil, nil
+	if m == nil || len(frame) == 0 || len(m.Raw) != len(frame) || &m.Raw[0] != &frame[0] {
+		return nil, false, nil
+	}
+	return m, true, err
 }
 
 func (f *secureFramer) readSettled() ([]byte, error) {
@@ -677,6 +696,7 @@ func (f *secureFramer) closedErr(err error) error {
 func (f *secureFramer) classify(frame []byte) (action, string) {
 	d, p := f.d, f.plan
 	m, derr := DecodeMessage(frame)
+	f.decoded, f.decodedErr = m, derr
 	if derr != nil {
 		return actAccept, "" // not JSON: proves nothing, changes nothing
 	}

@@ -40,6 +40,8 @@ func TestMain(m *testing.M) {
 			fmt.Printf("%s\n", out)
 		}
 		os.Exit(0)
+	case "memory":
+		os.Exit(memoryChild(os.Getenv("IPC_TEST_MEMORY")))
 	case "deaf":
 		time.Sleep(time.Minute) // ignores stdin: must be killed
 		os.Exit(0)

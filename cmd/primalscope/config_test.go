@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,5 +95,36 @@ func TestHistoryDisabledInConfig(t *testing.T) {
 	a = &app{io: &stdio{err: &strings.Builder{}}, getenv: env, historyPath: filepath.Join(t.TempDir(), "h.db")}
 	if a.historyOff() {
 		t.Error("--history named a database, yet recording is off")
+	}
+}
+
+// TestHistorySettingsCached: a one-shot call takes [history] from the
+// cache of the section, without reading the config file whole, once a
+// command has read that version of the file; a changed file is read again.
+func TestHistorySettingsCached(t *testing.T) {
+	home := t.TempDir()
+	path := filepath.Join(home, ".config", "primalscope", "config.toml")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	var b strings.Builder
+	for i := 0; i < 200; i++ {
+		fmt.Fprintf(&b, "[[target]]\nname = \"t%d\"\nendpoint = \"unix:///run/t%d.sock\"\n", i, i)
+	}
+	os.WriteFile(path, []byte("[history]\nenabled = false\n"+b.String()), 0o600)
+	env := func(k string) string { return map[string]string{"HOME": home}[k] }
+	first := &app{io: &stdio{err: &strings.Builder{}}, getenv: env}
+	if !first.historyOff() || !first.cfgLoaded() {
+		t.Fatal("the first command did not read the file whole, or recorded")
+	}
+	again := &app{io: &stdio{err: &strings.Builder{}}, getenv: env}
+	if !again.historyOff() {
+		t.Fatal("recording although [history] enabled = false (from the cache)")
+	}
+	if again.cfgLoaded() {
+		t.Fatal("the config file was read whole although its [history] was cached")
+	}
+	os.WriteFile(path, []byte("[history]\nenabled = true\n"+b.String()), 0o600)
+	changed := &app{io: &stdio{err: &strings.Builder{}}, getenv: env}
+	if changed.historyOff() || !changed.cfgLoaded() {
+		t.Fatal("a changed config file was not read again")
 	}
 }

@@ -102,20 +102,14 @@ func TestCrowdCheck(t *testing.T) {
 	}
 	// What the run learned reached the file: each answering socket's
 	// prefix (it answered raw JSON).
-	b, err := os.ReadFile(filepath.Join(home, ".local", "state", "primalscope", "endpoints.json"))
-	if err != nil {
-		t.Fatalf("endpoint memory: %v", err)
-	}
-	var mem struct {
-		Endpoints map[string]struct {
-			Prefix *bool `json:"prefix"`
-		} `json:"endpoints"`
-	}
-	if err := json.Unmarshal(b, &mem); err != nil {
-		t.Fatalf("endpoint memory: %v", err)
-	}
 	remembered := 0
-	for k, f := range mem.Endpoints {
+	for k, b := range readMemoryFile(t, filepath.Join(home, ".local", "state")) {
+		var f struct {
+			Prefix *bool `json:"prefix"`
+		}
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatalf("endpoint memory: %v", err)
+		}
 		if strings.Contains(k, "/live") && f.Prefix != nil && !*f.Prefix {
 			remembered++
 		}

@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/ecoPrimals/primalscope/internal/demo"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 func (a *app) demoCmd() *cobra.Command {
@@ -38,6 +41,7 @@ directory.`,
 				return err
 			}
 			defer eco.Close()
+			defer a.forgetDemo(eco) // before Close: it lists the sockets
 			if serve {
 				fmt.Fprintln(a.io.out, eco.Dir)
 				eco.WriteOverview(a.io.err)
@@ -57,6 +61,9 @@ directory.`,
 // directory.
 func (a *app) runDemoUI(ctx context.Context, eco *demo.Ecosystem) error {
 	a.useDemo(eco)
+	if sec, err := a.security(); err == nil {
+		sec.Memory.Ephemeral(eco.Dir) // its sockets go with it: nothing to remember
+	}
 	return a.runTUI(ctx, true)
 }
 
@@ -74,4 +81,20 @@ func (a *app) useDemo(eco *demo.Ecosystem) {
 	if a.family == "" {
 		a.family = eco.Family
 	}
+}
+
+// forgetDemo removes what is remembered about the demo's sockets, by this
+// process or by others that called them (demo --serve): they go with the
+// demo, so their records would only take room. The memory is written when
+// the command ends (closeMemory).
+func (a *app) forgetDemo(eco *demo.Ecosystem) {
+	sec, err := a.security()
+	if err != nil {
+		return
+	}
+	ents, _ := os.ReadDir(eco.Dir)
+	for _, e := range ents {
+		sec.Memory.Forget(ipc.Endpoint{Transport: ipc.Unix, Path: filepath.Join(eco.Dir, e.Name())})
+	}
+	sec.Memory.ForgetUnder(eco.Dir)
 }

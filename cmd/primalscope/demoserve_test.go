@@ -58,13 +58,20 @@ func (d *servedDemo) Stop() error {
 // socket directory it prints first; the demo is stopped when t ends.
 func serveDemo(t *testing.T, args ...string) *servedDemo {
 	t.Helper()
+	return serveDemoEnv(t, nil, args...)
+}
+
+// serveDemoEnv is serveDemo with more environment (KEY=VALUE, later ones
+// win) for the demo's process.
+func serveDemoEnv(t *testing.T, env []string, args ...string) *servedDemo {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := &servedDemo{done: make(chan error, 1)}
 	d.cmd = exec.Command(exe, append([]string{"demo", "--serve"}, args...)...)
-	d.cmd.Env = append(os.Environ(), "PRIMALSCOPE_TEST_AS_MAIN=1")
+	d.cmd.Env = append(append(os.Environ(), "PRIMALSCOPE_TEST_AS_MAIN=1"), env...)
 	out, err := d.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -45,10 +45,17 @@ func (a *app) config() *config.Config {
 		for _, w := range c.Warnings() {
 			fmt.Fprintln(a.io.err, "primalscope: warning: config: "+render.Sanitize(w))
 		}
+		if a.cfgErr == nil {
+			config.SaveHistoryCache(a.getenv, c)
+		}
 		a.cfg = c
+		a.cfgDone.Store(true)
 	})
 	return a.cfg
 }
+
+// cfgLoaded says whether the config file has been read whole.
+func (a *app) cfgLoaded() bool { return a.cfgDone.Load() }
 
 // configErr is why the config file could not be used (nil when it was,
 // or when there is none).

@@ -91,6 +91,7 @@ type app struct {
 	cfgOnce sync.Once
 	cfg     *config.Config
 	cfgErr  error
+	cfgDone atomic.Bool // cfg is set
 }
 
 // run executes one command line and returns the process exit code.

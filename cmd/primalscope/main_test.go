@@ -257,18 +257,29 @@ func TestCapsEveryDemoPrimal(t *testing.T) {
 
 // TestDemoServe drives `primalscope demo --serve` as a person would from a
 // shell: the first line is the socket directory, calls work against it, and
-// an interrupt removes it.
+// an interrupt removes it, and what the calls remembered about its sockets.
 func TestDemoServe(t *testing.T) {
-	d := serveDemo(t)
-	r := runCLI(t, map[string]string{"HOME": t.TempDir()}, "", "call", "--no-history", "--socket-dir", d.Dir, "songbird", "ipc.list")
+	home := t.TempDir()
+	state := filepath.Join(home, ".local", "state")
+	d := serveDemoEnv(t, []string{"HOME=" + home, "XDG_STATE_HOME="})
+	r := runCLI(t, map[string]string{"HOME": home}, "", "call", "--no-history", "--socket-dir", d.Dir, "songbird", "ipc.list")
 	if r.code != 0 || !strings.Contains(r.stdout, "rhizocrypt") {
 		t.Fatalf("call against the served demo: %+v", r)
+	}
+	songbird := "unix://" + filepath.Join(d.Dir, "songbird.sock")
+	if _, ok := readMemoryFile(t, state)[songbird]; !ok {
+		t.Fatalf("the call remembered nothing about %s: %v", songbird, readMemoryFile(t, state))
 	}
 	if err := d.Stop(); err != nil {
 		t.Fatalf("demo --serve did not exit cleanly on SIGINT: %v\n%s", err, d.Stderr())
 	}
 	if _, err := os.Stat(d.Dir); !os.IsNotExist(err) {
 		t.Fatalf("the socket directory was not removed: %v", err)
+	}
+	for k := range readMemoryFile(t, state) {
+		if strings.HasPrefix(k, "unix://"+d.Dir+"/") {
+			t.Fatalf("the demo's socket %s is still remembered after it ended", k)
+		}
 	}
 	if !strings.Contains(d.Stderr(), "beardog") {
 		t.Fatalf("the overview on stderr names nothing: %s", d.Stderr())

@@ -3,30 +3,49 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
-// readMemoryFile returns the endpoints the CLI's memory file holds (nil
-// while there is none).
+// readMemoryFile returns the records the CLI's endpoint memory holds, by
+// endpoint (nil while there is none). Every record must be mode 0600.
 func readMemoryFile(t *testing.T, state string) map[string]json.RawMessage {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(state, "primalscope", "endpoints.json"))
-	if os.IsNotExist(err) {
+	var out map[string]json.RawMessage
+	dir := filepath.Join(state, "primalscope", ipc.RecordsDir)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), ".tmp-") {
+			return err
+		}
+		if info, err := d.Info(); err != nil || info.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: %v %v", p, info.Mode(), err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var rec struct {
+			Endpoint string `json:"endpoint"`
+		}
+		if err := json.Unmarshal(b, &rec); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if out == nil {
+			out = map[string]json.RawMessage{}
+		}
+		out[rec.Endpoint] = b
 		return nil
-	}
-	if err != nil {
+	})
+	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
 	}
-	var doc struct {
-		Endpoints map[string]json.RawMessage `json:"endpoints"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatalf("endpoints.json: %v", err)
-	}
-	return doc.Endpoints
+	return out
 }
 
 // TestEndpointMemoryLongRunning: a command not bounded by --timeout (ls

@@ -43,8 +43,19 @@ const (
 	foldBacklogBytes = 64 << 20
 )
 
-// historySettings is the [history] section of the config file.
-func (a *app) historySettings() config.History { return a.config().History }
+// historySettings is the [history] section of the config file: from the
+// config file read whole when it has been, else from the cache of the
+// section when it holds this version of the file (a one-shot call then
+// does not parse the whole file: its cost does not grow with the targets a
+// user adds), else from the file read whole.
+func (a *app) historySettings() config.History {
+	if !a.cfgLoaded() {
+		if h, ok := config.HistoryDefault(a.getenv); ok {
+			return h
+		}
+	}
+	return a.config().History
+}
 
 // historyOff says whether calls go unrecorded: --no-history, or
 // enabled = false in [history] unless --history names a database.
@@ -319,9 +330,12 @@ func (p *pendingRecord) wait(ctx context.Context) string {
 // file if nothing was recorded. When the journal has grown to foldBacklog
 // records it folds them into the database, but only if the write lock is
 // free at once and only within what is left of --timeout: another process
-// holding the lock never holds up this one. It folds at most
-// 4*foldBacklog records: a backlog left by a lock held for long is worked
-// off by the next calls a share at a time (or by a reader at once).
+// holding the lock never holds up this one. Its cost does not grow with the
+// backlog: it counts at most foldBacklog records to decide, and folds at
+// most foldBacklog (a limited fold: see history.FoldOptions.Limit), the
+// fold every 32nd call does anyway, so a backlog left by a lock held for
+// long (1,000 records) is worked off by the next calls 31 at a time (or by
+// a reader at once), none of them paying more than that.
 func (c *callRecorder) close() {
 	if c == nil {
 		return
@@ -330,7 +344,7 @@ func (c *callRecorder) close() {
 		c.res.Release() // nothing was recorded
 		c.res = nil
 	}
-	if n, size, err := c.journal.Backlog(); err != nil || n < foldBacklog && size < foldBacklogBytes {
+	if due, err := c.journal.BacklogAtLeast(foldBacklog, foldBacklogBytes); err != nil || !due {
 		return
 	}
 	ctx, cancel := c.bounded(context.Background())
@@ -346,7 +360,7 @@ func (c *callRecorder) close() {
 		return
 	}
 	defer s.Close()
-	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true, Limit: 4 * foldBacklog})
+	st, err := s.Fold(ctx, history.FoldOptions{NoWait: true, Limit: foldBacklog})
 	c.a.foldWarnings(st, err, false)
 }
 

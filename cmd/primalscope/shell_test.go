@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -157,6 +158,18 @@ func TestVersion(t *testing.T) {
 	}
 	if s := v.String(); s != "primalscope v0.4.0 (commit 0123456789ab, modified, 2026-11-24T10:00:00Z) go1.26.8 linux/arm64" {
 		t.Fatalf("%q", s)
+	}
+	// Static or not, from the build's CGO_ENABLED (README installs the
+	// static binary; BENCHMARKS' figures say which they were taken with).
+	for cgo, want := range map[string]string{"0": " static (CGO_ENABLED=0)", "1": " dynamic (CGO_ENABLED=1)"} {
+		sv := versionFrom(&debug.BuildInfo{GoVersion: "go1.26.8", Settings: []debug.BuildSetting{{Key: "CGO_ENABLED", Value: cgo}}}, true)
+		if sv.Static == nil || *sv.Static != (cgo == "0") || !strings.HasSuffix(sv.String(), want) {
+			t.Fatalf("CGO_ENABLED=%s: %+v %q", cgo, sv, sv.String())
+		}
+		b, _ := json.Marshal(sv)
+		if !strings.Contains(string(b), fmt.Sprintf(`"static":%v`, cgo == "0")) {
+			t.Fatalf("CGO_ENABLED=%s: --json %s", cgo, b)
+		}
 	}
 	devel := versionFrom(&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true)
 	if !strings.Contains(devel.String(), "(devel)") || !strings.Contains(devel.String(), "commit unknown") {

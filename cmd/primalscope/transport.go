@@ -66,7 +66,7 @@ func (a *app) securityFlags(pf *pflag.FlagSet) {
 
 // security resolves the BTSP and prefix flags: the family seeds (each
 // for its family: see familySeeds), the prefix mode, the cipher, the
-// family, and the endpoint memory ($XDG_STATE_HOME/primalscope/endpoints.json).
+// family, and the endpoint memory ($XDG_STATE_HOME/primalscope/endpoints.d).
 func (a *app) security() (ipc.Security, error) {
 	if a.sec != nil {
 		return a.sec.sec, nil
@@ -218,11 +218,11 @@ func (a *app) closeMemory() {
 }
 
 // endpointMemory opens the per-endpoint memory kept for the CLI in
-// $XDG_STATE_HOME/primalscope/endpoints.json (else ~/.local/state/...). A
-// memory that cannot be read starts empty; without a state directory it
-// lives in this process only.
+// $XDG_STATE_HOME/primalscope/endpoints.d (else ~/.local/state/...), one
+// record an endpoint, read when the endpoint is dialled; without a state
+// directory it lives in this process only.
 func (a *app) endpointMemory() *ipc.EndpointMemory {
-	path := paths.EndpointMemoryFile(a.getenv)
+	path := paths.StateDir(a.getenv)
 	if path == "" {
 		return ipc.NewEndpointMemory()
 	}

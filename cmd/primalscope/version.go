@@ -27,6 +27,10 @@ type buildVersion struct {
 	GoVersion string `json:"go"`
 	Platform  string `json:"platform"`
 	Module    string `json:"module,omitempty"`
+	// Static is true when the binary was built with CGO_ENABLED=0: linked
+	// statically, no C library loaded at start (what README installs). nil
+	// when the build did not record it.
+	Static *bool `json:"static,omitempty"`
 }
 
 // readVersion reads the running binary's build information.
@@ -57,6 +61,9 @@ func versionFrom(bi *debug.BuildInfo, ok bool) buildVersion {
 			v.Date = s.Value
 		case "vcs.modified":
 			v.Modified = s.Value == "true"
+		case "CGO_ENABLED":
+			static := s.Value == "0"
+			v.Static = &static
 		case "GOOS":
 			v.Platform = s.Value + v.Platform[strings.IndexByte(v.Platform, '/'):]
 		case "GOARCH":
@@ -87,6 +94,13 @@ func (v buildVersion) String() string {
 		b.WriteString(" (commit unknown: built without VCS information)")
 	}
 	fmt.Fprintf(&b, " %s %s", v.GoVersion, v.Platform)
+	if v.Static != nil {
+		if *v.Static {
+			b.WriteString(" static (CGO_ENABLED=0)")
+		} else {
+			b.WriteString(" dynamic (CGO_ENABLED=1)")
+		}
+	}
 	return b.String()
 }
 
@@ -104,11 +118,13 @@ func (a *app) versionCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "version [--json]",
-		Short: "Say which build this is: version, commit, date, Go version",
+		Short: "Say which build this is: version, commit, date, Go version, static or not",
 		Long: `Print the module version, the VCS commit and its date (the build's date:
-builds are reproducible), whether the checkout had changes, and the Go
-version and platform, from the binary's own build information. A build from
-a source tree says "(devel)"; one without VCS information says so.`,
+builds are reproducible), whether the checkout had changes, the Go version
+and platform, and whether the binary is static (built with CGO_ENABLED=0,
+as README installs it: it starts faster, loading no C library) or dynamic,
+from the binary's own build information. A build from a source tree says
+"(devel)"; one without VCS information says so.`,
 		Example: `  primalscope version
   primalscope --version
   primalscope version --json

@@ -247,19 +247,17 @@ func prefixPeer(t *testing.T, dir, name string, p *ipctest.PrefixPeer) *ipctest.
 // prefixFact reads what the endpoint memory says about the prefix of path.
 func prefixFact(t *testing.T, state, path string) *bool {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(state, "primalscope", "endpoints.json"))
-	if err != nil {
+	b, ok := readMemoryFile(t, state)["unix://"+path]
+	if !ok {
 		return nil
 	}
-	var doc struct {
-		Endpoints map[string]struct {
-			Prefix *bool `json:"prefix"`
-		} `json:"endpoints"`
+	var f struct {
+		Prefix *bool `json:"prefix"`
 	}
-	if err := json.Unmarshal(b, &doc); err != nil {
+	if err := json.Unmarshal(b, &f); err != nil {
 		t.Fatal(err)
 	}
-	return doc.Endpoints["unix://"+path].Prefix
+	return f.Prefix
 }
 
 // atMostOnce fails when a request reached the peer more than n times.

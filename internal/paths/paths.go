@@ -19,11 +19,10 @@ const App = "primalscope"
 
 // Names of the files primalscope keeps.
 const (
-	ConfigFileName     = "config.toml"
-	ThemesDirName      = "themes"
-	HistoryFileName    = "history.db"
-	EndpointMemoryName = "endpoints.json"
-	CompletionName     = "complete-targets.json"
+	ConfigFileName  = "config.toml"
+	ThemesDirName   = "themes"
+	HistoryFileName = "history.db"
+	CompletionName  = "complete-targets.json"
 )
 
 // abs returns getenv(key) when it is an absolute path, else "".
@@ -86,12 +85,6 @@ func StateDir(getenv func(string) string) string { return under(StateHome(getenv
 // HistoryFile returns the default history database, StateDir/history.db.
 func HistoryFile(getenv func(string) string) string {
 	return join(StateDir(getenv), HistoryFileName)
-}
-
-// EndpointMemoryFile returns the CLI's per-endpoint memory,
-// StateDir/endpoints.json.
-func EndpointMemoryFile(getenv func(string) string) string {
-	return join(StateDir(getenv), EndpointMemoryName)
 }
 
 // CacheDir returns primalscope's cache directory, CacheHome/primalscope.

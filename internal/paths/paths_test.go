@@ -10,7 +10,6 @@ func TestDefaultsUnderHome(t *testing.T) {
 		"/home/u/.config/primalscope/config.toml":          ConfigFile(g),
 		"/home/u/.config/primalscope/themes":               ThemesDir(g),
 		"/home/u/.local/state/primalscope/history.db":      HistoryFile(g),
-		"/home/u/.local/state/primalscope/endpoints.json":  EndpointMemoryFile(g),
 		"/home/u/.cache/primalscope/complete-targets.json": CompletionCacheFile(g),
 		"": RuntimeDir(g),
 	} {

@@ -1,0 +1,76 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestHistoryCache: the [history] section is taken from the cache only for
+// the very version of the file it was read from, whole and without a
+// warning; any change to the file (even one that keeps its size and its
+// modification time) is read again.
+func TestHistoryCache(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"HOME": home}[k] }
+	if h, ok := HistoryDefault(getenv); !ok || !h.On() {
+		t.Fatalf("no config file: %+v %v", h, ok)
+	}
+	path := filepath.Join(home, ".config", "primalscope", "config.toml")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	write := func(s string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[history]\nenabled = false\nmax_rows = 10\n")
+	if _, ok := HistoryDefault(getenv); ok {
+		t.Fatal("a config file never read whole was taken from a cache")
+	}
+	c, err := LoadDefault(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	SaveHistoryCache(getenv, c)
+	h, ok := HistoryDefault(getenv)
+	if !ok || h.On() || h.MaxRows != 10 {
+		t.Fatalf("cached: %+v %v", h, ok)
+	}
+	// Same size, same modification time, other content.
+	fi, _ := os.Stat(path)
+	write("[history]\nenabled = true \nmax_rows = 10\n")
+	os.Chtimes(path, fi.ModTime(), fi.ModTime())
+	if _, ok := HistoryDefault(getenv); ok {
+		t.Fatal("a changed config file was taken from the cache")
+	}
+	// A file with a warning is not cached: every command reads it whole
+	// and says the warning.
+	write("[history]\nenabled = false\n[nonsense]\nx = 1\n")
+	c, err = LoadDefault(getenv)
+	if err != nil || len(c.Warnings()) == 0 {
+		t.Fatalf("%+v %v", c, err)
+	}
+	SaveHistoryCache(getenv, c)
+	if _, ok := HistoryDefault(getenv); ok {
+		t.Fatal("a config file with a warning was cached")
+	}
+}
+
+// TestHistoryCacheFormat: what is written reads back the same, a path with
+// any bytes included; anything else is not taken.
+func TestHistoryCacheFormat(t *testing.T) {
+	off := false
+	for _, h := range []History{{}, {Enabled: &off, Path: "/a b/\"q\"\n\x1b[31m.db", MaxRows: 7, MaxBytes: 1 << 20, EntryLimit: 4096}} {
+		id := fileID{Path: "/c/config.toml\n", Dev: 1, Ino: 2, Size: 3, Mtime: -4, Ctime: 5}
+		gid, gh, ok := decodeHistoryCache(encodeHistoryCache(id, h))
+		if !ok || gid != id || !historyEqual(gh, h) || gh.Path != h.Path {
+			t.Fatalf("%+v %+v %v", gid, gh, ok)
+		}
+	}
+	for _, bad := range []string{"", "{}", historyCacheMagic + "\n\"/c\"\n1 2 3 4\n- 0 0 0\n\"\"\n", historyCacheMagic + "\n\"/c\"\n1 2 3 4 5\nmaybe 0 0 0\n\"\"\n"} {
+		if _, _, ok := decodeHistoryCache([]byte(bad)); ok {
+			t.Errorf("%q taken", bad)
+		}
+	}
+}

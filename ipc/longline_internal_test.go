@@ -1,0 +1,63 @@
+package ipc
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// chunkReader returns at most n bytes a read, as a socket does.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+// TestLongLines: lines of several MiB, read in chunks (readLongLine), come
+// out whole and in order, with the line after them in the same read, a
+// blank line skipped; one over the limit is refused; one cut by the end of
+// the stream is an unexpected EOF.
+func TestLongLines(t *testing.T) {
+	a := bytes.Repeat([]byte("abcdefghij"), 350_000) // 3.5 MB
+	b := bytes.Repeat([]byte("z"), 2*longLine)       // exactly two chunks
+	in := string(a) + "\n" + "short\r\n\n" + string(b) + "\n" + "tail" + "\n" + strings.Repeat("c", 3*longLine/2)
+	f := NewLineFramer(&chunkReader{strings.NewReader(in), 777_777}, io.Discard, nil, 0)
+	for i, want := range [][]byte{a, []byte("short"), b, []byte("tail")} {
+		got, err := f.ReadFrame()
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("line %d: %d bytes (want %d), %v", i, len(got), len(want), err)
+		}
+	}
+	if _, err := f.ReadFrame(); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("a long line cut by the end: %v", err)
+	}
+	big := NewLineFramer(&chunkReader{strings.NewReader(strings.Repeat("x", 5*longLine) + "\n"), 1 << 16}, io.Discard, nil, 3*longLine)
+	var tooLarge *FrameTooLargeError
+	if _, err := big.ReadFrame(); !errors.As(err, &tooLarge) {
+		t.Fatalf("a line over the limit: %v", err)
+	}
+}
+
+// TestLongLineMemory: reading a 10 MB line allocates about twice its size
+// (the chunks and the line), not the 3.2 times of a doubling buffer (64 KiB
+// to 16 MiB), which set the peak RSS of a call printing a 10 MB answer.
+func TestLongLineMemory(t *testing.T) {
+	line := bytes.Repeat([]byte("0123456789"), 1_000_000)
+	in := append(append([]byte(nil), line...), '\n')
+	f := NewLineFramer(&chunkReader{bytes.NewReader(in), 1 << 16}, io.Discard, nil, 0)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	got, err := f.ReadFrame()
+	runtime.ReadMemStats(&after)
+	if err != nil || len(got) != len(line) {
+		t.Fatalf("%d bytes, %v", len(got), err)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(line))*5/2 {
+		t.Fatalf("reading a %d-byte line allocated %d bytes (%.1f times)", len(line), alloc, float64(alloc)/float64(len(line)))
+	}
+}
