@@ -26,6 +26,8 @@ func press(keys ...string) []tea.Msg {
 		"up": {Code: tea.KeyUp}, "down": {Code: tea.KeyDown}, "space": {Code: tea.KeySpace, Text: " "},
 		"backspace": {Code: tea.KeyBackspace}, "pgdown": {Code: tea.KeyPgDown},
 		"ctrl+x": {Code: 'x', Mod: tea.ModCtrl}, "shift+tab": {Code: tea.KeyTab, Mod: tea.ModShift},
+		"end": {Code: tea.KeyEnd}, "home": {Code: tea.KeyHome}, "pgup": {Code: tea.KeyPgUp},
+		"ctrl+u": {Code: 'u', Mod: tea.ModCtrl},
 	}
 	var out []tea.Msg
 	for _, k := range keys {

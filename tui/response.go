@@ -203,24 +203,35 @@ func (r *responseView) end() {
 	r.follow()
 }
 
-// follow scrolls so the cursor is visible.
+// follow scrolls so the cursor is visible: a cursor above the view
+// becomes its first row, one below it its last row (however far below:
+// G, a page, a search hit). It walks at most a screen's worth of lines.
 func (r *responseView) follow() {
 	d := r.current()
+	if d == nil {
+		return
+	}
 	h := max(r.lastH, 1)
+	r.cur = min(max(r.cur, 0), len(d.lines)-1)
 	if r.cur < r.off {
 		r.off = r.cur
 		return
 	}
-	// count visible rows from off to cur
+	// Is the cursor within the h rows shown from off?
 	i, k := r.off, 0
 	for i < r.cur && k < h {
 		i = r.next(d, i)
 		k++
 	}
-	for k >= h {
-		r.off = r.next(d, r.off)
-		k--
+	if k < h {
+		return
 	}
+	// Below: the view ends on the cursor's row.
+	off := r.cur
+	for k := 1; k < h && off > 0; k++ {
+		off = r.prev(d, off)
+	}
+	r.off = off
 }
 
 // toggleFold folds the block the cursor opens (or is inside) or unfolds it.
@@ -337,6 +348,9 @@ func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 	}
 	avail := h - len(rows)
 	r.lastH = max(avail, 1)
+	// The rows may be fewer than when the cursor last moved (a smaller
+	// screen, the search field open): keep it on screen.
+	r.follow()
 	isMatch := map[int]bool{}
 	if r.matchDoc == d {
 		for _, m := range r.matches {
