@@ -184,7 +184,7 @@ type watcher struct {
 	knownMu sync.Mutex
 	// streamed says a change went out during the sweep running.
 	streamed atomic.Bool
-	known   map[string]*Target // written by sweeper and its sweep's hooks
+	known    map[string]*Target // written by sweeper and its sweep's hooks
 
 	mu         sync.Mutex
 	registries []ipc.Endpoint // live registries of the last sweep
