@@ -96,8 +96,14 @@ func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 
 func (p *targetsPane) typeFilter(msg tea.Msg) tea.Cmd {
 	switch p.filter.Update(msg, p.keys(), true) {
-	case editChanged, editBack:
-		p.rebuild()
+	case editChanged:
+		// The cursor stays on its target while it matches, else goes
+		// to the best match.
+		p.rebuildOn(p.selectedKey(), false)
+	case editBack:
+		// Cancelled: the cursor goes back to the current target (typing
+		// moved it to the first match without making that current).
+		p.rebuildOn(p.pc.current, true)
 	case editDone:
 		// The filter is done: the target under the cursor becomes the
 		// current one, as after a move (not on every keystroke, which
@@ -215,8 +221,14 @@ func (p *targetsPane) sorted() []sortKey {
 // once (again only when targets come, go or are renamed, or the grouping
 // changes); a filter keeps the matches in that order, best matches first
 // in each group, so a list of 10,000 refilters within a frame.
-func (p *targetsPane) rebuild() {
-	keep := p.selectedKey()
+func (p *targetsPane) rebuild() { p.rebuildOn(p.selectedKey(), true) }
+
+// rebuildOn is rebuild with the cursor on the target keep. When keep is
+// not listed (it left, or the filter hides it), the cursor goes to the
+// first row, or with neighbour to the row that took its place (the one
+// before it at the end of the list).
+func (p *targetsPane) rebuildOn(keep string, neighbour bool) {
+	was := p.sel
 	pat := strings.ToLower(strings.TrimSpace(p.filter.String()))
 	p.count()
 	ts := p.sorted()
@@ -258,11 +270,26 @@ func (p *targetsPane) rebuild() {
 	}
 	p.sel = -1
 	for i, r := range p.rows {
-		if r.key != "" && (r.key == keep || p.sel < 0) {
+		if r.key != "" && r.key == keep {
 			p.sel = i
-			if r.key == keep {
-				break
-			}
+			return
+		}
+	}
+	// Not listed: its neighbour (a row of the list, not a group header).
+	i := min(max(was, 0), len(p.rows)-1)
+	if !neighbour {
+		i = 0
+	}
+	for j := i; j < len(p.rows); j++ {
+		if p.rows[j].key != "" {
+			p.sel = j
+			return
+		}
+	}
+	for j := i; j >= 0; j-- {
+		if p.rows[j].key != "" {
+			p.sel = j
+			return
 		}
 	}
 }
