@@ -53,6 +53,9 @@ type line struct {
 	// conn is the connection a request came on, to tell whether it can
 	// still be answered (see reqConn).
 	conn reqConn
+	// lost is how many pushed messages this note says were never
+	// received (the peer's or the connection's drops).
+	lost uint64
 }
 
 // maxEventData bounds what one event or frame keeps for display.
@@ -93,6 +96,7 @@ func newLine(key string, e events.Event) line {
 		var d struct{ Dropped uint64 }
 		_ = json.Unmarshal(e.Payload, &d)
 		l.kind, l.title, l.data = EvNote, fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d.Dropped), nil
+		l.lost = d.Dropped
 	case events.KindNote:
 		var n struct {
 			Message string          `json:"message"`

@@ -9,6 +9,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/internal/human"
@@ -228,8 +229,10 @@ type eventsPane struct {
 	kind    EventKind // 0: all
 	source  string    // "": all
 	sources map[string]bool
-	// dropped counts items lost before the ring (feed overflow, peers).
-	dropped uint64
+	// feedLost counts events received and never shown (the feed was
+	// full: the program could not keep up); peerLost counts pushes the
+	// peers or their connections dropped (said by notes), never received.
+	feedLost, peerLost uint64
 }
 
 func newEventsPane(id paneID, pc *programContext, size int) *eventsPane {
@@ -251,9 +254,10 @@ func (p *eventsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	switch msg := msg.(type) {
 	case liveMsg:
 		for _, l := range msg.lines {
+			p.peerLost += l.lost
 			p.Append(l)
 		}
-		p.dropped = msg.feedDropped
+		p.feedLost = msg.feedDropped
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.filter.active {
 			p.typeFilter(msg, p.keys())
@@ -408,6 +412,14 @@ func (p *eventsPane) cycleSource() {
 }
 
 func (p *eventsPane) titles(st *styles) (string, string) {
+	t, right := p.titlesIn(st, 1<<20)
+	return t, right
+}
+
+// titlesIn is the title and its right-hand note for a pane w cells wide
+// inside: the note says the figures as fully as the room allows (the
+// title gives way first, to "Events"), never cut.
+func (p *eventsPane) titlesIn(st *styles, w int) (string, string) {
 	f := "all"
 	if p.kind != 0 {
 		f = p.kind.String()
@@ -416,21 +428,66 @@ func (p *eventsPane) titles(st *styles) (string, string) {
 		f += " · " + render.Sanitize(p.source)
 	}
 	t := "Events · " + f
-	var right []string
+	var head []string
 	if p.paused {
-		right = append(right, st.Warn.Render(fmt.Sprintf("paused +%d", p.newer)))
+		head = append(head, st.Warn.Render(fmt.Sprintf("paused +%d", p.newer)))
 	}
-	if d := p.ring.dropped + p.dropped; d > 0 {
-		right = append(right, st.Warn.Render(fmt.Sprintf("dropped %d", d)))
+	// Lost: never received, or received and never shown. Not a loss:
+	// events older than the ring's window, shown in their time and let go.
+	if d := p.feedLost + p.peerLost; d > 0 {
+		head = append(head, st.Warn.Render(fmt.Sprintf("lost %d", d)))
 	}
-	right = append(right, st.Dim.Render(fmt.Sprint(p.ring.Len())))
-	return t, strings.Join(right, " ")
+	kept, total := p.ring.Len(), p.ring.total
+	var windows []string
+	if p.ring.dropped > 0 {
+		windows = []string{fmt.Sprintf("last %d of %d", kept, total), fmt.Sprintf("%d of %d", kept, total),
+			fmt.Sprintf("%d/%d", kept, total), shortCount(uint64(kept)) + "/" + shortCount(total), ""}
+	} else {
+		windows = []string{fmt.Sprint(kept), ""}
+	}
+	var right string
+	for _, win := range windows {
+		parts := head
+		if win != "" {
+			parts = append(append([]string(nil), head...), st.Dim.Render(win))
+		}
+		right = strings.Join(parts, " · ")
+		if len("Events")+ansi.StringWidth(right)+titleGaps <= w {
+			break
+		}
+	}
+	if room := w - ansi.StringWidth(right) - titleGaps; ansi.StringWidth(t) > room {
+		t = "Events"
+		if room < len(t) {
+			t = human.Truncate(t, max(room, 3))
+		}
+	}
+	return t, right
+}
+
+// titleGaps is what a box's top border takes beside its title and note
+// inside its corners: a rule before each, a space each side of both.
+const titleGaps = 6
+
+// shortCount is n in three figures at most: 950, 12k, 335k, 1.2M.
+func shortCount(n uint64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 10_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	case n < 1_000_000:
+		return fmt.Sprintf("%dk", n/1000)
+	case n < 10_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%dM", n/1_000_000)
 }
 
 // View draws the visible rows only: it walks back from the newest event.
 func (p *eventsPane) View() string {
-	title, right := p.titles(p.pc.st)
 	w, h := p.inner()
+	title, right := p.titlesIn(p.pc.st, w)
 	return p.box(title, right, p.rows(p.pc.st, w, h))
 }
 
