@@ -275,6 +275,9 @@ func (p *targetsPane) rebuildOn(keep string, neighbour bool) {
 			return
 		}
 	}
+	if len(p.rows) == 0 {
+		return
+	}
 	// Not listed: its neighbour (a row of the list, not a group header).
 	i := min(max(was, 0), len(p.rows)-1)
 	if !neighbour {
