@@ -369,21 +369,6 @@ func (p *eventsPane) match(e *line) bool {
 	return true
 }
 
-// containsFold reports whether sub is in s, ignoring ASCII case, without
-// allocating (the tail filter runs over the ring on every frame).
-func containsFold(s, sub string) bool {
-	n := len(sub)
-	if n == 0 {
-		return true
-	}
-	for i := 0; i+n <= len(s); i++ {
-		if strings.EqualFold(s[i:i+n], sub) {
-			return true
-		}
-	}
-	return false
-}
-
 // at returns the back-th newest event that matches the filters.
 func (p *eventsPane) at(back int) *line { return nth(p.ring, p.match, back) }
 

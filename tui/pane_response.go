@@ -233,9 +233,10 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		r.toggleFold(true)
 	case key.Matches(kp, k.Unfold), key.Matches(kp, k.Select):
 		d := r.current()
-		if d != nil && key.Matches(kp, k.Select) && r.folds[d][r.cur] {
+		_, isFolded := r.folds[d].closeOf(r.cur)
+		if d != nil && key.Matches(kp, k.Select) && isFolded {
 			r.toggleFold(false)
-		} else if key.Matches(kp, k.Select) && d != nil && d.close[r.cur] >= 0 {
+		} else if key.Matches(kp, k.Select) && d != nil && d.opens(r.cur) {
 			r.toggleFold(true)
 		} else {
 			r.toggleFold(false)
@@ -282,7 +283,7 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(kp, k.CopyPart):
 		switch {
 		case r.jqDoc != nil:
-			return r.pc.copyText("filtered answer", r.jqDoc.text)
+			return r.pc.copyText("filtered answer", r.jqDoc.String())
 		case r.ans != nil:
 			return r.pc.copyText("answer", string(r.ans.result))
 		}

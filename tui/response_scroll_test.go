@@ -111,8 +111,8 @@ func TestLongAnswerReadToItsEnd(t *testing.T) {
 					if got := m.resp().cur; got != want {
 						t.Errorf("%s: after %v the cursor is on line %d, want %d", name, st.keys, got, want)
 					}
-					if row := cursorRow(m); row != strings.TrimSpace(d.lines[want]) {
-						t.Errorf("%s: after %v the cursor's row shows %q, want %q (off %d)", name, st.keys, row, d.lines[want], m.resp().off)
+					if row := cursorRow(m); row != strings.TrimSpace(d.line(want)) {
+						t.Errorf("%s: after %v the cursor's row shows %q, want %q (off %d)", name, st.keys, row, d.line(want), m.resp().off)
 					}
 				}
 			}
@@ -123,7 +123,7 @@ func TestLongAnswerReadToItsEnd(t *testing.T) {
 			keyMsgs(t, m, fmt.Sprintf("item %07d", target))
 			keyMsgs(t, m, "enter")
 			_ = m.render()
-			if row := cursorRow(m); row != strings.TrimSpace(d.lines[target+1]) {
+			if row := cursorRow(m); row != strings.TrimSpace(d.line(target+1)) {
 				t.Errorf("%dx%d/%d screens: the search hit for item %d shows %q under the cursor (line %d, off %d)",
 					sz.w, sz.h, screens, target, row, m.resp().cur, m.resp().off)
 			}
@@ -155,14 +155,14 @@ func TestLongJQResultReadToItsEnd(t *testing.T) {
 			jd := m.resp().jqDoc
 			keyMsgs(t, m, "G")
 			_ = m.render()
-			want := len(jd.lines) - 1
+			want := jd.len() - 1
 			if m.resp().cur != want || cursorRow(m) != "]" {
 				t.Errorf("%dx%d/%d screens: G on the jq result: cursor on line %d showing %q, want line %d showing \"]\"",
 					sz.w, sz.h, screens, m.resp().cur, cursorRow(m), want)
 			}
 			keyMsgs(t, m, "k")
 			_ = m.render()
-			if row, wl := cursorRow(m), strings.TrimSpace(jd.lines[want-1]); row != wl {
+			if row, wl := cursorRow(m), strings.TrimSpace(jd.line(want-1)); row != wl {
 				t.Errorf("%dx%d/%d screens: k after G shows %q, want %q", sz.w, sz.h, screens, row, wl)
 			}
 		}
@@ -203,7 +203,7 @@ func BenchmarkLargeAnswerEnd(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		m.update(top)
 		m.update(end)
-		if s := ansi.Strip(m.render()); m.resp().cur != len(d.lines)-1 || !strings.Contains(s, "› }") {
+		if s := ansi.Strip(m.render()); m.resp().cur != d.len()-1 || !strings.Contains(s, "› }") {
 			b.Fatal("the last line is not on screen")
 		}
 	}
