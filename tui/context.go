@@ -54,6 +54,14 @@ type programContext struct {
 	// inspected events), so late answers of older ones are told apart.
 	seq int
 
+	// visible reports whether a pane is on screen (as laid out last).
+	visible func(paneID) bool
+
+	// frame numbers the frames drawn; drawing is true while one is (what
+	// several panes ask of one pane in a frame is worked out once).
+	frame   uint64
+	drawing bool
+
 	// ticks reports whether panes may run timers of their own (not while
 	// a test drives the model by hand).
 	ticks func() bool

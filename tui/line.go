@@ -56,6 +56,10 @@ type line struct {
 	// lost is how many pushed messages this note says were never
 	// received (the peer's or the connection's drops).
 	lost uint64
+	// mgen and mres are whether it matched the events pane's filters of
+	// generation mgen (0: not matched yet).
+	mgen uint32
+	mres bool
 }
 
 // maxEventData bounds what one event or frame keeps for display.

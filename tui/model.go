@@ -71,6 +71,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 	}
 	pc.do = m.update
 	pc.ticks = func() bool { return !m.manualFeed }
+	pc.visible = func(p paneID) bool { _, ok := m.rects[p]; return ok }
 	pc.client = newClient(ctx, cfg.Dial, m.feed, cfg.MaxFrame, cfg.Security)
 	pc.client.useDialer(cfg.Dialer)
 	m.listen = newListener(pc, m.feed)

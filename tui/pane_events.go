@@ -233,6 +233,12 @@ type eventsPane struct {
 	// full: the program could not keep up); peerLost counts pushes the
 	// peers or their connections dropped (said by notes), never received.
 	feedLost, peerLost uint64
+	// mgen numbers the filters (kind, source, text) as they are now; a
+	// line keeps whether it matched them (line.mgen), so a frame walks
+	// the ring without matching every line again.
+	mgen       uint32
+	mKind      EventKind
+	mSrc, mTxt string
 }
 
 func newEventsPane(id paneID, pc *programContext, size int) *eventsPane {
@@ -251,6 +257,7 @@ func (p *eventsPane) KeyMap() help.KeyMap {
 // Update appends what live targets push, and handles the pane's keys and
 // wheel.
 func (p *eventsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	p.syncFilter()
 	switch msg := msg.(type) {
 	case liveMsg:
 		for _, l := range msg.lines {
@@ -261,6 +268,7 @@ func (p *eventsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.filter.active {
 			p.typeFilter(msg, p.keys())
+			p.syncFilter()
 			return p, nil
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
@@ -291,6 +299,7 @@ func (p *eventsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		case key.Matches(kp, k.SrcCycle):
 			p.cycleSource()
 		}
+		p.syncFilter()
 	}
 	return nil
 }
@@ -349,17 +358,34 @@ func openAnswer(pc *programContext, a *answer) tea.Cmd {
 func (p *eventsPane) Append(e line) {
 	p.ring.Append(e)
 	p.sources[e.Source] = true
-	p.appended(func() bool { return p.match(&e) })
+	p.appended(func() bool { return p.match(p.ring.At(p.ring.Len() - 1)) })
 }
 
+// syncFilter starts a new generation of matches when the filters changed.
+func (p *eventsPane) syncFilter() {
+	if t := p.filter.String(); p.mgen == 0 || t != p.mTxt || p.kind != p.mKind || p.source != p.mSrc {
+		p.mgen++
+		p.mTxt, p.mKind, p.mSrc = t, p.kind, p.source
+	}
+}
+
+// match reports whether e passes the filters (as of the last syncFilter),
+// matching it once per generation.
 func (p *eventsPane) match(e *line) bool {
+	if e.mgen != p.mgen || p.mgen == 0 {
+		e.mgen, e.mres = p.mgen, p.matchNow(e)
+	}
+	return e.mres
+}
+
+func (p *eventsPane) matchNow(e *line) bool {
 	if p.kind != 0 && e.kind != p.kind {
 		return false
 	}
 	if p.source != "" && e.Source != p.source {
 		return false
 	}
-	if f := p.filter.String(); f != "" {
+	if f := p.mTxt; f != "" {
 		d := e.data
 		if len(d) > 512 {
 			d = d[:512]
@@ -471,6 +497,7 @@ func shortCount(n uint64) string {
 
 // View draws the visible rows only: it walks back from the newest event.
 func (p *eventsPane) View() string {
+	p.syncFilter()
 	w, h := p.inner()
 	title, right := p.titlesIn(p.pc.st, w)
 	return p.box(title, right, p.rows(p.pc.st, w, h))

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
@@ -42,7 +43,18 @@ type targetsPane struct {
 	allGroup     int // the grouping all is sorted for
 	// want is how wide the pane would like to be (set by count).
 	want int
+	// settling numbers the cursor's moves: the target under it becomes
+	// current once it rests (settleMsg of the last move).
+	settling int
 }
+
+// selectSettle is how long the cursor rests on a target before it becomes
+// the current one: stepping through a list does not make (and, for a BTSP
+// target, dial and describe) every target on the way current.
+const selectSettle = 150 * time.Millisecond
+
+// settleMsg says the cursor may have come to rest after move n.
+type settleMsg struct{ n int }
 
 var groupNames = [...]string{"", "source", "family"}
 
@@ -85,11 +97,16 @@ func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		i := p.off + row
 		if msg.button == tea.MouseLeft && row >= 0 && i < len(p.rows) && p.rows[i].key != "" {
 			p.sel = i
+			p.settling++
 			return p, p.pc.do(selectMsg{key: p.rows[i].key})
 		}
 	case wheelMsg:
 		p.move(msg.delta)
-		return p, p.pc.do(selectMsg{key: p.selectedKey()})
+		return p, p.moved()
+	case settleMsg:
+		if msg.n == p.settling {
+			return p, p.pc.do(selectMsg{key: p.selectedKey()})
+		}
 	}
 	return p, nil
 }
@@ -108,6 +125,7 @@ func (p *targetsPane) typeFilter(msg tea.Msg) tea.Cmd {
 		// The filter is done: the target under the cursor becomes the
 		// current one, as after a move (not on every keystroke, which
 		// would describe targets the user is only typing past).
+		p.settling++
 		return p.pc.do(selectMsg{key: p.selectedKey()})
 	}
 	return nil
@@ -117,10 +135,11 @@ func (p *targetsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	k := p.keys()
 	if d, ok := moveBy(kp, k, len(p.rows)); ok {
 		p.move(d)
-		return p.pc.do(selectMsg{key: p.selectedKey()})
+		return p.moved()
 	}
 	switch {
 	case key.Matches(kp, k.Select), key.Matches(kp, k.Unfold):
+		p.settling++
 		cmd := p.pc.do(selectMsg{key: p.selectedKey(), listen: true})
 		return tea.Batch(cmd, p.pc.do(focusMsg{pCaps}))
 	case key.Matches(kp, k.Filter):
@@ -297,6 +316,17 @@ func (p *targetsPane) rebuildOn(keep string, neighbour bool) {
 	}
 }
 
+// moved makes the target under the cursor current once the cursor rests
+// (at once while no timer may run: a test driving the model by hand).
+func (p *targetsPane) moved() tea.Cmd {
+	p.settling++
+	if p.pc.ticks == nil || !p.pc.ticks() {
+		return p.pc.do(selectMsg{key: p.selectedKey()})
+	}
+	n := p.settling
+	return tea.Tick(selectSettle, func(time.Time) tea.Msg { return settleMsg{n: n} })
+}
+
 func (p *targetsPane) move(n int) {
 	if len(p.rows) == 0 {
 		return
@@ -325,7 +355,7 @@ func (p *targetsPane) count() {
 	p.live, p.stale, p.down = 0, 0, 0
 	p.want = 0
 	for _, t := range p.pc.targets {
-		p.want = max(p.want, rowWant(t))
+		p.want = max(p.want, t.rowW)
 		switch t.health() {
 		case discovery.StateLive:
 			p.live++
