@@ -1,8 +1,10 @@
 package tui
 
 import (
+	"context"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +142,37 @@ func BenchmarkLargeAnswerHeld(b *testing.B) {
 	}
 	b.ReportMetric(cost, "x-size")
 	b.ReportMetric(left, "MiB-left")
+}
+
+// TestMemoryLimitFollowsLiveHeap: the TUI's soft memory limit is its
+// floor while little is held, and never below what GOGC=100 would let the
+// heap reach (so a large answer does not have the collector run without
+// end); a user's GOMEMLIMIT stands, and the limit is put back at the end.
+func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
+	if got := memoryLimitFor(10 << 20); got != memoryFloor {
+		t.Errorf("10 MiB live: limit %d MiB, want the floor", got>>20)
+	}
+	if got := memoryLimitFor(100 << 20); got < 200<<20 {
+		t.Errorf("100 MiB live: limit %d MiB, want at least twice the live heap", got>>20)
+	}
+	before := debug.SetMemoryLimit(-1)
+	stop := keepMemory(context.Background(), func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return "1GiB"
+		}
+		return ""
+	})
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("with GOMEMLIMIT set the limit moved to %d", got)
+	}
+	stop()
+	stop = keepMemory(context.Background(), func(string) string { return "" })
+	runtime.GC()
+	if got := debug.SetMemoryLimit(-1); got < memoryFloor || got == before {
+		t.Errorf("the TUI's limit is %d, want at least the floor", got)
+	}
+	stop()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("the limit was not put back: %d, was %d", got, before)
+	}
 }
