@@ -57,3 +57,21 @@ func TestEventsLostApartFromWindow(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceWindowNotDropped: frames older than the trace's ring are its
+// window, not a loss: the title says "last N of M", not "dropped".
+func TestTraceWindowNotDropped(t *testing.T) {
+	cfg := goldenConfig("dark")
+	cfg.TraceBuffer = 10
+	m, _ := testModel(t, cfg)
+	m.setFocus(pTrace)
+	var frames []TraceFrame
+	for i := 0; i < 25; i++ {
+		frames = append(frames, TraceFrame{Time: t0, Source: "p", Size: 2, Data: []byte("{}")})
+	}
+	m.update(liveMsg{frames: frames})
+	_, right := m.trace().titles(m.pc.st)
+	if r := ansi.Strip(right); !strings.Contains(r, "last 10 of 25") || strings.Contains(r, "dropped") {
+		t.Fatalf("trace title %q", r)
+	}
+}

@@ -114,10 +114,13 @@ func (p *tracePane) titles(st *styles) (string, string) {
 	if p.paused {
 		right = append(right, st.Warn.Render(fmt.Sprintf("paused +%d", p.newer)))
 	}
+	// Frames older than the ring's window were shown in their time and
+	// let go: not a loss (as on the events title).
 	if p.ring.dropped > 0 {
-		right = append(right, st.Warn.Render(fmt.Sprintf("dropped %d", p.ring.dropped)))
+		right = append(right, st.Dim.Render(fmt.Sprintf("last %d of %d", p.ring.Len(), p.ring.total)))
+	} else {
+		right = append(right, st.Dim.Render(fmt.Sprint(p.ring.Len())))
 	}
-	right = append(right, st.Dim.Render(fmt.Sprint(p.ring.Len())))
 	return "Trace", strings.Join(right, " ")
 }
 
