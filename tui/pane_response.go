@@ -72,6 +72,9 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case fullDocMsg:
 		if msg.ans == r.ans {
 			r.pretty, r.partial = msg.doc, false
+			if r.atEnd && r.current() == r.pretty {
+				r.end() // G on the preview meant the answer's end
+			}
 			r.follow()
 		}
 	case envDoneMsg:

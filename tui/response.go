@@ -44,6 +44,9 @@ type responseView struct {
 
 	cur, off int
 	xoff     int // columns scrolled to the right
+	// atEnd: the cursor was sent to the end (G) and has not moved since;
+	// the whole document, when it replaces a preview, is shown at its end.
+	atEnd bool
 	folds    map[*doc]*foldSet
 
 	jq        field
@@ -146,7 +149,7 @@ func (r *responseView) prev(d *doc, i int) int {
 }
 
 func (r *responseView) resetView() {
-	r.cur, r.off, r.xoff = 0, 0, 0
+	r.cur, r.off, r.xoff, r.atEnd = 0, 0, 0, false
 	// The matches go with their document (held, it could not be let go
 	// when the answer is replaced).
 	r.matches, r.mi, r.matchDoc, r.matchQ = nil, 0, nil, ""
@@ -158,6 +161,7 @@ func (r *responseView) move(n int) {
 	if d == nil {
 		return
 	}
+	r.atEnd = false
 	last := d.len() - 1
 	for ; n > 0; n-- {
 		nx := r.next(d, r.cur)
@@ -178,6 +182,7 @@ func (r *responseView) move(n int) {
 // ScrollBy scrolls the view (mouse wheel) by n lines, dragging the cursor.
 func (r *responseView) ScrollBy(n int) {
 	d := r.current()
+	r.atEnd = false
 	if d == nil {
 		return
 	}
@@ -207,6 +212,7 @@ func (r *responseView) ScrollBy(n int) {
 // jump puts the cursor on line i (unfolding what hides it).
 func (r *responseView) jump(i int) {
 	d := r.current()
+	r.atEnd = false
 	if d == nil || i < 0 || i >= d.len() {
 		return
 	}
@@ -221,7 +227,7 @@ func (r *responseView) jump(i int) {
 	r.follow()
 }
 
-func (r *responseView) home() { r.cur, r.off = 0, 0 }
+func (r *responseView) home() { r.cur, r.off, r.atEnd = 0, 0, false }
 
 func (r *responseView) end() {
 	d := r.current()
@@ -230,6 +236,7 @@ func (r *responseView) end() {
 	}
 	// the last line shown: the opener of a folded block that ends it
 	r.cur = r.prev(d, d.len())
+	r.atEnd = true
 	r.follow()
 }
 
@@ -267,6 +274,7 @@ func (r *responseView) follow() {
 // toggleFold folds the block the cursor opens (or is inside) or unfolds it.
 func (r *responseView) toggleFold(fold bool) {
 	d := r.current()
+	r.atEnd = false
 	if d == nil {
 		return
 	}

@@ -231,3 +231,36 @@ func BenchmarkSearchFarHit(b *testing.B) {
 		}
 	}
 }
+
+// TestEndBeforeFormatted: G pressed while a large answer's preview shows
+// (the whole answer still formatting) lands on the answer's last line
+// once the whole document arrives, in the frame that shows it; it used to
+// stay on the preview's last line, far from the end.
+func TestEndBeforeFormatted(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.update(winSize(120, 35))
+	m.setFocus(pResponse)
+	data := itemsAnswer(200000) // 3 MiB: a preview first
+	a := answerOf(m.pc.nextSeq(), named("big"), ipc.Request{Method: "big.list"}, time.Now(), &ipc.Response{Result: data}, nil)
+	msg := answerMsg(a)
+	if !msg.partial {
+		t.Fatal("no preview")
+	}
+	m.update(msg)
+	_ = m.render()
+	keyMsgs(t, m, "G")
+	full := prettyDoc(a.result)
+	m.update(fullDocMsg{ans: a, doc: full})
+	_ = m.render()
+	if m.resp().cur != full.len()-1 || cursorRow(m) != "]" {
+		t.Fatalf("after the whole answer came the cursor is on line %d of %d, showing %q", m.resp().cur, full.len(), cursorRow(m))
+	}
+	// Moved since: the whole answer does not move it.
+	m.update(msg)
+	keyMsgs(t, m, "G", "k")
+	cur := m.resp().cur
+	m.update(fullDocMsg{ans: a, doc: full})
+	if m.resp().cur != cur {
+		t.Fatalf("the whole answer moved a cursor the user moved: %d, was %d", m.resp().cur, cur)
+	}
+}
