@@ -47,7 +47,7 @@ type responseView struct {
 	// atEnd: the cursor was sent to the end (G) and has not moved since;
 	// the whole document, when it replaces a preview, is shown at its end.
 	atEnd bool
-	folds    map[*doc]*foldSet
+	folds map[*doc]*foldSet
 
 	jq        field
 	jqDoc     *doc
