@@ -44,8 +44,10 @@ type targetsPane struct {
 	// want is how wide the pane would like to be (set by count).
 	want int
 	// settling numbers the cursor's moves: the target under it becomes
-	// current once it rests (settleMsg of the last move).
-	settling int
+	// current once it rests (settleMsg of the last move); unsettled says
+	// one waits.
+	settling  int
+	unsettled bool
 }
 
 // selectSettle is how long the cursor rests on a target before it becomes
@@ -97,14 +99,15 @@ func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		i := p.off + row
 		if msg.button == tea.MouseLeft && row >= 0 && i < len(p.rows) && p.rows[i].key != "" {
 			p.sel = i
-			p.settling++
+			p.settling, p.unsettled = p.settling+1, false
 			return p, p.pc.do(selectMsg{key: p.rows[i].key})
 		}
 	case wheelMsg:
 		p.move(msg.delta)
 		return p, p.moved()
 	case settleMsg:
-		if msg.n == p.settling {
+		if msg.n == p.settling && p.unsettled {
+			p.unsettled = false
 			return p, p.pc.do(selectMsg{key: p.selectedKey()})
 		}
 	}
@@ -125,7 +128,7 @@ func (p *targetsPane) typeFilter(msg tea.Msg) tea.Cmd {
 		// The filter is done: the target under the cursor becomes the
 		// current one, as after a move (not on every keystroke, which
 		// would describe targets the user is only typing past).
-		p.settling++
+		p.settling, p.unsettled = p.settling+1, false
 		return p.pc.do(selectMsg{key: p.selectedKey()})
 	}
 	return nil
@@ -139,7 +142,7 @@ func (p *targetsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	}
 	switch {
 	case key.Matches(kp, k.Select), key.Matches(kp, k.Unfold):
-		p.settling++
+		p.settling, p.unsettled = p.settling+1, false
 		cmd := p.pc.do(selectMsg{key: p.selectedKey(), listen: true})
 		return tea.Batch(cmd, p.pc.do(focusMsg{pCaps}))
 	case key.Matches(kp, k.Filter):
@@ -316,6 +319,17 @@ func (p *targetsPane) rebuildOn(keep string, neighbour bool) {
 	}
 }
 
+// settleNow is the target a resting cursor would make current ("" when
+// none waits); the wait ends. The root asks it when the keyboard leaves
+// the pane: what the user does next is about that target.
+func (p *targetsPane) settleNow() string {
+	if !p.unsettled {
+		return ""
+	}
+	p.unsettled = false
+	return p.selectedKey()
+}
+
 // moved makes the target under the cursor current once the cursor rests
 // (at once while no timer may run: a test driving the model by hand).
 func (p *targetsPane) moved() tea.Cmd {
@@ -323,6 +337,7 @@ func (p *targetsPane) moved() tea.Cmd {
 	if p.pc.ticks == nil || !p.pc.ticks() {
 		return p.pc.do(selectMsg{key: p.selectedKey()})
 	}
+	p.unsettled = true
 	n := p.settling
 	return tea.Tick(selectSettle, func(time.Time) tea.Msg { return settleMsg{n: n} })
 }

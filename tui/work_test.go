@@ -36,11 +36,21 @@ func TestCursorSettlesBeforeSelecting(t *testing.T) {
 		t.Fatalf("after the cursor rested %s is current, want rhizocrypt", got)
 	}
 	// ⏎ does not wait.
-	keyMsgs(t, m, "k")
-	m.setFocus(pTargets)
+	m.update(press("k")[0])
 	m.update(press("enter")[0])
 	if got := m.pc.targets[m.pc.current].Name; got != "nestgate" {
 		t.Fatalf("⏎ made %s current, want nestgate", got)
+	}
+	// Nor does leaving the pane: what comes next is about that target.
+	m.setFocus(pTargets)
+	m.update(press("j")[0])
+	m.update(press("tab")[0])
+	if got := m.pc.targets[m.pc.current].Name; got != "rhizocrypt" || m.pc.focus == pTargets {
+		t.Fatalf("after a step and tab %s is current, want rhizocrypt", got)
+	}
+	m.update(settleMsg{n: m.tp().settling}) // its tick comes late: nothing to do
+	if got := m.pc.targets[m.pc.current].Name; got != "rhizocrypt" {
+		t.Fatalf("a late tick made %s current", got)
 	}
 }
 
