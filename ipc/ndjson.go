@@ -73,12 +73,17 @@ func (f *LineFramer) readLine() ([]byte, error) {
 				return nil, &FrameTooLargeError{Limit: f.max}
 			}
 			var line []byte
-			if f.r == 0 && end > 1<<20 && len(f.buf)-end <= end/4 {
-				// A big line that fills most of the buffer: hand the
-				// buffer over instead of copying it. (One that fills
-				// little of it is copied: the message would hold the
-				// whole buffer, up to twice its size, for its life.)
-				line = f.buf[:end:end]
+			if f.r == 0 && end > 1<<20 {
+				// A big line: the framer does not keep the buffer it grew
+				// into. One that fills most of it takes it over (no
+				// copy); one that fills little of it is copied out (it
+				// would hold the whole buffer, up to twice its size,
+				// for its life).
+				if len(f.buf)-end <= end/4 {
+					line = f.buf[:end:end]
+				} else {
+					line = append([]byte(nil), f.buf[:end]...)
+				}
 				rest := make([]byte, max(lineBufSize, f.w-end-1))
 				f.w = copy(rest, f.buf[end+1:f.w])
 				f.buf, f.r = rest, 0

@@ -27,7 +27,8 @@ func TestBigLineHoldsNoSpareBuffer(t *testing.T) {
 			t.Fatalf("%d: read %d bytes, %v", n, len(line), err)
 		}
 		f.buf = nil // what the framer keeps for the next lines is not the line's
-		held := liveHeap() - min(base, liveHeap())
+		now := liveHeap()
+		held := now - min(base, now)
 		if held > uint64(n+n/4) {
 			t.Errorf("a %d-byte line keeps %d bytes alive (%.2f×)", n, held, float64(held)/float64(n))
 		}

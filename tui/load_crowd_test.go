@@ -99,3 +99,55 @@ func TestLoadCrowdProcess(t *testing.T) {
 		first.Round(time.Millisecond), all.Round(time.Millisecond), firstLive.Round(time.Millisecond))
 	t.Logf("resident: %d MB now, %d MB at most", procStatusKB(t, pid, "VmRSS")/1024, procStatusKB(t, pid, "VmHWM")/1024)
 }
+
+// TestLoadLargeAnswerProcess runs the demo in tmux, asks it for a 10 MiB
+// answer (storage.artifact.get) and then a small one, and reports the
+// resident memory before, while the large answer shows, and once the
+// small one replaced it. The demo's primals live in the same process and
+// keep the documents they served (cached by size): 10 MiB of the figures
+// are theirs, not the TUI's.
+func TestLoadLargeAnswerProcess(t *testing.T) {
+	needLoad(t)
+	bin := os.Getenv("PRIMALSCOPE_LOAD_BIN")
+	if bin == "" {
+		bin = e2eBinary(t)
+	}
+	s := startDemo(t, bin)
+	out, _ := s.tmux("display-message", "-p", "-t", s.name, "#{pane_pid}")
+	sh := strings.TrimSpace(out)
+	kids, _ := os.ReadFile(filepath.Join("/proc", sh, "task", sh, "children"))
+	pid, _ := strconv.Atoi(strings.Fields(string(kids) + " 0")[0])
+	if pid == 0 {
+		t.Fatal("no primalscope process under the pane")
+	}
+	rss := func() int { return procStatusKB(t, pid, "VmRSS") / 1024 }
+	time.Sleep(3 * time.Second)
+	before := rss()
+	ask := func(method, params string, again bool) {
+		if again { // the keyboard stayed in the composer's params
+			s.send("Up", "C-u")
+		} else {
+			s.send("3", "C-u")
+		}
+		s.typeText(method)
+		s.send("Down", "C-u")
+		s.typeText(params)
+		s.send("Enter")
+		s.waitFor(method+" answered", 60*time.Second, func(scr string) bool {
+			return strings.Contains(scr, "Response · "+method+" · ") && !strings.Contains(scr, "formatting")
+		})
+		time.Sleep(3 * time.Second)
+		for _, l := range strings.Split(s.screen(false), "\n") {
+			if strings.Contains(l, "Response · ") {
+				t.Log(strings.TrimSpace(l))
+			}
+		}
+	}
+	s.pick("nestgate") // its storage serves the artifacts
+	ask("storage.artifact.get", `{"id":"big","size_bytes":10485760}`, false)
+	shown := rss()
+	ask("health.liveness", `{}`, true)
+	after := rss()
+	t.Logf("resident: %d MB before, %d MB with a 10 MiB answer shown (+%d), %d MB once a small answer replaced it (+%d over before)",
+		before, shown, shown-before, after, after-before)
+}

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"runtime/debug"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -76,6 +77,8 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 				r.end() // G on the preview meant the answer's end
 			}
 			r.follow()
+			// Formatting took several times the answer's size for a moment.
+			return r, releaseMemory
 		}
 	case envDoneMsg:
 		if msg.ans == r.ans {
@@ -133,9 +136,23 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	return r, nil
 }
 
+// releaseMemory gives the system back the memory a large answer took
+// (formatting it, or holding it until replaced): the Go runtime keeps
+// freed memory for a while otherwise, and the process stays as large as
+// at its peak. It runs as a command, off the UI's path.
+func releaseMemory() tea.Msg {
+	debug.FreeOSMemory()
+	return nil
+}
+
 // show puts a finished call (or anything opened here) on screen.
 func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	a := msg.ans
+	var cmds []tea.Cmd
+	if old := r.ans; old != nil && old.size > previewAbove {
+		// The large answer this one replaces is let go: so is its memory.
+		cmds = append(cmds, releaseMemory)
+	}
 	r.ans, r.pretty, r.env = a, msg.doc, nil
 	if a.noResult {
 		r.pretty = textDoc(nil)
@@ -151,7 +168,6 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	// The focus stays where the user was: keys typed next must not
 	// become the viewer's commands (the response shows beside the
 	// composer at every size).
-	var cmds []tea.Cmd
 	if msg.partial {
 		cmds = append(cmds, r.pc.safe(func() tea.Msg { return fullDocMsg{ans: a, doc: prettyDoc(a.result)} }))
 	}
