@@ -18,7 +18,7 @@ const memoryFloor = 36 << 20
 // once that is more, so a large answer never has the collector run
 // without end.
 func memoryLimitFor(live uint64) int64 {
-	return max(memoryFloor, 2*int64(live)+8<<20)
+	return max(memoryFloor, 2*int64(live))
 }
 
 // keepMemory sets the TUI's soft memory limit and moves it after each
