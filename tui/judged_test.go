@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -111,6 +112,42 @@ func TestTargetsShownAsJudged(t *testing.T) {
 					return
 				}
 			}
+		}
+	}
+}
+
+// BenchmarkJudgedToScreen measures, with 2,000 targets listed and probing,
+// the time from a target's verdict (discovery's Changed event, live)
+// entering the feed to the frame that shows it live: the feed gathers one
+// frame's worth (1/30 s), the model applies it, the screen is drawn.
+func BenchmarkJudgedToScreen(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := newModel(ctx, goldenConfig("dark"))
+	m.manualFeed = true
+	m.update(winSize(120, 35))
+	var probing []any
+	for i := 0; i < 2000; i++ {
+		name := fmt.Sprintf("t%04d", i)
+		d := discovered("unix:///s/"+name, name, "unix:///s/"+name+".sock", discovery.StateLive)
+		d.Probe = nil // found, not judged yet
+		probing = append(probing, added(d)...)
+	}
+	m.update(feedMsg{items: probing})
+	m.setFocus(pTargets)
+	_ = m.render()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d := *probing[0].(discovery.Event).Target
+		d.Probe = &discovery.Probe{State: discovery.StateLive, Latency: time.Duration(i%9+1) * time.Millisecond}
+		if i%2 == 1 {
+			d.Probe = nil
+		}
+		m.feed.push(changed(&d))
+		m.update(m.feed.next(ctx)())
+		scr := ansi.Strip(m.render())
+		if live := strings.Contains(scr, "● t0000"); live != (i%2 == 0) {
+			b.Fatalf("frame %d: t0000 live on screen %v", i, live)
 		}
 	}
 }
