@@ -168,4 +168,9 @@ type TraceFrame struct {
 	Size    int
 	Data    []byte // bounded copy
 	Warning string
+
+	// mgen and mres are whether it matched the trace pane's filter of
+	// generation mgen (0: not matched yet).
+	mgen uint32
+	mres bool
 }

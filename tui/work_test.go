@@ -140,3 +140,34 @@ func TestTailMatchesOnce(t *testing.T) {
 		t.Fatalf("a new filter kept the old verdicts: %d rows", n)
 	}
 }
+
+// TestTraceMatchesOnce: a filtered trace matches each frame once for its
+// filter, as the events tail does: a frame's verdict stands until the
+// filter changes.
+func TestTraceMatchesOnce(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.setFocus(pTrace)
+	var frames []TraceFrame
+	for i := 0; i < 40; i++ {
+		data := `{"method":"other"}`
+		if i%10 == 0 {
+			data = `{"method":"wanted"}`
+		}
+		frames = append(frames, TraceFrame{Time: t0, Source: "p", Dir: ipc.Out, Size: len(data), Data: []byte(data)})
+	}
+	m.update(liveMsg{frames: frames})
+	keyMsgs(t, m, "/", "wanted", "enter")
+	rows := func() int { return strings.Count(ansi.Strip(m.trace().View()), "12:01:03.000") }
+	if n := rows(); n != 4 {
+		t.Fatalf("%d matching rows, want 4", n)
+	}
+	p := m.trace()
+	for i := 0; i < p.ring.Len(); i++ {
+		if fr := p.ring.At(i); string(fr.Data) == `{"method":"wanted"}` {
+			fr.Data = []byte(`{"method":"renamed"}`)
+		}
+	}
+	if n := rows(); n != 4 {
+		t.Fatalf("the next frame matched the ring again: %d rows of the 4 matched", n)
+	}
+}
