@@ -98,7 +98,7 @@ func BenchmarkRescanBackoff200(b *testing.B) {
 	const stale = 300 * time.Millisecond
 	dir := benchDir(b)
 	d := benchDiscoverer(dir, stale)
-	snap, err := d.sweep(context.Background(), true, false, nil)
+	snap, err := d.sweep(context.Background(), true, false, sweepHooks{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func BenchmarkRescanBackoff200(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := d.sweep(context.Background(), true, false, nil); err != nil {
+		if _, err := d.sweep(context.Background(), true, false, sweepHooks{}); err != nil {
 			b.Fatal(err)
 		}
 	}

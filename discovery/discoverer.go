@@ -294,7 +294,19 @@ func (d *Discoverer) confinedSources(dirs []string, m *FamilyMatcher) []Source {
 // then are unknown ("not probed yet"), or keep what the last sweep of
 // this Discoverer judged.
 func (d *Discoverer) Sweep(ctx context.Context, onProbe func(*Target)) (*Snapshot, error) {
-	return d.sweep(ctx, false, false, onProbe)
+	return d.sweep(ctx, false, false, sweepHooks{onProbe: onProbe})
+}
+
+// sweepHooks are told of a sweep's progress as it goes. Each gets
+// snapshots of its own (clones), never the sweep's working targets.
+type sweepHooks struct {
+	// onFound is called with the targets the sources (and then the
+	// registries) found, before any of them is probed: the merged targets
+	// as they stand, each with its last sweep's probe or none.
+	onFound func([]*Target)
+	// onProbe is called (from several goroutines, one target at a time)
+	// as each probe finishes.
+	onProbe func(*Target)
 }
 
 // SweepUntilJudged is Sweep for a one-shot listing that prints as soon as
@@ -307,7 +319,7 @@ func (d *Discoverer) Sweep(ctx context.Context, onProbe func(*Target)) (*Snapsho
 // long it was waited for (never stale: that takes its own deadline). A
 // caller that needs every verdict (a gate) uses Sweep.
 func (d *Discoverer) SweepUntilJudged(ctx context.Context, onProbe func(*Target)) (*Snapshot, error) {
-	return d.sweep(ctx, false, true, onProbe)
+	return d.sweep(ctx, false, true, sweepHooks{onProbe: onProbe})
 }
 
 // Patience bounds how long SweepUntilJudged waits for a silent target
@@ -319,7 +331,7 @@ const (
 	PatienceFactor = 8
 )
 
-func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, onProbe func(*Target)) (*Snapshot, error) {
+func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, hooks sweepHooks) (*Snapshot, error) {
 	d.sweepMu.Lock()
 	defer d.sweepMu.Unlock()
 	start := time.Now()
@@ -344,11 +356,12 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, onPro
 	}
 	found := runSources(sctx, d.DefaultSources(), addErr)
 
-	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: onProbe, probes: map[string]*Probe{}}
+	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: hooks.onProbe, probes: map[string]*Probe{}}
 	if untilJudged {
 		p.cut = newCutSignal()
 	}
 	targets := merge(found)
+	d.found(targets, hooks.onFound)
 	p.start(targets)
 
 	if !d.opts.NoRegistries {
@@ -359,6 +372,7 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, onPro
 				found = append(found, more...)
 				targets = merge(found)
 				addErr(SrcReach, d.bound(targets)) // what registries named: own node and family, and not too many
+				d.found(targets, hooks.onFound)    // shown at once, as probing
 				p.start(targets)                   // probes only the new ones
 			}
 		}
@@ -393,6 +407,26 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, onPro
 	sort.Slice(snap.Errors, func(i, j int) bool { return snap.Errors[i].Source < snap.Errors[j].Source })
 	snap.Took = time.Since(start)
 	return snap, ctx.Err()
+}
+
+// found hands onFound (when set) a snapshot of targets before they are
+// probed: each as the last sweep judged it, or not probed yet.
+func (d *Discoverer) found(targets []*Target, onFound func([]*Target)) {
+	if onFound == nil {
+		return
+	}
+	out := make([]*Target, len(targets))
+	d.mu.Lock()
+	for i, t := range targets {
+		tc := t.clone()
+		if prev := d.prev[t.ID]; prev != nil {
+			tc.Probe = prev.Probe
+		}
+		d.finishTarget(tc)
+		out[i] = tc
+	}
+	d.mu.Unlock()
+	onFound(out)
 }
 
 // runSources runs every source at once and gathers what they find.

@@ -82,6 +82,12 @@ type WatchOptions struct {
 	// received (a user pressing a refresh key). Like every refresh, it is
 	// dropped while a sweep runs. Watch never closes it.
 	Refresh <-chan struct{}
+	// Progress sends targets while a sweep runs rather than when it ends
+	// (on the slowest silent socket's timeout): each one found and not
+	// known yet at once, as Added and not probed yet, then each as soon
+	// as its probe ends, as Changed when that changed it. Without it
+	// (the CLI's ls --watch) a sweep's events all follow its end.
+	Progress bool
 }
 
 func (o WatchOptions) withDefaults() WatchOptions {
@@ -175,7 +181,10 @@ type watcher struct {
 	missMu  sync.Mutex
 	missedR string // the reason of the last refresh dropped while a sweep ran
 
-	known map[string]*Target // owned by sweeper
+	knownMu sync.Mutex
+	// streamed says a change went out during the sweep running.
+	streamed atomic.Bool
+	known    map[string]*Target // written by sweeper and its sweep's hooks
 
 	mu         sync.Mutex
 	registries []ipc.Endpoint // live registries of the last sweep
@@ -226,11 +235,25 @@ func (w *watcher) sweeper(ctx context.Context) {
 		}
 		w.running.Store(true)
 		w.missed.Store(false)
-		snap, err := w.d.sweep(ctx, !first, false, nil)
+		// With Progress, targets go out as they are judged, not when the
+		// sweep ends: found ones first, not probed yet.
+		var hooks sweepHooks
+		if w.opts.Progress {
+			hooks.onFound = func(ts []*Target) {
+				for _, t := range ts {
+					w.stream(ctx, t)
+				}
+			}
+			hooks.onProbe = func(t *Target) { w.stream(ctx, t) }
+		}
+		snap, err := w.d.sweep(ctx, !first, false, hooks)
 		if err != nil && ctx.Err() != nil {
 			return
 		}
 		changed := w.emit(ctx, snap, first)
+		if w.streamed.Swap(false) {
+			changed = true
+		}
 		first = false
 		if changed {
 			pace.Reset()
@@ -279,8 +302,31 @@ func (w *watcher) send(ctx context.Context, e Event) bool {
 	}
 }
 
+// stream sends what a sweep in progress learnt of t: Added when it is
+// new, Changed when it differs from what was last sent. It reports
+// whether anything was sent.
+func (w *watcher) stream(ctx context.Context, t *Target) bool {
+	w.knownMu.Lock()
+	old := w.known[t.ID]
+	e := Event{Kind: Added, Time: time.Now(), Target: t}
+	if old != nil {
+		diff := Diff(old, t)
+		if len(diff) == 0 {
+			w.knownMu.Unlock()
+			return false
+		}
+		e.Kind, e.Changes = Changed, diff
+	}
+	w.known[t.ID] = t
+	w.knownMu.Unlock()
+	w.streamed.Store(true)
+	return w.send(ctx, e)
+}
+
 // emit compares the sweep with what is known and sends the differences.
 func (w *watcher) emit(ctx context.Context, snap *Snapshot, first bool) bool {
+	w.knownMu.Lock()
+	defer w.knownMu.Unlock()
 	changed := false
 	now := time.Now()
 	seen := map[string]bool{}

@@ -31,7 +31,11 @@ type LineFramer struct {
 	extra func(context.Context) error // additional close work (stdio: reap the process within ctx)
 }
 
-const lineBufSize = 64 << 10
+// lineBufSize is the read buffer a framer starts with; it doubles while
+// a line does not fit. Small: a process holds one per open connection
+// (hundreds of listeners, and every silent socket a sweep waits on),
+// and most lines are short.
+const lineBufSize = 4 << 10
 
 // NewLineFramer frames rw. max bounds one message (<= 0 means DefaultMaxFrame).
 // closer is called by Close; it may be nil.
@@ -70,8 +74,16 @@ func (f *LineFramer) readLine() ([]byte, error) {
 			}
 			var line []byte
 			if f.r == 0 && end > 1<<20 {
-				// A big line: hand over the buffer instead of copying it.
-				line = f.buf[:end:end]
+				// A big line: the framer does not keep the buffer it grew
+				// into. One that fills most of it takes it over (no
+				// copy); one that fills little of it is copied out (it
+				// would hold the whole buffer, up to twice its size,
+				// for its life).
+				if len(f.buf)-end <= end/4 {
+					line = f.buf[:end:end]
+				} else {
+					line = append([]byte(nil), f.buf[:end]...)
+				}
 				rest := make([]byte, max(lineBufSize, f.w-end-1))
 				f.w = copy(rest, f.buf[end+1:f.w])
 				f.buf, f.r = rest, 0

@@ -38,8 +38,11 @@ type knownMethods struct {
 	// not known not to), false when answered "method not found".
 	seen map[string]map[string]bool
 	// holons maps the name of each Holon-RPC target without a capability
-	// list to its key (trace frames carry the name).
-	holons map[string]string
+	// list to its key (trace frames carry the name); worked out when
+	// traffic needs it after the targets changed (holonsOK false), not
+	// on every change of 2,000 targets.
+	holons   map[string]string
+	holonsOK bool
 	// the tree of key, kept until what is seen of it changes
 	treeKey string
 	tree    []capability.Domain
@@ -93,19 +96,27 @@ func (k *knownMethods) note(key, method string, ok, weak bool) {
 	}
 }
 
-// targets recomputes which targets are known this way, by name.
-func (k *knownMethods) targets(ts map[string]*target) {
-	k.holons = map[string]string{}
-	for key, t := range ts {
-		if k.wanted(t) {
-			k.holons[t.Name] = key
+// targetsChanged says the targets changed: which are known this way is
+// worked out again when next needed.
+func (k *knownMethods) targetsChanged() { k.holonsOK = false }
+
+// holonsOf is which targets are known this way, by name.
+func (k *knownMethods) holonsOf(ts map[string]*target) map[string]string {
+	if !k.holonsOK {
+		k.holons = map[string]string{}
+		for key, t := range ts {
+			if k.wanted(t) {
+				k.holons[t.Name] = key
+			}
 		}
+		k.holonsOK = true
 	}
+	return k.holons
 }
 
 // traffic records the methods of requests sent to those targets.
-func (k *knownMethods) traffic(frames []TraceFrame) {
-	if len(k.holons) == 0 {
+func (k *knownMethods) traffic(frames []TraceFrame, ts map[string]*target) {
+	if len(frames) == 0 || len(k.holonsOf(ts)) == 0 {
 		return
 	}
 	for _, f := range frames {
@@ -175,6 +186,10 @@ func (k *knownMethods) fromHistory(pc *programContext, t *target) tea.Cmd {
 // list, or is not a Holon-RPC server).
 func (k *knownMethods) treeOf(t *target) []capability.Domain {
 	if !k.wanted(t) {
+		if k.dirty {
+			// What changed is of a tree not shown: drawn anew when it is.
+			k.tree, k.dirty = nil, false
+		}
 		return nil
 	}
 	if k.treeKey == t.ID && k.tree != nil && !k.dirty {
@@ -196,6 +211,14 @@ func (k *knownMethods) treeOf(t *target) []capability.Domain {
 	sort.Strings(methods)
 	k.treeKey, k.tree, k.dirty = t.ID, (&capability.Capabilities{Methods: methods}).Tree(), false
 	return k.tree
+}
+
+// shown says t's rows were drawn: a change to another target's tree is
+// drawn when that tree is next asked for, and stops marking this one.
+func (k *knownMethods) shown(t *target) {
+	if k.dirty && (t == nil || t.ID != k.treeKey) {
+		k.tree, k.dirty = nil, false
+	}
 }
 
 // mark says how method of t is known ("" when t has a capability list).

@@ -54,13 +54,18 @@ type programContext struct {
 	// inspected events), so late answers of older ones are told apart.
 	seq int
 
+	// visible reports whether a pane is on screen (as laid out last):
+	// panes that cost work to keep current may wait until they are.
+	visible func(paneID) bool
+
+	// frame numbers the frames drawn; drawing is true while one is (what
+	// several panes ask of one pane in a frame is worked out once).
+	frame   uint64
+	drawing bool
+
 	// ticks reports whether panes may run timers of their own (not while
 	// a test drives the model by hand).
 	ticks func() bool
-
-	// shown reports whether a pane is on the screen now (panes that cost
-	// work to keep current may wait until they are).
-	shown func(paneID) bool
 
 	// do hands the root an intent (focusMsg, selectMsg, composeMsg...)
 	// and returns what it wants done; it is handled at once, so keys typed

@@ -11,8 +11,9 @@ import (
 )
 
 // DiscoveryWatcher runs discovery's live watcher for the TUI: added,
-// changed and removed targets go out as they are, and every sweep becomes a
-// heartbeat line on the events tail.
+// changed and removed targets go out as they are (during a sweep, each
+// one as it is found and again as it is judged: WatchOptions.Progress),
+// and every sweep becomes a heartbeat line on the events tail.
 type DiscoveryWatcher struct {
 	D    *discovery.Discoverer
 	Opts discovery.WatchOptions
@@ -26,7 +27,9 @@ func (w *DiscoveryWatcher) Dirs() []string { return w.D.Dirs() }
 
 // Watch streams discovery's events until ctx ends.
 func (w *DiscoveryWatcher) Watch(ctx context.Context, out chan<- discovery.Event) error {
-	for ev := range w.D.Watch(ctx, w.Opts) {
+	opts := w.Opts
+	opts.Progress = true
+	for ev := range w.D.Watch(ctx, opts) {
 		switch ev.Kind {
 		case discovery.Added, discovery.Changed, discovery.Removed:
 			if ev.Target == nil {

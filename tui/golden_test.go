@@ -26,6 +26,8 @@ func press(keys ...string) []tea.Msg {
 		"up": {Code: tea.KeyUp}, "down": {Code: tea.KeyDown}, "space": {Code: tea.KeySpace, Text: " "},
 		"backspace": {Code: tea.KeyBackspace}, "pgdown": {Code: tea.KeyPgDown},
 		"ctrl+x": {Code: 'x', Mod: tea.ModCtrl}, "shift+tab": {Code: tea.KeyTab, Mod: tea.ModShift},
+		"end": {Code: tea.KeyEnd}, "home": {Code: tea.KeyHome}, "pgup": {Code: tea.KeyPgUp},
+		"ctrl+u": {Code: 'u', Mod: tea.ModCtrl},
 	}
 	var out []tea.Msg
 	for _, k := range keys {
@@ -109,7 +111,9 @@ func withTargets(more ...tea.Msg) []tea.Msg {
 }
 
 var scenarios = []scenario{
-	{"targets", func() []tea.Msg { return withTargets(press("j")...) }},
+	// The cursor's target becomes current once it rests (settleMsg of
+	// its one move; Quit follows at once, before the tick would).
+	{"targets", func() []tea.Msg { return withTargets(append(press("j"), settleMsg{n: 1})...) }},
 	{"targets-empty", func() []tea.Msg { return nil }},
 	{"targets-filter", func() []tea.Msg { return withTargets(press("/", "nst", "enter")...) }},
 	{"caps", func() []tea.Msg {
@@ -176,7 +180,9 @@ var scenarios = []scenario{
 		return withTargets(feedMsg{items: sampleEvents()}, press("R")[0])
 	}},
 	{"help", func() []tea.Msg { return withTargets(press("?")...) }},
-	{"targets-demo", func() []tea.Msg { return append([]tea.Msg{feedMsg{items: demoTargets()}}, press("j")...) }},
+	{"targets-demo", func() []tea.Msg {
+		return append(append([]tea.Msg{feedMsg{items: demoTargets()}}, press("j")...), settleMsg{n: 1})
+	}},
 	{"response-failure", func() []tea.Msg {
 		return []tea.Msg{feedMsg{items: demoTargets()}, press("4")[0], callDoneMsg{ans: demoFailure(), doc: textDoc(nil)}}
 	}},

@@ -7,75 +7,285 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/itchyny/gojq"
 
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
-// doc is a pretty-printed JSON document split into lines, with the matching
-// bracket of every line that opens or closes an object or array. It is built
-// once in a command and read-only afterwards.
+// doc is a pretty-printed JSON document (or lines of plain text), built
+// once in a command and read-only afterwards. A JSON document keeps its
+// lines without their indentation (which is most of a pretty-printed
+// text: a line's indentation is its depth), each ended by a newline, and
+// where every docStride-th line starts and how deep it is: a line is
+// found by walking at most docStride lines, and the brackets are matched
+// when asked (folding), so a document costs about its compact size
+// rather than four times it.
 type doc struct {
-	text  string   // the whole pretty text; lines are substrings of it
-	lines []string // lines[i] is a substring of text
-	close []int32  // for an opening line, its closing line; else -1
-	open  []int32  // for a closing line, its opening line; else -1
-	json  bool     // highlight as JSON
-	plain bool     // lines are already safe, styled text (diffs, errors)
+	n     int    // lines
+	text  string // JSON: the lines, unindented unless indent is 0, each ended by '\n'
+	marks []docMark
+	// indent is the spaces per depth the lines were indented by; 0 when
+	// they keep their own (a text not indented by depth).
+	indent int
+	plainL []string // plain: the lines
+	json   bool     // highlight as JSON
+	plain  bool     // lines are already safe, styled text (diffs, errors)
 }
 
-// newDoc splits pretty-printed JSON text and matches its brackets.
+// docMark is where line k·docStride starts in text, and its depth.
+type docMark struct {
+	off   int
+	depth int32
+}
+
+// docStride is how many lines lie between two marks.
+const docStride = 32
+
+// newDoc splits pretty-printed JSON text (indented by render.DefaultIndent
+// a level).
 func newDoc(text string, isJSON bool) *doc {
-	d := &doc{text: text, json: isJSON}
-	n := strings.Count(text, "\n") + 1
-	d.lines = make([]string, 0, n)
-	for len(text) > 0 {
-		i := strings.IndexByte(text, '\n')
-		if i < 0 {
-			d.lines = append(d.lines, text)
-			break
-		}
-		d.lines = append(d.lines, text[:i])
-		text = text[i+1:]
+	if d, ok := buildDoc(text, isJSON, render.DefaultIndent); ok {
+		return d
 	}
-	if len(d.lines) == 0 {
-		d.lines = []string{""}
-	}
-	d.close = make([]int32, len(d.lines))
-	d.open = make([]int32, len(d.lines))
-	var stack []int32
-	for i, l := range d.lines {
-		d.close[i], d.open[i] = -1, -1
-		if !isJSON {
-			continue
-		}
-		t := strings.TrimLeft(l, " ")
-		if t != "" && (t[0] == '}' || t[0] == ']') && len(stack) > 0 {
-			o := stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			d.close[o], d.open[i] = int32(i), o
-		}
-		t = strings.TrimRight(l, " ")
-		if t != "" && (t[len(t)-1] == '{' || t[len(t)-1] == '[') {
-			stack = append(stack, int32(i))
-		}
-	}
+	d, _ := buildDoc(text, isJSON, 0)
 	return d
+}
+
+// buildDoc builds a document from text whose lines are indented by indent
+// spaces a level (0: kept as they are); ok is false when a line is not.
+func buildDoc(text string, isJSON bool, indent int) (*doc, bool) {
+	d := &doc{json: isJSON, indent: indent}
+	var b strings.Builder
+	if indent == 0 {
+		b.Grow(len(text) + 1)
+	} else {
+		b.Grow(len(text)/2 + 64)
+	}
+	depth := int32(0)
+	prevOpen := false
+	for first := true; first || len(text) > 0; first = false {
+		l := text
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			l, text = text[:i], text[i+1:]
+		} else {
+			text = ""
+		}
+		body := strings.TrimLeft(l, " ")
+		if prevOpen {
+			depth++
+		}
+		if isJSON && isCloser(body) && depth > 0 {
+			depth--
+		}
+		if indent > 0 {
+			if len(l)-len(body) != int(depth)*indent && body != "" {
+				return nil, false
+			}
+			l = body
+		}
+		if d.n%docStride == 0 {
+			d.marks = append(d.marks, docMark{off: b.Len(), depth: depth})
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+		d.n++
+		prevOpen = isJSON && isOpener(body)
+	}
+	d.text = b.String()
+	return d, true
+}
+
+// isOpener reports whether a line (unindented) opens an object or array.
+func isOpener(body string) bool {
+	t := strings.TrimRight(body, " ")
+	return t != "" && (t[len(t)-1] == '{' || t[len(t)-1] == '[')
+}
+
+// isCloser reports whether a line (unindented) closes one.
+func isCloser(body string) bool {
+	return body != "" && (body[0] == '}' || body[0] == ']')
 }
 
 // textDoc is a document of plain (already safe) lines.
 func textDoc(lines []string) *doc {
-	d := &doc{lines: lines, plain: true}
-	if len(d.lines) == 0 {
-		d.lines = []string{""}
+	if len(lines) == 0 {
+		lines = []string{""}
 	}
-	d.close = make([]int32, len(d.lines))
-	d.open = make([]int32, len(d.lines))
-	for i := range d.lines {
-		d.close[i], d.open[i] = -1, -1
+	return &doc{n: len(lines), plainL: lines, plain: true}
+}
+
+// len is how many lines d has.
+func (d *doc) len() int { return d.n }
+
+// each calls fn with lines from, from+1, … (their depth and their text
+// without indentation) until it returns false or the lines end.
+func (d *doc) each(from int, fn func(i, depth int, body string) bool) {
+	if from < 0 || from >= d.n {
+		return
 	}
-	return d
+	if d.plainL != nil {
+		for i := from; i < d.n; i++ {
+			if !fn(i, 0, d.plainL[i]) {
+				return
+			}
+		}
+		return
+	}
+	m := d.marks[from/docStride]
+	off, depth := m.off, int(m.depth)
+	prevOpen := false
+	for i := from / docStride * docStride; i < d.n; i++ {
+		e := strings.IndexByte(d.text[off:], '\n')
+		body := d.text[off : off+e]
+		off += e + 1
+		if i%docStride == 0 {
+			depth = int(d.marks[i/docStride].depth)
+		} else {
+			if prevOpen {
+				depth++
+			}
+			if d.json && isCloser(strings.TrimLeft(body, " ")) && depth > 0 {
+				depth--
+			}
+		}
+		prevOpen = d.json && isOpener(strings.TrimLeft(body, " "))
+		if i >= from && !fn(i, depth, body) {
+			return
+		}
+	}
+}
+
+// body is line i without its indentation, and its depth.
+func (d *doc) body(i int) (depth int, s string) {
+	d.each(i, func(_, dp int, b string) bool {
+		depth, s = dp, b
+		return false
+	})
+	return depth, s
+}
+
+// line is line i as shown, indented.
+func (d *doc) line(i int) string {
+	depth, s := d.body(i)
+	if d.indent == 0 || depth == 0 {
+		return s
+	}
+	return strings.Repeat(" ", depth*d.indent) + s
+}
+
+// opens reports whether line i opens an object or array.
+func (d *doc) opens(i int) bool {
+	if !d.json || i < 0 || i >= d.n {
+		return false
+	}
+	_, s := d.body(i)
+	return isOpener(strings.TrimLeft(s, " "))
+}
+
+// closes reports whether line i closes one.
+func (d *doc) closes(i int) bool {
+	if !d.json || i < 0 || i >= d.n {
+		return false
+	}
+	_, s := d.body(i)
+	return isCloser(strings.TrimLeft(s, " "))
+}
+
+// closeOf is the line that closes the block line i opens (-1 when it
+// opens none). It walks the block.
+func (d *doc) closeOf(i int) int {
+	if !d.opens(i) {
+		return -1
+	}
+	out, level := -1, 0
+	d.each(i, func(j, _ int, b string) bool {
+		b = strings.TrimLeft(b, " ")
+		if j > i && isCloser(b) {
+			if level == 1 {
+				out = j
+				return false
+			}
+			level--
+		}
+		if isOpener(b) {
+			level++
+		}
+		return true
+	})
+	return out
+}
+
+// openOf is the line that opens the block line i closes (-1 when it
+// closes none), looking back at most limit lines.
+func (d *doc) openOf(i, limit int) int {
+	if !d.closes(i) {
+		return -1
+	}
+	return d.enclosing(i, limit)
+}
+
+// enclosing is the opener of the block line i is in (or closes), looking
+// back at most limit lines; -1 when none is found.
+func (d *doc) enclosing(i, limit int) int {
+	if !d.json {
+		return -1
+	}
+	// Walk back by marks: lines are read forwards, a stride at a time.
+	level := 0
+	for s := i / docStride * docStride; s >= 0 && i-s <= limit+docStride; s -= docStride {
+		var opener, closer []bool
+		var n int
+		d.each(s, func(j, _ int, b string) bool {
+			if j >= i || j-s >= docStride {
+				return false
+			}
+			b = strings.TrimLeft(b, " ")
+			opener, closer = append(opener, isOpener(b)), append(closer, isCloser(b))
+			n++
+			return true
+		})
+		for k := n - 1; k >= 0; k-- {
+			j := s + k
+			if i-j > limit {
+				return -1
+			}
+			if opener[k] {
+				if level == 0 {
+					return j
+				}
+				level--
+			}
+			if closer[k] {
+				level++
+			}
+		}
+	}
+	return -1
+}
+
+// String is the whole text as shown (indented), lines joined by newlines.
+func (d *doc) String() string {
+	if d.plainL != nil {
+		return strings.Join(d.plainL, "\n")
+	}
+	if d.indent == 0 {
+		return strings.TrimSuffix(d.text, "\n")
+	}
+	var b strings.Builder
+	b.Grow(len(d.text) * 2)
+	d.each(0, func(i, depth int, s string) bool {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		for k := 0; k < depth*d.indent; k++ {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+		return true
+	})
+	return b.String()
 }
 
 // prettyDoc pretty-prints data (plain, no colours: lines are highlighted
@@ -153,15 +363,22 @@ func parseForJQ(data []byte) (any, error) {
 	return v, nil
 }
 
-// searchDoc finds the lines containing q (case-insensitive).
+// searchDoc finds the lines containing q (case-insensitive; the
+// indentation is not searched).
 func searchDoc(ctx context.Context, d *doc, q string) []int {
-	q = strings.ToLower(q)
 	var out []int
-	for i, l := range d.lines {
-		if i&0xfff == 0 && ctx.Err() != nil {
-			return out
+	for i, rest := 0, d.text; i < d.n; i++ {
+		var l string
+		if d.plainL != nil {
+			l = d.plainL[i]
+		} else {
+			e := strings.IndexByte(rest, '\n')
+			l, rest = rest[:e], rest[e+1:]
 		}
-		if strings.Contains(strings.ToLower(l), q) {
+		if i&0xfff == 0 && ctx.Err() != nil {
+			break
+		}
+		if containsFold(l, q) {
 			out = append(out, i)
 			if len(out) >= 100000 {
 				break
@@ -169,4 +386,34 @@ func searchDoc(ctx context.Context, d *doc, q string) []int {
 		}
 	}
 	return out
+}
+
+// containsFold reports whether s contains q, ignoring case, without
+// allocating (a search reads every line of a large answer; the tail
+// filter every event of its ring).
+func containsFold(s, q string) bool {
+	if q == "" {
+		return true
+	}
+	c := q[0]
+	if c >= utf8.RuneSelf {
+		for i := 0; i+len(q) <= len(s); i++ {
+			if strings.EqualFold(s[i:i+len(q)], q) {
+				return true
+			}
+		}
+		return false
+	}
+	lo, up := c, c
+	if 'A' <= c && c <= 'Z' {
+		lo = c + 'a' - 'A'
+	} else if 'a' <= c && c <= 'z' {
+		up = c - ('a' - 'A')
+	}
+	for i := 0; i+len(q) <= len(s); i++ {
+		if b := s[i]; (b == lo || b == up) && strings.EqualFold(s[i:i+len(q)], q) {
+			return true
+		}
+	}
+	return false
 }

@@ -53,6 +53,13 @@ type line struct {
 	// conn is the connection a request came on, to tell whether it can
 	// still be answered (see reqConn).
 	conn reqConn
+	// lost is how many pushed messages this note says were never
+	// received (the peer's or the connection's drops).
+	lost uint64
+	// mgen and mres are whether it matched the events pane's filters of
+	// generation mgen (0: not matched yet).
+	mgen uint32
+	mres bool
 }
 
 // maxEventData bounds what one event or frame keeps for display.
@@ -93,6 +100,7 @@ func newLine(key string, e events.Event) line {
 		var d struct{ Dropped uint64 }
 		_ = json.Unmarshal(e.Payload, &d)
 		l.kind, l.title, l.data = EvNote, fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d.Dropped), nil
+		l.lost = d.Dropped
 	case events.KindNote:
 		var n struct {
 			Message string          `json:"message"`
@@ -160,4 +168,9 @@ type TraceFrame struct {
 	Size    int
 	Data    []byte // bounded copy
 	Warning string
+
+	// mgen and mres are whether it matched the trace pane's filter of
+	// generation mgen (0: not matched yet).
+	mgen uint32
+	mres bool
 }

@@ -102,7 +102,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 	}
 	live.lines = append(live.lines, m.targetNotes(appeared, "target appeared", "targets appeared")...)
 	live.lines = append(live.lines, m.targetNotes(left, "target left", "targets left")...)
-	live.feedDropped = m.feed.dropped.Load()
+	live.feedDropped = m.feed.droppedEvents.Load()
 	cmds = append(cmds, m.broadcast(live))
 	if changed {
 		m.listen.dirty = true
@@ -154,7 +154,7 @@ func (m *model) targetNotes(names []string, one, many string) []line {
 
 // note puts one line of the TUI's own on the events tail.
 func (m *model) note(l line) tea.Cmd {
-	return m.broadcast(liveMsg{lines: []line{l}, feedDropped: m.feed.dropped.Load()})
+	return m.broadcast(liveMsg{lines: []line{l}, feedDropped: m.feed.droppedEvents.Load()})
 }
 
 // listenPass has the listener claim or let go of listening places, and

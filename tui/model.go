@@ -71,7 +71,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 	}
 	pc.do = m.update
 	pc.ticks = func() bool { return !m.manualFeed }
-	pc.shown = func(id paneID) bool { _, ok := m.rects[id]; return ok }
+	pc.visible = func(p paneID) bool { _, ok := m.rects[p]; return ok }
 	pc.client = newClient(ctx, cfg.Dial, m.feed, cfg.MaxFrame, cfg.Security)
 	pc.client.useDialer(cfg.Dialer)
 	m.listen = newListener(pc, m.feed)
@@ -231,12 +231,22 @@ func (m *model) setFocus(p paneID) tea.Cmd {
 	if p < 0 || int(p) >= len(m.panes) {
 		return nil
 	}
+	var settled tea.Cmd
+	if m.pc.focus == pTargets && p != pTargets {
+		// A cursor still settling in the targets pane: its target is
+		// the one the user goes on with.
+		if s, ok := m.panes[pTargets].(interface{ settleNow() string }); ok {
+			if k := s.settleNow(); k != "" {
+				settled = m.selectTarget(k)
+			}
+		}
+	}
 	m.pc.focus = p
 	if p > pResponse {
 		m.side = p
 	}
 	m.layout()
-	return m.send(p, focusedMsg{})
+	return tea.Batch(settled, m.send(p, focusedMsg{}))
 }
 
 // tabOrder is the panes focus cycles through: the four fixed ones and the

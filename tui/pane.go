@@ -145,7 +145,8 @@ type (
 	liveMsg struct {
 		lines  []line
 		frames []TraceFrame
-		// feedDropped counts items the feed dropped so far.
+		// feedDropped counts the events (tail lines) the feed dropped so
+		// far: received, never shown (the program could not keep up).
 		feedDropped uint64
 	}
 	// cancelMsg asks whatever is in flight to stop.

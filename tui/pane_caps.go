@@ -52,6 +52,8 @@ type capsPane struct {
 	sel, off int
 	filter   field
 	consumed bool // consumed section unfolded
+	// shown is the target the rows were built of.
+	shown *target
 	// known is what is known of the methods of a target without a
 	// capability list (a Holon-RPC server).
 	known knownMethods
@@ -83,28 +85,29 @@ func (p *capsPane) KeyMap() help.KeyMap {
 func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	switch msg := msg.(type) {
 	case targetsMsg:
-		p.known.targets(p.pc.targets)
-		p.refresh()
+		p.known.targetsChanged()
+		// The rows are of the current target (and, unfolded, of who
+		// provides what it consumes): another target's change leaves
+		// them as they are.
+		if t := p.pc.target(); t != p.shown || p.consumed {
+			p.refresh()
+		}
 	case currentMsg:
 		p.refresh()
 		if msg.changed {
 			return p, p.known.fromHistory(p.pc, p.pc.target())
 		}
 	case liveMsg:
-		if p.known.traffic(msg.frames); p.known.dirty {
-			p.refresh()
-		}
+		p.known.traffic(msg.frames, p.pc.targets)
+		p.knownChanged()
 	case callDoneMsg:
-		if p.known.answered(msg.ans); p.known.dirty {
-			p.refresh()
-		}
+		p.known.answered(msg.ans)
+		p.knownChanged()
 	case seenHistoryMsg:
 		for m, ok := range msg.methods {
 			p.known.note(msg.key, m, ok, true)
 		}
-		if p.known.dirty {
-			p.refresh()
-		}
+		p.knownChanged()
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.filter.active {
 			if e := p.filter.Update(msg, p.keys(), true); e == editChanged || e == editBack {
@@ -243,11 +246,21 @@ func (p *capsPane) providers(method string) []string {
 
 // refresh rebuilds the rows of the current target's tree; a new target
 // starts at the top.
+// knownChanged redraws the rows when what is known of the methods shown
+// changed.
+func (p *capsPane) knownChanged() {
+	if p.known.dirty {
+		p.refresh()
+		p.known.shown(p.pc.target())
+	}
+}
+
 func (p *capsPane) refresh() {
 	if p.key != p.pc.current {
 		p.key = p.pc.current
 		p.sel, p.off = 0, 0
 	}
+	p.shown = p.pc.target()
 	p.rebuild(p.pc.target(), p.providers)
 }
 

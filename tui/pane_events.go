@@ -9,6 +9,7 @@ import (
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/internal/human"
@@ -228,8 +229,16 @@ type eventsPane struct {
 	kind    EventKind // 0: all
 	source  string    // "": all
 	sources map[string]bool
-	// dropped counts items lost before the ring (feed overflow, peers).
-	dropped uint64
+	// feedLost counts events received and never shown (the feed was
+	// full: the program could not keep up); peerLost counts pushes the
+	// peers or their connections dropped (said by notes), never received.
+	feedLost, peerLost uint64
+	// mgen numbers the filters (kind, source, text) as they are now; a
+	// line keeps whether it matched them (line.mgen), so a frame walks
+	// the ring without matching every line again.
+	mgen       uint32
+	mKind      EventKind
+	mSrc, mTxt string
 }
 
 func newEventsPane(id paneID, pc *programContext, size int) *eventsPane {
@@ -248,15 +257,18 @@ func (p *eventsPane) KeyMap() help.KeyMap {
 // Update appends what live targets push, and handles the pane's keys and
 // wheel.
 func (p *eventsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	p.syncFilter()
 	switch msg := msg.(type) {
 	case liveMsg:
 		for _, l := range msg.lines {
+			p.peerLost += l.lost
 			p.Append(l)
 		}
-		p.dropped = msg.feedDropped
+		p.feedLost = msg.feedDropped
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.filter.active {
 			p.typeFilter(msg, p.keys())
+			p.syncFilter()
 			return p, nil
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
@@ -287,6 +299,7 @@ func (p *eventsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		case key.Matches(kp, k.SrcCycle):
 			p.cycleSource()
 		}
+		p.syncFilter()
 	}
 	return nil
 }
@@ -345,17 +358,34 @@ func openAnswer(pc *programContext, a *answer) tea.Cmd {
 func (p *eventsPane) Append(e line) {
 	p.ring.Append(e)
 	p.sources[e.Source] = true
-	p.appended(func() bool { return p.match(&e) })
+	p.appended(func() bool { return p.match(p.ring.At(p.ring.Len() - 1)) })
 }
 
+// syncFilter starts a new generation of matches when the filters changed.
+func (p *eventsPane) syncFilter() {
+	if t := p.filter.String(); p.mgen == 0 || t != p.mTxt || p.kind != p.mKind || p.source != p.mSrc {
+		p.mgen++
+		p.mTxt, p.mKind, p.mSrc = t, p.kind, p.source
+	}
+}
+
+// match reports whether e passes the filters (as of the last syncFilter),
+// matching it once per generation.
 func (p *eventsPane) match(e *line) bool {
+	if e.mgen != p.mgen || p.mgen == 0 {
+		e.mgen, e.mres = p.mgen, p.matchNow(e)
+	}
+	return e.mres
+}
+
+func (p *eventsPane) matchNow(e *line) bool {
 	if p.kind != 0 && e.kind != p.kind {
 		return false
 	}
 	if p.source != "" && e.Source != p.source {
 		return false
 	}
-	if f := p.filter.String(); f != "" {
+	if f := p.mTxt; f != "" {
 		d := e.data
 		if len(d) > 512 {
 			d = d[:512]
@@ -363,21 +393,6 @@ func (p *eventsPane) match(e *line) bool {
 		return containsFold(e.Source, f) || containsFold(e.kind.String(), f) || containsFold(e.title, f) || containsFold(string(d), f)
 	}
 	return true
-}
-
-// containsFold reports whether sub is in s, ignoring ASCII case, without
-// allocating (the tail filter runs over the ring on every frame).
-func containsFold(s, sub string) bool {
-	n := len(sub)
-	if n == 0 {
-		return true
-	}
-	for i := 0; i+n <= len(s); i++ {
-		if strings.EqualFold(s[i:i+n], sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // at returns the back-th newest event that matches the filters.
@@ -408,6 +423,14 @@ func (p *eventsPane) cycleSource() {
 }
 
 func (p *eventsPane) titles(st *styles) (string, string) {
+	t, right := p.titlesIn(st, 1<<20)
+	return t, right
+}
+
+// titlesIn is the title and its right-hand note for a pane w cells wide
+// inside: the note says the figures as fully as the room allows (the
+// title gives way first, to "Events"), never cut.
+func (p *eventsPane) titlesIn(st *styles, w int) (string, string) {
 	f := "all"
 	if p.kind != 0 {
 		f = p.kind.String()
@@ -416,21 +439,67 @@ func (p *eventsPane) titles(st *styles) (string, string) {
 		f += " · " + render.Sanitize(p.source)
 	}
 	t := "Events · " + f
-	var right []string
+	var head []string
 	if p.paused {
-		right = append(right, st.Warn.Render(fmt.Sprintf("paused +%d", p.newer)))
+		head = append(head, st.Warn.Render(fmt.Sprintf("paused +%d", p.newer)))
 	}
-	if d := p.ring.dropped + p.dropped; d > 0 {
-		right = append(right, st.Warn.Render(fmt.Sprintf("dropped %d", d)))
+	// Lost: never received, or received and never shown. Not a loss:
+	// events older than the ring's window, shown in their time and let go.
+	if d := p.feedLost + p.peerLost; d > 0 {
+		head = append(head, st.Warn.Render(fmt.Sprintf("lost %d", d)))
 	}
-	right = append(right, st.Dim.Render(fmt.Sprint(p.ring.Len())))
-	return t, strings.Join(right, " ")
+	kept, total := p.ring.Len(), p.ring.total
+	var windows []string
+	if p.ring.dropped > 0 {
+		windows = []string{fmt.Sprintf("last %d of %d", kept, total), fmt.Sprintf("%d of %d", kept, total),
+			fmt.Sprintf("%d/%d", kept, total), shortCount(uint64(kept)) + "/" + shortCount(total), ""}
+	} else {
+		windows = []string{fmt.Sprint(kept), ""}
+	}
+	var right string
+	for _, win := range windows {
+		parts := head
+		if win != "" {
+			parts = append(append([]string(nil), head...), st.Dim.Render(win))
+		}
+		right = strings.Join(parts, " · ")
+		if len("Events")+ansi.StringWidth(right)+titleGaps <= w {
+			break
+		}
+	}
+	if room := w - ansi.StringWidth(right) - titleGaps; ansi.StringWidth(t) > room {
+		t = "Events"
+		if room < len(t) {
+			t = human.Truncate(t, max(room, 3))
+		}
+	}
+	return t, right
+}
+
+// titleGaps is what a box's top border takes beside its title and note
+// inside its corners: a rule before each, a space each side of both.
+const titleGaps = 6
+
+// shortCount is n in three figures at most: 950, 12k, 335k, 1.2M.
+func shortCount(n uint64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprint(n)
+	case n < 10_000:
+		return fmt.Sprintf("%.1fk", float64(n)/1e3)
+	case n < 1_000_000:
+		return fmt.Sprintf("%dk", n/1000)
+	case n < 10_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%dM", n/1_000_000)
 }
 
 // View draws the visible rows only: it walks back from the newest event.
 func (p *eventsPane) View() string {
-	title, right := p.titles(p.pc.st)
+	p.syncFilter()
 	w, h := p.inner()
+	title, right := p.titlesIn(p.pc.st, w)
 	return p.box(title, right, p.rows(p.pc.st, w, h))
 }
 

@@ -36,7 +36,13 @@ type historyPane struct {
 	// replaying is the number (programContext.seq) of the replay in
 	// flight, 0 when none.
 	replaying int
+	// reload numbers the searches asked for after answers (the last one
+	// asked runs).
+	reload int
 }
+
+// historyReloadMsg asks for the search after an answer (number n).
+type historyReloadMsg struct{ n int }
 
 // replayFailedMsg says a replay could not be made.
 type replayFailedMsg struct {
@@ -82,8 +88,18 @@ func (p *historyPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		if msg.ans != nil && msg.ans.seq == p.replaying {
 			p.replaying = 0
 		}
-		if p.focused() || p.loaded {
-			return p, p.loadAfter(p.search.String(), 100*time.Millisecond)
+		// Shown, the list takes the call in once it is recorded (off the
+		// UI's path): one search for a burst of answers. Not shown, it
+		// is searched again when focused (focusedMsg), not after every
+		// answer.
+		if p.focused() || p.loaded && p.pc.visible != nil && p.pc.visible(p.id) {
+			p.reload++
+			n := p.reload
+			return p, tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg { return historyReloadMsg{n: n} })
+		}
+	case historyReloadMsg:
+		if msg.n == p.reload {
+			return p, p.load(p.search.String())
 		}
 	case tea.KeyPressMsg, tea.PasteMsg:
 		switch {
@@ -238,11 +254,8 @@ func (p *historyPane) selected() *history.Entry {
 	return nil
 }
 
-func (p *historyPane) load(q string) tea.Cmd { return p.loadAfter(q, 0) }
-
-// loadAfter searches the history for q, after d (a call just answered is
-// recorded off the UI's path).
-func (p *historyPane) loadAfter(q string, d time.Duration) tea.Cmd {
+// load searches the history for q.
+func (p *historyPane) load(q string) tea.Cmd {
 	hs, ctx := p.pc.hist, p.pc.ctx
 	if hs == nil {
 		p.loaded = true
@@ -250,9 +263,6 @@ func (p *historyPane) loadAfter(q string, d time.Duration) tea.Cmd {
 		return nil
 	}
 	return p.pc.safe(func() tea.Msg {
-		if d > 0 {
-			time.Sleep(d)
-		}
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
 		es, err := hs.Search(ctx, q, 500)

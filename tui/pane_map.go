@@ -341,7 +341,7 @@ func (p *mapPane) kick() tea.Cmd {
 	if p.lent || !p.active || p.pend.empty() && p.pic != nil {
 		return nil
 	}
-	if p.pc.shown != nil && !p.pc.shown(p.id) && !p.focused() {
+	if p.pc.visible != nil && !p.pc.visible(p.id) && !p.focused() {
 		return nil
 	}
 	w := p.pend

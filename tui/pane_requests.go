@@ -132,6 +132,11 @@ type requestsPane struct {
 	sel, off int
 	// ticking: a timer runs to refresh the ages while requests wait.
 	ticking bool
+	// pendN is pending() as drawn in frame pendF, of the requests at
+	// version pendV (ver counts changes): the header and the title ask
+	// for it in the same frame.
+	pendN, pendV, ver int
+	pendF             uint64
 }
 
 // requestsTickMsg refreshes the ages and states of waiting requests.
@@ -169,6 +174,7 @@ func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		for i := len(p.reqs) - 1; i >= 0; i-- {
 			if r := &p.reqs[i]; r.key == msg.targetKey && bytes.Equal(r.id, msg.id) {
 				r.answered = true
+				p.ver++
 				break
 			}
 		}
@@ -243,6 +249,7 @@ func (p *requestsPane) tick() tea.Cmd {
 
 // Append adds a request and selects it.
 func (p *requestsPane) Append(e line) {
+	p.ver++
 	p.reqs = append(p.reqs, e)
 	if len(p.reqs) > maxRequests {
 		p.reqs = p.reqs[len(p.reqs)-maxRequests:]
@@ -253,11 +260,17 @@ func (p *requestsPane) Append(e line) {
 // pending counts the requests that wait for an answer and can still get
 // one.
 func (p *requestsPane) pending() int {
-	n, now := 0, p.pc.now()
+	if p.pc.drawing && p.pendF == p.pc.frame && p.pendV == p.ver {
+		return p.pendN
+	}
+	now, n := p.pc.now(), 0
 	for i := range p.reqs {
 		if state, _ := reqVerdict(&p.reqs[i], now); state == reqWaiting {
 			n++
 		}
+	}
+	if p.pc.drawing {
+		p.pendN, p.pendF, p.pendV = n, p.pc.frame, p.ver
 	}
 	return n
 }

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"runtime/debug"
 	"time"
 
 	"charm.land/bubbles/v2/help"
@@ -72,7 +73,12 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case fullDocMsg:
 		if msg.ans == r.ans {
 			r.pretty, r.partial = msg.doc, false
+			if r.atEnd && r.current() == r.pretty {
+				r.end() // G on the preview meant the answer's end
+			}
 			r.follow()
+			// Formatting took several times the answer's size for a moment.
+			return r, releaseMemory
 		}
 	case envDoneMsg:
 		if msg.ans == r.ans {
@@ -130,9 +136,23 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	return r, nil
 }
 
+// releaseMemory gives the system back the memory a large answer took
+// (formatting it, or holding it until replaced): the Go runtime keeps
+// freed memory for a while otherwise, and the process stays as large as
+// at its peak. It runs as a command, off the UI's path.
+func releaseMemory() tea.Msg {
+	debug.FreeOSMemory()
+	return nil
+}
+
 // show puts a finished call (or anything opened here) on screen.
 func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	a := msg.ans
+	var cmds []tea.Cmd
+	if old := r.ans; old != nil && old.size > previewAbove {
+		// The large answer this one replaces is let go: so is its memory.
+		cmds = append(cmds, releaseMemory)
+	}
 	r.ans, r.pretty, r.env = a, msg.doc, nil
 	if a.noResult {
 		r.pretty = textDoc(nil)
@@ -148,7 +168,6 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	// The focus stays where the user was: keys typed next must not
 	// become the viewer's commands (the response shows beside the
 	// composer at every size).
-	var cmds []tea.Cmd
 	if msg.partial {
 		cmds = append(cmds, r.pc.safe(func() tea.Msg { return fullDocMsg{ans: a, doc: prettyDoc(a.result)} }))
 	}
@@ -233,9 +252,10 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		r.toggleFold(true)
 	case key.Matches(kp, k.Unfold), key.Matches(kp, k.Select):
 		d := r.current()
-		if d != nil && key.Matches(kp, k.Select) && r.folds[d][r.cur] {
+		_, isFolded := r.folds[d].closeOf(r.cur)
+		if d != nil && key.Matches(kp, k.Select) && isFolded {
 			r.toggleFold(false)
-		} else if key.Matches(kp, k.Select) && d != nil && d.close[r.cur] >= 0 {
+		} else if key.Matches(kp, k.Select) && d != nil && d.opens(r.cur) {
 			r.toggleFold(true)
 		} else {
 			r.toggleFold(false)
@@ -282,7 +302,7 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(kp, k.CopyPart):
 		switch {
 		case r.jqDoc != nil:
-			return r.pc.copyText("filtered answer", r.jqDoc.text)
+			return r.pc.copyText("filtered answer", r.jqDoc.String())
 		case r.ans != nil:
 			return r.pc.copyText("answer", string(r.ans.result))
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/help"
 	"charm.land/bubbles/v2/key"
@@ -42,7 +43,20 @@ type targetsPane struct {
 	allGroup     int // the grouping all is sorted for
 	// want is how wide the pane would like to be (set by count).
 	want int
+	// settling numbers the cursor's moves: the target under it becomes
+	// current once it rests (settleMsg of the last move); unsettled says
+	// one waits.
+	settling  int
+	unsettled bool
 }
+
+// selectSettle is how long the cursor rests on a target before it becomes
+// the current one: stepping through a list does not make (and, for a BTSP
+// target, dial and describe) every target on the way current.
+const selectSettle = 150 * time.Millisecond
+
+// settleMsg says the cursor may have come to rest after move n.
+type settleMsg struct{ n int }
 
 var groupNames = [...]string{"", "source", "family"}
 
@@ -85,23 +99,36 @@ func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		i := p.off + row
 		if msg.button == tea.MouseLeft && row >= 0 && i < len(p.rows) && p.rows[i].key != "" {
 			p.sel = i
+			p.settling, p.unsettled = p.settling+1, false
 			return p, p.pc.do(selectMsg{key: p.rows[i].key})
 		}
 	case wheelMsg:
 		p.move(msg.delta)
-		return p, p.pc.do(selectMsg{key: p.selectedKey()})
+		return p, p.moved()
+	case settleMsg:
+		if msg.n == p.settling && p.unsettled {
+			p.unsettled = false
+			return p, p.pc.do(selectMsg{key: p.selectedKey()})
+		}
 	}
 	return p, nil
 }
 
 func (p *targetsPane) typeFilter(msg tea.Msg) tea.Cmd {
 	switch p.filter.Update(msg, p.keys(), true) {
-	case editChanged, editBack:
-		p.rebuild()
+	case editChanged:
+		// The cursor stays on its target while it matches, else goes
+		// to the best match.
+		p.rebuildOn(p.selectedKey(), false)
+	case editBack:
+		// Cancelled: the cursor goes back to the current target (typing
+		// moved it to the first match without making that current).
+		p.rebuildOn(p.pc.current, true)
 	case editDone:
 		// The filter is done: the target under the cursor becomes the
 		// current one, as after a move (not on every keystroke, which
 		// would describe targets the user is only typing past).
+		p.settling, p.unsettled = p.settling+1, false
 		return p.pc.do(selectMsg{key: p.selectedKey()})
 	}
 	return nil
@@ -111,10 +138,11 @@ func (p *targetsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	k := p.keys()
 	if d, ok := moveBy(kp, k, len(p.rows)); ok {
 		p.move(d)
-		return p.pc.do(selectMsg{key: p.selectedKey()})
+		return p.moved()
 	}
 	switch {
 	case key.Matches(kp, k.Select), key.Matches(kp, k.Unfold):
+		p.settling, p.unsettled = p.settling+1, false
 		cmd := p.pc.do(selectMsg{key: p.selectedKey(), listen: true})
 		return tea.Batch(cmd, p.pc.do(focusMsg{pCaps}))
 	case key.Matches(kp, k.Filter):
@@ -215,8 +243,14 @@ func (p *targetsPane) sorted() []sortKey {
 // once (again only when targets come, go or are renamed, or the grouping
 // changes); a filter keeps the matches in that order, best matches first
 // in each group, so a list of 10,000 refilters within a frame.
-func (p *targetsPane) rebuild() {
-	keep := p.selectedKey()
+func (p *targetsPane) rebuild() { p.rebuildOn(p.selectedKey(), true) }
+
+// rebuildOn is rebuild with the cursor on the target keep. When keep is
+// not listed (it left, or the filter hides it), the cursor goes to the
+// first row, or with neighbour to the row that took its place (the one
+// before it at the end of the list).
+func (p *targetsPane) rebuildOn(keep string, neighbour bool) {
+	was := p.sel
 	pat := strings.ToLower(strings.TrimSpace(p.filter.String()))
 	p.count()
 	ts := p.sorted()
@@ -258,13 +292,54 @@ func (p *targetsPane) rebuild() {
 	}
 	p.sel = -1
 	for i, r := range p.rows {
-		if r.key != "" && (r.key == keep || p.sel < 0) {
+		if r.key != "" && r.key == keep {
 			p.sel = i
-			if r.key == keep {
-				break
-			}
+			return
 		}
 	}
+	if len(p.rows) == 0 {
+		return
+	}
+	// Not listed: its neighbour (a row of the list, not a group header).
+	i := min(max(was, 0), len(p.rows)-1)
+	if !neighbour {
+		i = 0
+	}
+	for j := i; j < len(p.rows); j++ {
+		if p.rows[j].key != "" {
+			p.sel = j
+			return
+		}
+	}
+	for j := i; j >= 0; j-- {
+		if p.rows[j].key != "" {
+			p.sel = j
+			return
+		}
+	}
+}
+
+// settleNow is the target a resting cursor would make current ("" when
+// none waits); the wait ends. The root asks it when the keyboard leaves
+// the pane: what the user does next is about that target.
+func (p *targetsPane) settleNow() string {
+	if !p.unsettled {
+		return ""
+	}
+	p.unsettled = false
+	return p.selectedKey()
+}
+
+// moved makes the target under the cursor current once the cursor rests
+// (at once while no timer may run: a test driving the model by hand).
+func (p *targetsPane) moved() tea.Cmd {
+	p.settling++
+	if p.pc.ticks == nil || !p.pc.ticks() {
+		return p.pc.do(selectMsg{key: p.selectedKey()})
+	}
+	p.unsettled = true
+	n := p.settling
+	return tea.Tick(selectSettle, func(time.Time) tea.Msg { return settleMsg{n: n} })
 }
 
 func (p *targetsPane) move(n int) {
@@ -295,7 +370,7 @@ func (p *targetsPane) count() {
 	p.live, p.stale, p.down = 0, 0, 0
 	p.want = 0
 	for _, t := range p.pc.targets {
-		p.want = max(p.want, rowWant(t))
+		p.want = max(p.want, t.rowW)
 		switch t.health() {
 		case discovery.StateLive:
 			p.live++

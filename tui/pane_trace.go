@@ -24,6 +24,11 @@ type tracePane struct {
 	paneBase
 	tail
 	ring *ring[TraceFrame]
+	// mgen numbers the filter texts; a frame keeps whether it matched
+	// the current one (TraceFrame.mgen), so a frame is matched once, not
+	// on every walk of the ring.
+	mgen uint32
+	mTxt string
 }
 
 func newTracePane(id paneID, pc *programContext, size int) *tracePane {
@@ -103,9 +108,20 @@ func (p *tracePane) at(back int) *TraceFrame { return nth(p.ring, p.matcher(), b
 // matcher is the filter as a test of a frame (its source, warning and
 // first KiB of data).
 func (p *tracePane) matcher() func(*TraceFrame) bool {
-	f := p.filter.String()
+	if f := p.filter.String(); p.mgen == 0 || f != p.mTxt {
+		p.mgen++
+		p.mTxt = f
+	}
+	f, gen := p.mTxt, p.mgen
 	return func(fr *TraceFrame) bool {
-		return f == "" || containsFold(fr.Source, f) || containsFold(fr.Warning, f) || containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f)
+		if f == "" {
+			return true
+		}
+		if fr.mgen != gen {
+			fr.mgen = gen
+			fr.mres = containsFold(fr.Source, f) || containsFold(fr.Warning, f) || containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f)
+		}
+		return fr.mres
 	}
 }
 
@@ -114,10 +130,13 @@ func (p *tracePane) titles(st *styles) (string, string) {
 	if p.paused {
 		right = append(right, st.Warn.Render(fmt.Sprintf("paused +%d", p.newer)))
 	}
+	// Frames older than the ring's window were shown in their time and
+	// let go: not a loss (as on the events title).
 	if p.ring.dropped > 0 {
-		right = append(right, st.Warn.Render(fmt.Sprintf("dropped %d", p.ring.dropped)))
+		right = append(right, st.Dim.Render(fmt.Sprintf("last %d of %d", p.ring.Len(), p.ring.total)))
+	} else {
+		right = append(right, st.Dim.Render(fmt.Sprint(p.ring.Len())))
 	}
-	right = append(right, st.Dim.Render(fmt.Sprint(p.ring.Len())))
 	return "Trace", strings.Join(right, " ")
 }
 

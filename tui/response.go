@@ -44,7 +44,10 @@ type responseView struct {
 
 	cur, off int
 	xoff     int // columns scrolled to the right
-	folds    map[*doc]map[int]bool
+	// atEnd: the cursor was sent to the end (G) and has not moved since;
+	// the whole document, when it replaces a preview, is shown at its end.
+	atEnd bool
+	folds map[*doc]*foldSet
 
 	jq        field
 	jqDoc     *doc
@@ -82,13 +85,42 @@ func (r *responseView) current() *doc {
 	return r.pretty
 }
 
-func (r *responseView) folded(d *doc) map[int]bool {
+// foldSet is the folded blocks of a document: each by its opening line
+// and by its closing line.
+type foldSet struct {
+	byOpen, byClose map[int]int
+}
+
+func (f *foldSet) add(o, c int) {
+	if f.byOpen == nil {
+		f.byOpen, f.byClose = map[int]int{}, map[int]int{}
+	}
+	f.byOpen[o], f.byClose[c] = c, o
+}
+
+func (f *foldSet) del(o int) {
+	if c, ok := f.byOpen[o]; ok {
+		delete(f.byOpen, o)
+		delete(f.byClose, c)
+	}
+}
+
+// closeOf is the closing line of the block folded at o.
+func (f *foldSet) closeOf(o int) (int, bool) {
+	if f == nil {
+		return 0, false
+	}
+	c, ok := f.byOpen[o]
+	return c, ok
+}
+
+func (r *responseView) folded(d *doc) *foldSet {
 	if r.folds == nil {
-		r.folds = map[*doc]map[int]bool{}
+		r.folds = map[*doc]*foldSet{}
 	}
 	f := r.folds[d]
 	if f == nil {
-		f = map[int]bool{}
+		f = &foldSet{}
 		r.folds[d] = f
 	}
 	return f
@@ -96,8 +128,8 @@ func (r *responseView) folded(d *doc) map[int]bool {
 
 // next is the line shown after i (skipping a folded block).
 func (r *responseView) next(d *doc, i int) int {
-	if f := r.folds[d]; f != nil && f[i] && d.close[i] >= 0 {
-		return int(d.close[i]) + 1
+	if c, ok := r.folds[d].closeOf(i); ok {
+		return c + 1
 	}
 	return i + 1
 }
@@ -108,15 +140,19 @@ func (r *responseView) prev(d *doc, i int) int {
 		return 0
 	}
 	p := i - 1
-	if f := r.folds[d]; f != nil && d.open[p] >= 0 && f[int(d.open[p])] {
-		p = int(d.open[p])
+	if f := r.folds[d]; f != nil {
+		if o, ok := f.byClose[p]; ok {
+			p = o
+		}
 	}
 	return p
 }
 
 func (r *responseView) resetView() {
-	r.cur, r.off, r.xoff = 0, 0, 0
-	r.matches, r.mi = nil, 0
+	r.cur, r.off, r.xoff, r.atEnd = 0, 0, 0, false
+	// The matches go with their document (held, it could not be let go
+	// when the answer is replaced).
+	r.matches, r.mi, r.matchDoc, r.matchQ = nil, 0, nil, ""
 }
 
 // move moves the cursor by n visible lines and keeps it on screen.
@@ -125,7 +161,8 @@ func (r *responseView) move(n int) {
 	if d == nil {
 		return
 	}
-	last := len(d.lines) - 1
+	r.atEnd = false
+	last := d.len() - 1
 	for ; n > 0; n-- {
 		nx := r.next(d, r.cur)
 		if nx > last {
@@ -145,12 +182,13 @@ func (r *responseView) move(n int) {
 // ScrollBy scrolls the view (mouse wheel) by n lines, dragging the cursor.
 func (r *responseView) ScrollBy(n int) {
 	d := r.current()
+	r.atEnd = false
 	if d == nil {
 		return
 	}
 	for ; n > 0; n-- {
 		nx := r.next(d, r.off)
-		if nx >= len(d.lines) {
+		if nx >= d.len() {
 			break
 		}
 		r.off = nx
@@ -163,7 +201,7 @@ func (r *responseView) ScrollBy(n int) {
 	}
 	h := max(r.lastH, 1)
 	i := r.off
-	for k := 1; k < h && r.next(d, i) < len(d.lines); k++ {
+	for k := 1; k < h && r.next(d, i) < d.len(); k++ {
 		i = r.next(d, i)
 	}
 	if r.cur > i {
@@ -174,13 +212,14 @@ func (r *responseView) ScrollBy(n int) {
 // jump puts the cursor on line i (unfolding what hides it).
 func (r *responseView) jump(i int) {
 	d := r.current()
-	if d == nil || i < 0 || i >= len(d.lines) {
+	r.atEnd = false
+	if d == nil || i < 0 || i >= d.len() {
 		return
 	}
 	if f := r.folds[d]; f != nil {
-		for o := range f {
-			if o < i && int(d.close[o]) >= i {
-				delete(f, o)
+		for o, c := range f.byOpen {
+			if o < i && c >= i {
+				f.del(o)
 			}
 		}
 	}
@@ -188,70 +227,74 @@ func (r *responseView) jump(i int) {
 	r.follow()
 }
 
-func (r *responseView) home() { r.cur, r.off = 0, 0 }
+func (r *responseView) home() { r.cur, r.off, r.atEnd = 0, 0, false }
 
 func (r *responseView) end() {
 	d := r.current()
 	if d == nil {
 		return
 	}
-	r.cur = len(d.lines) - 1
-	if d.open[r.cur] >= 0 {
-		// land on the opener when its block is folded
-		r.cur = r.prev(d, r.cur+1)
-	}
+	// the last line shown: the opener of a folded block that ends it
+	r.cur = r.prev(d, d.len())
+	r.atEnd = true
 	r.follow()
 }
 
-// follow scrolls so the cursor is visible.
+// follow scrolls so the cursor is visible: a cursor above the view
+// becomes its first row, one below it its last row (however far below:
+// G, a page, a search hit). It walks at most a screen's worth of lines.
 func (r *responseView) follow() {
 	d := r.current()
+	if d == nil {
+		return
+	}
 	h := max(r.lastH, 1)
+	r.cur = min(max(r.cur, 0), d.len()-1)
 	if r.cur < r.off {
 		r.off = r.cur
 		return
 	}
-	// count visible rows from off to cur
+	// Is the cursor within the h rows shown from off?
 	i, k := r.off, 0
 	for i < r.cur && k < h {
 		i = r.next(d, i)
 		k++
 	}
-	for k >= h {
-		r.off = r.next(d, r.off)
-		k--
+	if k < h {
+		return
 	}
+	// Below: the view ends on the cursor's row.
+	off := r.cur
+	for k := 1; k < h && off > 0; k++ {
+		off = r.prev(d, off)
+	}
+	r.off = off
 }
 
 // toggleFold folds the block the cursor opens (or is inside) or unfolds it.
 func (r *responseView) toggleFold(fold bool) {
 	d := r.current()
+	r.atEnd = false
 	if d == nil {
 		return
 	}
 	f := r.folded(d)
 	o := r.cur
-	if d.close[o] < 0 {
-		if d.open[o] >= 0 {
-			o = int(d.open[o])
-		} else {
-			// find the enclosing opener, looking back a bounded distance
-			o = -1
-			for i, n := r.cur-1, 0; i >= 0 && n < 20000; i, n = i-1, n+1 {
-				if d.close[i] >= 0 && int(d.close[i]) > r.cur {
-					o = i
-					break
-				}
-			}
-			if o < 0 {
-				return
-			}
+	if _, ok := f.closeOf(o); !ok && !d.opens(o) {
+		// the enclosing opener (of a closing line too), looking back a
+		// bounded distance
+		if o = d.enclosing(r.cur, 20000); o < 0 {
+			return
 		}
 	}
 	if fold {
-		f[o] = true
+		if _, ok := f.closeOf(o); !ok {
+			if c := d.closeOf(o); c > o {
+				f.add(o, c)
+			}
+		}
 	} else {
-		delete(f, o)
+		f.del(o)
 	}
 	r.cur = o
 	r.follow()
@@ -264,28 +307,38 @@ func (r *responseView) foldAll() {
 		return
 	}
 	f := r.folded(d)
-	if len(f) > 0 {
-		r.folds[d] = map[int]bool{}
+	if len(f.byOpen) > 0 {
+		r.folds[d] = &foldSet{}
 		return
 	}
-	if d.close[0] < 0 {
+	if !d.opens(0) {
 		return
 	}
-	for i := 1; i < int(d.close[0]); {
-		if d.close[i] >= 0 {
-			f[i] = true
-			i = int(d.close[i]) + 1
-			continue
+	// One walk: every block that opens at depth 1 is folded.
+	var open []int
+	d.each(1, func(i, depth int, b string) bool {
+		b = strings.TrimLeft(b, " ")
+		if isCloser(b) {
+			if depth == 0 {
+				return false // the root's end
+			}
+			if depth == 1 && len(open) > 0 {
+				f.add(open[len(open)-1], i)
+				open = open[:0]
+			}
 		}
-		i++
-	}
+		if depth == 1 && isOpener(b) {
+			open = append(open[:0], i)
+		}
+		return true
+	})
 	r.cur, r.off = 0, 0
 }
 
 // line renders line i of d, highlighted (cached).
 func (r *responseView) line(st *styles, d *doc, i int) string {
 	if d.plain {
-		return d.lines[i]
+		return d.line(i)
 	}
 	if r.hl == nil || r.hlN > 4096 || r.hlOf != st {
 		r.hl = map[*doc]map[int]string{}
@@ -299,7 +352,7 @@ func (r *responseView) line(st *styles, d *doc, i int) string {
 	if s, ok := m[i]; ok {
 		return s
 	}
-	l := human.Clip(d.lines[i], 4096)
+	l := human.Clip(d.line(i), 4096)
 	s := st.hl.Line(l)
 	m[i] = s
 	r.hlN++
@@ -337,6 +390,9 @@ func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 	}
 	avail := h - len(rows)
 	r.lastH = max(avail, 1)
+	// The rows may be fewer than when the cursor last moved (a smaller
+	// screen, the search field open): keep it on screen.
+	r.follow()
 	isMatch := map[int]bool{}
 	if r.matchDoc == d {
 		for _, m := range r.matches {
@@ -349,7 +405,7 @@ func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 		}
 	}
 	f := r.folds[d]
-	for i, k := r.off, 0; i < len(d.lines) && k < avail; i, k = r.next(d, i), k+1 {
+	for i, k := r.off, 0; i < d.len() && k < avail; i, k = r.next(d, i), k+1 {
 		g := "  "
 		if isMatch[i] {
 			g = st.Match.Render("▌") + " "
@@ -362,11 +418,12 @@ func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 		}
 		l := r.line(st, d, i)
 		if isMatch[i] && r.matchQ != "" {
-			l = markMatches(st, d.lines[i], r.matchQ)
+			l = markMatches(st, d.line(i), r.matchQ)
 		}
-		if f != nil && f[i] && d.close[i] >= 0 {
-			n := int(d.close[i]) - i - 1
-			cl := strings.TrimLeft(d.lines[d.close[i]], " ")
+		if c, ok := f.closeOf(i); ok {
+			n := c - i - 1
+			_, cl := d.body(c)
+			cl = strings.TrimLeft(cl, " ")
 			l += st.Dim.Render(fmt.Sprintf(" … %d lines ", n)) + st.hl.Line(cl)
 		}
 		if r.xoff > 0 {

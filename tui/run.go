@@ -180,6 +180,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	p := tea.NewProgram(m, opts...)
 	m.quit = p.Quit
+	defer keepMemory(ctx, cfg.Getenv)()
 
 	var wg sync.WaitGroup
 	startSources(ctx, &wg, cfg, m.feed)

@@ -24,20 +24,30 @@ import (
 type feed struct {
 	ch      chan any
 	dropped atomic.Uint64
-	frame   time.Duration
-	max     int
+	// droppedEvents counts the events tail's lines among dropped: events
+	// received that the program could not keep up with.
+	droppedEvents atomic.Uint64
+	frame         time.Duration
+	max           int
 }
 
 func newFeed(size int, frame time.Duration) *feed {
 	return &feed{ch: make(chan any, size), frame: frame, max: 8192}
 }
 
-// push offers x without blocking; a full feed drops it and counts.
-func (f *feed) push(x any) {
+// push offers x without blocking; a full feed drops it and counts. It
+// reports whether x went in.
+func (f *feed) push(x any) bool {
 	select {
 	case f.ch <- x:
+		return true
 	default:
 		f.dropped.Add(1)
+		switch x.(type) {
+		case line, streamMsg:
+			f.droppedEvents.Add(1)
+		}
+		return false
 	}
 }
 
@@ -208,9 +218,10 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 				// Pushes the connection dropped while this reader was
 				// behind are said, not lost quietly.
 				l := noteLine(time.Now(), src, fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d-reported), "")
-				l.key = t.ID
-				c.feed.push(l)
-				reported = d
+				l.key, l.lost = t.ID, d-reported
+				if c.feed.push(l) {
+					reported = d
+				}
 			}
 			l := messageLine(src, t.ID, m)
 			if l.kind == EvRequest {

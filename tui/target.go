@@ -31,6 +31,9 @@ type target struct {
 	// h is health(), worked out once (the snapshot does not change): the
 	// targets pane and the listener read it for every target each pass.
 	h discovery.State
+	// rowW is rowWant(t), worked out once (the targets pane sums it over
+	// every target at every change).
+	rowW int
 	// filterWords is words(), worked out when first filtered (held in
 	// the target: one pointer less to follow for each of 10,000 targets
 	// at every keystroke in the filter).
@@ -70,6 +73,7 @@ type learnt struct {
 // describe it.
 func newTarget(d *discovery.Target, old *target) *target {
 	t := &target{Target: d, h: healthOf(d)}
+	t.rowW = rowWant(t)
 	if old != nil && t.probeCaps() == nil && old.caps() != nil && t.BTSP() {
 		// keep what the TUI learnt itself through the handshake
 		t.learnt = learnt{identity: old.identityOf(), caps: old.caps(), session: old.learnt.session}

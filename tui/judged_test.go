@@ -1,0 +1,153 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// TestTargetsShownAsJudged watches a directory of answering sockets and
+// silent ones (which accept and never answer) through the TUI's
+// DiscoveryWatcher and feed, frame by frame as the program does: the
+// targets are listed (as probing) before any is judged, and the first
+// live one is on screen while every silent one is still being waited for.
+// The whole sweep used to reach the pane only at its end, after the
+// silent ones' stale timeout, with "No targets found" until then.
+func TestTargetsShownAsJudged(t *testing.T) {
+	const live, silent = 40, 20
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	c, err := ipctest.StartCrowd(dir, live, silent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	d := discovery.New(discovery.Options{
+		Getenv:     func(string) string { return "" },
+		Environ:    func() []string { return nil },
+		SocketDirs: []string{dir},
+		NoProc:     true,
+		// Long: the silent ones are still waited for while the test
+		// looks (the test ends well before, with the first live one).
+		Probe: discovery.ProbeOptions{StaleTimeout: 20 * time.Second},
+	})
+	w := &DiscoveryWatcher{D: d, Opts: discovery.WatchOptions{Interval: time.Minute, MaxInterval: time.Minute, PollInterval: time.Minute}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := newModel(ctx, goldenConfig("dark"))
+	m.manualFeed = true
+	m.update(winSize(120, 35))
+
+	out := make(chan discovery.Event, 256)
+	watched := make(chan error, 1)
+	go func() { watched <- w.Watch(ctx, out) }()
+	pumped := make(chan struct{})
+	go func() {
+		defer close(pumped)
+		for {
+			select {
+			case te := <-out:
+				m.feed.pushWait(ctx, te)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer func() { cancel(); <-watched; <-pumped }()
+
+	count := func(prefix string, h discovery.State) int {
+		n := 0
+		for _, tg := range m.pc.targets {
+			if strings.HasPrefix(tg.Name, prefix) && tg.health() == h {
+				n++
+			}
+		}
+		return n
+	}
+	listed := false
+	deadline := time.After(60 * time.Second) // a hang guard, not a timing
+	for {
+		msgc := make(chan tea.Msg, 1)
+		go func() { msgc <- m.feed.next(ctx)() }()
+		select {
+		case msg := <-msgc:
+			m.update(msg)
+		case <-deadline:
+			t.Fatalf("no live target on screen after 60 s (%d listed)", len(m.pc.targets))
+		}
+		scr := ansi.Strip(m.render())
+		if judged := silent - count("mute", discovery.StateUnknown); judged > 0 {
+			t.Fatalf("%d silent targets judged before any live one was on screen (%d of %d listed)", judged, len(m.pc.targets), live+silent)
+		}
+		if len(m.pc.targets) == live+silent && count("live", discovery.StateLive) == 0 {
+			listed = true // every one found, none judged yet: all probing
+			if !strings.Contains(scr, "probing") {
+				t.Fatalf("found targets not shown as probing:\n%s", scr)
+			}
+		}
+		if strings.Contains(scr, "No targets found") && len(m.pc.targets) > 0 {
+			t.Fatalf("%d targets known, the pane says none:\n%s", len(m.pc.targets), scr)
+		}
+		if count("live", discovery.StateLive) > 0 {
+			for _, r := range targetRows(scr) {
+				if strings.Contains(r, "live0") && !strings.Contains(r, "probing") {
+					if !listed {
+						t.Log("the first live target came in the frame that listed them")
+					}
+					if n := count("mute", discovery.StateUnknown); n != silent {
+						t.Fatalf("%d of %d silent targets still probing", n, silent)
+					}
+					return
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkJudgedToScreen measures, with 2,000 targets listed and probing,
+// the time from a target's verdict (discovery's Changed event, live)
+// entering the feed to the frame that shows it live: the feed gathers one
+// frame's worth (1/30 s), the model applies it, the screen is drawn.
+func BenchmarkJudgedToScreen(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := newModel(ctx, goldenConfig("dark"))
+	m.manualFeed = true
+	m.update(winSize(120, 35))
+	var probing []any
+	for i := 0; i < 2000; i++ {
+		name := fmt.Sprintf("t%04d", i)
+		d := discovered("unix:///s/"+name, name, "unix:///s/"+name+".sock", discovery.StateLive)
+		d.Probe = nil // found, not judged yet
+		probing = append(probing, added(d)...)
+	}
+	m.update(feedMsg{items: probing})
+	m.setFocus(pTargets)
+	_ = m.render()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d := *probing[0].(discovery.Event).Target
+		d.Probe = &discovery.Probe{State: discovery.StateLive, Latency: time.Duration(i%9+1) * time.Millisecond}
+		if i%2 == 1 {
+			d.Probe = nil
+		}
+		m.feed.push(changed(&d))
+		m.update(m.feed.next(ctx)())
+		scr := ansi.Strip(m.render())
+		if live := strings.Contains(scr, "● t0000"); live != (i%2 == 0) {
+			b.Fatalf("frame %d: t0000 live on screen %v", i, live)
+		}
+	}
+}

@@ -1,0 +1,61 @@
+package tui
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+)
+
+// memoryFloor is the soft memory limit the TUI runs under while it holds
+// little (2,000 targets, the rings full): the garbage collector works to
+// keep the process near it rather than let its heap double first, and
+// gives back to the system what a sweep's burst of probes took.
+const memoryFloor = 36 << 20
+
+// memoryLimitFor is the soft limit for a live heap of live bytes: the
+// floor, or what GOGC=100 lets the heap grow to (twice the live heap)
+// once that is more, so a large answer never has the collector run
+// without end.
+func memoryLimitFor(live uint64) int64 {
+	return max(memoryFloor, 2*int64(live))
+}
+
+// keepMemory sets the TUI's soft memory limit and moves it after each
+// collection (memoryLimitFor the heap then live), until ctx ends or stop
+// is called, which puts the limit back. It does nothing when GOMEMLIMIT
+// is set: the user's limit stands.
+func keepMemory(ctx context.Context, getenv func(string) string) (stop func()) {
+	if getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	old := debug.SetMemoryLimit(-1)
+	ctx, cancel := context.WithCancel(ctx)
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var arm func()
+	adjust := func() {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			debug.SetMemoryLimit(memoryLimitFor(sample[0].Value.Uint64()))
+		}
+	}
+	// A sentinel no one holds is finalized after a collection: it moves
+	// the limit and arms the next one, while ctx lives.
+	type sentinel struct{ _ *int }
+	arm = func() {
+		s := &sentinel{}
+		runtime.SetFinalizer(s, func(*sentinel) {
+			if ctx.Err() != nil {
+				return
+			}
+			adjust()
+			arm()
+		})
+	}
+	adjust()
+	arm()
+	return func() {
+		cancel()
+		debug.SetMemoryLimit(old)
+	}
+}
