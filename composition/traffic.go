@@ -70,8 +70,11 @@ func methodMatches(m, c string) bool {
 }
 
 // attach finds the edge between from and to that a call to method m
-// belongs to: the declared capability it uses (the longest), else a
-// dependency without capability, else a new observed edge of its own.
+// belongs to: the declared capability it uses (the longest), else a new
+// observed edge of its own (undeclared). A dependency without capability
+// (the orchestrator's depends_on) takes only calls that name no method:
+// a named method nobody declared must show as undeclared, not vanish into
+// the dependency.
 func (b *builder) attach(from, to, m string) *Edge {
 	best, bestLen := -1, -1
 	for _, i := range b.pairs[[2]string{from, to}] {
@@ -81,7 +84,7 @@ func (b *builder) attach(from, to, m string) *Edge {
 			best, bestLen = i, 1<<30
 		case e.Capability != "" && methodMatches(m, e.Capability) && len(e.Capability) > bestLen:
 			best, bestLen = i, len(e.Capability)
-		case e.Capability == "" && bestLen < 0:
+		case e.Capability == "" && m == "" && bestLen < 0:
 			best, bestLen = i, 0
 		}
 	}
