@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -107,6 +108,7 @@ type Runner struct {
 	Covered func(target, method string)
 
 	secrets []string
+	known   map[string]bool // secrets, as a set
 	caps    map[string]*capability.Capabilities
 }
 
@@ -213,8 +215,7 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 	base := StepResult{Book: b.Name, Step: s.Label(), Index: i, Pos: s.Pos.String(), Target: s.Target, Method: s.Method}
 	if s.Skip != "" {
 		base.Status, base.Reason = Skip, "skip: "+s.Skip
-		r.Report.StepDone(b, base)
-		return []StepResult{base}
+		return []StepResult{r.finish(b, base)}
 	}
 	if c.forEach == nil {
 		res := r.once(ctx, b, s, c, sc, base, nil, 0, false)
@@ -223,19 +224,16 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 	list, err := c.forEach.render(ctx, sc.value(s, nil, 0, false))
 	if err != nil {
 		base.Status, base.Reason = Fail, fmt.Sprintf("for_each: %v", err)
-		r.Report.StepDone(b, base)
-		return []StepResult{base}
+		return []StepResult{r.finish(b, base)}
 	}
 	items, ok := list.([]any)
 	if !ok {
 		base.Status, base.Reason = Fail, fmt.Sprintf("for_each gave %s, not a list", kindOf(list))
-		r.Report.StepDone(b, base)
-		return []StepResult{base}
+		return []StepResult{r.finish(b, base)}
 	}
 	if len(items) > maxForEachItem {
 		base.Status, base.Reason = Fail, fmt.Sprintf("for_each gave %d items, more than %d", len(items), maxForEachItem)
-		r.Report.StepDone(b, base)
-		return []StepResult{base}
+		return []StepResult{r.finish(b, base)}
 	}
 	var out []StepResult
 	for k, it := range items {
@@ -270,8 +268,8 @@ func kindOf(v any) string {
 // once runs one call of a step (one for_each item) and judges it.
 func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *scope, res StepResult, item any, index int, each bool) StepResult {
 	done := func(st Status, reason string) StepResult {
-		res.Status, res.Reason = st, r.scrub(reason)
-		r.Report.StepDone(b, res)
+		res.Status, res.Reason = st, reason
+		res = r.finish(b, res)
 		return res
 	}
 	in := sc.value(s, item, index, each)
@@ -289,7 +287,13 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		return done(Fail, err.Error())
 	}
 	res.Target, res.Method = call.Target, call.Method
-	r.Report.StepStarted(b, res.Step)
+	if field := r.secretIn(call); field != "" {
+		// A book (or a recorded name in it) that would carry a secret
+		// to the peer: nothing is sent.
+		res.Outcome = history.OutcomeRefused
+		return done(Fail, fmt.Sprintf("refused: the call's %s would carry a secret (an environment secret such as FAMILY_SEED, or a value seen under a secret key); nothing was sent", field))
+	}
+	r.Report.StepStarted(b, r.scrub(res.Step))
 
 	sctx := ctx
 	if s.Timeout > 0 {
@@ -300,6 +304,9 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	var lis Listener
 	if ev := s.Expect.Event; ev != nil {
 		from, err := renderString(sctx, ev.From, in, ev.Pos)
+		if err == nil && r.holdsSecret(from) {
+			err = errors.New("refused: the target would carry a secret; not contacted")
+		}
 		if err == nil {
 			lis, err = r.Caller.Listen(sctx, from)
 		}
@@ -313,6 +320,12 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	res.Attempts = attempts
 	res.Ms = float64(ans.Duration.Microseconds()) / 1000
 	res.Outcome = ans.Outcome
+	// What the peer answered under a secret key is a secret too: no
+	// report shows it, whatever quotes it (a jq error, a later call).
+	r.learnSecrets(jqValue(ans.Result), "")
+	if ans.Error != nil {
+		r.learnSecrets(jqValue(ans.Error.Data), "")
+	}
 	if r.Covered != nil && ans.Outcome != history.OutcomeUnreachable && ans.Outcome != history.OutcomeRefused {
 		r.Covered(call.Target, call.Method)
 	}
@@ -555,18 +568,95 @@ func (r *Runner) learnSecrets(v any, key string) {
 			r.learnSecrets(e, key)
 		}
 	case string:
-		if key != "" && history.IsSecretKey(key) && len(x) >= history.MinValueLen {
-			r.secrets = append(r.secrets, x)
+		if key != "" && history.IsSecretKey(key) {
+			r.learn(x)
 		}
 	}
+}
+
+// learn marks one value (4 bytes or more) as a secret.
+func (r *Runner) learn(v string) {
+	if len(v) < history.MinValueLen || r.known[v] {
+		return
+	}
+	if r.known == nil {
+		r.known = map[string]bool{}
+	}
+	r.known[v] = true
+	r.secrets = append(r.secrets, v)
+	// Longest first, so a secret holding another is hidden whole.
+	sort.SliceStable(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+}
+
+// holdsSecret reports whether s contains a known secret.
+func (r *Runner) holdsSecret(s string) bool {
+	for _, sec := range r.secrets {
+		if strings.Contains(s, sec) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretIn names the field of a rendered call that would carry a known
+// secret to the peer ("" when none does). A value under a secret key of
+// the params (password, token) is where a secret belongs; anywhere else
+// (the method, the target, a key, a value under another key) it is not.
+func (r *Runner) secretIn(c Call) string {
+	for _, f := range []struct{ name, v string }{{"target", c.Target}, {"method", c.Method}, {"session", c.Session}, {"pool", c.Pool}} {
+		if r.holdsSecret(f.v) {
+			return f.name
+		}
+	}
+	if len(c.Params) > 0 && r.secretOutOfPlace(jqValue(c.Params), "") {
+		return "params"
+	}
+	for m, v := range c.Serve {
+		if r.holdsSecret(m) || r.secretOutOfPlace(jqValue(v), "") {
+			return "serve"
+		}
+	}
+	return ""
+}
+
+func (r *Runner) secretOutOfPlace(v any, key string) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if r.holdsSecret(k) || r.secretOutOfPlace(e, k) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if r.secretOutOfPlace(e, key) {
+				return true
+			}
+		}
+	case string:
+		return !(key != "" && history.IsSecretKey(key)) && r.holdsSecret(x)
+	}
+	return false
+}
+
+// finish scrubs every text of a step's result that may quote a secret (a
+// rendered target or method, a label, a reason quoting the peer or the
+// book) and reports it.
+func (r *Runner) finish(b *Book, res StepResult) StepResult {
+	res.Step = r.scrub(res.Step)
+	res.Target = r.scrub(res.Target)
+	res.Method = r.scrub(res.Method)
+	res.Reason = r.scrub(res.Reason)
+	r.Report.StepDone(b, res)
+	return res
 }
 
 // LearnEnvSecrets marks the values of secret-looking environment variables
 // (FAMILY_SEED, *_TOKEN, ...) as secrets.
 func (r *Runner) LearnEnvSecrets() {
 	for k, v := range r.Env {
-		if (history.IsSecretKey(k) || strings.HasSuffix(k, "_SEED")) && len(v) >= history.MinValueLen {
-			r.secrets = append(r.secrets, v)
+		if history.IsSecretKey(k) || strings.HasSuffix(k, "_SEED") {
+			r.learn(v)
 		}
 	}
 }
