@@ -108,7 +108,7 @@ type Runner struct {
 	Covered func(target, method string)
 
 	secrets []string
-	known   map[string]bool // secrets, as a set
+	known   map[string]bool // secrets, as a set: true for our own (env, sent)
 	caps    map[string]*capability.Capabilities
 }
 
@@ -322,9 +322,9 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	res.Outcome = ans.Outcome
 	// What the peer answered under a secret key is a secret too: no
 	// report shows it, whatever quotes it (a jq error, a later call).
-	r.learnSecrets(jqValue(ans.Result), "")
+	r.learnSecrets(jqValue(ans.Result), "", false)
 	if ans.Error != nil {
-		r.learnSecrets(jqValue(ans.Error.Data), "")
+		r.learnSecrets(jqValue(ans.Error.Data), "", false)
 	}
 	if r.Covered != nil && ans.Outcome != history.OutcomeUnreachable && ans.Outcome != history.OutcomeRefused {
 		r.Covered(call.Target, call.Method)
@@ -380,7 +380,7 @@ func (r *Runner) render(ctx context.Context, s *Step, in map[string]any) (Call, 
 			return call, fmt.Errorf("params: %v", err)
 		}
 		call.Params = b
-		r.learnSecrets(v, "")
+		r.learnSecrets(v, "", true)
 	}
 	if len(s.Serve) > 0 {
 		call.Serve = map[string]json.RawMessage{}
@@ -555,34 +555,39 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 	}
 }
 
-// learnSecrets keeps every value sent under a secret key (4 bytes or
-// more), so no report shows it wherever it turns up.
-func (r *Runner) learnSecrets(v any, key string) {
+// learnSecrets keeps every value sent (own) or answered under a secret key
+// (4 bytes or more), so no report shows it wherever it turns up.
+func (r *Runner) learnSecrets(v any, key string, own bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			r.learnSecrets(e, k)
+			r.learnSecrets(e, k, own)
 		}
 	case []any:
 		for _, e := range x {
-			r.learnSecrets(e, key)
+			r.learnSecrets(e, key, own)
 		}
 	case string:
 		if key != "" && history.IsSecretKey(key) {
-			r.learn(x)
+			r.learn(x, own)
 		}
 	}
 }
 
-// learn marks one value (4 bytes or more) as a secret.
-func (r *Runner) learn(v string) {
-	if len(v) < history.MinValueLen || r.known[v] {
+// learn marks one value (4 bytes or more) as a secret: our own (from the
+// environment or sent by the book) or one a peer answered with.
+func (r *Runner) learn(v string, own bool) {
+	if len(v) < history.MinValueLen {
 		return
 	}
 	if r.known == nil {
 		r.known = map[string]bool{}
 	}
-	r.known[v] = true
+	was, seen := r.known[v]
+	r.known[v] = was || own
+	if seen {
+		return
+	}
 	r.secrets = append(r.secrets, v)
 	// Longest first, so a secret holding another is hidden whole.
 	sort.SliceStable(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
@@ -598,12 +603,28 @@ func (r *Runner) holdsSecret(s string) bool {
 	return false
 }
 
+// holdsOwnSecret reports whether s contains a secret of ours (not one a
+// peer answered with).
+func (r *Runner) holdsOwnSecret(s string) bool {
+	for _, sec := range r.secrets {
+		if r.known[sec] && strings.Contains(s, sec) {
+			return true
+		}
+	}
+	return false
+}
+
 // secretIn names the field of a rendered call that would carry a known
 // secret to the peer ("" when none does). A value under a secret key of
 // the params (password, token) is where a secret belongs; anywhere else
 // (the method, the target, a key, a value under another key) it is not.
+// A bus session may carry a session id a peer answered with (sessionId is
+// a secret-looking key), never one of our own secrets.
 func (r *Runner) secretIn(c Call) string {
-	for _, f := range []struct{ name, v string }{{"target", c.Target}, {"method", c.Method}, {"session", c.Session}, {"pool", c.Pool}} {
+	if r.holdsOwnSecret(c.Session) {
+		return "session"
+	}
+	for _, f := range []struct{ name, v string }{{"target", c.Target}, {"method", c.Method}, {"pool", c.Pool}} {
 		if r.holdsSecret(f.v) {
 			return f.name
 		}
@@ -656,7 +677,7 @@ func (r *Runner) finish(b *Book, res StepResult) StepResult {
 func (r *Runner) LearnEnvSecrets() {
 	for k, v := range r.Env {
 		if history.IsSecretKey(k) || strings.HasSuffix(k, "_SEED") {
-			r.learn(v)
+			r.learn(v, true)
 		}
 	}
 }

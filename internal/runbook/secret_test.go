@@ -157,7 +157,8 @@ func TestRunRefusesToSendASecret(t *testing.T) {
 
 // A value the peer answered under a secret key is learnt as a secret: a
 // jq error quoting it, a for_each or if reason, a later call's rendered
-// method, none shows it.
+// method, none shows it. A session id it answered may go back as a bus
+// session.
 func TestRunLearnsSecretsFromResults(t *testing.T) {
 	const tok = "tok-SECRET-RESULT-123"
 	book := `steps:
@@ -172,10 +173,12 @@ func TestRunLearnsSecretsFromResults(t *testing.T) {
     call: evil m
     if: .steps.login.result.token | tonumber
   - name: echo
-    call: evil "x.{{ .steps.login.result.token }}"
+    call: evil x.{{.steps.login.result.token}}
+  - name: bus
+    call: evil m
+    session: "{{ .steps.login.result.session_id }}"
 `
-	book = strings.Replace(book, `"x.{{ .steps.login.result.token }}"`, `x.{{.steps.login.result.token}}`, 1)
-	rc := &recCaller{result: `{"token":"` + tok + `"}`}
+	rc := &recCaller{result: `{"token":"` + tok + `","session_id":"sess-abcdef123"}`}
 	res, out := runText(t, []byte(book), rc)
 	if strings.Contains(out, tok) {
 		t.Errorf("a secret-keyed result value reached the report:\n%s", out)
@@ -185,7 +188,10 @@ func TestRunLearnsSecretsFromResults(t *testing.T) {
 			t.Errorf("result %s shows the token", j)
 		}
 	}
-	if len(rc.calls) != 1 {
-		t.Errorf("%d calls sent, want only login (echo carries the token in its method)", len(rc.calls))
+	if len(rc.calls) != 2 || rc.calls[1].Session != "sess-abcdef123" {
+		t.Errorf("calls %+v: want login, and bus with the answered session id (echo carries the token in its method)", rc.calls)
+	}
+	if strings.Contains(out, "sess-abcdef123") {
+		t.Errorf("the session id reached the report:\n%s", out)
 	}
 }
