@@ -47,17 +47,6 @@ func fromHistory(name string, entries []history.Entry, used map[string]int) ([]b
 	b.WriteString("steps:\n")
 	envs := map[string]bool{}
 	for _, e := range entries {
-		step := strings.Trim(nonIdent.ReplaceAllString(e.Method, "_"), "_")
-		if step == "" || (step[0] >= '0' && step[0] <= '9') {
-			step = "call_" + step
-		}
-		base := step
-		for used[step] > 0 {
-			used[base]++
-			step = fmt.Sprintf("%s_%d", base, used[base])
-		}
-		used[step]++
-		names = append(names, step)
 		target := e.Target
 		if target == "" || strings.ContainsAny(target, " \t\n") {
 			target = e.Endpoint
@@ -73,6 +62,17 @@ func fromHistory(name string, entries []history.Entry, used map[string]int) ([]b
 			notes = append(notes, fmt.Sprintf("call %d: its target, method, pool or session cannot be written so that it reads back as recorded; left out", e.ID))
 			continue
 		}
+		step := strings.Trim(nonIdent.ReplaceAllString(e.Method, "_"), "_")
+		if step == "" || (step[0] >= '0' && step[0] <= '9') {
+			step = "call_" + step
+		}
+		base := step
+		for used[step] > 0 {
+			used[base]++
+			step = fmt.Sprintf("%s_%d", base, used[base])
+		}
+		used[step]++
+		names = append(names, step)
 		fmt.Fprintf(&b, "  - name: %s\n", step)
 		fmt.Fprintf(&b, "    call: %s\n", yamlQuote(tl+" "+ml))
 		if e.Pool != "" {
@@ -356,6 +356,9 @@ func AddTo(path string, e history.Entry) (step string, notes []string, err error
 		return "", nil, err
 	}
 	out, names, notes := fromHistory("calls kept from the TUI", []history.Entry{e}, used)
+	if len(names) == 0 {
+		return "", notes, fmt.Errorf("call %d cannot be written into a book: %s", e.ID, strings.Join(notes, "; "))
+	}
 	if len(existing) > 0 {
 		_, steps, _ := strings.Cut(string(out), "\nsteps:\n")
 		body := existing

@@ -121,6 +121,13 @@ func TestExportLeavesOutWhatCannotBeWrittenLiterally(t *testing.T) {
 	if strings.Contains(string(book), "FAMILY_SEED") || len(notes) == 0 {
 		t.Fatalf("notes %v, book:\n%s", notes, book)
 	}
+	path := filepath.Join(t.TempDir(), "kept.yaml")
+	if _, _, err := AddTo(path, history.Entry{ID: 2, Target: "t", Method: "m", Outcome: history.OutcomeOK}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := AddTo(path, e); err == nil {
+		t.Fatal("AddTo wrote a call it cannot write literally")
+	}
 }
 
 // A hand-written book that would carry a secret to the peer in the
