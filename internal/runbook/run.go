@@ -305,12 +305,16 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	if ev := s.Expect.Event; ev != nil {
 		from, err := renderString(sctx, ev.From, in, ev.Pos)
 		if err == nil && r.holdsSecret(from) {
-			err = errors.New("refused: the target would carry a secret; not contacted")
+			res.Outcome = history.OutcomeRefused
+			return done(Fail, fmt.Sprintf("refused: expect.event's from (%s) would carry a secret; nothing was sent", ev.From))
 		}
 		if err == nil {
 			lis, err = r.Caller.Listen(sctx, from)
 		}
 		if err != nil {
+			if history.OutcomeOf(err) == history.OutcomeRefused {
+				res.Outcome = history.OutcomeRefused // refused for security, as a call would be
+			}
 			return done(Fail, fmt.Sprintf("expect.event: listen to %s: %v", ev.From, err))
 		}
 		defer lis.Close()

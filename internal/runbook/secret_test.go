@@ -11,13 +11,16 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 // recCaller records the calls it is asked to make and answers every one
 // with the same result.
 type recCaller struct {
-	calls  []Call
-	result string
+	calls     []Call
+	result    string
+	listenErr error
+	listened  int
 }
 
 func (c *recCaller) Call(_ context.Context, call Call) Answer {
@@ -31,7 +34,10 @@ func (c *recCaller) Call(_ context.Context, call Call) Answer {
 func (c *recCaller) Capabilities(context.Context, string) (*capability.Capabilities, error) {
 	return nil, nil
 }
-func (c *recCaller) Listen(context.Context, string) (Listener, error) { return nil, nil }
+func (c *recCaller) Listen(context.Context, string) (Listener, error) {
+	c.listened++
+	return nil, c.listenErr
+}
 
 const testSeed = "family-seed-VERY-SECRET-0123456789"
 
@@ -146,6 +152,7 @@ func TestRunRefusesToSendASecret(t *testing.T) {
 		{"params value", "call: evil m\n    params: {note: \"{{ .env.FAMILY_SEED }}\"}", false},
 		{"params key", "call: evil m\n    params: {list: [\"{{ .env.LEDGER_PASSWORD }}\"]}", false},
 		{"secret key", "call: evil m\n    params: {password: \"{{ .env.LEDGER_PASSWORD }}\"}", true},
+		{"event from", "call: evil m\n    expect: {event: {from: \"x{{ .env.FAMILY_SEED }}\"}}", false},
 	} {
 		book := "steps:\n  - name: s\n    " + c.step + "\n"
 		rc := &recCaller{}
@@ -159,6 +166,19 @@ func TestRunRefusesToSendASecret(t *testing.T) {
 		if strings.Contains(out, testSeed) || strings.Contains(out, "hunter2-password") {
 			t.Errorf("%s: the report shows a secret:\n%s", c.name, out)
 		}
+		if !c.send && rc.listened > 0 {
+			t.Errorf("%s: listened to a target carrying a secret", c.name)
+		}
+	}
+}
+
+// A listener refused for security (a socket another user serves) makes
+// the step's outcome refused, as a refused call does (run exits 5).
+func TestRunListenRefusedIsRefused(t *testing.T) {
+	rc := &recCaller{listenErr: &ipc.ForeignPeerError{Endpoint: "/tmp/x.sock"}}
+	res, _ := runText(t, []byte("steps:\n  - call: evil m\n    expect: {event: {from: evil}}\n"), rc)
+	if len(res) != 1 || res[0].Status != Fail || res[0].Outcome != history.OutcomeRefused || len(rc.calls) != 0 {
+		t.Fatalf("results %+v, calls %d", res, len(rc.calls))
 	}
 }
 
