@@ -123,6 +123,7 @@ func (r *Runner) Run(ctx context.Context, b *Book) ([]StepResult, error) {
 	if r.caps == nil {
 		r.caps = map[string]*capability.Capabilities{}
 	}
+	r.LearnEnvSecrets() // whether or not the caller did: no run without them
 	steps, err := Plan(ctx, b, r.capsOf)
 	if err != nil {
 		return nil, err

@@ -222,3 +222,18 @@ func TestRunLearnsSecretsFromResults(t *testing.T) {
 		t.Errorf("the session id reached the report:\n%s", out)
 	}
 }
+
+// Run learns the environment's secrets itself: a caller that forgot to
+// ask still sends no seed.
+func TestRunLearnsEnvSecretsItself(t *testing.T) {
+	b, err := Parse("b.yaml", []byte("steps:\n  - call: evil x.{{.env.FAMILY_SEED}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &recCaller{}
+	r := &Runner{Caller: rc, Report: Reporters{}, Env: map[string]string{"FAMILY_SEED": testSeed}}
+	res, err := r.Run(context.Background(), b)
+	if err != nil || len(rc.calls) != 0 || len(res) != 1 || res[0].Outcome != history.OutcomeRefused {
+		t.Fatalf("err %v, calls %+v, results %+v", err, rc.calls, res)
+	}
+}
