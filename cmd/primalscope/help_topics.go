@@ -117,7 +117,8 @@ const exitCodesHelp = `Every command exits with one of:
        session frame refused at any point (it does not authenticate, is
        replayed, or is cleartext inside an encrypted session), a bad
        signature, a seed file others can read, a Unix socket another
-       local user serves or owns (--trust-uid)
+       local user serves or owns (--trust-uid); run: a step refused for
+       any of these, or whose call would carry a secret (not sent)
   130  interrupted (Ctrl-C)
 
 Usage errors are found before anything is sent: a command that exits 2

@@ -54,9 +54,11 @@ A call is sent at most once unless the book marks it idempotent or the
 target's capability list marks it read-only (retry).
 
 Exit codes: 0 every step passed; 1 a step failed (an expectation, or an
-outcome: unreachable, timeout, refused); 2 a book does not parse or is
+outcome: unreachable, timeout, closed); 2 a book does not parse or is
 invalid (with line and column); 4 --timeout (the whole run, default 5m)
-ran out.`,
+ran out; 5 a step was refused for security (BTSP required and no seed, a
+handshake or session frame refused, a socket another user serves, a call
+that would carry a secret), whatever else failed.`,
 		Example: `  primalscope run smoke.yaml
   primalscope run books/*.yaml --junit report.xml
   primalscope run smoke.yaml --tap --fail-fast
@@ -137,12 +139,20 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 			cov[t][m] = true
 		}}
 	r.LearnEnvSecrets()
-	failed := 0
+	failed, refused := 0, 0
 	var runErr error
 	for _, b := range books {
 		res, err := r.Run(ctx, b)
 		_, nf, _ := runbook.Count(res)
 		failed += nf
+		for _, x := range res {
+			// Refused for security: a BTSP demand with no seed, a failed
+			// handshake or session frame, a socket another user serves,
+			// a call that would carry a secret (exit 5, as call does).
+			if x.Status == runbook.Fail && x.Outcome == history.OutcomeRefused {
+				refused++
+			}
+		}
 		if err != nil {
 			runErr = err
 			break
@@ -163,6 +173,8 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 	switch {
 	case errors.As(runErr, &be):
 		return usageErr(fmt.Errorf("%s", render.Sanitize(be.Error())))
+	case refused > 0:
+		return &quietError{code: exitSecurity, err: fmt.Errorf("%d step(s) failed, %d refused for security", failed, refused)}
 	case errors.Is(runErr, context.DeadlineExceeded), errors.Is(runErr, context.Canceled):
 		return fmt.Errorf("the run ran out of --timeout (%s; %d step(s) failed before): %w", a.timeout, failed, context.DeadlineExceeded)
 	case runErr != nil && !errors.Is(runErr, runbook.ErrFailFast):

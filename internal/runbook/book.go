@@ -128,11 +128,15 @@ type Retry struct {
 
 // Limits on what a book may hold.
 const (
-	maxBookBytes   = 4 << 20
-	maxSteps       = 10_000
-	maxIncludes    = 16 // depth
-	maxRetryTimes  = 100
-	maxForEachItem = 10_000
+	maxBookBytes = 4 << 20
+	maxSteps     = 10_000
+	maxIncludes  = 16 // depth
+	// maxIncludeCount and maxLoadBytes bound one Load as a whole: includes
+	// fan out (a book including the next twice, 16 deep, is 65,536).
+	maxIncludeCount = 256
+	maxLoadBytes    = 16 << 20
+	maxRetryTimes   = 100
+	maxForEachItem  = 10_000
 )
 
 var stepNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -140,8 +144,18 @@ var stepNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Load reads and checks a book and what it includes. A book that does not
 // parse or is invalid is a *BookError, with the place.
 func Load(path string) (*Book, error) {
-	return load(path, nil, 0)
+	return newLoader().load(path, nil, 0)
 }
+
+// loader is one Load's (or Parse's) reading of books: what it has read,
+// bounded, and each file parsed once.
+type loader struct {
+	includes int
+	bytes    int64
+	parsed   map[string]*node // by absolute path
+}
+
+func newLoader() *loader { return &loader{parsed: map[string]*node{}} }
 
 // Parse reads a book from data as if from file (includes are read relative
 // to file).
@@ -157,10 +171,12 @@ func Parse(file string, data []byte) (*Book, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseBook(file, root, []string{abs}, 0)
+	l := newLoader()
+	l.bytes = int64(len(data))
+	return l.parseBook(file, root, []string{abs}, 0)
 }
 
-func load(path string, chain []string, depth int) (*Book, error) {
+func (l *loader) load(path string, chain []string, depth int) (*Book, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("book %s: %w", path, err)
@@ -173,18 +189,24 @@ func load(path string, chain []string, depth int) (*Book, error) {
 	if depth > maxIncludes {
 		return nil, errAt(Pos{File: path, Line: 1, Column: 1}, "includes nest deeper than %d", maxIncludes)
 	}
-	data, err := readfile.Regular(path, maxBookBytes)
-	if err != nil {
-		return nil, errAt(Pos{File: path}, "%v", err)
+	root, ok := l.parsed[abs]
+	if !ok {
+		data, err := readfile.Regular(path, maxBookBytes)
+		if err != nil {
+			return nil, errAt(Pos{File: path}, "%v", err)
+		}
+		if l.bytes += int64(len(data)); l.bytes > maxLoadBytes {
+			return nil, errAt(Pos{File: path, Line: 1, Column: 1}, "the book and its includes are larger than %d bytes in all", maxLoadBytes)
+		}
+		if root, err = parseYAML(path, data); err != nil {
+			return nil, err
+		}
+		l.parsed[abs] = root
 	}
-	root, err := parseYAML(path, data)
-	if err != nil {
-		return nil, err
-	}
-	return parseBook(path, root, append(chain, abs), depth)
+	return l.parseBook(path, root, append(chain, abs), depth)
 }
 
-func parseBook(file string, root *node, chain []string, depth int) (*Book, error) {
+func (l *loader) parseBook(file string, root *node, chain []string, depth int) (*Book, error) {
 	if root.kind != kindMap {
 		return nil, errAt(root.pos, "a book is a mapping (name, vars, order, steps); this is %s", root.what())
 	}
@@ -225,7 +247,7 @@ func parseBook(file string, root *node, chain []string, depth int) (*Book, error
 		return nil, errAt(steps.pos, "steps is a list; this is %s", steps.what())
 	}
 	for _, sn := range steps.seq {
-		got, err := parseStep(file, sn, chain, depth)
+		got, err := l.parseStep(file, sn, chain, depth)
 		if err != nil {
 			return nil, err
 		}
@@ -263,7 +285,7 @@ func known(n *node, keys ...string) error {
 var stepKeys = []string{"name", "call", "params", "session", "pool", "expect", "retry", "idempotent",
 	"include", "vars", "for_each", "if", "skip", "serve", "timeout"}
 
-func parseStep(file string, n *node, chain []string, depth int) ([]*Step, error) {
+func (l *loader) parseStep(file string, n *node, chain []string, depth int) ([]*Step, error) {
 	if n.kind != kindMap {
 		return nil, errAt(n.pos, "a step is a mapping; this is %s", n.what())
 	}
@@ -293,7 +315,7 @@ func parseStep(file string, n *node, chain []string, depth int) ([]*Step, error)
 		return nil, errAt(n.vals["name"].pos, "a step's name is letters, digits and _ (it is used as .steps.%s)", s.Name)
 	}
 	if inc := n.vals["include"]; inc != nil {
-		return parseInclude(file, n, inc, chain, depth)
+		return l.parseInclude(file, n, inc, chain, depth)
 	}
 	if v := n.vals["vars"]; v != nil {
 		return nil, errAt(v.pos, "vars belong to the book or to an include step")
@@ -359,7 +381,7 @@ func parseStep(file string, n *node, chain []string, depth int) ([]*Step, error)
 	return []*Step{s}, nil
 }
 
-func parseInclude(file string, n, inc *node, chain []string, depth int) ([]*Step, error) {
+func (l *loader) parseInclude(file string, n, inc *node, chain []string, depth int) ([]*Step, error) {
 	for _, k := range n.keys {
 		if k != "include" && k != "vars" && k != "name" {
 			return nil, errAt(n.kpos[k], "an include step takes only include, vars and name; %q belongs to a call", k)
@@ -375,7 +397,10 @@ func parseInclude(file string, n, inc *node, chain []string, depth int) ([]*Step
 	if _, err := os.Stat(path); err != nil {
 		return nil, errAt(inc.pos, "include %s: %v", path, err)
 	}
-	sub, err := load(path, chain, depth+1)
+	if l.includes++; l.includes > maxIncludeCount {
+		return nil, errAt(inc.pos, "more than %d includes in all", maxIncludeCount)
+	}
+	sub, err := l.load(path, chain, depth+1)
 	if err != nil {
 		return nil, err
 	}

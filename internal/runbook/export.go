@@ -2,6 +2,7 @@ package runbook
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/readfile"
@@ -45,6 +47,21 @@ func fromHistory(name string, entries []history.Entry, used map[string]int) ([]b
 	b.WriteString("steps:\n")
 	envs := map[string]bool{}
 	for _, e := range entries {
+		target := e.Target
+		if target == "" || strings.ContainsAny(target, " \t\n") {
+			target = e.Endpoint
+		}
+		// Recorded text is the peer's words: it is written so that it
+		// renders as itself, never as a template ({{ .env.FAMILY_SEED }}
+		// in a method name a peer listed must not fill in the seed).
+		tl, ok1 := literalText(target, true)
+		ml, ok2 := literalText(e.Method, true)
+		pl, ok3 := literalText(e.Pool, false)
+		sl, ok4 := literalText(e.Session, false)
+		if !ok1 || !ok2 || !ok3 || !ok4 {
+			notes = append(notes, fmt.Sprintf("call %d: its target, method, pool or session cannot be written so that it reads back as recorded; left out", e.ID))
+			continue
+		}
 		step := strings.Trim(nonIdent.ReplaceAllString(e.Method, "_"), "_")
 		if step == "" || (step[0] >= '0' && step[0] <= '9') {
 			step = "call_" + step
@@ -56,23 +73,21 @@ func fromHistory(name string, entries []history.Entry, used map[string]int) ([]b
 		}
 		used[step]++
 		names = append(names, step)
-		target := e.Target
-		if target == "" || strings.ContainsAny(target, " \t\n") {
-			target = e.Endpoint
-		}
 		fmt.Fprintf(&b, "  - name: %s\n", step)
-		fmt.Fprintf(&b, "    call: %s\n", yamlQuote(target+" "+e.Method))
+		fmt.Fprintf(&b, "    call: %s\n", yamlQuote(tl+" "+ml))
 		if e.Pool != "" {
-			fmt.Fprintf(&b, "    pool: %s\n", yamlQuote(e.Pool))
+			fmt.Fprintf(&b, "    pool: %s\n", yamlQuote(pl))
 		}
 		if e.Session != "" {
-			fmt.Fprintf(&b, "    session: %s\n", yamlQuote(e.Session))
+			fmt.Fprintf(&b, "    session: %s\n", yamlQuote(sl))
 		}
 		if len(e.Params) > 0 {
 			if e.ParamsTruncated {
 				notes = append(notes, fmt.Sprintf("call %d: its params were cut when stored; step %s sends none", e.ID, step))
 			} else if p, ok := paramsFromEnv(e.Params, envs); ok {
 				fmt.Fprintf(&b, "    params: %s\n", p)
+			} else {
+				notes = append(notes, fmt.Sprintf("call %d: its params cannot be written so that they read back as recorded; step %s sends none", e.ID, step))
 			}
 		}
 		switch {
@@ -202,7 +217,11 @@ func paramsFromEnv(raw json.RawMessage, envs map[string]bool) (string, bool) {
 	if err := dec.Decode(&v); err != nil {
 		return "", false
 	}
-	v = unredact(v, "", envs)
+	ok := true
+	v = unredact(v, "", envs, &ok)
+	if !ok {
+		return "", false
+	}
 	out, err := marshalPlain(v)
 	if err != nil {
 		return "", false
@@ -210,17 +229,29 @@ func paramsFromEnv(raw json.RawMessage, envs map[string]bool) (string, bool) {
 	return string(out), true
 }
 
-func unredact(v any, key string, envs map[string]bool) any {
+// unredact also writes every recorded string that holds {{ as a literal
+// (literalText); ok turns false when one cannot be.
+func unredact(v any, key string, envs map[string]bool, ok *bool) any {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			x[k] = unredact(e, k, envs)
+			if strings.Contains(k, "{{") {
+				*ok = false // keys are not templates, but a reader would think so
+			}
+			x[k] = unredact(e, k, envs, ok)
 		}
 	case []any:
 		for i, e := range x {
-			x[i] = unredact(e, key, envs)
+			x[i] = unredact(e, key, envs, ok)
 		}
 	case string:
+		if x != history.Redacted {
+			lit, good := literalText(x, false)
+			if !good {
+				*ok = false
+			}
+			return lit
+		}
 		if x == history.Redacted {
 			name := strings.ToUpper(strings.Trim(nonIdent.ReplaceAllString(key, "_"), "_"))
 			if name == "" {
@@ -231,6 +262,43 @@ func unredact(v any, key string, envs map[string]bool) any {
 		}
 	}
 	return v
+}
+
+// literalText writes recorded text s so that a book renders it as exactly
+// s: s itself when it holds no {{ (and, for a call word, no space), else one
+// whole template of a jq string literal with every brace, dot and space
+// escaped ({{"evil\u002e\u007b\u007b..."}}), so that neither the template
+// scanner nor the reference check sees anything in it. ok is false when the
+// literal does not read back as s byte for byte (invalid UTF-8, say).
+func literalText(s string, word bool) (string, bool) {
+	if !strings.Contains(s, "{{") && !(word && strings.IndexFunc(s, unicode.IsSpace) >= 0) {
+		return s, true
+	}
+	q, err := marshalPlain(s)
+	if err != nil {
+		return "", false
+	}
+	var b strings.Builder
+	b.WriteString("{{")
+	for _, r := range string(q) {
+		switch {
+		case r == '{' || r == '}' || r == '.' || unicode.IsSpace(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteString("}}")
+	lit := b.String()
+	t, err := compileTemplate(Pos{}, lit)
+	if err != nil || t == nil || t.whole == nil || len(refsIn(lit)) > 0 {
+		return "", false
+	}
+	v, err := t.render(context.Background(), map[string]any{})
+	if got, isText := v.(string); err != nil || !isText || got != s {
+		return "", false
+	}
+	return lit, true
 }
 
 func marshalPlain(v any) ([]byte, error) {
@@ -288,6 +356,9 @@ func AddTo(path string, e history.Entry) (step string, notes []string, err error
 		return "", nil, err
 	}
 	out, names, notes := fromHistory("calls kept from the TUI", []history.Entry{e}, used)
+	if len(names) == 0 {
+		return "", notes, fmt.Errorf("call %d cannot be written into a book: %s", e.ID, strings.Join(notes, "; "))
+	}
 	if len(existing) > 0 {
 		_, steps, _ := strings.Cut(string(out), "\nsteps:\n")
 		body := existing

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -107,6 +108,7 @@ type Runner struct {
 	Covered func(target, method string)
 
 	secrets []string
+	known   map[string]bool // secrets, as a set: true for our own (env, sent)
 	caps    map[string]*capability.Capabilities
 }
 
@@ -121,6 +123,7 @@ func (r *Runner) Run(ctx context.Context, b *Book) ([]StepResult, error) {
 	if r.caps == nil {
 		r.caps = map[string]*capability.Capabilities{}
 	}
+	r.LearnEnvSecrets() // whether or not the caller did: no run without them
 	steps, err := Plan(ctx, b, r.capsOf)
 	if err != nil {
 		return nil, err
@@ -213,8 +216,7 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 	base := StepResult{Book: b.Name, Step: s.Label(), Index: i, Pos: s.Pos.String(), Target: s.Target, Method: s.Method}
 	if s.Skip != "" {
 		base.Status, base.Reason = Skip, "skip: "+s.Skip
-		r.Report.StepDone(b, base)
-		return []StepResult{base}
+		return []StepResult{r.finish(b, base)}
 	}
 	if c.forEach == nil {
 		res := r.once(ctx, b, s, c, sc, base, nil, 0, false)
@@ -223,19 +225,16 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 	list, err := c.forEach.render(ctx, sc.value(s, nil, 0, false))
 	if err != nil {
 		base.Status, base.Reason = Fail, fmt.Sprintf("for_each: %v", err)
-		r.Report.StepDone(b, base)
-		return []StepResult{base}
+		return []StepResult{r.finish(b, base)}
 	}
 	items, ok := list.([]any)
 	if !ok {
 		base.Status, base.Reason = Fail, fmt.Sprintf("for_each gave %s, not a list", kindOf(list))
-		r.Report.StepDone(b, base)
-		return []StepResult{base}
+		return []StepResult{r.finish(b, base)}
 	}
 	if len(items) > maxForEachItem {
 		base.Status, base.Reason = Fail, fmt.Sprintf("for_each gave %d items, more than %d", len(items), maxForEachItem)
-		r.Report.StepDone(b, base)
-		return []StepResult{base}
+		return []StepResult{r.finish(b, base)}
 	}
 	var out []StepResult
 	for k, it := range items {
@@ -270,8 +269,8 @@ func kindOf(v any) string {
 // once runs one call of a step (one for_each item) and judges it.
 func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *scope, res StepResult, item any, index int, each bool) StepResult {
 	done := func(st Status, reason string) StepResult {
-		res.Status, res.Reason = st, r.scrub(reason)
-		r.Report.StepDone(b, res)
+		res.Status, res.Reason = st, reason
+		res = r.finish(b, res)
 		return res
 	}
 	in := sc.value(s, item, index, each)
@@ -289,7 +288,13 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		return done(Fail, err.Error())
 	}
 	res.Target, res.Method = call.Target, call.Method
-	r.Report.StepStarted(b, res.Step)
+	if field := r.secretIn(call); field != "" {
+		// A book (or a recorded name in it) that would carry a secret
+		// to the peer: nothing is sent.
+		res.Outcome = history.OutcomeRefused
+		return done(Fail, fmt.Sprintf("refused: the call's %s would carry a secret (an environment secret such as FAMILY_SEED, or a value seen under a secret key); nothing was sent", field))
+	}
+	r.Report.StepStarted(b, r.scrub(res.Step))
 
 	sctx := ctx
 	if s.Timeout > 0 {
@@ -300,10 +305,17 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	var lis Listener
 	if ev := s.Expect.Event; ev != nil {
 		from, err := renderString(sctx, ev.From, in, ev.Pos)
+		if err == nil && r.holdsSecret(from) {
+			res.Outcome = history.OutcomeRefused
+			return done(Fail, fmt.Sprintf("refused: expect.event's from (%s) would carry a secret; nothing was sent", ev.From))
+		}
 		if err == nil {
 			lis, err = r.Caller.Listen(sctx, from)
 		}
 		if err != nil {
+			if history.OutcomeOf(err) == history.OutcomeRefused {
+				res.Outcome = history.OutcomeRefused // refused for security, as a call would be
+			}
 			return done(Fail, fmt.Sprintf("expect.event: listen to %s: %v", ev.From, err))
 		}
 		defer lis.Close()
@@ -313,6 +325,12 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	res.Attempts = attempts
 	res.Ms = float64(ans.Duration.Microseconds()) / 1000
 	res.Outcome = ans.Outcome
+	// What the peer answered under a secret key is a secret too: no
+	// report shows it, whatever quotes it (a jq error, a later call).
+	r.learnSecrets(jqValue(ans.Result), "", false)
+	if ans.Error != nil {
+		r.learnSecrets(jqValue(ans.Error.Data), "", false)
+	}
 	if r.Covered != nil && ans.Outcome != history.OutcomeUnreachable && ans.Outcome != history.OutcomeRefused {
 		r.Covered(call.Target, call.Method)
 	}
@@ -367,7 +385,7 @@ func (r *Runner) render(ctx context.Context, s *Step, in map[string]any) (Call, 
 			return call, fmt.Errorf("params: %v", err)
 		}
 		call.Params = b
-		r.learnSecrets(v, "")
+		r.learnSecrets(v, "", true)
 	}
 	if len(s.Serve) > 0 {
 		call.Serve = map[string]json.RawMessage{}
@@ -542,31 +560,129 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 	}
 }
 
-// learnSecrets keeps every value sent under a secret key (4 bytes or
-// more), so no report shows it wherever it turns up.
-func (r *Runner) learnSecrets(v any, key string) {
+// learnSecrets keeps every value sent (own) or answered under a secret key
+// (4 bytes or more), so no report shows it wherever it turns up.
+func (r *Runner) learnSecrets(v any, key string, own bool) {
 	switch x := v.(type) {
 	case map[string]any:
 		for k, e := range x {
-			r.learnSecrets(e, k)
+			r.learnSecrets(e, k, own)
 		}
 	case []any:
 		for _, e := range x {
-			r.learnSecrets(e, key)
+			r.learnSecrets(e, key, own)
 		}
 	case string:
-		if key != "" && history.IsSecretKey(key) && len(x) >= history.MinValueLen {
-			r.secrets = append(r.secrets, x)
+		if key != "" && history.IsSecretKey(key) {
+			r.learn(x, own)
 		}
 	}
+}
+
+// learn marks one value (4 bytes or more) as a secret: our own (from the
+// environment or sent by the book) or one a peer answered with.
+func (r *Runner) learn(v string, own bool) {
+	if len(v) < history.MinValueLen {
+		return
+	}
+	if r.known == nil {
+		r.known = map[string]bool{}
+	}
+	was, seen := r.known[v]
+	r.known[v] = was || own
+	if seen {
+		return
+	}
+	r.secrets = append(r.secrets, v)
+	// Longest first, so a secret holding another is hidden whole.
+	sort.SliceStable(r.secrets, func(i, j int) bool { return len(r.secrets[i]) > len(r.secrets[j]) })
+}
+
+// holdsSecret reports whether s contains a known secret.
+func (r *Runner) holdsSecret(s string) bool {
+	for _, sec := range r.secrets {
+		if strings.Contains(s, sec) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdsOwnSecret reports whether s contains a secret of ours (not one a
+// peer answered with).
+func (r *Runner) holdsOwnSecret(s string) bool {
+	for _, sec := range r.secrets {
+		if r.known[sec] && strings.Contains(s, sec) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretIn names the field of a rendered call that would carry a known
+// secret to the peer ("" when none does). A value under a secret key of
+// the params (password, token) is where a secret belongs; anywhere else
+// (the method, the target, a key, a value under another key) it is not.
+// A bus session may carry a session id a peer answered with (sessionId is
+// a secret-looking key), never one of our own secrets.
+func (r *Runner) secretIn(c Call) string {
+	if r.holdsOwnSecret(c.Session) {
+		return "session"
+	}
+	for _, f := range []struct{ name, v string }{{"target", c.Target}, {"method", c.Method}, {"pool", c.Pool}} {
+		if r.holdsSecret(f.v) {
+			return f.name
+		}
+	}
+	if len(c.Params) > 0 && r.secretOutOfPlace(jqValue(c.Params), "") {
+		return "params"
+	}
+	for m, v := range c.Serve {
+		if r.holdsSecret(m) || r.secretOutOfPlace(jqValue(v), "") {
+			return "serve"
+		}
+	}
+	return ""
+}
+
+func (r *Runner) secretOutOfPlace(v any, key string) bool {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if r.holdsSecret(k) || r.secretOutOfPlace(e, k) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if r.secretOutOfPlace(e, key) {
+				return true
+			}
+		}
+	case string:
+		return !(key != "" && history.IsSecretKey(key)) && r.holdsSecret(x)
+	}
+	return false
+}
+
+// finish scrubs every text of a step's result that may quote a secret (a
+// rendered target or method, a label, a reason quoting the peer or the
+// book) and reports it.
+func (r *Runner) finish(b *Book, res StepResult) StepResult {
+	res.Step = r.scrub(res.Step)
+	res.Target = r.scrub(res.Target)
+	res.Method = r.scrub(res.Method)
+	res.Reason = r.scrub(res.Reason)
+	r.Report.StepDone(b, res)
+	return res
 }
 
 // LearnEnvSecrets marks the values of secret-looking environment variables
 // (FAMILY_SEED, *_TOKEN, ...) as secrets.
 func (r *Runner) LearnEnvSecrets() {
 	for k, v := range r.Env {
-		if (history.IsSecretKey(k) || strings.HasSuffix(k, "_SEED")) && len(v) >= history.MinValueLen {
-			r.secrets = append(r.secrets, v)
+		if history.IsSecretKey(k) || strings.HasSuffix(k, "_SEED") {
+			r.learn(v, true)
 		}
 	}
 }

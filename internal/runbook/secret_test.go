@@ -1,0 +1,239 @@
+package runbook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// recCaller records the calls it is asked to make and answers every one
+// with the same result.
+type recCaller struct {
+	calls     []Call
+	result    string
+	listenErr error
+	listened  int
+}
+
+func (c *recCaller) Call(_ context.Context, call Call) Answer {
+	c.calls = append(c.calls, call)
+	res := c.result
+	if res == "" {
+		res = `{}`
+	}
+	return Answer{Result: json.RawMessage(res), Outcome: history.OutcomeOK}
+}
+func (c *recCaller) Capabilities(context.Context, string) (*capability.Capabilities, error) {
+	return nil, nil
+}
+func (c *recCaller) Listen(context.Context, string) (Listener, error) {
+	c.listened++
+	return nil, c.listenErr
+}
+
+const testSeed = "family-seed-VERY-SECRET-0123456789"
+
+// runText checks and runs a book with FAMILY_SEED set, and returns the
+// calls sent and the Text and JSON reports.
+func runText(t *testing.T, book []byte, c *recCaller) ([]StepResult, string) {
+	t.Helper()
+	b, err := Parse("b.yaml", book)
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, book)
+	}
+	if err := Check(b); err != nil {
+		t.Fatalf("check: %v\n%s", err, book)
+	}
+	var out bytes.Buffer
+	r := &Runner{Caller: c, Report: Reporters{&Text{W: &out}, &JSON{W: &out}, &TAP{W: &out}},
+		Env: map[string]string{"FAMILY_SEED": testSeed, "LEDGER_PASSWORD": "hunter2-password"}}
+	r.LearnEnvSecrets()
+	res, err := r.Run(context.Background(), b)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return res, out.String()
+}
+
+// A name a peer chose ({{ .env.FAMILY_SEED }} in a method it lists) is
+// written into an exported book so that it renders as recorded, byte for
+// byte, and never fills in a template.
+func TestExportWritesRecordedTextLiterally(t *testing.T) {
+	hostile := []string{
+		`evil.{{.env.FAMILY_SEED}}`, `a}}b{{ .vars.x }}`, `{{`, `x{{"}}`, `{{ .steps.nope.result }}`,
+		"tab\t{{ .env.FAMILY_SEED }} sp\u00a0ace", `back\slash{{\(.env)}}`,
+	}
+	for _, h := range hostile {
+		params := map[string]any{"note": h, "list": []any{h, "plain"}, "ledger_password": history.Redacted}
+		pj, _ := json.Marshal(params)
+		e := history.Entry{ID: 1, Time: time.Now(), Target: "evil", Endpoint: "/tmp/evil.sock",
+			Method: h, Pool: h, Session: h, Params: pj, Outcome: history.OutcomeOK, Result: json.RawMessage(`{}`)}
+		book, notes := FromHistory("exported", []history.Entry{e})
+		c := &recCaller{}
+		_, out := runText(t, book, c)
+		if len(c.calls) != 1 {
+			t.Fatalf("%q: %d calls sent, want 1 (notes %v)\n%s\n%s", h, len(c.calls), notes, book, out)
+		}
+		got := c.calls[0]
+		if got.Method != h || got.Pool != h || got.Session != h || got.Target != "evil" {
+			t.Errorf("%q: sent method %q pool %q session %q target %q", h, got.Method, got.Pool, got.Session, got.Target)
+		}
+		var sent map[string]any
+		_ = json.Unmarshal(got.Params, &sent)
+		if sent["note"] != h || sent["list"].([]any)[0] != h || sent["ledger_password"] != "hunter2-password" {
+			t.Errorf("%q: sent params %s", h, got.Params)
+		}
+		if strings.Contains(out, testSeed) {
+			t.Errorf("%q: the report shows the seed:\n%s", h, out)
+		}
+	}
+}
+
+// AddTo (the TUI's key) writes the same literal form.
+func TestAddToWritesRecordedTextLiterally(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kept.yaml")
+	e := history.Entry{ID: 7, Time: time.Now(), Target: "evil", Method: `evil.{{.env.FAMILY_SEED}}`,
+		Outcome: history.OutcomeOK, Result: json.RawMessage(`{}`)}
+	if _, _, err := AddTo(path, e); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &recCaller{}
+	r := &Runner{Caller: c, Report: Reporters{}, Env: map[string]string{"FAMILY_SEED": testSeed}}
+	if _, err := r.Run(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.calls) != 1 || c.calls[0].Method != e.Method {
+		t.Fatalf("calls %+v, want one to %q", c.calls, e.Method)
+	}
+}
+
+// Recorded text that cannot read back as itself is left out, with a note.
+func TestExportLeavesOutWhatCannotBeWrittenLiterally(t *testing.T) {
+	e := history.Entry{ID: 3, Time: time.Now(), Target: "evil", Method: "bad\xff{{.env.FAMILY_SEED}}",
+		Outcome: history.OutcomeOK, Result: json.RawMessage(`{}`)}
+	book, notes := FromHistory("x", []history.Entry{e})
+	if strings.Contains(string(book), "FAMILY_SEED") || len(notes) == 0 {
+		t.Fatalf("notes %v, book:\n%s", notes, book)
+	}
+	path := filepath.Join(t.TempDir(), "kept.yaml")
+	if _, _, err := AddTo(path, history.Entry{ID: 2, Target: "t", Method: "m", Outcome: history.OutcomeOK}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := AddTo(path, e); err == nil {
+		t.Fatal("AddTo wrote a call it cannot write literally")
+	}
+}
+
+// A hand-written book that would carry a secret to the peer in the
+// method, target, session, pool, a params key or a value under a key that
+// is not secret is refused before sending; a secret under a secret key is
+// where it belongs and is sent. No report shows the secret.
+func TestRunRefusesToSendASecret(t *testing.T) {
+	for _, c := range []struct {
+		name, step string
+		send       bool
+	}{
+		{"method", "call: evil evil.{{.env.FAMILY_SEED}}", false},
+		{"target", "call: \"{{.env.FAMILY_SEED}} m\"", false},
+		{"session", "call: evil m\n    session: \"{{ .env.FAMILY_SEED }}\"", false},
+		{"pool", "call: evil m\n    pool: \"x{{ .env.FAMILY_SEED }}\"", false},
+		{"params value", "call: evil m\n    params: {note: \"{{ .env.FAMILY_SEED }}\"}", false},
+		{"params key", "call: evil m\n    params: {list: [\"{{ .env.LEDGER_PASSWORD }}\"]}", false},
+		{"secret key", "call: evil m\n    params: {password: \"{{ .env.LEDGER_PASSWORD }}\"}", true},
+		{"event from", "call: evil m\n    expect: {event: {from: \"x{{ .env.FAMILY_SEED }}\"}}", false},
+	} {
+		book := "steps:\n  - name: s\n    " + c.step + "\n"
+		rc := &recCaller{}
+		res, out := runText(t, []byte(book), rc)
+		if sent := len(rc.calls) > 0; sent != c.send {
+			t.Errorf("%s: sent %v, want %v: %+v", c.name, sent, c.send, rc.calls)
+		}
+		if !c.send && (len(res) != 1 || res[0].Status != Fail || res[0].Outcome != history.OutcomeRefused || !strings.Contains(res[0].Reason, "secret")) {
+			t.Errorf("%s: results %+v", c.name, res)
+		}
+		if strings.Contains(out, testSeed) || strings.Contains(out, "hunter2-password") {
+			t.Errorf("%s: the report shows a secret:\n%s", c.name, out)
+		}
+		if !c.send && rc.listened > 0 {
+			t.Errorf("%s: listened to a target carrying a secret", c.name)
+		}
+	}
+}
+
+// A listener refused for security (a socket another user serves) makes
+// the step's outcome refused, as a refused call does (run exits 5).
+func TestRunListenRefusedIsRefused(t *testing.T) {
+	rc := &recCaller{listenErr: &ipc.ForeignPeerError{Endpoint: "/tmp/x.sock"}}
+	res, _ := runText(t, []byte("steps:\n  - call: evil m\n    expect: {event: {from: evil}}\n"), rc)
+	if len(res) != 1 || res[0].Status != Fail || res[0].Outcome != history.OutcomeRefused || len(rc.calls) != 0 {
+		t.Fatalf("results %+v, calls %d", res, len(rc.calls))
+	}
+}
+
+// A value the peer answered under a secret key is learnt as a secret: a
+// jq error quoting it, a for_each or if reason, a later call's rendered
+// method, none shows it. A session id it answered may go back as a bus
+// session.
+func TestRunLearnsSecretsFromResults(t *testing.T) {
+	const tok = "tok-SECRET-RESULT-123"
+	book := `steps:
+  - name: login
+    call: evil auth.login
+    expect:
+      result: .token | tonumber > 0
+  - name: each
+    call: evil m
+    for_each: '{{ .steps.login.result.token | tonumber }}'
+  - name: cond
+    call: evil m
+    if: .steps.login.result.token | tonumber
+  - name: echo
+    call: evil x.{{.steps.login.result.token}}
+  - name: bus
+    call: evil m
+    session: "{{ .steps.login.result.session_id }}"
+`
+	rc := &recCaller{result: `{"token":"` + tok + `","session_id":"sess-abcdef123"}`}
+	res, out := runText(t, []byte(book), rc)
+	if strings.Contains(out, tok) {
+		t.Errorf("a secret-keyed result value reached the report:\n%s", out)
+	}
+	for _, r := range res {
+		if j, _ := json.Marshal(r); strings.Contains(string(j), tok) {
+			t.Errorf("result %s shows the token", j)
+		}
+	}
+	if len(rc.calls) != 2 || rc.calls[1].Session != "sess-abcdef123" {
+		t.Errorf("calls %+v: want login, and bus with the answered session id (echo carries the token in its method)", rc.calls)
+	}
+	if strings.Contains(out, "sess-abcdef123") {
+		t.Errorf("the session id reached the report:\n%s", out)
+	}
+}
+
+// Run learns the environment's secrets itself: a caller that forgot to
+// ask still sends no seed.
+func TestRunLearnsEnvSecretsItself(t *testing.T) {
+	b, err := Parse("b.yaml", []byte("steps:\n  - call: evil x.{{.env.FAMILY_SEED}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &recCaller{}
+	r := &Runner{Caller: rc, Report: Reporters{}, Env: map[string]string{"FAMILY_SEED": testSeed}}
+	res, err := r.Run(context.Background(), b)
+	if err != nil || len(rc.calls) != 0 || len(res) != 1 || res[0].Outcome != history.OutcomeRefused {
+		t.Fatalf("err %v, calls %+v, results %+v", err, rc.calls, res)
+	}
+}
