@@ -166,3 +166,21 @@ func TestTinyWindowNoPanic(t *testing.T) {
 		t.Fatalf("%+v", e)
 	}
 }
+
+// A call to a method nobody declared is its own undeclared edge, even where
+// the orchestrator says the caller depends on the callee: folded into the
+// dependency, it would show as an ok edge and the method would vanish.
+func TestUndeclaredCallBesideADependency(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	s := tgt("squirrel", discovery.StateLive, []string{"ai.complete"}, []string{"dag.session.create"})
+	r := tgt("rhizocrypt", discovery.StateLive, []string{"dag.session.create", "dag.session.list"}, nil)
+	g := Build(Inputs{Targets: []*discovery.Target{s, r}, Now: now, Window: time.Minute,
+		Orchestrated: []Orchestrated{{Name: "squirrel", State: "running", DependsOn: []string{"rhizocrypt"}}},
+		Calls:        []Call{{At: now.Add(-time.Second), From: "squirrel", To: "rhizocrypt", Method: "dag.session.list"}}})
+	if e := edgeOf(g, s.ID, r.ID, "dag.session.list"); e == nil || e.State != StateUndeclared {
+		t.Fatalf("squirrel → rhizocrypt dag.session.list = %+v, want an undeclared edge of its own", e)
+	}
+	if e := edgeOf(g, s.ID, r.ID, ""); e != nil && e.Traffic != nil && e.Traffic.Calls > 0 {
+		t.Fatalf("the dependency edge took the undeclared call: %+v", e.Traffic)
+	}
+}
