@@ -172,7 +172,7 @@ func TestTinyWindowNoPanic(t *testing.T) {
 // dependency, it would show as an ok edge and the method would vanish.
 func TestUndeclaredCallBesideADependency(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	s := tgt("squirrel", discovery.StateLive, []string{"ai.complete"}, []string{"dag.session.create"})
+	s := tgt("squirrel", discovery.StateLive, []string{"ai.complete"}, []string{})
 	r := tgt("rhizocrypt", discovery.StateLive, []string{"dag.session.create", "dag.session.list"}, nil)
 	g := Build(Inputs{Targets: []*discovery.Target{s, r}, Now: now, Window: time.Minute,
 		Orchestrated: []Orchestrated{{Name: "squirrel", State: "running", DependsOn: []string{"rhizocrypt"}}},
