@@ -40,6 +40,9 @@ type Contract struct {
 	Nodes  []ContractNode `json:"nodes"`
 	Edges  []ContractEdge `json:"edges"`
 	Cycles [][]string     `json:"cycles"`
+	// OperationCycles are cycles in operation_dependencies, as method
+	// paths (the node ids of those methods' primals are in Cycles too).
+	OperationCycles [][]string `json:"operation_cycles"`
 }
 
 // Contract returns the graph in the shape of the JSON contract.
@@ -66,6 +69,10 @@ func (g *Graph) Contract() Contract {
 	}
 	if c.Cycles == nil {
 		c.Cycles = [][]string{}
+	}
+	c.OperationCycles = g.MethodCycles
+	if c.OperationCycles == nil {
+		c.OperationCycles = [][]string{}
 	}
 	return c
 }

@@ -69,6 +69,9 @@ for CI.`,
 			if hops < 0 {
 				return usageErr(fmt.Errorf("--hops must be 0 or more, not %d", hops))
 			}
+			if cmd.Flags().Changed("hops") && len(args) == 0 {
+				return usageErr(errors.New("--hops counts hops around a TARGET: name one (primalscope map TARGET --hops N)"))
+			}
 			gates, err := parseFailOn(failOn)
 			if err != nil {
 				return err
@@ -278,7 +281,7 @@ func (a *app) printMap(w io.Writer, g *composition.Graph) {
 	if g.TrafficKnown {
 		traffic = "traffic over the last " + g.Window.String()
 	}
-	fmt.Fprintf(w, "%s  %d nodes, %d edges; %s\n", st.paint("1", "Composition map"), len(g.Nodes), len(g.Edges), traffic)
+	fmt.Fprintf(w, "%s  %s, %s; %s\n", st.paint("1", "Composition map"), plural(len(g.Nodes), "node"), plural(len(g.Edges), "edge"), traffic)
 	group := "\x00"
 	for _, c := range composition.Tree(g) {
 		if gr := c.Node.Group(); gr != group {
@@ -349,7 +352,7 @@ func (a *app) printMap(w io.Writer, g *composition.Graph) {
 	if len(parts) == 0 {
 		parts = []string{"no edges"}
 	}
-	fmt.Fprintf(w, "\n%s; %d cycle(s).\n", strings.Join(parts, ", "), len(g.Cycles))
+	fmt.Fprintf(w, "\n%s; %s.\n", strings.Join(parts, ", "), plural(len(g.Cycles), "cycle"))
 }
 
 func groupTitle(n *composition.Node) string {
@@ -397,4 +400,12 @@ func sourcesText(ss []composition.Source) string {
 		out[i] = string(s)
 	}
 	return strings.Join(out, "+")
+}
+
+// plural says n things: "1 node", "3 nodes", "0 cycles".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

@@ -59,7 +59,7 @@ func TestMapDemoJSONContractAndGate(t *testing.T) {
 		sort.Strings(k)
 		return k
 	}
-	if got := keys(raw.Top); !reflect.DeepEqual(got, []string{"cycles", "edges", "nodes"}) {
+	if got := keys(raw.Top); !reflect.DeepEqual(got, []string{"cycles", "edges", "nodes", "operation_cycles"}) {
 		t.Errorf("top-level keys %v", got)
 	}
 	if got := keys(raw.Nodes[0]); !reflect.DeepEqual(got, []string{"family", "health", "id", "kind", "level", "missing", "name", "node"}) {
@@ -282,5 +282,13 @@ func TestMapGatherCutByTimeout(t *testing.T) {
 	r := runCLI(t, nil, "", "map", "--socket-dir", dir, "--no-proc", "--stale", "200ms", "--timeout", "1s", "--fail-on", "gap")
 	if r.code != 4 || !strings.Contains(r.stderr, "ran out while asking") || !strings.Contains(r.stdout, "✗ gap") {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestMapHopsNeedsATarget: --hops with no TARGET is bad usage, not ignored.
+func TestMapHopsNeedsATarget(t *testing.T) {
+	r := runCLI(t, map[string]string{"HOME": t.TempDir()}, "", "--socket-dir", t.TempDir(), "map", "--hops", "1")
+	if r.code != 2 || !strings.Contains(r.stderr, "TARGET") {
+		t.Fatalf("want exit 2 naming TARGET, got %+v", r)
 	}
 }
