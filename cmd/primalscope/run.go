@@ -87,12 +87,22 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 	if f.tap && f.json {
 		return usageErr(errors.New("--tap and --json both choose the report; give one"))
 	}
-	// Every book is read and checked before anything is sent.
+	// Every book is read and checked before anything is sent: its names,
+	// its expressions, and the environment variables it reads.
+	env := map[string]string{}
+	for _, kv := range a.environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			env[k] = v
+		}
+	}
 	var books []*runbook.Book
 	for _, p := range paths {
 		b, err := runbook.Load(p)
 		if err == nil {
 			err = runbook.Check(b)
+		}
+		if err == nil {
+			err = runbook.CheckEnv(b, env)
 		}
 		if err != nil {
 			var be *runbook.BookError
@@ -123,12 +133,6 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 	if f.junit != "" {
 		junit = &runbook.JUnit{}
 		reps = append(reps, junit)
-	}
-	env := map[string]string{}
-	for _, kv := range a.environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
 	}
 	cov := map[string]map[string]bool{}
 	r := &runbook.Runner{Caller: caller, Report: reps, Env: env, FailFast: f.failFast,
@@ -176,7 +180,7 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 	case refused > 0:
 		return &quietError{code: exitSecurity, err: fmt.Errorf("%d step(s) failed, %d refused for security", failed, refused)}
 	case errors.Is(runErr, context.DeadlineExceeded), errors.Is(runErr, context.Canceled):
-		return fmt.Errorf("the run ran out of --timeout (%s; %d step(s) failed before): %w", a.timeout, failed, context.DeadlineExceeded)
+		return fmt.Errorf("run: %d step(s) failed before the end: %w", failed, context.DeadlineExceeded)
 	case runErr != nil && !errors.Is(runErr, runbook.ErrFailFast):
 		return runErr
 	case failed > 0:

@@ -461,3 +461,40 @@ func TestHistoryExportAsRunbook(t *testing.T) {
 		t.Errorf("--as command takes one call: exit %d", r.code)
 	}
 }
+
+// TestRunEqualsTemplatesAndCutRuns: equals' strings are templates as
+// params are; a run cut by --fail-fast lists the steps it never reached as
+// skipped, in every report.
+func TestRunEqualsTemplatesAndCutRuns(t *testing.T) {
+	dir := t.TempDir()
+	startLedger(t, dir, nil, nil)
+	book := writeBook(t, dir, "eqt.yaml", `vars: {id: e-17}
+steps:
+  - name: create
+    call: ledger ledger.entry.create
+    expect:
+      equals: {entry_id: "{{ .vars.id }}", created_at: x}
+      ignore: [.created_at]
+  - name: wrong
+    call: ledger ledger.entry.list
+    expect: {equals: {lines: 9}}
+  - name: never
+    call: ledger ledger.entry.list
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--fail-fast", "--json")
+	if r.code != 1 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	var got []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("--json line %q: %v", line, err)
+		}
+		got = append(got, m)
+	}
+	if len(got) != 3 || got[0]["status"] != "pass" || got[1]["status"] != "fail" || got[2]["status"] != "skip" ||
+		!strings.Contains(got[2]["reason"].(string), "--fail-fast") {
+		t.Fatalf("want pass (equals templated), fail, skip (not reached): %s", r.stdout)
+	}
+}

@@ -105,8 +105,8 @@ type Expect struct {
 	Equals    any
 	HasEquals bool
 	Ignore    []string
-	// UnderMS bounds the call's duration.
-	UnderMS int64
+	// UnderMS bounds the call's duration, in milliseconds (fractions kept).
+	UnderMS float64
 	// Event is a notification or event that must arrive.
 	Event *EventExpect
 }
@@ -493,7 +493,7 @@ func parseExpect(v *node) (Expect, error) {
 		if !ok || f <= 0 {
 			return e, errAt(r.pos, "expect.under_ms is a positive number of milliseconds")
 		}
-		e.UnderMS = int64(f)
+		e.UnderMS = f
 	}
 	if r := v.vals["event"]; r != nil {
 		ev, err := parseEvent(r)

@@ -159,3 +159,38 @@ func TestAddToMakesAndGrowsABook(t *testing.T) {
 		t.Fatalf("a file that is not a book was changed: %q", data)
 	}
 }
+
+func TestEnvReadMustBeSet(t *testing.T) {
+	b, err := Parse("e.yaml", []byte("steps:\n  - call: a b\n    params: {x: \"{{ .env.NOPE_XYZ }}\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var be *BookError
+	if err := CheckEnv(b, map[string]string{}); !errors.As(err, &be) || be.Pos.Line != 3 || !strings.Contains(be.Msg, "NOPE_XYZ") {
+		t.Fatalf("an unset environment variable: want a BookError at line 3, got %v", err)
+	}
+	if err := CheckEnv(b, map[string]string{"NOPE_XYZ": ""}); err != nil {
+		t.Fatalf("a variable set (even empty) is fine: %v", err)
+	}
+}
+
+func TestUnderMSKeepsFractions(t *testing.T) {
+	b, err := Parse("u.yaml", []byte("steps:\n  - call: a b\n    expect: {under_ms: 0.5}\n"))
+	if err != nil || b.Steps[0].Expect.UnderMS != 0.5 {
+		t.Fatalf("under_ms 0.5 read as %v (%v): it must not become 0, which turns the check off", b.Steps[0].Expect.UnderMS, err)
+	}
+}
+
+func TestOrderAcrossTargets(t *testing.T) {
+	mk := func(name, target, method string) *Step {
+		return &Step{Name: name, Target: target, Method: method, pos: map[string]Pos{}}
+	}
+	steps := []*Step{mk("store", "nestgate", "storage.artifact.store"), mk("append", "rhizocrypt", "dag.event.append")}
+	got, err := orderSteps(steps, map[string]map[string][]string{"nestgate": {"storage.artifact.store": {"dag.event.append"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Name != "append" {
+		t.Fatalf("a prerequisite another primal provides runs first: %s, %s", got[0].Name, got[1].Name)
+	}
+}

@@ -85,6 +85,11 @@ func compileAll(b *Book) (map[*Step]*compiled, error) {
 				return nil, err
 			}
 		}
+		for _, str := range valueStrings(s.Expect.Equals, nil) {
+			if _, err := compileTemplate(s.at("expect"), str); err != nil {
+				return nil, err
+			}
+		}
 		out[s] = c
 	}
 	return out, nil
@@ -95,7 +100,7 @@ func (s *Step) texts() map[string][]string {
 	m := map[string][]string{
 		"if": {s.If}, "call": {s.Target, s.Method}, "session": {s.Session}, "pool": {s.Pool},
 		"for_each": {s.ForEach}, "params": valueStrings(s.Params, nil),
-		"expect": {s.Expect.Result},
+		"expect": append([]string{s.Expect.Result}, valueStrings(s.Expect.Equals, nil)...),
 		"retry":  nil,
 	}
 	if s.Retry != nil {
@@ -150,6 +155,7 @@ func walkRefs(steps []*Step, before func(s *Step, name string) bool) error {
 				for _, r := range refsIn(text) {
 					p := s.at(field)
 					switch r.kind {
+					case "env": // CheckEnv: the environment is the run's, not the book's
 					case "vars":
 						if _, ok := vars[r.name]; ok {
 							continue
@@ -166,6 +172,31 @@ func walkRefs(steps []*Step, before func(s *Step, name string) bool) error {
 						if !before(s, r.name) {
 							return errAt(p, "step %q reads .steps.%s, which has not run by then (it is at %s); write it earlier or use order: dependencies", s.Label(), r.name, t.Pos)
 						}
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// CheckEnv checks that every environment variable the book reads
+// (.env.NAME) is set in env: an unset one would send null or an empty
+// string without a word. It is a *BookError with its place (exit 2),
+// found before anything is sent.
+func CheckEnv(b *Book, env map[string]string) error {
+	for _, s := range b.Steps {
+		texts := s.texts()
+		fields := make([]string, 0, len(texts))
+		for f := range texts {
+			fields = append(fields, f)
+		}
+		sort.Strings(fields)
+		for _, field := range fields {
+			for _, text := range texts[field] {
+				for _, r := range refsIn(text) {
+					if _, ok := env[r.name]; r.kind == "env" && !ok {
+						return errAt(s.at(field), "the environment variable %s is not set (the book reads .env.%s)", r.name, r.name)
 					}
 				}
 			}
@@ -254,8 +285,17 @@ func orderSteps(steps []*Step, deps map[string]map[string][]string) ([]*Step, er
 	}
 	for i, s := range steps {
 		for _, pre := range deps[s.Target][s.Method] {
+			// The prerequisite on the same target; else on whichever target
+			// a step calls it (a method of another primal: nestgate's
+			// storage.artifact.store needs rhizocrypt's dag.event.append).
+			same := false
 			for j, t := range steps {
 				if j != i && t.Target == s.Target && t.Method == pre {
+					same = true
+				}
+			}
+			for j, t := range steps {
+				if j != i && t.Method == pre && (t.Target == s.Target || !same) {
 					after[i] = append(after[i], j)
 					why[[2]int{j, i}] = fmt.Sprintf("%s needs %s first (operation_dependencies of %s)", s.Method, pre, s.Target)
 				}

@@ -211,12 +211,12 @@ func jqValue(raw json.RawMessage) any {
 	return v
 }
 
-// refs finds the names an expression or template reads: .steps.NAME and
-// .vars.NAME (also written .steps["NAME"]).
-var refRE = regexp.MustCompile(`\.(steps|vars)(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]*)"\s*\])`)
+// refs finds the names an expression or template reads: .steps.NAME,
+// .vars.NAME and .env.NAME (also written .steps["NAME"]).
+var refRE = regexp.MustCompile(`\.(steps|vars|env)(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]*)"\s*\])`)
 
 type ref struct {
-	kind string // "steps" or "vars"
+	kind string // "steps", "vars" or "env"
 	name string
 	off  int
 }

@@ -124,6 +124,9 @@ func (r *Runner) Run(ctx context.Context, b *Book) ([]StepResult, error) {
 		r.caps = map[string]*capability.Capabilities{}
 	}
 	r.LearnEnvSecrets() // whether or not the caller did: no run without them
+	if err := CheckEnv(b, r.Env); err != nil {
+		return nil, err
+	}
 	steps, err := Plan(ctx, b, r.capsOf)
 	if err != nil {
 		return nil, err
@@ -152,8 +155,34 @@ func (r *Runner) Run(ctx context.Context, b *Book) ([]StepResult, error) {
 			break
 		}
 	}
+	if runErr != nil {
+		// The steps a cut run never reached are in every report, as not run.
+		why := "not run: the run's --timeout ran out"
+		if errors.Is(runErr, ErrFailFast) {
+			why = "not run: --fail-fast stopped at the first failure"
+		}
+		for i, s := range steps {
+			if i < len(steps) && !ranStep(results, s) {
+				res := StepResult{Book: r.scrub(b.Name), Step: r.scrub(s.Label()), Index: i, Pos: s.Pos.String(),
+					Target: r.scrub(s.Target), Method: r.scrub(s.Method), Status: Skip, Reason: why}
+				results = append(results, res)
+				r.Report.StepDone(b, res)
+			}
+		}
+	}
 	r.Report.BookDone(b, results, time.Since(start))
 	return results, runErr
+}
+
+// ranStep reports whether a result of step s is among rs.
+func ranStep(rs []StepResult, s *Step) bool {
+	pos := s.Pos.String()
+	for _, r := range rs {
+		if r.Pos == pos {
+			return true
+		}
+	}
+	return false
 }
 
 // expired is the run's context error, also once its deadline has passed
@@ -504,7 +533,11 @@ func (r *Runner) judge(ctx context.Context, s *Step, c *compiled, ans Answer, in
 		}
 	}
 	if e.HasEquals {
-		want, err := json.Marshal(e.Equals)
+		wantV, err := renderValue(ctx, e.Equals, in, s.at("expect")) // its strings are templates too
+		if err != nil {
+			return fmt.Sprintf("expect.equals: %v", err), nil, nil
+		}
+		want, err := json.Marshal(wantV)
 		if err != nil {
 			return fmt.Sprintf("expect.equals: %v", err), nil, nil
 		}
@@ -520,8 +553,8 @@ func (r *Runner) judge(ctx context.Context, s *Step, c *compiled, ans Answer, in
 			return fmt.Sprintf("expect.equals: %d difference(s)", len(diff)), r.redactDiff(diff), nil
 		}
 	}
-	if e.UnderMS > 0 && ans.Duration > time.Duration(e.UnderMS)*time.Millisecond {
-		return fmt.Sprintf("took %s, over under_ms %d", ans.Duration.Round(time.Microsecond), e.UnderMS), nil, nil
+	if e.UnderMS > 0 && ans.Duration > time.Duration(e.UnderMS*float64(time.Millisecond)) {
+		return fmt.Sprintf("took %s, over under_ms %g", ans.Duration.Round(time.Microsecond), e.UnderMS), nil, nil
 	}
 	_ = in
 	return "", nil, nil
@@ -544,10 +577,15 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 	ev := s.Expect.Event
 	wctx, cancel := context.WithTimeout(ctx, ev.Within)
 	defer cancel()
+	start := time.Now()
 	seen := 0
 	for {
 		raw, err := lis.Next(wctx)
 		if err != nil {
+			if ctx.Err() != nil || expired(ctx) != nil {
+				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s the run had left (within: %s; %d seen)",
+					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), ev.Within, seen)
+			}
 			if wctx.Err() != nil {
 				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen)", ev.From, ev.Match, ev.Within, seen)
 			}
