@@ -517,7 +517,7 @@ func TestResponseKeysBeforeAnyAnswer(t *testing.T) {
 // fakeBooks stands in for the CLI's runbook file: it keeps what it is given.
 type fakeBooks struct{ added []history.Entry }
 
-func (f *fakeBooks) Add(_ context.Context, e history.Entry) (string, string, error) {
+func (f *fakeBooks) Add(_ context.Context, e history.Entry) (string, string, []string, error) {
 	f.added = append(f.added, e)
-	return "/books/b.yaml", "crypto_sign", nil
+	return "/books/b.yaml", "crypto_sign", nil, nil
 }

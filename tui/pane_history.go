@@ -175,11 +175,15 @@ func (p *historyPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 			if err != nil {
 				return statusMsg{text: "add to book: " + err.Error(), err: true}
 			}
-			path, step, err := books.Add(ctx, full)
+			path, step, notes, err := books.Add(ctx, full)
 			if err != nil {
 				return statusMsg{text: "add to book: " + err.Error(), err: true}
 			}
-			return statusMsg{text: fmt.Sprintf("call %d added to %s as step %s: primalscope run %s", id, path, step, path)}
+			text := fmt.Sprintf("call %d added to %s as step %s: primalscope run %s", id, path, step, path)
+			if len(notes) > 0 {
+				text += " (" + strings.Join(notes, "; ") + ")"
+			}
+			return statusMsg{text: text}
 		})
 	case key.Matches(kp, k.Select):
 		e := p.selected()

@@ -148,9 +148,10 @@ func (e *CrashError) Error() string {
 
 // Books adds recorded calls to a runbook.
 type Books interface {
-	// Add appends e as a step of the book and says where the book is and
-	// what the step is called.
-	Add(ctx context.Context, e history.Entry) (path, step string, err error)
+	// Add appends e as a step of the book and says where the book is,
+	// what the step is called, and what the user must know (the variables
+	// to set for redacted params, say).
+	Add(ctx context.Context, e history.Entry) (path, step string, notes []string, err error)
 }
 
 // Run shows the TUI until the user quits or ctx ends. It owns every

@@ -95,14 +95,14 @@ const tuiBookPath = "primalscope-book.yaml"
 // bookFile adds calls to one runbook file (runbook.AddTo).
 type bookFile struct{ path string }
 
-func (b bookFile) Add(_ context.Context, e history.Entry) (string, string, error) {
-	step, _, err := runbook.AddTo(b.path, e)
+func (b bookFile) Add(_ context.Context, e history.Entry) (string, string, []string, error) {
+	step, notes, err := runbook.AddTo(b.path, e)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	abs, aerr := filepath.Abs(b.path)
 	if aerr != nil {
 		abs = b.path
 	}
-	return abs, step, nil
+	return abs, step, notes, nil
 }
