@@ -184,7 +184,8 @@ var ErrNotAddress = errors.New("not an address")
 // that ran out of time (*btsp.HandshakeError), or a BTSP session frame
 // refused at any point of the session (*btsp.FrameError: it does not
 // authenticate, is replayed, or is cleartext inside an encrypted session),
-// also when it reaches the caller inside a *ClosedError. A long-running
+// also when it reaches the caller inside a *ClosedError, or a Unix socket
+// served by a local user the user does not trust (*ForeignPeerError). A long-running
 // watcher does not reconnect on its own after one: the same peer would
 // only be refused again, or the impostor be given another try.
 func SecurityFailure(err error) bool {
@@ -192,11 +193,12 @@ func SecurityFailure(err error) bool {
 		bt *BTSPRequiredError
 		hs *btsp.HandshakeError
 		fe *btsp.FrameError
+		fp *ForeignPeerError
 	)
 	switch {
 	case errors.As(err, &hs):
 		return hs.Reason != btsp.ReasonTimeout
-	case errors.As(err, &bt), errors.As(err, &fe):
+	case errors.As(err, &bt), errors.As(err, &fe), errors.As(err, &fp):
 		return true
 	}
 	return false
