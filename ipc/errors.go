@@ -143,12 +143,19 @@ type BTSPRequiredError struct {
 	// user's own (OwnFamily) and no seed is known for it: the user's seed
 	// is not that family's, and was not used.
 	Family, OwnFamily string
+	// Claimed says Family is only the peer's own claim (identity.get, a
+	// manifest, a registry's answer), which never picks a seed.
+	Claimed bool
 }
 
 func (e *BTSPRequiredError) Error() string {
 	s := "BTSP handshake required"
 	if e.Endpoint != "" {
 		s += " by " + e.Endpoint
+	}
+	if e.Family != "" && e.Claimed {
+		return fmt.Sprintf("%s, which says it is of family %q: its name does not carry that family, and a peer's own word never picks a seed (none was used); "+
+			"if you trust it, call it by its address, or by a socket name ending in -%s.sock", s, e.Family, e.Family)
 	}
 	if e.Family != "" {
 		return fmt.Sprintf("%s, of family %q: no seed is known for family %q (FAMILY_SEED and --family-seed-file are family %q's); "+
