@@ -101,7 +101,10 @@ type Target struct {
 	// Endpoint is where it lives.
 	Endpoint ipc.Endpoint
 	// Family is the family id its name carries (NAME-<family>.sock), as
-	// discovery splits it; it says the socket is family-scoped.
+	// discovery splits it, or, for a discovered target, one a peer claims
+	// (identity.get, a manifest, a registry): it says the socket is
+	// family-scoped, but only a family its socket's name carries picks the
+	// seed (see Security).
 	Family string
 	// Pool is the stdio Bus pool the target is ("stdiobus/echo" is pool
 	// "echo" of stdiobus.sock); calls without a pool of their own go there.
