@@ -142,6 +142,8 @@ func (d *secureDialer) btspRequired(f EndpointFacts) (bool, string) {
 		return true, "its name says it is family-scoped"
 	case f.BTSPRequired:
 		return true, "it demanded a BTSP handshake before"
+	case d.family != "" && d.family == d.sec.ClaimedFamily && d.sec.TargetFamily == "":
+		return true, "it says it belongs to family " + d.family
 	case d.family != "":
 		return true, "its name says it belongs to family " + d.family
 	}
