@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -98,5 +99,35 @@ func TestForeignRegistryNotAsked(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the refusal is not said: %+v", snap.Errors)
+	}
+}
+
+// The HTTP probe (the biomeOS API) dials through the owner check too: an
+// API socket another local user serves is probed and marked with its owner,
+// as a JSON-RPC one is.
+func TestProbeHTTPMarksForeignOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("serving a socket as another user needs root")
+	}
+	dir, err := ipctest.SharedDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	fp, err := ipctest.ListenForeign(filepath.Join(dir, "biomeos-api.sock"), ipctest.NobodyUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fp.Close()
+	pr := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 300 * time.Millisecond})
+	r := pr.Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(fp.Path), Wire: WireHTTP, Full: true})
+	if r.Owner == nil || r.Owner.UID != ipctest.NobodyUID || !r.Owner.Foreign {
+		t.Fatalf("the foreign API socket is not marked with its owner: %+v", r)
+	}
+	if r.State == StateDead || r.State == StateUnknown {
+		t.Fatalf("the foreign API socket was not reached: %+v", r)
+	}
+	if !strings.Contains(OwnerWarning(r.Owner), "nobody") {
+		t.Fatalf("owner warning: %q", OwnerWarning(r.Owner))
 	}
 }

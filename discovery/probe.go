@@ -294,10 +294,16 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 	// A family-scoped name gets nothing in cleartext, even without FAMILY_ID.
 	opts.Security.FamilyScoped = opts.Security.FamilyScoped || p.scope.Scoped(ep, spec.Family, opts.Security.Family)
 	if opts.Security.TargetFamily == "" {
-		// Picks the seed: never the user's own for another family.
-		opts.Security.TargetFamily = spec.Family
-		if spec.Family == "" || spec.Family == "default" {
-			opts.Security.TargetFamily = p.scope.Family(ep, opts.Security.Family)
+		// Picks the seed: the family the socket's NAME carries, never the
+		// user's own for another family, nor for a peer that only says
+		// (identity.get, a manifest, a registry) it is of a family.
+		claim := spec.Family
+		if claim == "default" {
+			claim = ""
+		}
+		opts.Security.TargetFamily = p.scope.Family(ep, claim, opts.Security.Family)
+		if opts.Security.TargetFamily == "" {
+			opts.Security.ClaimedFamily = claim
 		}
 	}
 	seed, _, _ := opts.Security.SeedFor(ep)
@@ -310,6 +316,14 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		var be *ipc.BTSPRequiredError
 		if errors.As(err, &be) {
 			res.State, res.BTSPRequired, res.BTSPRejection, res.Err = StateLocked, true, be.Peer, err.Error()
+			return res
+		}
+		var fp *ipc.ForeignPeerError
+		if errors.As(err, &fp) {
+			// It wants a BTSP handshake, and another local user serves it:
+			// no handshake keyed by the seed was begun (marked by Seen).
+			res.State, res.BTSPRequired = StateLocked, true
+			res.Err = "no BTSP handshake attempted: " + fp.Peer.Why
 			return res
 		}
 		res.State, res.Err = classifyDialErr(err), err.Error()

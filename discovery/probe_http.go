@@ -33,14 +33,8 @@ const WireHTTP = "http"
 // listens. ctx carries the probe's own deadline; the stream is closed as
 // soon as its headers are read.
 func (p *Prober) probeHTTP(ctx context.Context, ep ipc.Endpoint, res Probe, release func()) Probe {
-	network, addr := "", ""
 	switch ep.Transport {
-	case ipc.Unix:
-		network, addr = "unix", ep.Path
-	case ipc.Abstract:
-		network, addr = "unix", "@"+ep.Path
-	case ipc.TCP:
-		network, addr = "tcp", ep.Address
+	case ipc.Unix, ipc.Abstract, ipc.TCP:
 	default:
 		release()
 		res.State, res.Err = StateError, fmt.Sprintf("an HTTP target over %s cannot be probed", ep.Transport)
@@ -49,7 +43,15 @@ func (p *Prober) probeHTTP(ctx context.Context, ep ipc.Endpoint, res Probe, rele
 	connectTimeout := connectTimeoutFor(ep, p.opts)
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-	c, err := (&net.Dialer{}).DialContext(cctx, network, addr)
+	// Through the owner check every Unix dial has: a probe reaches a
+	// socket whoever serves it and marks it with its owner, as the
+	// JSON-RPC probe does (ipc.PeerPolicy.Observe).
+	c, err := ipc.DialPeer(cctx, ep, ipc.Options{ConnectTimeout: connectTimeout, Endpoint: ep.String(), Security: p.opts.Security,
+		Peer: ipc.PeerPolicy{Observe: true, Seen: func(id ipc.PeerIdentity) {
+			if id.Foreign {
+				res.Owner = &id
+			}
+		}}})
 	cancel()
 	res.Connect = time.Since(start)
 	release()

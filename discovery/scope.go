@@ -139,22 +139,27 @@ func (s *FamilyScope) dirFamilies(dir string) []string {
 }
 
 // scopedSecurity is sec for a connection to ep: FamilyScoped is set when
-// ep's name says it is family-scoped (with sec's family id), and
-// TargetFamily (which picks the seed) to the first of families given, else
-// to the family that scopes it.
+// ep's name says it is family-scoped (with sec's family id); TargetFamily (which picks the seed) to the
+// family ep's NAME carries, the claimed families helping only to split the
+// name. A claimed family the name does not carry (from identity.get, a
+// manifest, a registry's answer) is ClaimedFamily: it never picks a seed.
 func scopedSecurity(sec ipc.Security, ep ipc.Endpoint, families ...string) ipc.Security {
 	var fs FamilyScope
 	fam := fs.Family(ep, append(families, sec.Family)...)
+	claim := ""
+	for _, f := range families {
+		if claim == "" && f != "" && f != "default" {
+			claim = f
+		}
+	}
 	if !sec.FamilyScoped && fam != "" {
 		sec.FamilyScoped = true
 	}
-	for _, f := range families {
-		if sec.TargetFamily == "" && f != "" && f != "default" {
-			sec.TargetFamily = f // the target's family picks the seed
-		}
-	}
 	if sec.TargetFamily == "" {
 		sec.TargetFamily = fam
+		if fam == "" {
+			sec.ClaimedFamily = claim
+		}
 	}
 	return sec
 }

@@ -143,12 +143,19 @@ type BTSPRequiredError struct {
 	// user's own (OwnFamily) and no seed is known for it: the user's seed
 	// is not that family's, and was not used.
 	Family, OwnFamily string
+	// Claimed says Family is only the peer's own claim (identity.get, a
+	// manifest, a registry's answer), which never picks a seed.
+	Claimed bool
 }
 
 func (e *BTSPRequiredError) Error() string {
 	s := "BTSP handshake required"
 	if e.Endpoint != "" {
 		s += " by " + e.Endpoint
+	}
+	if e.Family != "" && e.Claimed {
+		return fmt.Sprintf("%s, which says it is of family %q: its name does not carry that family, and a peer's own word never picks a seed (none was used); "+
+			"if you trust it, call it by its address, or by a socket name ending in -%s.sock", s, e.Family, e.Family)
 	}
 	if e.Family != "" {
 		return fmt.Sprintf("%s, of family %q: no seed is known for family %q (FAMILY_SEED and --family-seed-file are family %q's); "+
@@ -184,7 +191,8 @@ var ErrNotAddress = errors.New("not an address")
 // that ran out of time (*btsp.HandshakeError), or a BTSP session frame
 // refused at any point of the session (*btsp.FrameError: it does not
 // authenticate, is replayed, or is cleartext inside an encrypted session),
-// also when it reaches the caller inside a *ClosedError. A long-running
+// also when it reaches the caller inside a *ClosedError, or a Unix socket
+// served by a local user the user does not trust (*ForeignPeerError). A long-running
 // watcher does not reconnect on its own after one: the same peer would
 // only be refused again, or the impostor be given another try.
 func SecurityFailure(err error) bool {
@@ -192,11 +200,12 @@ func SecurityFailure(err error) bool {
 		bt *BTSPRequiredError
 		hs *btsp.HandshakeError
 		fe *btsp.FrameError
+		fp *ForeignPeerError
 	)
 	switch {
 	case errors.As(err, &hs):
 		return hs.Reason != btsp.ReasonTimeout
-	case errors.As(err, &bt), errors.As(err, &fe):
+	case errors.As(err, &bt), errors.As(err, &fe), errors.As(err, &fp):
 		return true
 	}
 	return false

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ecoPrimals/primalscope/internal/readfile"
+	"github.com/ecoPrimals/primalscope/internal/statedir"
 )
 
 // EndpointFacts is what primalscope learned about reaching one endpoint.
@@ -263,15 +264,18 @@ func expired(f EndpointFacts, now time.Time) bool {
 // readRecordFile reads the record file name (relative to the state folder)
 // whole, at most maxRecord bytes. Below the state folder no symbolic link
 // is followed, at any step (each folder is opened from the one above with
-// O_NOFOLLOW); the record must be a regular file of the user's (or root's),
+// O_NOFOLLOW), and each folder must be the user's (or root's): in another
+// user's folder the records could be swapped for older ones of the user's
+// (facts rolled back, a BTSP demand forgotten). The record must be a
+// regular file of the user's (or root's),
 // checked before it is opened (opening some devices acts on them) and
 // again once open, and it is opened O_NONBLOCK (a named pipe put there in a
 // race is not waited on). The state folder itself is followed: a user's own
 // link to it is fine.
 //
-// This is the state-folder check of internal/statedir (branch trustanswers,
-// same owner rule), done here with openat so that the folders below the
-// state folder are not followed either; a call pays five system calls.
+// This is the state-folder check of internal/statedir (its owner rule,
+// statedir.OwnedBy), done here with openat so that the folders below the
+// state folder are not followed either; a call pays seven system calls.
 func (m *EndpointMemory) readRecordFile(name string) ([]byte, error) {
 	dfd, err := unix.Open(m.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -285,6 +289,15 @@ func (m *EndpointMemory) readRecordFile(name string) ([]byte, error) {
 			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 		}
 		dfd = fd
+		var st unix.Stat_t
+		if err := unix.Fstat(dfd, &st); err != nil {
+			unix.Close(dfd)
+			return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}
+		}
+		if !statedir.OwnedBy(st.Uid) {
+			unix.Close(dfd)
+			return nil, &statedir.UnsafeError{Path: filepath.Join(m.dir, p), Why: fmt.Sprintf("belongs to uid %d, not to you", st.Uid)}
+		}
 	}
 	last := parts[len(parts)-1]
 	var st unix.Stat_t
@@ -320,7 +333,7 @@ func ownRegular(name string, st *unix.Stat_t) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return fmt.Errorf("%s: %w", name, readfile.ErrNotRegular)
 	}
-	if uid := uint32(os.Getuid()); st.Uid != uid && st.Uid != 0 {
+	if !statedir.OwnedBy(st.Uid) {
 		return fmt.Errorf("%s: owned by another user (uid %d), not used", name, st.Uid)
 	}
 	return nil
@@ -578,7 +591,7 @@ func (m *EndpointMemory) write(ctx context.Context, changed map[string]EndpointF
 				continue // newer facts from another process
 			}
 		}
-		if err := writeRecord(root, bucket, name, record{Endpoint: k, EndpointFacts: f}); err != nil {
+		if err := writeRecord(root, m.dir, bucket, name, record{Endpoint: k, EndpointFacts: f}); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -610,14 +623,18 @@ func (m *EndpointMemory) write(ctx context.Context, changed map[string]EndpointF
 }
 
 // writeRecord writes r as the record file name in bucket: a temporary file
-// (mode 0600) renamed over it.
-func writeRecord(root *os.Root, bucket, name string, r record) error {
+// (mode 0600) renamed over it. The folders on the way (RecordsDir, the
+// bucket) are made or checked as statedir.Dir does: a link, a non-folder or
+// another user's folder is an *statedir.UnsafeError and nothing is written.
+func writeRecord(root *os.Root, dir, bucket, name string, r record) error {
 	b, err := json.Marshal(r)
 	if err != nil {
 		return fmt.Errorf("endpoint memory: %w", err)
 	}
-	if err := root.MkdirAll(bucket, 0o700); err != nil {
-		return fmt.Errorf("endpoint memory: %w", err)
+	for _, d := range []string{RecordsDir, bucket} {
+		if err := statedir.Dir(filepath.Join(dir, d)); err != nil {
+			return fmt.Errorf("endpoint memory: %w", err)
+		}
 	}
 	tmp := fmt.Sprintf("%s/.tmp-%d-%08x", bucket, os.Getpid(), rand.Uint32())
 	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)

@@ -187,6 +187,16 @@ func lookupUser(uid uint32) string {
 	return u.Username
 }
 
+// DialPeer connects a socket endpoint as DialStream does (within
+// opts.ConnectTimeout) and, for a Unix one, checks who serves it against
+// opts.Peer and opts.Security.TrustUIDs before the caller sends anything:
+// a foreign server is a *ForeignPeerError unless the policy only observes.
+// It is for wires that are not JSON-RPC (HTTP event streams, probes of
+// them): every Unix dial goes through the same owner check.
+func DialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) {
+	return dialPeer(ctx, ep, opts)
+}
+
 // dialPeer connects a socket endpoint as DialStream does and then, for a
 // Unix one, checks who serves it against opts.Peer before anything is
 // sent: a foreign server is a *ForeignPeerError unless the policy only

@@ -142,6 +142,8 @@ func (d *secureDialer) btspRequired(f EndpointFacts) (bool, string) {
 		return true, "its name says it is family-scoped"
 	case f.BTSPRequired:
 		return true, "it demanded a BTSP handshake before"
+	case d.family != "" && d.family == d.sec.ClaimedFamily && d.sec.TargetFamily == "":
+		return true, "it says it belongs to family " + d.family
 	case d.family != "":
 		return true, "its name says it belongs to family " + d.family
 	}
@@ -158,7 +160,8 @@ func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 			// Never send cleartext to an endpoint that requires BTSP.
 			if d.foreign != "" {
 				d.note("the endpoint requires BTSP (" + why + ") and no seed is known for family " + d.foreign + ": not connecting")
-				return nil, &BTSPRequiredError{Endpoint: d.name, Family: d.foreign, OwnFamily: d.sec.Family}
+				return nil, &BTSPRequiredError{Endpoint: d.name, Family: d.foreign, OwnFamily: d.sec.Family,
+					Claimed: d.foreign == d.sec.ClaimedFamily && d.sec.TargetFamily == "" && !FamilyScoped(d.ep, d.foreign)}
 			}
 			d.note("the endpoint requires BTSP (" + why + ") and no family seed is set: not connecting")
 			return nil, &BTSPRequiredError{Endpoint: d.name}
@@ -328,7 +331,12 @@ attempts:
 				if len(d.seeds) > 1 {
 					how += fmt.Sprintf(", seed reading %d of %d", i+1, len(d.seeds))
 				}
-				nc, err := dialPeer(ctx, d.ep, d.opts)
+				// A server another local user runs gets no handshake keyed
+				// by the seed, even from a probe, which only observes who
+				// serves a socket: refused here, once Seen has marked it.
+				hopts := d.opts
+				hopts.Peer.Observe = false
+				nc, err := dialPeer(ctx, d.ep, hopts)
 				if err != nil {
 					if len(fails) > 0 && deadlinePassed(ctx) {
 						// The deadline ended between two attempts (a

@@ -99,4 +99,25 @@ func TestSeedFor(t *testing.T) {
 	if seed, _, ok := unbound.SeedFor(sock("beardog-north.sock")); !ok || seed.IsZero() {
 		t.Error("a seed given without a family is not tried on a family with no other seed")
 	}
+	// A family only claimed by the peer (identity.get, a manifest, a
+	// registry's answer) picks no seed: not the user's own family's (sec's
+	// Family is east), not another's whose seed is known, not a seed given
+	// without a family; a name carrying a family still picks it.
+	for _, s := range []ipc.Security{sec, unbound} {
+		for _, claim := range []string{"east", "west", "north"} {
+			s := s
+			s.TargetFamily, s.ClaimedFamily = "", claim
+			if seed, fam, ok := s.SeedFor(ipc.Endpoint{Transport: ipc.TCP, Address: "127.0.0.1:9200"}); ok || !seed.IsZero() || fam != claim {
+				t.Errorf("claimed %q over TCP (family %q): family %q ok %v, seed set %v", claim, s.Family, fam, ok, !seed.IsZero())
+			}
+			if _, _, ok := s.SeedFor(sock("beardog.sock")); ok {
+				t.Errorf("claimed %q, a name carrying none: a seed was picked", claim)
+			}
+		}
+	}
+	claimed := sec
+	claimed.ClaimedFamily = "west"
+	if seed, fam, ok := claimed.SeedFor(sock("beardog-east.sock")); !ok || seed.IsZero() || fam != "east" {
+		t.Errorf("the name's family lost to a claim: %q %v", fam, ok)
+	}
 }

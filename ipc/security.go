@@ -96,8 +96,18 @@ type Security struct {
 	// TargetFamily is the family the endpoint belongs to as its name says
 	// (NAME-<family>.sock, as discovery splits it); "" when unknown, and
 	// then a name ending in -<id>.sock of Family or of a family in Seeds
-	// says it. It picks the seed.
+	// says it. It picks the seed. It must never come from the peer's own
+	// words (identity.get, a manifest, a registry's answer): see
+	// ClaimedFamily.
 	TargetFamily string
+	// ClaimedFamily is a family the peer claims for itself (identity.get,
+	// a manifest, a registry's answer) that no name gave: it is for display
+	// and makes the endpoint family-scoped (nothing in cleartext), but it
+	// never picks a seed. With it set and no family from TargetFamily or
+	// the name, SeedFor gives no seed: a peer claiming the user's family
+	// (over TCP there is not even an owner check) would otherwise get a
+	// handshake keyed by the user's seed.
+	ClaimedFamily string
 	// Cipher is the cipher asked for. "" (auto, the default) accepts only a
 	// session that is encrypted AND whose server proved it holds the seed:
 	// the JSON-line handshake upgraded by btsp.negotiate, or the
@@ -138,7 +148,7 @@ type Security struct {
 
 func (s *Security) active() bool {
 	return !s.Seed.IsZero() || len(s.Seeds) > 0 || s.TargetFamily != "" || s.RequireBTSP || s.FamilyScoped || s.Family != "" ||
-		s.Prefix != PrefixOff || s.Memory != nil || s.Cipher != "" || s.Negotiate
+		s.Prefix != PrefixOff || s.Memory != nil || s.Cipher != "" || s.Negotiate || s.ClaimedFamily != ""
 }
 
 // SeedFor returns the seed to shake hands with at ep and the family ep
@@ -148,7 +158,8 @@ func (s *Security) active() bool {
 // ok is false when ep belongs to another family whose seed is not known:
 // Seed, the user's own family's, is never handed to another family's
 // socket (unless Family is unset: then Seed was given for no family in
-// particular).
+// particular). A family only claimed (ClaimedFamily) picks nothing: ok is
+// false and family is the claim.
 func (s *Security) SeedFor(ep Endpoint) (seed Seed, family string, ok bool) {
 	fam := s.TargetFamily
 	if fam == "" {
@@ -160,6 +171,9 @@ func (s *Security) SeedFor(ep Endpoint) (seed Seed, family string, ok bool) {
 		if len(s.Family) > len(fam) && FamilyScoped(ep, s.Family) {
 			fam = s.Family
 		}
+	}
+	if (fam == "" || fam == "default") && s.ClaimedFamily != "" && s.ClaimedFamily != "default" {
+		return Seed{}, s.ClaimedFamily, false
 	}
 	switch fam {
 	case "", "default":

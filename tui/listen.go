@@ -201,7 +201,8 @@ func (l *listener) pass(current string, targets map[string]*target, listed func(
 func (l *listener) source(t *target) events.Source {
 	key, feed := t.ID, l.feed
 	if s := t.streamSpec(); s != nil {
-		return keyed{Source: events.Config{}.Source(*s), key: key, feed: feed, crashDir: l.pc.cfg.CrashDir}
+		// The event stream's socket: its owner checked as calls' are.
+		return keyed{Source: events.Config{TrustUIDs: l.pc.cfg.Security.TrustUIDs}.Source(*s), key: key, feed: feed, crashDir: l.pc.cfg.CrashDir}
 	}
 	d, cl := t.Target, l.pc.client
 	last := &lastConn{}

@@ -110,3 +110,27 @@ func TestForeignSocketTrustedByConfig(t *testing.T) {
 		t.Fatalf("call with trust_uids: %+v", r)
 	}
 }
+
+// tail refuses an event stream (and a JSON-RPC socket) another user serves:
+// nothing is sent, the refusal is on the stream, the exit is 5 and the
+// source is not reopened; --trust-uid lets the request out.
+func TestTailRefusesForeignSocket(t *testing.T) {
+	dir, fp := foreignEcosystem(t)
+	api, err := ipctest.ListenForeign(filepath.Join(dir, "biomeos-api.sock"), ipctest.NobodyUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	env := map[string]string{"HOME": t.TempDir()}
+	for _, p := range []*ipctest.ForeignPeer{api, fp} {
+		r := runCLI(t, env, "", "tail", "--json", "--interval", "50ms", p.Path)
+		if r.code != exitSecurity || !strings.Contains(r.stdout, `"refused"`) || !strings.Contains(r.stdout, "served by nobody") {
+			t.Fatalf("tail %s: want exit 5 and a refused event naming the owner, got %+v", p.Path, r)
+		}
+		for _, b := range p.Received() {
+			if len(b) > 0 {
+				t.Fatalf("the foreign server received %q", b)
+			}
+		}
+	}
+}

@@ -104,10 +104,15 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 	if err != nil {
 		return err
 	}
+	trusted, err := a.trustedUIDs() // an event stream's socket: owner checked as calls' are
+	if err != nil {
+		return err
+	}
 	cfg := events.Config{
-		Interval: f.interval,
-		Insecure: a.insecure,
-		MaxFrame: a.maxFrame,
+		Interval:  f.interval,
+		Insecure:  a.insecure,
+		MaxFrame:  a.maxFrame,
+		TrustUIDs: trusted,
 		Dial: func(ctx context.Context, s events.Spec, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			// The target as it was resolved or discovered: the family its
 			// name carries and a BTSP demand decide what it may be sent.
@@ -161,7 +166,7 @@ func (a *app) tail(ctx context.Context, args []string, f tailFlags) error {
 	if len(refused) > 0 {
 		// Said on the stream as it happened (state "refused"); the exit
 		// says it too, as call's would.
-		return &securityError{err: fmt.Errorf("refused for security (a BTSP handshake or session frame failed; not reconnected): %s", strings.Join(refused, ", "))}
+		return &securityError{err: fmt.Errorf("refused for security (a BTSP handshake or session frame failed, or another local user serves the socket; not reconnected): %s", strings.Join(refused, ", "))}
 	}
 	return nil
 }

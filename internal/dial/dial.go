@@ -101,7 +101,10 @@ type Target struct {
 	// Endpoint is where it lives.
 	Endpoint ipc.Endpoint
 	// Family is the family id its name carries (NAME-<family>.sock), as
-	// discovery splits it; it says the socket is family-scoped.
+	// discovery splits it, or, for a discovered target, one a peer claims
+	// (identity.get, a manifest, a registry): it says the socket is
+	// family-scoped, but only a family its socket's name carries picks the
+	// seed (see Security).
 	Family string
 	// Pool is the stdio Bus pool the target is ("stdiobus/echo" is pool
 	// "echo" of stdiobus.sock); calls without a pool of their own go there.
@@ -139,27 +142,32 @@ func (t Target) Label() string {
 // Security is the security the Dialer uses for t: the run's settings, with
 // FamilyScoped set when t's name, family or directory says it is
 // family-scoped (discovery.FamilyScope, the decision the prober makes too),
-// TargetFamily to the family t's name carries (which picks the seed), and
-// RequireBTSP when t announced or demanded BTSP.
+// TargetFamily to the family t's socket NAME carries (which alone picks the
+// seed), ClaimedFamily to a family t has only by a peer's own word
+// (identity.get, a manifest, a registry's answer: it never picks a seed),
+// and RequireBTSP when t announced or demanded BTSP.
 func (d *Dialer) Security(t Target) ipc.Security {
 	sec := d.s.Security
 	sec.RequireBTSP = sec.RequireBTSP || t.BTSPRequired
-	fam := t.Family
-	if fam == "default" {
-		fam = "" // standalone
+	claim := t.Family
+	if claim == "default" {
+		claim = "" // standalone
 	}
-	if fam == "" {
-		// A family the name shows only beside a known primal's socket in
-		// the same directory (the decision FamilyScoped makes).
-		fam = d.scope.Family(t.Endpoint, sec.Family)
-	}
+	// The family the socket's name carries (the claim only helps split the
+	// name), else one the name shows beside a known primal's socket in the
+	// same directory (the decision FamilyScoped makes).
+	named := d.scope.Family(t.Endpoint, claim, sec.Family)
 	if !sec.FamilyScoped {
-		sec.FamilyScoped = fam != "" || d.scope.Scoped(t.Endpoint, sec.Family)
+		sec.FamilyScoped = named != "" || claim != ""
 	}
 	if sec.TargetFamily == "" {
-		// The family t belongs to picks the seed (ipc.Security.SeedFor):
-		// the user's own family's seed never goes to another family.
-		sec.TargetFamily = fam
+		// The family t's name says it belongs to picks the seed
+		// (ipc.Security.SeedFor): the user's own family's seed never goes
+		// to another family, nor to a peer that only says it is of it.
+		sec.TargetFamily = named
+		if named == "" {
+			sec.ClaimedFamily = claim
+		}
 	}
 	return sec
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/holon"
+	"github.com/ecoPrimals/primalscope/ipc/sse"
 )
 
 // Spec says what to watch on one target and how.
@@ -87,12 +88,16 @@ type Config struct {
 	// LivenessMethod overrides the method TargetSources poll ("-" polls
 	// nothing: the TUI's discovery already does).
 	LivenessMethod string
+	// TrustUIDs are local users trusted to serve an event stream's socket
+	// besides the user and root (--trust-uid); any other is refused.
+	TrustUIDs []uint32
 }
 
 // Source returns the source that watches s.
 func (c Config) Source(s Spec) Source {
 	if s.BiomeOSAPI {
-		return &SSESource{Source: s.Name, Path: s.Endpoint.Path, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax}
+		return &SSESource{Source: s.Name, Path: s.Endpoint.Path, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax,
+			Options: sse.Options{Peer: ipc.PeerPolicy{TrustUIDs: c.TrustUIDs}}}
 	}
 	ts := &TargetSource{Source: s.Name, Interval: c.Interval, StaleAfter: c.StaleAfter, Watch: s.Registry,
 		Answer: c.Answer, BackoffMin: c.BackoffMin, BackoffMax: c.BackoffMax, Pool: s.Pool}

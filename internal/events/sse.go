@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ecoPrimals/primalscope/internal/backoff"
+	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/sse"
 )
 
@@ -29,7 +30,10 @@ type SSESource struct {
 // Name is the source's name.
 func (s *SSESource) Name() string { return s.Source }
 
-// Run reads the stream until ctx ends.
+// Run reads the stream until ctx ends. A stream refused for security (a
+// socket served by a local user the user does not trust) is said as
+// liveness StateRefused (the merge notes why it stopped) and ends the
+// source: it is not reopened.
 func (s *SSESource) Run(ctx context.Context, emit Emit) error {
 	wait := reconnect(s.BackoffMin, s.BackoffMax)
 	opts := s.Options
@@ -40,6 +44,11 @@ func (s *SSESource) Run(ctx context.Context, emit Emit) error {
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
+			}
+			if ipc.SecurityFailure(err) {
+				b, _ := json.Marshal(map[string]string{"state": StateRefused, "reason": err.Error()})
+				emit(Event{Source: s.Source, Kind: KindLiveness, Name: StateRefused, Payload: b})
+				return err
 			}
 			if !failing {
 				emit(Note(s.Source, "event stream: "+err.Error()))

@@ -36,13 +36,18 @@ func (e *UnsafeError) Error() string { return e.Path + ": " + e.Why }
 // Is makes errors.Is(err, ErrUnsafe) true.
 func (e *UnsafeError) Is(target error) bool { return target == ErrUnsafe }
 
+// OwnedBy reports whether uid may own what is in the state folder: the
+// user or root. It is the one owner rule, for callers that stat with
+// system calls of their own (the endpoint memory's openat walk).
+func OwnedBy(uid uint32) bool { return int(uid) == os.Getuid() || uid == 0 }
+
 // owned reports whether info belongs to the user or to root.
 func owned(info fs.FileInfo) (uid uint32, ok bool) {
 	st, isUnix := info.Sys().(*syscall.Stat_t)
 	if !isUnix {
 		return 0, true
 	}
-	return st.Uid, int(st.Uid) == os.Getuid() || st.Uid == 0
+	return st.Uid, OwnedBy(st.Uid)
 }
 
 // check refuses info (the Lstat of path) when it is a link, not of the

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/textsafe"
+	"github.com/ecoPrimals/primalscope/ipc"
 )
 
 // HTTPPrefix is the riboCipher first-byte signal for HTTP: the biomeOS API
@@ -35,6 +36,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// LastEventID is sent as Last-Event-ID when resuming.
 	LastEventID string
+	// Peer says which local users may serve the socket (its TrustUIDs:
+	// besides the user and root). The zero value refuses any other with
+	// *ipc.ForeignPeerError before a byte is sent; Observe is ignored: an
+	// event stream is never read from a socket the user does not trust.
+	Peer ipc.PeerPolicy
 }
 
 // Stream is an open event stream.
@@ -77,7 +83,8 @@ var ErrNoAnswer = errors.New("the server closed the connection without answering
 
 // OpenUnix opens the event stream of an HTTP server on a Unix socket, after
 // the riboCipher prefix unless opts.NoPrefix. The stream lives until ctx
-// ends or Close.
+// ends or Close. A socket served by a local user opts.Peer does not trust
+// is refused (*ipc.ForeignPeerError) before anything is sent.
 func OpenUnix(ctx context.Context, socketPath string, opts Options) (*Stream, error) {
 	if opts.Path == "" {
 		opts.Path = DefaultPath
@@ -87,8 +94,10 @@ func OpenUnix(ctx context.Context, socketPath string, opts Options) (*Stream, er
 	}
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			d := net.Dialer{Timeout: opts.ConnectTimeout}
-			c, err := d.DialContext(ctx, "unix", socketPath)
+			pol := opts.Peer
+			pol.Observe = false
+			c, err := ipc.DialPeer(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: socketPath},
+				ipc.Options{ConnectTimeout: opts.ConnectTimeout, Endpoint: socketPath, Peer: pol})
 			if err != nil {
 				return nil, err
 			}
