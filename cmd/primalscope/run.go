@@ -392,10 +392,15 @@ func (c *runCaller) Listen(ctx context.Context, target string) (runbook.Listener
 	}
 	spec := events.SpecForEndpoint(t.Name, t.Endpoint)
 	spec.Pool, spec.Wire = t.Pool, t.Wire
+	trusted, err := c.a.trustedUIDs() // an event stream's socket: owner checked as calls' are
+	if err != nil {
+		return nil, err
+	}
 	cfg := events.Config{
-		Interval: time.Hour, // no liveness polling: only what the target sends
-		Insecure: c.a.insecure,
-		MaxFrame: c.a.maxFrame,
+		TrustUIDs: trusted,
+		Interval:  time.Hour, // no liveness polling: only what the target sends
+		Insecure:  c.a.insecure,
+		MaxFrame:  c.a.maxFrame,
 		Dial: func(ctx context.Context, s events.Spec, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			tt := t
 			tt.Name = s.Name
