@@ -88,6 +88,9 @@ type Options struct {
 	// Log receives a line for each request that matched nothing, with the
 	// nearest recorded params as a diff; and the one note on placeholders.
 	Log io.Writer
+	// BTSPOnly says the target was recorded over BTSP: the mock serves it
+	// only through a BTSP handshake (Listen.Seed), never in cleartext.
+	BTSPOnly bool
 	// Rand decides the percentages of faults (nil: a random source).
 	Rand *rand.Rand
 }
