@@ -119,7 +119,7 @@ func (m *Mock) dispatch(ctx context.Context, method string, params json.RawMessa
 func (m *Mock) Serve(l Listen) (*Server, error) {
 	ep := l.Endpoint
 	if m.opts.BTSPOnly && len(l.Seed) == 0 {
-		return nil, &CleartextError{Wire: "serving without a seed"}
+		return nil, &CleartextError{Wire: "without a seed"}
 	}
 	switch l.Wire {
 	case WireHolon:
