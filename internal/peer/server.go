@@ -84,8 +84,8 @@ type Config struct {
 }
 
 // DispatchFunc answers one request: a result or an error, and how to send
-// it (FaultNone: as usual). ctx ends when the request's connection closes
-// or the server stops.
+// it (FaultNone: as usual). ctx ends when the request's client hangs up or
+// the server stops.
 type DispatchFunc func(ctx context.Context, method string, params json.RawMessage) (any, error, Fault)
 
 // Fault is how one answer misbehaves.
@@ -127,8 +127,9 @@ type ServerConn struct {
 	pmu     sync.Mutex
 	pending map[string]chan *ipc.Message
 	fr      ipc.Framer // non-nil when serving through a handshake's framer
-	// ctx ends when the connection closes (its reader saw the end or the
-	// client hung up) or the server stops; its handlers get it.
+	// ctx ends when the client hangs up (a half-close still gets its
+	// answers), the server side closes it, or the server stops; its
+	// handlers get it.
 	ctx    context.Context
 	cancel context.CancelFunc
 }
