@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -289,4 +290,27 @@ func writeString(buf *bytes.Buffer, s string) {
 // HasRedacted reports whether doc holds a value the redactor replaced.
 func HasRedacted(doc []byte) bool {
 	return bytes.Contains(doc, []byte(`"`+Redacted+`"`))
+}
+
+// pathKeyRE finds the object keys of a jq-style path (".a.b", `.["odd key"]`).
+var pathKeyRE = regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_]*)|\["((?:[^"\\]|\\.)*)"\]`)
+
+// SecretPath reports whether a jq-style path (a Change's Path) passes
+// through an object key that looks secret (IsSecretKey), so the value there
+// must not be shown.
+func SecretPath(path string) bool {
+	for _, m := range pathKeyRE.FindAllStringSubmatch(path, -1) {
+		k := m[1]
+		if k == "" {
+			k = m[2]
+			var u string
+			if json.Unmarshal([]byte(`"`+k+`"`), &u) == nil {
+				k = u // the key as the document has it, escapes undone
+			}
+		}
+		if IsSecretKey(k) {
+			return true
+		}
+	}
+	return false
 }

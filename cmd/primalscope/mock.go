@@ -35,6 +35,7 @@ type mockFlags struct {
 	match       string
 	log         string
 	speakFirst  bool
+	remote      bool
 	methods     []string // verify
 }
 
@@ -96,6 +97,7 @@ as it is (said once on stderr) and never invents a value.`,
 	fl.StringVar(&f.match, "match", "params", "params (method and params) or method (method alone)")
 	fl.StringVar(&f.log, "log", "", "also write misses and notes to this file")
 	fl.BoolVar(&f.speakFirst, "speak-first", false, "a holon mock sends client.v1.Client/Hello first, as go-holons servers do")
+	fl.BoolVar(&f.remote, "listen-remote", false, "allow a tcp:// or ws:// --listen address that is not loopback (anyone who reaches it reads the recorded answers and toggles faults)")
 	cmd.AddCommand(a.mockVerifyCmd())
 	return cmd
 }
@@ -193,6 +195,11 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 		return err
 	}
 	newest := entries[0] // Search returns the newest first
+	rec, err := recordedAs(arg, entries)
+	if err != nil {
+		return err
+	}
+	newest.Endpoint, newest.Family, newest.Transport = rec.Endpoint, rec.Family, rec.Transport
 	var logw io.Writer = a.io.err
 	if f.log != "" {
 		lf, err := os.OpenFile(f.log, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
@@ -205,7 +212,7 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 	name := mockName(newest)
 	recs := mock.FromHistory(entries)
 	m, err := mock.New(recs, mock.Options{Name: name, Ignore: f.ignore, ByMethod: f.match == "method",
-		Latency: lat, Faults: faults, Log: logw})
+		Latency: lat, Faults: faults, Log: logw, BTSPOnly: rec.BTSP})
 	if err != nil {
 		return usageErr(err)
 	}
@@ -214,15 +221,17 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 		return err
 	}
 	if f.listen == "stdio" {
-		return m.ServeStdio(ctx, a.io.in, a.io.out)
+		if err := m.ServeStdio(ctx, a.io.in, a.io.out); err != nil {
+			return mockServeErr(arg, err)
+		}
+		return nil
 	}
 	srv, err := m.Serve(l)
 	if err != nil {
-		var inUse *mock.InUseError
-		if errors.As(err, &inUse) {
-			return &connectError{err: fmt.Errorf("--listen: %w", err)}
-		}
-		return fmt.Errorf("mock %s: %w", render.Sanitize(arg), err)
+		return mockServeErr(arg, err)
+	}
+	if l.Remote && srv.Endpoint.Transport != ipc.Unix {
+		fmt.Fprintf(a.io.err, "primalscope: mock: WARNING: --listen-remote: %s may be reachable from other hosts: anyone who reaches it reads the recorded answers and can toggle the faults\n", render.Sanitize(srv.Endpoint.String()))
 	}
 	defer srv.Close()
 	if f.register { // before the endpoint is printed: a script that waits for it finds the mock registered
@@ -246,6 +255,77 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 	served, missed := m.Stats()
 	fmt.Fprintf(a.io.err, "primalscope: mock of %s stopped: %d answered from recordings, %d matched nothing\n", render.Sanitize(name), served, missed)
 	return nil
+}
+
+// mockServeErr gives a mock that could not serve its exit code: 5 for a
+// BTSP target asked to serve without BTSP, 3 for an address in use, 2 for an
+// address off loopback not allowed by --listen-remote.
+func mockServeErr(arg string, err error) error {
+	var (
+		inUse  *mock.InUseError
+		clear  *mock.CleartextError
+		remote *mock.RemoteError
+	)
+	switch {
+	case errors.As(err, &clear):
+		return &securityError{err: fmt.Errorf("mock %s: %w", render.Sanitize(arg), err)}
+	case errors.As(err, &inUse):
+		return &connectError{err: fmt.Errorf("--listen: %w", err)}
+	case errors.As(err, &remote):
+		return usageErr(fmt.Errorf("--listen: %w", err))
+	}
+	return fmt.Errorf("mock %s: %w", render.Sanitize(arg), err)
+}
+
+// recording is how every entry of a mock's history reached its target.
+type recording struct {
+	Endpoint, Family, Transport string
+	// BTSP: some entry was recorded over BTSP, so all are served over it.
+	BTSP bool
+}
+
+// recordedAs checks that entries were all recorded at one endpoint and in
+// one family (a search by name can span several targets, and the mock
+// stands in for one): more is a usage error naming them. One entry over
+// BTSP makes the whole mock BTSP-only.
+func recordedAs(arg string, entries []history.Entry) (recording, error) {
+	var rec recording
+	endpoints, families := map[string]bool{}, map[string]bool{}
+	for _, e := range entries {
+		if e.Endpoint != "" {
+			endpoints[e.Endpoint] = true
+		}
+		if e.Family != "" {
+			families[e.Family] = true
+		}
+		if strings.Contains(e.Transport, "btsp") && !rec.BTSP {
+			rec.BTSP, rec.Transport = true, e.Transport
+		}
+	}
+	for what, set := range map[string]map[string]bool{"endpoints": endpoints, "families": families} {
+		if len(set) > 1 {
+			names := make([]string, 0, len(set))
+			for n := range set {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			if len(names) > 10 {
+				names = append(names[:10], "…")
+			}
+			return rec, usageErr(fmt.Errorf("the calls recorded of %s span %d %s (%s): the mock stands in for one; give that one's endpoint, or --since to keep only the recent ones",
+				render.Sanitize(arg), len(set), what, render.Sanitize(strings.Join(names, ", "))))
+		}
+	}
+	for ep := range endpoints {
+		rec.Endpoint = ep
+	}
+	for fam := range families {
+		rec.Family = fam
+	}
+	if !rec.BTSP {
+		rec.Transport = entries[0].Transport
+	}
+	return rec, nil
 }
 
 // mockName is the primal's name for its capability list: the recorded
@@ -294,6 +374,10 @@ func (a *app) mockListen(e history.Entry, f mockFlags) (mock.Listen, error) {
 			return l, usageErr(fmt.Errorf("--serve-wire %q: want jsonrpc, lean or holon", f.wire))
 		}
 	}
+	if f.listen == "stdio" && strings.Contains(e.Transport, "btsp") {
+		return l, &securityError{err: fmt.Errorf("%s was recorded over BTSP: the mock serves it over BTSP only, and a stdio bus has no BTSP", render.Sanitize(e.Target))}
+	}
+	l.Remote = f.remote
 	if strings.Contains(e.Transport, "btsp") {
 		// The seed of the recorded target's family, by the one rule the
 		// client uses (ipc.Security.SeedFor): FAMILY_SEED and
@@ -418,6 +502,11 @@ func (a *app) mockVerify(ctx context.Context, arg string, f mockFlags) error {
 	for _, c := range calls {
 		resp, err := conn.Send(ctx, ipc.Request{Method: c.e.Method, Params: c.e.Params, Pool: t.Pool, SessionID: c.e.Session})
 		label := c.e.Method + " " + string(orEmpty(c.e.Params))
+		if err != nil && exitCode(err) == exitSecurity {
+			// A refusal for security is not drift: it says nothing of
+			// what the target answers, and it must not read as a diff.
+			return &securityError{err: fmt.Errorf("verify %s: %s refused for security: %w", render.Sanitize(c.e.Method), render.Sanitize(t.Name), err)}
+		}
 		if err != nil {
 			drifted++
 			fmt.Fprintf(a.io.out, "✗ %s: %s\n", render.Sanitize(label), render.Sanitize(err.Error()))

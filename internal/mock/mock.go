@@ -88,6 +88,9 @@ type Options struct {
 	// Log receives a line for each request that matched nothing, with the
 	// nearest recorded params as a diff; and the one note on placeholders.
 	Log io.Writer
+	// BTSPOnly says the target was recorded over BTSP: the mock serves it
+	// only through a BTSP handshake (Listen.Seed), never in cleartext.
+	BTSPOnly bool
 	// Rand decides the percentages of faults (nil: a random source).
 	Rand *rand.Rand
 }
@@ -379,8 +382,14 @@ func (m *Mock) nearest(method string, params json.RawMessage) string {
 			best = d
 		}
 	}
+	hidden := make([]history.Change, len(best))
+	for i, c := range best {
+		secret := history.SecretPath(c.Path) // what the client sent there is its secret
+		c.Old, c.New = hide(c.Old, secret), hide(c.New, secret)
+		hidden[i] = c
+	}
 	var b bytes.Buffer
-	_ = history.FormatDiff(&b, best, history.DiffFormat{MaxChanges: 20})
+	_ = history.FormatDiff(&b, hidden, history.DiffFormat{MaxChanges: 20})
 	return strings.TrimRight(b.String(), "\n")
 }
 
@@ -405,8 +414,30 @@ func (m *Mock) logf(format string, args ...any) {
 	fmt.Fprintln(m.opts.Log, "primalscope: mock: "+textsafe.SanitizeMultiline(fmt.Sprintf(format, args...)))
 }
 
+// hide is a diff value fit for the log: "[redacted]" under a secret path,
+// else with its own secret-keyed members redacted.
+func hide(v json.RawMessage, secret bool) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	if secret {
+		return json.RawMessage(redactedJSON)
+	}
+	red, _, err := history.Redact(v)
+	if err != nil {
+		return json.RawMessage(redactedJSON)
+	}
+	return red
+}
+
+// clip shows a client's params in a log line: secrets redacted (the log is
+// stderr and --log, not the client's), at most 200 bytes.
 func clip(b json.RawMessage) string {
-	s := string(orNull(b))
+	red, _, err := history.Redact(orNull(b))
+	if err != nil {
+		return "(params that are not JSON)"
+	}
+	s := string(red)
 	if len(s) > 200 {
 		s = s[:200] + "…"
 	}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/ecoPrimals/primalscope/internal/peer"
@@ -38,13 +39,50 @@ type Listen struct {
 	Seed []byte
 	// SpeakFirst makes a holon mock send its Hello first, as recorded.
 	SpeakFirst bool
+	// Remote allows a TCP or WebSocket address that is not loopback: anyone
+	// who reaches it reads the recorded answers and toggles the faults.
+	Remote bool
 }
 
 // Limits on what one mock serves.
 const (
 	maxRequestBytes = 4 << 20
 	maxLineStdio    = 4 << 20
+	maxConns        = 64 // connections at once
+	maxInflight     = 64 // requests of one connection answered at once
 )
+
+// CleartextError is a mock of a BTSP-only target asked to serve on a wire
+// that has no BTSP (WebSocket, stdio): it would hand the family's data to
+// anyone.
+type CleartextError struct{ Wire string }
+
+func (e *CleartextError) Error() string {
+	return fmt.Sprintf("the target was recorded over BTSP: the mock serves it over BTSP only, not %s (serve it on a Unix socket or tcp:// with the family's seed)", e.Wire)
+}
+
+// RemoteError is a TCP or WebSocket address that is not loopback, not
+// allowed by name (Listen.Remote).
+type RemoteError struct{ Endpoint string }
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("%s is not a loopback address: anyone who reaches it could read the recorded answers and toggle the faults (--listen-remote allows it)", e.Endpoint)
+}
+
+// IsLoopback reports whether a host:port listens on loopback only (an
+// empty host or 0.0.0.0 listens everywhere; a name other than localhost is
+// not trusted to stay loopback).
+func IsLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
 
 // InUseError is a listen address that something already answers on.
 type InUseError struct {
@@ -75,23 +113,36 @@ func (m *Mock) dispatch(ctx context.Context, method string, params json.RawMessa
 
 // Serve starts serving at l. A Unix socket path that a live server holds is
 // an *InUseError; a socket file nobody answers on is replaced.
+//
+// A seed with a wire that has no BTSP is a *CleartextError, an address
+// that is not loopback without l.Remote a *RemoteError.
 func (m *Mock) Serve(l Listen) (*Server, error) {
 	ep := l.Endpoint
+	if m.opts.BTSPOnly && len(l.Seed) == 0 {
+		return nil, &CleartextError{Wire: "without a seed"}
+	}
 	switch l.Wire {
 	case WireHolon:
 		if ep.Transport != ipc.WS {
 			return nil, fmt.Errorf("a holon mock listens on ws://HOST:PORT/PATH, not %s", ep)
 		}
+		if len(l.Seed) > 0 || m.opts.BTSPOnly {
+			return nil, &CleartextError{Wire: "over Holon-RPC (WebSocket has no BTSP)"}
+		}
 		hostPath := strings.TrimPrefix(ep.URL, "ws://")
 		addr, path, _ := strings.Cut(hostPath, "/")
+		if !l.Remote && !IsLoopback(addr) {
+			return nil, &RemoteError{Endpoint: ep.String()}
+		}
 		hs, err := peer.ListenHolon(addr, peer.HolonConfig{Path: "/" + path, Dispatch: m.dispatch, SpeakFirst: l.SpeakFirst,
-			HelloTimeout: 3 * time.Second, MaxMessage: maxRequestBytes, Lenient: true})
+			HelloTimeout: 3 * time.Second, MaxMessage: maxRequestBytes, Lenient: true, MaxConns: maxConns})
 		if err != nil {
 			return nil, inUse(ep.String(), err)
 		}
 		return &Server{Endpoint: hs.Endpoint(), closer: hs}, nil
 	}
-	cfg := peer.Config{Dispatch: m.dispatch, Lean: l.Wire == WireLean, MaxLine: maxRequestBytes, Concurrent: true}
+	cfg := peer.Config{Dispatch: m.dispatch, Lean: l.Wire == WireLean, MaxLine: maxRequestBytes, Concurrent: true,
+		MaxInflight: maxInflight, MaxConns: maxConns}
 	switch {
 	case len(l.Seed) > 0:
 		cfg.Accept = peer.RiboCipher(peer.PrefixOptional, m.opts.Name, peer.BTSPGate(btsp.ServerConfig{Seed: l.Seed}, false))
@@ -110,6 +161,9 @@ func (m *Mock) Serve(l Listen) (*Server, error) {
 		_ = os.Chmod(ep.Path, 0o600)
 		return &Server{Endpoint: s.Endpoint(), closer: s}, nil
 	case ipc.TCP:
+		if !l.Remote && !IsLoopback(ep.Address) {
+			return nil, &RemoteError{Endpoint: ep.String()}
+		}
 		s, err := peer.ListenTCP(ep.Address, cfg)
 		if err != nil {
 			return nil, inUse(ep.String(), err)
@@ -120,7 +174,9 @@ func (m *Mock) Serve(l Listen) (*Server, error) {
 }
 
 // freeSocket makes path ready to listen on: nothing there, or a socket file
-// nobody answers on (removed). A live server there is an *InUseError; any
+// of ours that refuses connections (its server is gone: removed). A socket
+// that answers, or that cannot be dialed for another reason (a full
+// backlog, a slow or busy server, no permission), is an *InUseError; any
 // other file is left alone and refused.
 func freeSocket(path string) error {
 	fi, err := os.Lstat(path)
@@ -137,6 +193,17 @@ func freeSocket(path string) error {
 	if err == nil {
 		c.Close()
 		return &InUseError{Endpoint: path, Holder: holder(path)}
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return &InUseError{Endpoint: path, Holder: holder(path)}
+	}
+	// Just before removing: still the file that refused, and ours.
+	again, err := os.Lstat(path)
+	if err != nil || !os.SameFile(fi, again) {
+		return &InUseError{Endpoint: path}
+	}
+	if st, ok := again.Sys().(*syscall.Stat_t); !ok || int(st.Uid) != os.Getuid() {
+		return fmt.Errorf("%s is a dead socket of another user: not removing it", path)
 	}
 	return os.Remove(path)
 }
@@ -190,6 +257,9 @@ func holder(path string) string {
 // done: the mock as a stdio bus worker (--listen stdio). A request's
 // sessionId is echoed, as a bus worker does for affinity.
 func (m *Mock) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
+	if m.opts.BTSPOnly {
+		return &CleartextError{Wire: "on a stdio bus"}
+	}
 	r := bufio.NewReaderSize(in, 64<<10)
 	w := bufio.NewWriter(out)
 	for ctx.Err() == nil {

@@ -48,6 +48,9 @@ type HolonConfig struct {
 	IgnoreHeartbeats bool
 	// MaxMessage bounds one incoming message (default 1 MiB).
 	MaxMessage int64
+	// MaxConns bounds the connections served at once (0: no bound); an
+	// upgrade past it is answered 503.
+	MaxConns int
 	// Dispatch, when set, answers every request but the built-in
 	// rpc.heartbeat and rpc.peers in place of Methods (see Config.Dispatch).
 	Dispatch DispatchFunc
@@ -193,6 +196,13 @@ func (s *HolonServer) Close() error {
 func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 	if s.ctx.Err() != nil {
 		http.Error(w, "closing", http.StatusServiceUnavailable)
+		return
+	}
+	s.mu.Lock()
+	full := s.cfg.MaxConns > 0 && len(s.conns) >= s.cfg.MaxConns
+	s.mu.Unlock()
+	if full {
+		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return
 	}
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{holon.Subprotocol}})

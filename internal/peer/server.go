@@ -13,7 +13,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ecoPrimals/primalscope/internal/backoff"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -67,6 +70,13 @@ type Config struct {
 	Accept func(c net.Conn, first *bufio.Reader) (f ipc.Framer, ok bool)
 	// MaxLine bounds one incoming line (default 16 MiB).
 	MaxLine int
+	// MaxInflight bounds the requests of one connection handled at once
+	// (Concurrent servers; 0: no bound). A full connection is not read
+	// until one finishes or the client hangs up.
+	MaxInflight int
+	// MaxConns bounds the connections served at once (0: no bound); a
+	// connection past it is closed at once.
+	MaxConns int
 	// Dispatch, when set, answers every request in place of Methods, and
 	// says whether the answer goes out as usual or with a fault of its own
 	// (the mock's faults).
@@ -74,7 +84,8 @@ type Config struct {
 }
 
 // DispatchFunc answers one request: a result or an error, and how to send
-// it (FaultNone: as usual).
+// it (FaultNone: as usual). ctx ends when the request's client hangs up or
+// the server stops.
 type DispatchFunc func(ctx context.Context, method string, params json.RawMessage) (any, error, Fault)
 
 // Fault is how one answer misbehaves.
@@ -116,6 +127,11 @@ type ServerConn struct {
 	pmu     sync.Mutex
 	pending map[string]chan *ipc.Message
 	fr      ipc.Framer // non-nil when serving through a handshake's framer
+	// ctx ends when the client hangs up (a half-close still gets its
+	// answers), the server side closes it, or the server stops; its
+	// handlers get it.
+	ctx    context.Context
+	cancel context.CancelFunc
 }
 
 // Listen starts a server on a new Unix socket at path.
@@ -208,9 +224,15 @@ func (s *Server) Notify(method string, params any) {
 }
 
 // serveConn serves one connection the acceptor took.
-func (s *Server) serveConn(_ context.Context, c net.Conn) {
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	sc := &ServerConn{srv: s, c: c, w: bufio.NewWriterSize(c, 64<<10), pending: map[string]chan *ipc.Message{}}
+	sc.ctx, sc.cancel = context.WithCancel(ctx)
+	defer sc.cancel()
 	s.mu.Lock()
+	if s.cfg.MaxConns > 0 && len(s.conns) >= s.cfg.MaxConns {
+		s.mu.Unlock()
+		return // the acceptor closes it
+	}
 	s.conns[sc] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
@@ -225,7 +247,7 @@ func (sc *ServerConn) serve() {
 	s := sc.srv
 	b := s.cfg.Behavior
 	if b.NeverRead {
-		<-s.ctx.Done()
+		<-sc.ctx.Done()
 		return
 	}
 	r := bufio.NewReaderSize(sc.c, 64<<10)
@@ -245,7 +267,11 @@ func (sc *ServerConn) serve() {
 		sc.write(b.OnConnect, true)
 	}
 	var hwg sync.WaitGroup
-	defer hwg.Wait()
+	defer sc.drain(&hwg)
+	var slots chan struct{}
+	if s.cfg.MaxInflight > 0 {
+		slots = make(chan struct{}, s.cfg.MaxInflight)
+	}
 	for {
 		var line []byte
 		var err error
@@ -284,15 +310,107 @@ func (sc *ServerConn) serve() {
 		}
 		flush := sc.fr != nil || r.Buffered() == 0
 		if s.cfg.Concurrent {
+			if slots != nil && !sc.acquire(slots) {
+				return
+			}
 			hwg.Add(1)
 			go func() {
 				defer hwg.Done()
+				if slots != nil {
+					defer func() { <-slots }()
+				}
 				sc.dispatch(m, true)
 			}()
 			continue
 		}
 		sc.dispatch(m, flush)
 	}
+}
+
+// hangupCheck is how often a connection with every slot taken looks whether
+// its client hung up (it is not read meanwhile, so EOF would go unseen).
+const hangupCheck = 50 * time.Millisecond
+
+// drain waits for the connection's handlers once it is read no more. A
+// client that only stopped sending (a half-close, as `socat -` does) still
+// gets its answers; one that hung up ends their context.
+func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
+	defer sc.cancel()
+	done := make(chan struct{})
+	go func() {
+		hwg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	default:
+	}
+	t := time.NewTicker(hangupCheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-sc.ctx.Done():
+			<-done
+			return
+		case <-t.C:
+			if hungUp(sc.c) {
+				sc.cancel()
+				<-done
+				return
+			}
+		}
+	}
+}
+
+// acquire takes one of slots for a request, waiting while they are all
+// taken; false when the connection ended first (the server stopped or the
+// client hung up), and then the request is not handled.
+func (sc *ServerConn) acquire(slots chan struct{}) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTicker(hangupCheck)
+	defer t.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+			return true
+		case <-sc.ctx.Done():
+			return false
+		case <-t.C:
+			if hungUp(sc.c) {
+				return false
+			}
+		}
+	}
+}
+
+// hungUp reports whether the client of c has closed the connection (or it
+// broke), whatever it sent before that the server has not read yet. A
+// client that only shut down its sending side has not hung up.
+func hungUp(c net.Conn) bool {
+	sysc, ok := c.(syscall.Conn)
+	if !ok {
+		return false
+	}
+	rc, err := sysc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	hung := false
+	cerr := rc.Control(func(fd uintptr) {
+		pfd := []unix.PollFd{{Fd: int32(fd)}} // POLLHUP and POLLERR are always reported
+		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 &&
+			pfd[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			hung = true
+		}
+	})
+	return hung || cerr != nil
 }
 
 // ReadLine reads one line from r and returns it without its newline; a line
@@ -329,16 +447,16 @@ func (sc *ServerConn) dispatch(m *ipc.Message, flush bool) {
 	fault := FaultNone
 	switch {
 	case s.cfg.Dispatch != nil:
-		res, herr, fault = s.cfg.Dispatch(s.ctx, m.Method, m.Params)
+		res, herr, fault = s.cfg.Dispatch(sc.ctx, m.Method, m.Params)
 	case h == nil:
 		herr = &ipc.RPCError{Code: -32601, Message: "Method not found: " + m.Method}
 	default:
-		res, herr = h(s.ctx, m.Params)
+		res, herr = h(sc.ctx, m.Params)
 	}
-	if m.Kind == ipc.KindNotification {
-		return
+	if m.Kind == ipc.KindNotification || sc.ctx.Err() != nil {
+		return // nobody to answer
 	}
-	if b.Delay > 0 && !backoff.Sleep(s.ctx, b.Delay) {
+	if b.Delay > 0 && !backoff.Sleep(sc.ctx, b.Delay) {
 		return
 	}
 	id := m.ID
