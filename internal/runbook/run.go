@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -746,7 +745,7 @@ func (r *Runner) redact(raw json.RawMessage) json.RawMessage {
 // diff shows bare values, which Redact cannot judge without their key).
 func (r *Runner) redactDiff(d []history.Change) []history.Change {
 	for i := range d {
-		if secretPath(d[i].Path) {
+		if history.SecretPath(d[i].Path) {
 			if d[i].Old != nil {
 				d[i].Old = json.RawMessage(`"` + history.Redacted + `"`)
 			}
@@ -759,20 +758,4 @@ func (r *Runner) redactDiff(d []history.Change) []history.Change {
 		d[i].New = r.redact(d[i].New)
 	}
 	return d
-}
-
-var pathKeyRE = regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_]*)|\["((?:[^"\\]|\\.)*)"\]`)
-
-// secretPath reports a path any of whose keys looks secret.
-func secretPath(p string) bool {
-	for _, m := range pathKeyRE.FindAllStringSubmatch(p, -1) {
-		k := m[1]
-		if k == "" {
-			k = m[2]
-		}
-		if history.IsSecretKey(k) {
-			return true
-		}
-	}
-	return false
 }
