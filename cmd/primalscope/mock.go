@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -222,13 +223,13 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 	}
 	if f.listen == "stdio" {
 		if err := m.ServeStdio(ctx, a.io.in, a.io.out); err != nil {
-			return mockServeErr(arg, err)
+			return mockServeErr(arg, f, err)
 		}
 		return nil
 	}
 	srv, err := m.Serve(l)
 	if err != nil {
-		return mockServeErr(arg, err)
+		return mockServeErr(arg, f, err)
 	}
 	if l.Remote && srv.Endpoint.Transport != ipc.Unix {
 		fmt.Fprintf(a.io.err, "primalscope: mock: WARNING: --listen-remote: %s may be reachable from other hosts: anyone who reaches it reads the recorded answers and can toggle the faults\n", render.Sanitize(srv.Endpoint.String()))
@@ -260,7 +261,7 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 // mockServeErr gives a mock that could not serve its exit code: 5 for a
 // BTSP target asked to serve without BTSP, 3 for an address in use, 2 for an
 // address off loopback not allowed by --listen-remote.
-func mockServeErr(arg string, err error) error {
+func mockServeErr(arg string, f mockFlags, err error) error {
 	var (
 		inUse  *mock.InUseError
 		clear  *mock.CleartextError
@@ -270,7 +271,11 @@ func mockServeErr(arg string, err error) error {
 	case errors.As(err, &clear):
 		return &securityError{err: fmt.Errorf("mock %s: %w", render.Sanitize(arg), err)}
 	case errors.As(err, &inUse):
-		return &connectError{err: fmt.Errorf("--listen: %w", err)}
+		where := "--listen"
+		if f.listen == "" {
+			where = "where it was recorded"
+		}
+		return &connectError{err: fmt.Errorf("mock %s %s: %w", render.Sanitize(arg), where, err)}
 	case errors.As(err, &remote):
 		return usageErr(fmt.Errorf("--listen: %w", err))
 	}
@@ -417,9 +422,20 @@ func (a *app) mockRegister(ctx context.Context, name string, methods []string, e
 		caps = append(caps, d)
 	}
 	sort.Strings(caps)
-	params, _ := json.Marshal(map[string]any{"primal_id": name, "capabilities": caps, "endpoint": ep.String()})
 	rctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
+	// Never take a live primal's place: if the registry has NAME at another
+	// endpoint that answers, registering the mock would send the rest of
+	// the composition (and what it signs, stores or spends) to the mock.
+	if live := registeredLive(rctx, conn, name, ep); live != "" {
+		conn.Close()
+		return nil, usageErr(fmt.Errorf("--register: %s is registered with %s at %s, which answers: the mock would take its place; stop it first, or run the mock without --register",
+			render.Sanitize(name), render.Sanitize(t.Name), render.Sanitize(live)))
+	}
+	if len(caps) == 0 {
+		fmt.Fprintf(a.io.err, "primalscope: mock: warning: no capability to register %s under (its recorded methods are all standard ones): found by name only\n", render.Sanitize(name))
+	}
+	params, _ := json.Marshal(map[string]any{"primal_id": name, "capabilities": caps, "endpoint": ep.String()})
 	if _, err := conn.Send(rctx, ipc.Request{Method: "ipc.register", Params: params}); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("--register with %s: %w", render.Sanitize(t.Name), err)
@@ -434,6 +450,46 @@ func (a *app) mockRegister(ctx context.Context, name string, methods []string, e
 		}
 		conn.Close()
 	}, nil
+}
+
+// registeredLive returns the endpoint the registry has for name when it is
+// not ep and something answers there (a connect within 300 ms), else "".
+func registeredLive(ctx context.Context, conn *ipc.Conn, name string, ep ipc.Endpoint) string {
+	params, _ := json.Marshal(map[string]any{"primal_id": name})
+	resp, err := conn.Send(ctx, ipc.Request{Method: "ipc.resolve", Params: params})
+	if err != nil {
+		return "" // not registered (or the registry cannot say)
+	}
+	var r struct {
+		Native string `json:"native_endpoint"`
+		Socket string `json:"socket"`
+	}
+	if json.Unmarshal(resp.Result, &r) != nil {
+		return ""
+	}
+	addr := r.Native
+	if addr == "" {
+		addr = r.Socket
+	}
+	other, err := ipc.ParseEndpoint(addr)
+	if err != nil || other.String() == ep.String() {
+		return ""
+	}
+	network, where := "", ""
+	switch other.Transport {
+	case ipc.Unix:
+		network, where = "unix", other.Path
+	case ipc.TCP:
+		network, where = "tcp", other.Address
+	default:
+		return ""
+	}
+	c, err := (&net.Dialer{Timeout: 300 * time.Millisecond}).DialContext(ctx, network, where)
+	if err != nil {
+		return ""
+	}
+	c.Close()
+	return other.String()
 }
 
 // standardDomains are the methods every primal has, not a capability.
@@ -516,6 +572,7 @@ func (a *app) mockVerify(ctx context.Context, arg string, f mockFlags) error {
 		if err != nil {
 			return fmt.Errorf("verify %s: %w", c.e.Method, err)
 		}
+		changes = verifyChanges(changes)
 		if len(changes) == 0 {
 			fmt.Fprintf(a.io.out, "✓ %s: as recorded\n", render.Sanitize(label))
 			continue
@@ -541,6 +598,30 @@ func (a *app) mockVerify(ctx context.Context, arg string, f mockFlags) error {
 	}
 	fmt.Fprintf(a.io.err, "primalscope: %d call(s) answered as recorded\n", len(calls))
 	return nil
+}
+
+// verifyChanges keeps the drift that says something: a recorded
+// "[redacted]" was a secret whose value history never kept, so today's
+// value there is no drift; and a value under a secret-looking key is shown
+// as [redacted], whatever the target answers today.
+func verifyChanges(changes []history.Change) []history.Change {
+	redacted := json.RawMessage(`"` + history.Redacted + `"`)
+	kept := changes[:0]
+	for _, c := range changes {
+		if c.Kind == history.Changed && string(c.Old) == string(redacted) {
+			continue
+		}
+		if history.SecretPath(c.Path) {
+			if c.Old != nil {
+				c.Old = redacted
+			}
+			if c.New != nil {
+				c.New = redacted
+			}
+		}
+		kept = append(kept, c)
+	}
+	return kept
 }
 
 func orEmpty(b json.RawMessage) json.RawMessage {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
 )
@@ -274,5 +275,37 @@ func TestMockRegisterVerifyAndBadInput(t *testing.T) {
 	busy := filepath.Join(eco.Dir, "songbird.sock")
 	if r := runCLI(t, env, "", "--socket-dir", eco.Dir, "mock", "ledger", "--listen", busy); r.code != 3 || !strings.Contains(r.stderr, "in use") {
 		t.Errorf("a --listen address in use: want exit 3, got %+v", r)
+	}
+}
+
+// TestMockVerifyRedactedIsNoDrift: a recorded "[redacted]" was a secret
+// whose value history never kept: today's value there is no drift, and a
+// value under a secret-looking key is never printed.
+func TestMockVerifyRedactedIsNoDrift(t *testing.T) {
+	got := verifyChanges([]history.Change{
+		{Path: ".session_id", Kind: history.Changed, Old: json.RawMessage(`"[redacted]"`), New: json.RawMessage(`"sess-0021"`)},
+		{Path: ".token", Kind: history.Added, New: json.RawMessage(`"abc-secret-123"`)},
+		{Path: ".lines", Kind: history.Changed, Old: json.RawMessage(`0`), New: json.RawMessage(`1`)},
+	})
+	if len(got) != 2 || got[0].Path != ".token" || string(got[0].New) != `"[redacted]"` || got[1].Path != ".lines" {
+		t.Fatalf("verify's drift: %+v", got)
+	}
+}
+
+// TestMockRegisterNeverTakesALivePrimalsPlace: squirrel is registered and
+// answers; a mock of it may not register in its place.
+func TestMockRegisterNeverTakesALivePrimalsPlace(t *testing.T) {
+	eco := ecosystem(t)
+	env := runEnv(t)
+	if r := runCLI(t, env, "", "--socket-dir", eco.Dir, "call", "squirrel", "health.liveness"); r.code != 0 {
+		t.Fatalf("recording: %+v", r)
+	}
+	m, code := startMock(t, env, "--socket-dir", eco.Dir, "mock", "squirrel", "--listen", filepath.Join(eco.Dir, "squirrel-mock.sock"), "--register")
+	if code != exitUsage || !strings.Contains(m.stderr(), "which answers") {
+		t.Fatalf("want exit 2 refusing to take a live primal's place, got %d:\n%s", code, m.stderr())
+	}
+	r := runCLI(t, runEnv(t), "", "--socket-dir", eco.Dir, "--no-history", "call", "songbird", "ipc.resolve", `{"primal_id":"squirrel"}`)
+	if !strings.Contains(r.stdout, "squirrel.sock") || strings.Contains(r.stdout, "squirrel-mock.sock") {
+		t.Fatalf("the registry should still send squirrel's callers to squirrel:\n%s", r.stdout)
 	}
 }

@@ -38,7 +38,14 @@ type Fault struct {
 func (f *Fault) On() bool { return !f.Off }
 
 // Applies reports whether the rule names method.
+// A wildcard never takes the mock's own control method or its
+// capability list: with --fault '*=drop' the TUI could neither tell it is
+// a mock nor turn the faults off; naming either method does.
 func (f *Fault) Applies(method string) bool {
+	wild := f.Method == "*" || strings.HasSuffix(f.Method, ".*")
+	if wild && (method == ControlMethod || method == "capabilities.list") {
+		return false
+	}
 	switch {
 	case f.Method == "*":
 		return true

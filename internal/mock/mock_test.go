@@ -295,25 +295,32 @@ func TestFaultSpecErrors(t *testing.T) {
 	}
 }
 
+// Latency: recorded waits at least the recorded time, scaled; none and the
+// parsing need no clock. (Only lower bounds are checked: a loaded machine
+// may take longer, never shorter.)
 func TestLatencyRecordedAndScaled(t *testing.T) {
-	r := []Recording{{Method: "a.b", Result: json.RawMessage(`1`), Duration: 200 * time.Millisecond}}
-	for _, c := range []struct {
-		lat      string
-		min, max time.Duration
-	}{{"none", 0, 150 * time.Millisecond}, {"recorded", 200 * time.Millisecond, 5 * time.Second}, {"x2", 400 * time.Millisecond, 5 * time.Second}} {
-		l, err := ParseLatency(c.lat)
-		if err != nil {
-			t.Fatal(err)
+	r := []Recording{{Method: "a.b", Result: json.RawMessage(`1`), Duration: 100 * time.Millisecond}}
+	for lat, want := range map[string]Latency{"none": {}, "recorded": {Recorded: true, Scale: 1}, "x2": {Recorded: true, Scale: 2}, "x0.5": {Recorded: true, Scale: 0.5}} {
+		if l, err := ParseLatency(lat); err != nil || l != want {
+			t.Errorf("--latency %s = %+v, %v", lat, l, err)
 		}
+	}
+	for _, c := range []struct {
+		lat string
+		min time.Duration
+	}{{"recorded", 100 * time.Millisecond}, {"x2", 200 * time.Millisecond}} {
+		l, _ := ParseLatency(c.lat)
 		m, _ := New(r, Options{Name: "x", Latency: l})
 		start := time.Now()
 		m.Handle(t.Context(), "a.b", nil)
-		if took := time.Since(start); took < c.min || took > c.max {
-			t.Errorf("--latency %s took %s", c.lat, took)
+		if took := time.Since(start); took < c.min {
+			t.Errorf("--latency %s answered after %s, before %s", c.lat, took, c.min)
 		}
 	}
-	if _, err := ParseLatency("fast"); err == nil {
-		t.Error("--latency fast should not parse")
+	for _, bad := range []string{"fast", "x-1", "x"} {
+		if _, err := ParseLatency(bad); err == nil {
+			t.Errorf("--latency %s should not parse", bad)
+		}
 	}
 }
 
@@ -323,5 +330,28 @@ func TestServeRefusesALiveSocket(t *testing.T) {
 	_, err := m.Serve(Listen{Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: path}, Wire: WireJSONRPC})
 	if _, ok := err.(*InUseError); !ok {
 		t.Fatalf("a live socket should be in use, got %v", err)
+	}
+}
+
+// A wildcard fault never takes the control method or the capability list:
+// the TUI must still see a mock and turn its faults off.
+func TestWildcardFaultSparesTheControls(t *testing.T) {
+	for _, spec := range []string{"*=error:-32000:down", "*=drop", "mock.*=drop"} {
+		f, err := ParseFault(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := New(recs(), Options{Name: "ledger", Faults: []*Fault{f}})
+		if a := m.Handle(t.Context(), "capabilities.list", nil); a.Err != nil || a.Fault != 0 {
+			t.Fatalf("%s took capabilities.list: %+v", spec, a)
+		}
+		if a := m.Handle(t.Context(), ControlMethod, nil); a.Err != nil || a.Fault != 0 || m.Faults()[0].On() {
+			t.Fatalf("%s took the control method, or it did not turn the fault off: %+v", spec, a)
+		}
+	}
+	f, _ := ParseFault(ControlMethod + "=error:-32000:no")
+	m, _ := New(recs(), Options{Name: "ledger", Faults: []*Fault{f}})
+	if a := m.Handle(t.Context(), ControlMethod, nil); a.Err == nil {
+		t.Fatal("a fault that names the control method applies to it")
 	}
 }
