@@ -48,6 +48,8 @@ type KeyMap struct {
 	// Calls and answers.
 	Send      key.Binding `toml:"send"`
 	Editor    key.Binding `toml:"editor"`
+	// BookStep loads the runbook's next step into the composer (Config.Books).
+	BookStep key.Binding `toml:"book_step"`
 	Complete  key.Binding `toml:"complete"`
 	PrevField key.Binding `toml:"prev_field"`
 	NextField key.Binding `toml:"next_field"`
@@ -143,6 +145,7 @@ func defaultKeyMap(specs []paneSpec) KeyMap {
 
 		Send:      b([]string{"enter", "ctrl+s"}, "⏎", "send"),
 		Editor:    b([]string{"ctrl+e"}, "^e", "$EDITOR"),
+		BookStep:  b([]string{"ctrl+o"}, "^o", "book step"),
 		Complete:  b([]string{"ctrl+n"}, "^n", "complete method"),
 		PrevField: b([]string{"up"}, "↑", "previous field"),
 		NextField: b([]string{"down"}, "↓", "next field"),
@@ -214,7 +217,7 @@ func (k KeyMap) FullHelp() [][]key.Binding {
 	return [][]key.Binding{
 		every,
 		{k.Up, k.Down, k.PageUp, k.PageDown, k.Top, k.Bottom, k.Left, k.Right, k.Select, k.Fold, k.Unfold, k.FoldAll, k.Filter, k.Group, k.Refresh},
-		{k.Send, k.Editor, k.Complete, k.PrevField, k.NextField, k.Cancel, k.Jq, k.Search, k.NextMatch, k.PrevMatch, k.RawToggle, k.Copy, k.CopyPart, k.CopyCmd},
+		{k.Send, k.Editor, k.BookStep, k.Complete, k.PrevField, k.NextField, k.Cancel, k.Jq, k.Search, k.NextMatch, k.PrevMatch, k.RawToggle, k.Copy, k.CopyPart, k.CopyCmd},
 		{k.Pause, k.KindCycle, k.SrcCycle, k.Clear, k.Reply, k.Replay, k.Save, k.Export, k.AddToBook, k.MockFaults, k.FocusNode, k.MoreHops, k.FewerHops},
 		{k.Back, k.Accept, k.CharLeft, k.CharRight, k.WordLeft, k.WordRight, k.LineStart, k.LineEnd, k.DeleteBack, k.DeleteForward, k.DeleteWord, k.DeleteToEnd, k.DeleteToStart},
 	}

@@ -349,7 +349,10 @@ func TestEveryActionRemapped(t *testing.T) {
 	want("export", strings.HasPrefix(m.pc.status, "copied command"))
 	do("add_to_book")
 	want("add to book", strings.Contains(m.pc.status, "added to /books/b.yaml as step crypto_sign") && len(books.added) == 1)
-	do("caps")
+	do("composer")
+	do("book_step")
+	want("book step", strings.Contains(m.pc.status, "book step 1/1 (sign)") && m.comp().method.String() == "crypto.sign_ed25519")
+	do("back") // out of the composer's fields: to the caps pane
 	do("mock_faults")
 	want("mock faults on a primal that is not a mock", strings.Contains(m.pc.status, "not a primalscope mock"))
 	do("history")
@@ -516,6 +519,10 @@ func TestResponseKeysBeforeAnyAnswer(t *testing.T) {
 
 // fakeBooks stands in for the CLI's runbook file: it keeps what it is given.
 type fakeBooks struct{ added []history.Entry }
+
+func (f *fakeBooks) Steps(context.Context) (string, []BookStep, error) {
+	return "/books/b.yaml", []BookStep{{Name: "sign", Target: "beardog", Method: "crypto.sign_ed25519", Params: `{"message":"aGk="}`}}, nil
+}
 
 func (f *fakeBooks) Add(_ context.Context, e history.Entry) (string, string, []string, error) {
 	f.added = append(f.added, e)

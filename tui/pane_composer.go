@@ -38,6 +38,8 @@ const (
 // session and pool. In reply mode it answers a server-initiated request.
 type composer struct {
 	paneBase
+	// bookIdx is the runbook step the book-step key takes next.
+	bookIdx int
 	field   int
 	method  lineEdit
 	params  lineEdit
@@ -206,6 +208,8 @@ func (c *composer) Update(msg tea.Msg) (pane, tea.Cmd) {
 		cmd := c.pc.do(focusMsg{c.id})
 		c.comps = nil
 		return c, cmd
+	case bookStepsMsg:
+		return c, c.takeBookStep(msg)
 	case focusedMsg:
 		c.complete()
 	case currentMsg:
@@ -296,6 +300,8 @@ func (c *composer) onKey(msg tea.Msg) tea.Cmd {
 		return cmd
 	case key.Matches(kp, k.Editor):
 		return c.openEditor()
+	case key.Matches(kp, k.BookStep):
+		return c.loadBookStep()
 	case key.Matches(kp, k.Send):
 		return c.send()
 	}
@@ -677,4 +683,59 @@ func (c *composer) body(w int) []string {
 		l3 = st.OK.Render("✓ JSON") + st.Dim.Render("  "+joinHints("  ", hint(k.Send, "send"), hint(k.Editor, "$EDITOR"), fields, hint(k.Complete, "complete")))
 	}
 	return []string{l1, l2, l3}
+}
+
+// bookStepsMsg is the runbook's steps, read in a command.
+type bookStepsMsg struct {
+	path  string
+	steps []BookStep
+	err   error
+}
+
+// loadBookStep reads the runbook (Config.Books) in a command; its steps
+// come back as a bookStepsMsg, and the next one is put in the composer.
+func (c *composer) loadBookStep() tea.Cmd {
+	books := c.pc.cfg.Books
+	if books == nil {
+		c.pc.setErr("no runbook here to take a step from")
+		return nil
+	}
+	ctx := c.pc.ctx
+	return c.pc.safe(func() tea.Msg {
+		path, steps, err := books.Steps(ctx)
+		return bookStepsMsg{path: path, steps: steps, err: err}
+	})
+}
+
+// takeBookStep puts the book's next step (one more each time the key is
+// pressed, round and round) in the composer, with its target made current
+// when it is listed; ⏎ then sends it as any call.
+func (c *composer) takeBookStep(msg bookStepsMsg) tea.Cmd {
+	switch {
+	case msg.err != nil:
+		c.pc.setErr("book: " + msg.err.Error())
+		return nil
+	case len(msg.steps) == 0:
+		c.pc.setErr("book " + render.Sanitize(msg.path) + " has no step to take")
+		return nil
+	}
+	i := c.bookIdx % len(msg.steps)
+	c.bookIdx = i + 1
+	st := msg.steps[i]
+	var cmds []tea.Cmd
+	where := ""
+	if t := c.pc.targetFor(st.Target, ""); t != nil {
+		cmds = append(cmds, c.pc.do(selectMsg{key: t.ID}))
+	} else {
+		where = "; its target " + render.Sanitize(st.Target) + " is not listed here"
+	}
+	session, pool := st.Session, st.Pool
+	cmds = append(cmds, c.pc.do(composeMsg{method: st.Method, params: st.Params, session: &session, pool: &pool}))
+	text := fmt.Sprintf("book step %d/%d (%s) of %s%s: %s sends it", i+1, len(msg.steps), render.Sanitize(st.Name),
+		render.Sanitize(msg.path), where, helpKey(c.keys().Send))
+	if st.Note != "" {
+		text += " (" + render.Sanitize(st.Note) + ")"
+	}
+	c.pc.setInfo(text)
+	return tea.Batch(cmds...)
 }

@@ -152,6 +152,17 @@ type Books interface {
 	// what the step is called, and what the user must know (the variables
 	// to set for redacted params, say).
 	Add(ctx context.Context, e history.Entry) (path, step string, notes []string, err error)
+	// Steps reads the book's steps as the composer can take them: target,
+	// method and params with what can be filled in (its vars, the
+	// environment) filled in.
+	Steps(ctx context.Context) (path string, steps []BookStep, err error)
+}
+
+// BookStep is one runbook step, ready for the composer.
+type BookStep struct {
+	Name, Target, Method, Params, Session, Pool string
+	// Note says what could not be filled in (a step's outcome it reads).
+	Note string
 }
 
 // Run shows the TUI until the user quits or ctx ends. It owns every

@@ -89,12 +89,7 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 	}
 	// Every book is read and checked before anything is sent: its names,
 	// its expressions, and the environment variables it reads.
-	env := map[string]string{}
-	for _, kv := range a.environ {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			env[k] = v
-		}
-	}
+	env := environMap(a.environ)
 	var books []*runbook.Book
 	for _, p := range paths {
 		b, err := runbook.Load(p)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/charmbracelet/x/term"
 
@@ -29,7 +30,7 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 		return usageErr(errors.New("the terminal UI needs a terminal; for scripts use ls, caps, call (see --help)"))
 	}
 	cfg := tui.Config{
-		Books:      bookFile{path: tuiBookPath},
+		Books:      bookFile{path: tuiBookPath, env: environMap(a.environ)},
 		SocketDirs: a.socketDirs,
 		Family:     a.familyID(),
 		Timeout:    a.timeout,
@@ -88,12 +89,37 @@ func (a *app) runTUI(ctx context.Context, demo bool) error {
 	return err
 }
 
+// Steps reads the book for the composer's book-step key: each step with
+// what its vars and the environment fill in.
+func (b bookFile) Steps(ctx context.Context) (string, []tui.BookStep, error) {
+	abs, err := filepath.Abs(b.path)
+	if err != nil {
+		abs = b.path
+	}
+	book, err := runbook.Load(b.path)
+	if err == nil {
+		err = runbook.Check(book)
+	}
+	if err != nil {
+		return abs, nil, err
+	}
+	var out []tui.BookStep
+	for _, p := range runbook.Previews(ctx, book, b.env) {
+		out = append(out, tui.BookStep{Name: p.Name, Target: p.Target, Method: p.Method, Params: p.Params,
+			Session: p.Session, Pool: p.Pool, Note: p.Note})
+	}
+	return abs, out, nil
+}
+
 // tuiBookPath is the runbook the TUI's AddToBook key adds calls to, in the
 // directory primalscope was started from (run it with primalscope run).
 const tuiBookPath = "primalscope-book.yaml"
 
 // bookFile adds calls to one runbook file (runbook.AddTo).
-type bookFile struct{ path string }
+type bookFile struct {
+	path string
+	env  map[string]string
+}
 
 func (b bookFile) Add(_ context.Context, e history.Entry) (string, string, []string, error) {
 	step, notes, err := runbook.AddTo(b.path, e)
@@ -105,4 +131,15 @@ func (b bookFile) Add(_ context.Context, e history.Entry) (string, string, []str
 		abs = b.path
 	}
 	return abs, step, notes, nil
+}
+
+// environMap turns KEY=VALUE pairs into a map.
+func environMap(environ []string) map[string]string {
+	m := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
 }

@@ -194,3 +194,32 @@ func TestOrderAcrossTargets(t *testing.T) {
 		t.Fatalf("a prerequisite another primal provides runs first: %s, %s", got[0].Name, got[1].Name)
 	}
 }
+
+func TestPreviewsFillWhatTheyCan(t *testing.T) {
+	b, err := Parse("p.yaml", []byte(`vars: {who: ada}
+steps:
+  - name: create
+    call: ledger ledger.entry.create
+    params: {owner: "{{ .vars.who }}", home: "{{ .env.HOME_X }}"}
+  - name: append
+    call: ledger ledger.entry.append
+    params: {entry_id: "{{ .steps.create.result.entry_id }}", n: "{{ 1 + 1 }}"}
+  - name: later
+    skip: not yet
+    call: ledger ledger.entry.list
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := Previews(t.Context(), b, map[string]string{"HOME_X": "/h"})
+	if len(ps) != 2 {
+		t.Fatalf("a skipped step is no call to make: %d previews", len(ps))
+	}
+	if ps[0].Params != `{"home":"/h","owner":"ada"}` || ps[0].Note != "" {
+		t.Errorf("vars and env filled in: %+v", ps[0])
+	}
+	if !strings.Contains(ps[1].Params, `"{{ .steps.create.result.entry_id }}"`) || !strings.Contains(ps[1].Params, `"n":2`) ||
+		!strings.Contains(ps[1].Note, "another step") {
+		t.Errorf("a step's outcome is left to fill in, and said: %+v", ps[1])
+	}
+}
