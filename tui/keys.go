@@ -46,10 +46,10 @@ type KeyMap struct {
 	Refresh  key.Binding `toml:"refresh"`
 
 	// Calls and answers.
-	Send      key.Binding `toml:"send"`
-	Editor    key.Binding `toml:"editor"`
+	Send   key.Binding `toml:"send"`
+	Editor key.Binding `toml:"editor"`
 	// BookStep loads the runbook's next step into the composer (Config.Books).
-	BookStep key.Binding `toml:"book_step"`
+	BookStep  key.Binding `toml:"book_step"`
 	Complete  key.Binding `toml:"complete"`
 	PrevField key.Binding `toml:"prev_field"`
 	NextField key.Binding `toml:"next_field"`
