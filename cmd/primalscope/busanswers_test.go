@@ -43,12 +43,17 @@ func TestCallBusAnswersMatchedBySession(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, `"own"`) {
 		t.Fatalf("call: %+v; want the own answer, exit 0", r)
 	}
-	for _, leak := range []string{"other-session", "other-pool", "never-sent"} {
+	for _, leak := range []string{"other-session", "other-pool", "never-sent", "second"} {
 		if strings.Contains(r.stdout, leak) {
 			t.Errorf("stdout holds the %s answer: %s", leak, r.stdout)
 		}
 	}
-	for _, want := range []string{`session "S2"`, `pool "evil"`, "no call 99 was sent", "duplicate_response_id"} {
+	// The second answer to the call is noted only when it is read before the
+	// call's own answer is handed over (same burst): ipc's
+	// TestBusSecondAnswerIsReported checks that deterministically; here the
+	// call may end first under load (it flaked 2–5 in 30 under -race with
+	// both cores busy), so only its never being printed is asserted.
+	for _, want := range []string{`session "S2"`, `pool "evil"`, "no call 99 was sent"} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
