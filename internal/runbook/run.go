@@ -366,7 +366,17 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	if s.Name != "" {
 		rec := map[string]any{"result": jqValue(ans.Result), "error": nil, "ms": res.Ms}
 		if ans.Error != nil {
-			rec["error"] = map[string]any{"code": ans.Error.Code, "message": ans.Error.Message, "data": jqValue(ans.Error.Data)}
+			// As jq reads JSON (a code is a number jq compares, not a Go
+			// int64 it does not know): through its JSON form.
+			e := map[string]any{"code": nil, "message": nil, "data": nil}
+			if raw, err := json.Marshal(ans.Error); err == nil {
+				if m, ok := jqValue(raw).(map[string]any); ok {
+					for k, v := range m {
+						e[k] = v
+					}
+				}
+			}
+			rec["error"] = e
 		}
 		sc.steps[s.Name] = rec
 	}
