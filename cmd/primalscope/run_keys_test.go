@@ -4,12 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coder/websocket"
 
 	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -452,6 +457,131 @@ steps:
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	if got := strings.Join(statuses(jsonSteps(t, r.stdout)), " "); got != "pooled=pass first=pass echoed=pass second=pass other=pass asked=pass" {
+		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+}
+
+// askingHolon is the smallest Holon-RPC server (holon-rpc.md: the
+// holon-rpc subprotocol, one JSON envelope a text frame, string ids, the
+// server's own ids "s<N>") that asks back: on notary.v1.Notary/Sign it
+// sends client.v1.Client/Confirm to the caller, reads frames until that
+// request's answer arrives (answering rpc.heartbeat meanwhile), and answers
+// the call with what the client said.
+func startAskingHolon(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"holon-rpc"}})
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		if ws.Subprotocol() != "holon-rpc" {
+			ws.Close(websocket.StatusProtocolError, "holon-rpc only")
+			return
+		}
+		type env struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      string          `json:"id,omitempty"`
+			Method  string          `json:"method,omitempty"`
+			Params  json.RawMessage `json:"params,omitempty"`
+			Result  json.RawMessage `json:"result,omitempty"`
+			Error   json.RawMessage `json:"error,omitempty"`
+		}
+		write := func(e env) bool {
+			e.JSONRPC = "2.0"
+			b, _ := json.Marshal(e)
+			return ws.Write(ctx, websocket.MessageText, b) == nil
+		}
+		read := func() (env, bool) {
+			var e env
+			typ, data, err := ws.Read(ctx)
+			if err != nil || typ != websocket.MessageText || json.Unmarshal(data, &e) != nil {
+				return e, false
+			}
+			return e, true
+		}
+		asked := 0
+		for {
+			req, ok := read()
+			if !ok {
+				return
+			}
+			switch req.Method {
+			case "rpc.heartbeat":
+				write(env{ID: req.ID, Result: json.RawMessage(`{}`)})
+				continue
+			case "notary.v1.Notary/Sign":
+			default:
+				write(env{ID: req.ID, Error: json.RawMessage(`{"code":12,"message":"method not registered"}`)})
+				continue
+			}
+			asked++
+			sid := "s" + strconv.Itoa(asked)
+			if !write(env{ID: sid, Method: "client.v1.Client/Confirm", Params: json.RawMessage(`{"question":"sign?"}`)}) {
+				return
+			}
+			for {
+				ans, ok := read()
+				if !ok {
+					return
+				}
+				if ans.Method == "rpc.heartbeat" {
+					write(env{ID: ans.ID, Result: json.RawMessage(`{}`)})
+					continue
+				}
+				if ans.Method != "" || ans.ID != sid {
+					ws.Close(websocket.StatusProtocolError, "expected the answer to "+sid)
+					return
+				}
+				out, _ := json.Marshal(map[string]json.RawMessage{"client_said": ans.Result, "client_error": ans.Error})
+				write(env{ID: req.ID, Result: out})
+				break
+			}
+		}
+	})}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		srv.Close()
+		wg.Wait()
+	})
+	return "ws://" + ln.Addr().String() + "/rpc"
+}
+
+// TestRunServeOverHolon: over Holon-RPC (WebSocket), a holon that asks the
+// caller back during a call gets the step's serve: answer; with none, the
+// client answers that it does not know the method.
+func TestRunServeOverHolon(t *testing.T) {
+	url := startAskingHolon(t)
+	dir := t.TempDir()
+	book := writeBook(t, dir, "holon.yaml", `name: holon
+steps:
+  - name: served
+    call: `+url+` notary.v1.Notary/Sign
+    params: {doc: d1}
+    serve:
+      client.v1.Client/Confirm: {ok: true}
+    expect: {result: '.client_said == {ok: true} and .client_error == null'}
+  - name: unserved
+    call: `+url+` notary.v1.Notary/Sign
+    params: {doc: d2}
+    expect: {result: '.client_said == null and .client_error.code == -32601'}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := strings.Join(statuses(jsonSteps(t, r.stdout)), " "); got != "served=pass unserved=pass" {
 		t.Fatalf("statuses: %s\n%s", got, r.stdout)
 	}
 }
