@@ -20,6 +20,8 @@ type Call struct {
 	Session, Pool  string
 	// Serve answers a peer's requests during the call: method → result.
 	Serve map[string]json.RawMessage
+	// Timeout is the step's own bound on the call (0: the caller's default).
+	Timeout time.Duration
 }
 
 // Answer is how a call ended.
@@ -316,6 +318,7 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		return done(Fail, err.Error())
 	}
 	res.Target, res.Method = call.Target, call.Method
+	call.Timeout = s.Timeout
 	if field := r.secretIn(call); field != "" {
 		// A book (or a recorded name in it) that would carry a secret
 		// to the peer: nothing is sent.
