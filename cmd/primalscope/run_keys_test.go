@@ -585,3 +585,34 @@ steps:
 		t.Fatalf("statuses: %s\n%s", got, r.stdout)
 	}
 }
+
+// TestRunStepTimeoutLongerThanTheDefault: a step's timeout may be longer
+// than the 10 s a call waits by default (README: "each call without its own
+// timeout waits at most 10 s"); a peer slower than that default but within
+// the step's timeout passes. It waits past the default, so -short skips it.
+func TestRunStepTimeoutLongerThanTheDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits past the 10 s default call timeout")
+	}
+	dir := t.TempDir()
+	srv, err := peer.Listen(filepath.Join(dir, "slow.sock"), peer.Config{
+		Behavior: peer.Behavior{Delay: stepCallTimeout + 300*time.Millisecond},
+		Methods: map[string]peer.HandlerFunc{"health.liveness": func(context.Context, json.RawMessage) (any, error) {
+			return map[string]any{"status": "alive"}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	book := writeBook(t, dir, "long.yaml", `steps:
+  - name: patient
+    call: slow health.liveness
+    timeout: `+(stepCallTimeout+10*time.Second).String()+`
+    expect: {result: '.status == "alive"'}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "--timeout", "1m", "run", book, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
