@@ -113,6 +113,9 @@ type Runner struct {
 	caps    map[string]*capability.Capabilities
 }
 
+// errStepTimeout is why a step's context ends when its own timeout: does.
+var errStepTimeout = errors.New("the step's timeout ran out")
+
 // ErrFailFast is returned when a run stopped at its first failure.
 var ErrFailFast = errors.New("stopped at the first failure (--fail-fast)")
 
@@ -330,7 +333,7 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	sctx := ctx
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		sctx, cancel = context.WithTimeoutCause(ctx, s.Timeout, errStepTimeout)
 		defer cancel()
 	}
 	var lis Listener
@@ -470,6 +473,9 @@ func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call) (Ans
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if errors.Is(context.Cause(ctx), errStepTimeout) {
+				return ans, attempts, fmt.Sprintf("the step's timeout (%s) ran out while waiting to retry", s.Timeout)
+			}
 			return ans, attempts, "the run's time ran out while waiting to retry"
 		case <-t.C:
 		}
@@ -595,8 +601,12 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 		raw, err := lis.Next(wctx)
 		if err != nil {
 			if ctx.Err() != nil || expired(ctx) != nil {
-				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s the run had left (within: %s; %d seen)",
-					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), ev.Within, seen)
+				left := "the run had left"
+				if errors.Is(context.Cause(ctx), errStepTimeout) {
+					left = fmt.Sprintf("the step's timeout (%s) left", s.Timeout)
+				}
+				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s %s (within: %s; %d seen)",
+					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), left, ev.Within, seen)
 			}
 			if wctx.Err() != nil {
 				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen)", ev.From, ev.Match, ev.Within, seen)
