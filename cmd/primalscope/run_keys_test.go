@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -44,21 +43,6 @@ func statuses(steps []map[string]any) []string {
 		out = append(out, s["step"].(string)+"="+s["status"].(string))
 	}
 	return out
-}
-
-// soleConns waits (bounded by ctx) until srv has at least want connections
-// and returns them.
-func soleConns(ctx context.Context, srv *peer.Server, want int) ([]*peer.ServerConn, error) {
-	for {
-		if cs := srv.Conns(); len(cs) >= want {
-			return cs, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, errors.New("the client never connected")
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
 }
 
 // TestRunExpectErrorMessage: error_message is a regular expression over the
@@ -141,22 +125,53 @@ func TestRunExpectUnderMS(t *testing.T) {
 
 // TestRunExpectEvent: the listener is started before the call, so a
 // notification the peer sends while answering is seen; a match that never
-// holds fails after within, naming how many events it saw.
+// holds fails after within, naming how many events it saw; a step's
+// timeout cuts the wait short and says so.
 func TestRunExpectEvent(t *testing.T) {
 	dir := t.TempDir()
 	var srv *peer.Server
-	var err error
-	srv, err = peer.Listen(filepath.Join(dir, "ledger.sock"), peer.Config{
+	var mu sync.Mutex
+	notified := map[*peer.ServerConn]bool{}
+	srv, err := peer.Listen(filepath.Join(dir, "ledger.sock"), peer.Config{
 		Concurrent: true,
 		Methods: map[string]peer.HandlerFunc{"ledger.entry.append": func(ctx context.Context, _ json.RawMessage) (any, error) {
-			// The call's connection and the listener's: notify both once
-			// the listener is there.
+			// Each step opens a listener of its own: wait (bounded) until
+			// the server has accepted a connection it has not notified
+			// yet (two at the first call: the caller's and the listener's),
+			// so the notification cannot go out before the step's listener
+			// is there; the earlier steps' listeners may linger.
+			mu.Lock()
+			need := 1
+			if len(notified) == 0 {
+				need = 2
+			}
+			mu.Unlock()
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			if _, err := soleConns(wctx, srv, 2); err != nil {
-				return nil, &ipc.RPCError{Code: -32000, Message: "no listener connected"}
+			for {
+				mu.Lock()
+				fresh := 0
+				for _, c := range srv.Conns() {
+					if !notified[c] {
+						fresh++
+					}
+				}
+				mu.Unlock()
+				if fresh >= need {
+					break
+				}
+				select {
+				case <-wctx.Done():
+					return nil, &ipc.RPCError{Code: -32000, Message: "no listener connected"}
+				case <-time.After(5 * time.Millisecond):
+				}
 			}
-			srv.Notify("ledger.entry.appended", map[string]any{"line": "hello"})
+			mu.Lock()
+			for _, c := range srv.Conns() {
+				notified[c] = true
+				_ = c.Notify("ledger.entry.appended", map[string]any{"line": "hello"})
+			}
+			mu.Unlock()
 			return map[string]any{"lines": 1}, nil
 		}},
 	})
@@ -175,17 +190,25 @@ steps:
     call: ledger ledger.entry.append
     expect:
       event: {from: ledger, match: '.name == "ledger.entry.removed"', within: 300ms}
+  - name: cut
+    call: ledger ledger.entry.append
+    timeout: 1s
+    expect:
+      event: {from: ledger, match: '.name == "ledger.entry.removed"', within: 30s}
 `)
 	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--json")
 	if r.code != 1 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	steps := jsonSteps(t, r.stdout)
-	if got := strings.Join(statuses(steps), " "); got != "seen=pass unseen=fail" {
+	if got := strings.Join(statuses(steps), " "); got != "seen=pass unseen=fail cut=fail" {
 		t.Fatalf("statuses: %s\n%s", got, r.stdout)
 	}
 	if reason := steps[1]["reason"].(string); !regexp.MustCompile(`nothing from ledger matched .* within 300ms \([1-9]\d* seen\)`).MatchString(reason) {
 		t.Errorf("an event that never came is named, with what was seen: %s", reason)
+	}
+	if reason := steps[2]["reason"].(string); !strings.Contains(reason, "the step's timeout (1s) left (within: 30s;") {
+		t.Errorf("a step's timeout bounds its wait for an event, and says so: %s", reason)
 	}
 }
 
@@ -284,6 +307,29 @@ func TestRunStepTimeout(t *testing.T) {
 	}
 	if l.count("ledger.entry.list") != 1 {
 		t.Errorf("the step after a timed-out one runs")
+	}
+
+	// A step's timeout also bounds its retries, and says it was the
+	// step's, not the run's, time that ran out.
+	book = writeBook(t, dir, "st2.yaml", `steps:
+  - name: poll
+    call: ledger ledger.job.start
+    idempotent: true
+    retry: {until: .done, times: 50, every: 1s}
+    timeout: 300ms
+  - name: after
+    call: ledger ledger.entry.list
+`)
+	r = runCLI(t, runEnv(t), "", "--socket-dir", dir, "--timeout", "20s", "run", book, "--json")
+	steps = jsonSteps(t, r.stdout)
+	if r.code != 1 || strings.Join(statuses(steps), " ") != "poll=fail after=pass" {
+		t.Fatalf("want poll to fail and the run to go on, got %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if reason := steps[0]["reason"].(string); !strings.Contains(reason, "the step's timeout (300ms) ran out while waiting to retry") {
+		t.Errorf("the reason names the step's timeout: %s", reason)
+	}
+	if n := l.count("ledger.job.start"); n != 1 {
+		t.Errorf("within 300ms a 1s retry sends once, not %d times", n)
 	}
 }
 
