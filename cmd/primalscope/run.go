@@ -299,8 +299,12 @@ func (c *runCaller) close(ctx context.Context) {
 }
 
 func (c *runCaller) Call(ctx context.Context, call runbook.Call) runbook.Answer {
-	cctx, cancel := context.WithTimeout(ctx, stepCallTimeout)
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < stepCallTimeout {
+	limit := stepCallTimeout
+	if call.Timeout > 0 {
+		limit = call.Timeout // the step's own timeout, longer or shorter
+	}
+	cctx, cancel := context.WithTimeout(ctx, limit)
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < limit {
 		cancel()
 		cctx, cancel = context.WithDeadline(ctx, dl)
 	}

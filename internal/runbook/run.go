@@ -20,6 +20,8 @@ type Call struct {
 	Session, Pool  string
 	// Serve answers a peer's requests during the call: method → result.
 	Serve map[string]json.RawMessage
+	// Timeout is the step's own bound on the call (0: the caller's default).
+	Timeout time.Duration
 }
 
 // Answer is how a call ended.
@@ -110,6 +112,9 @@ type Runner struct {
 	known   map[string]bool // secrets, as a set: true for our own (env, sent)
 	caps    map[string]*capability.Capabilities
 }
+
+// errStepTimeout is why a step's context ends when its own timeout: does.
+var errStepTimeout = errors.New("the step's timeout ran out")
 
 // ErrFailFast is returned when a run stopped at its first failure.
 var ErrFailFast = errors.New("stopped at the first failure (--fail-fast)")
@@ -316,6 +321,7 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		return done(Fail, err.Error())
 	}
 	res.Target, res.Method = call.Target, call.Method
+	call.Timeout = s.Timeout
 	if field := r.secretIn(call); field != "" {
 		// A book (or a recorded name in it) that would carry a secret
 		// to the peer: nothing is sent.
@@ -327,7 +333,7 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	sctx := ctx
 	if s.Timeout > 0 {
 		var cancel context.CancelFunc
-		sctx, cancel = context.WithTimeout(ctx, s.Timeout)
+		sctx, cancel = context.WithTimeoutCause(ctx, s.Timeout, errStepTimeout)
 		defer cancel()
 	}
 	var lis Listener
@@ -366,7 +372,17 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	if s.Name != "" {
 		rec := map[string]any{"result": jqValue(ans.Result), "error": nil, "ms": res.Ms}
 		if ans.Error != nil {
-			rec["error"] = map[string]any{"code": ans.Error.Code, "message": ans.Error.Message, "data": jqValue(ans.Error.Data)}
+			// As jq reads JSON (a code is a number jq compares, not a Go
+			// int64 it does not know): through its JSON form.
+			e := map[string]any{"code": nil, "message": nil, "data": nil}
+			if raw, err := json.Marshal(ans.Error); err == nil {
+				if m, ok := jqValue(raw).(map[string]any); ok {
+					for k, v := range m {
+						e[k] = v
+					}
+				}
+			}
+			rec["error"] = e
 		}
 		sc.steps[s.Name] = rec
 	}
@@ -457,6 +473,9 @@ func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call) (Ans
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if errors.Is(context.Cause(ctx), errStepTimeout) {
+				return ans, attempts, fmt.Sprintf("the step's timeout (%s) ran out while waiting to retry", s.Timeout)
+			}
 			return ans, attempts, "the run's time ran out while waiting to retry"
 		case <-t.C:
 		}
@@ -582,8 +601,12 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 		raw, err := lis.Next(wctx)
 		if err != nil {
 			if ctx.Err() != nil || expired(ctx) != nil {
-				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s the run had left (within: %s; %d seen)",
-					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), ev.Within, seen)
+				left := "the run had left"
+				if errors.Is(context.Cause(ctx), errStepTimeout) {
+					left = fmt.Sprintf("the step's timeout (%s) left", s.Timeout)
+				}
+				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s %s (within: %s; %d seen)",
+					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), left, ev.Within, seen)
 			}
 			if wctx.Err() != nil {
 				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen)", ev.From, ev.Match, ev.Within, seen)

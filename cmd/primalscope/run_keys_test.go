@@ -1,0 +1,664 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/ecoPrimals/primalscope/internal/peer"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// The tests below give each book key the issue lists a test of its own,
+// against the simulated peers of internal/peer.
+
+// jsonSteps parses a --json report: one object a step.
+func jsonSteps(t *testing.T, out string) []map[string]any {
+	t.Helper()
+	var got []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("--json line %q: %v", line, err)
+		}
+		got = append(got, m)
+	}
+	return got
+}
+
+// statuses is each step's label and status, as "label=status".
+func statuses(steps []map[string]any) []string {
+	var out []string
+	for _, s := range steps {
+		out = append(out, s["step"].(string)+"="+s["status"].(string))
+	}
+	return out
+}
+
+// TestRunExpectErrorMessage: error_message is a regular expression over the
+// peer's error message; alone it asks for an error, with error it narrows it.
+func TestRunExpectErrorMessage(t *testing.T) {
+	dir := t.TempDir()
+	startLedger(t, dir, nil, nil)
+	book := writeBook(t, dir, "em.yaml", `steps:
+  - name: both
+    call: ledger ledger.entry.append
+    params: {entry_id: nope}
+    expect: {error: -32000, error_message: "create it first$"}
+  - name: alone
+    call: ledger ledger.entry.append
+    params: {entry_id: nope}
+    expect: {error_message: "(?i)NO SUCH entry"}
+  - name: mismatch
+    call: ledger ledger.entry.append
+    params: {entry_id: nope}
+    expect: {error: -32000, error_message: "^permission denied"}
+  - name: noerror
+    call: ledger ledger.entry.list
+    expect: {error_message: "."}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--json")
+	if r.code != 1 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	steps := jsonSteps(t, r.stdout)
+	if got := strings.Join(statuses(steps), " "); got != "both=pass alone=pass mismatch=fail noerror=fail" {
+		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+	if reason := steps[2]["reason"].(string); !strings.Contains(reason, `"no such entry: create it first" does not match /^permission denied/`) {
+		t.Errorf("a mismatch names the message and the pattern: %s", reason)
+	}
+	if reason := steps[3]["reason"].(string); !strings.Contains(reason, "expected an error, got a result") {
+		t.Errorf("error_message alone asks for an error: %s", reason)
+	}
+}
+
+// TestRunExpectUnderMS: under_ms bounds the call's duration; a peer that
+// holds every answer back 300 ms fails a 50 ms bound (a lower bound on the
+// peer's delay, never a guess at how fast this machine is) and passes a
+// bound as long as the call's own timeout.
+func TestRunExpectUnderMS(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := peer.Listen(filepath.Join(dir, "slow.sock"), peer.Config{
+		Behavior: peer.Behavior{Delay: 300 * time.Millisecond},
+		Methods: map[string]peer.HandlerFunc{"health.liveness": func(context.Context, json.RawMessage) (any, error) {
+			return map[string]any{"status": "alive"}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	book := writeBook(t, dir, "ms.yaml", `steps:
+  - name: roomy
+    call: slow health.liveness
+    expect: {under_ms: 10000}
+  - name: tight
+    call: slow health.liveness
+    expect: {result: '.status == "alive"', under_ms: 50.5}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--json")
+	if r.code != 1 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	steps := jsonSteps(t, r.stdout)
+	if got := strings.Join(statuses(steps), " "); got != "roomy=pass tight=fail" {
+		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+	if reason := steps[1]["reason"].(string); !strings.Contains(reason, "over under_ms 50.5") {
+		t.Errorf("the reason names the bound: %s", reason)
+	}
+	if ms := steps[1]["ms"].(float64); ms < 300 {
+		t.Errorf("the step reports %g ms, less than the peer's 300 ms delay", ms)
+	}
+}
+
+// TestRunExpectEvent: the listener is started before the call, so a
+// notification the peer sends while answering is seen; a match that never
+// holds fails after within, naming how many events it saw; a step's
+// timeout cuts the wait short and says so.
+func TestRunExpectEvent(t *testing.T) {
+	dir := t.TempDir()
+	var srv *peer.Server
+	var mu sync.Mutex
+	notified := map[*peer.ServerConn]bool{}
+	srv, err := peer.Listen(filepath.Join(dir, "ledger.sock"), peer.Config{
+		Concurrent: true,
+		Methods: map[string]peer.HandlerFunc{"ledger.entry.append": func(ctx context.Context, _ json.RawMessage) (any, error) {
+			// Each step opens a listener of its own: wait (bounded) until
+			// the server has accepted a connection it has not notified
+			// yet (two at the first call: the caller's and the listener's),
+			// so the notification cannot go out before the step's listener
+			// is there; the earlier steps' listeners may linger.
+			mu.Lock()
+			need := 1
+			if len(notified) == 0 {
+				need = 2
+			}
+			mu.Unlock()
+			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			for {
+				mu.Lock()
+				fresh := 0
+				for _, c := range srv.Conns() {
+					if !notified[c] {
+						fresh++
+					}
+				}
+				mu.Unlock()
+				if fresh >= need {
+					break
+				}
+				select {
+				case <-wctx.Done():
+					return nil, &ipc.RPCError{Code: -32000, Message: "no listener connected"}
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			mu.Lock()
+			for _, c := range srv.Conns() {
+				notified[c] = true
+				_ = c.Notify("ledger.entry.appended", map[string]any{"line": "hello"})
+			}
+			mu.Unlock()
+			return map[string]any{"lines": 1}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	book := writeBook(t, dir, "ev.yaml", `vars: {src: ledger}
+steps:
+  - name: seen
+    call: ledger ledger.entry.append
+    expect:
+      result: '.lines == 1'
+      event: {from: "{{ .vars.src }}", match: '.kind == "notification" and .name == "ledger.entry.appended" and .payload.line == "hello"', within: 5s}
+  - name: unseen
+    call: ledger ledger.entry.append
+    expect:
+      event: {from: ledger, match: '.name == "ledger.entry.removed"', within: 300ms}
+  - name: cut
+    call: ledger ledger.entry.append
+    timeout: 1s
+    expect:
+      event: {from: ledger, match: '.name == "ledger.entry.removed"', within: 30s}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--json")
+	if r.code != 1 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	steps := jsonSteps(t, r.stdout)
+	if got := strings.Join(statuses(steps), " "); got != "seen=pass unseen=fail cut=fail" {
+		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+	if reason := steps[1]["reason"].(string); !regexp.MustCompile(`nothing from ledger matched .* within 300ms \([1-9]\d* seen\)`).MatchString(reason) {
+		t.Errorf("an event that never came is named, with what was seen: %s", reason)
+	}
+	if reason := steps[2]["reason"].(string); !strings.Contains(reason, "the step's timeout (1s) left (within: 30s;") {
+		t.Errorf("a step's timeout bounds its wait for an event, and says so: %s", reason)
+	}
+}
+
+// asker is a primal that, while answering notary.sign, asks its client
+// client.confirm on the same connection (a server-initiated request) and
+// answers with what the client said.
+func startAsker(t *testing.T, dir string) *peer.Server {
+	t.Helper()
+	var srv *peer.Server
+	var err error
+	srv, err = peer.Listen(filepath.Join(dir, "notary.sock"), peer.Config{
+		Concurrent: true, // the client's answer is read while the handler waits
+		Methods: map[string]peer.HandlerFunc{"notary.sign": func(ctx context.Context, _ json.RawMessage) (any, error) {
+			cs := srv.Conns()
+			if len(cs) != 1 {
+				return nil, &ipc.RPCError{Code: -32000, Message: "want one client connection"}
+			}
+			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			m, err := cs[0].Ask(actx, "client.confirm", map[string]any{"question": "sign?"})
+			if err != nil {
+				return nil, &ipc.RPCError{Code: -32000, Message: "the client did not answer: " + err.Error()}
+			}
+			if m.Error != nil {
+				return map[string]any{"signed": false, "client_error": m.Error}, nil
+			}
+			return map[string]any{"signed": true, "client_said": m.Result}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// TestRunServeAnswersThePeer: a step's serve: block answers the request a
+// peer sends back during the call (templated); a step without one answers
+// method-not-found, and the block does not outlive its step.
+func TestRunServeAnswersThePeer(t *testing.T) {
+	dir := t.TempDir()
+	startAsker(t, dir)
+	book := writeBook(t, dir, "serve.yaml", `vars: {who: ada}
+steps:
+  - name: served
+    call: notary notary.sign
+    serve:
+      client.confirm: {ok: true, by: "{{ .vars.who }}"}
+    expect: {equals: {signed: true, client_said: {ok: true, by: ada}}}
+  - name: unserved
+    call: notary notary.sign
+    expect: {result: '.signed == false and .client_error.code == -32601'}
+  - name: other
+    call: notary notary.sign
+    serve:
+      client.other: 1
+    expect: {result: '.client_error.code == -32601'}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := strings.Join(statuses(jsonSteps(t, r.stdout)), " "); got != "served=pass unserved=pass other=pass" {
+		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+}
+
+// TestRunStepTimeout: a step's timeout bounds that step alone: the silent
+// peer's step fails as timed out and the run goes on to the next step
+// (without it the call would take the whole run's --timeout: exit 4).
+func TestRunStepTimeout(t *testing.T) {
+	dir := t.TempDir()
+	l := startLedger(t, dir, nil, nil)
+	srv, err := peer.Listen(filepath.Join(dir, "silent.sock"), peer.Config{Behavior: peer.Behavior{Silent: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	book := writeBook(t, dir, "st.yaml", `steps:
+  - name: hang
+    call: silent health.liveness
+    timeout: 300ms
+  - name: after
+    call: ledger ledger.entry.list
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "--timeout", "5s", "run", book, "--json")
+	if r.code != 1 {
+		t.Fatalf("want exit 1 (a step failed, the run did not run out), got %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	steps := jsonSteps(t, r.stdout)
+	if got := strings.Join(statuses(steps), " "); got != "hang=fail after=pass" {
+		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+	if steps[0]["outcome"] != "timeout" {
+		t.Errorf("the step's outcome is timeout: %v", steps[0])
+	}
+	if l.count("ledger.entry.list") != 1 {
+		t.Errorf("the step after a timed-out one runs")
+	}
+
+	// A step's timeout also bounds its retries, and says it was the
+	// step's, not the run's, time that ran out.
+	book = writeBook(t, dir, "st2.yaml", `steps:
+  - name: poll
+    call: ledger ledger.job.start
+    idempotent: true
+    retry: {until: .done, times: 50, every: 1s}
+    timeout: 300ms
+  - name: after
+    call: ledger ledger.entry.list
+`)
+	r = runCLI(t, runEnv(t), "", "--socket-dir", dir, "--timeout", "20s", "run", book, "--json")
+	steps = jsonSteps(t, r.stdout)
+	if r.code != 1 || strings.Join(statuses(steps), " ") != "poll=fail after=pass" {
+		t.Fatalf("want poll to fail and the run to go on, got %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if reason := steps[0]["reason"].(string); !strings.Contains(reason, "the step's timeout (300ms) ran out while waiting to retry") {
+		t.Errorf("the reason names the step's timeout: %s", reason)
+	}
+	if n := l.count("ledger.job.start"); n != 1 {
+		t.Errorf("within 300ms a 1s retry sends once, not %d times", n)
+	}
+}
+
+// TestRunIdempotentRetryUntilHolds: a call marked idempotent is sent again
+// until retry.until holds, and no more: a job that is done at its third
+// status call passes after exactly three.
+func TestRunIdempotentRetryUntilHolds(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	n := 0
+	srv, err := peer.Listen(filepath.Join(dir, "jobs.sock"), peer.Config{
+		Methods: map[string]peer.HandlerFunc{"job.status": func(context.Context, json.RawMessage) (any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			n++
+			return map[string]any{"done": n >= 3, "polls": n}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	book := writeBook(t, dir, "poll.yaml", `steps:
+  - name: wait
+    call: jobs job.status
+    idempotent: true
+    retry: {until: .done, times: 10, every: 10ms}
+    expect: {result: '.polls == 3'}
+  - name: then
+    if: '.steps.wait.result.done'
+    call: jobs job.status
+    expect: {result: '.polls == 4'}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	steps := jsonSteps(t, r.stdout)
+	if steps[0]["attempts"] != float64(3) {
+		t.Errorf("attempts: %v", steps[0]["attempts"])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n != 4 {
+		t.Errorf("want 3 polls then 1, the peer saw %d", n)
+	}
+}
+
+// TestRunIfReadsAStepAndSkip: if: reads an earlier step's outcome (result
+// and error); a false one and a skip: are reported as skipped with their
+// reason and send nothing.
+func TestRunIfReadsAStepAndSkip(t *testing.T) {
+	dir := t.TempDir()
+	l := startLedger(t, dir, nil, nil)
+	book := writeBook(t, dir, "if.yaml", `steps:
+  - name: bad
+    call: ledger ledger.entry.append
+    params: {entry_id: nope}
+    expect: {error: -32000}
+  - name: create
+    if: '.steps.bad.error.code == -32000'
+    call: ledger ledger.entry.create
+  - name: append
+    if: '.steps.create.result.entry_id | startswith("e-")'
+    call: ledger ledger.entry.append
+    params: {entry_id: "{{ .steps.create.result.entry_id }}", line: x}
+  - name: again
+    if: '.steps.bad.error == null'
+    call: ledger ledger.entry.create
+  - name: later
+    skip: the ledger has no delete yet
+    call: ledger ledger.entry.create
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	steps := jsonSteps(t, r.stdout)
+	if got := strings.Join(statuses(steps), " "); got != "bad=pass create=pass append=pass again=skip later=skip" {
+		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+	if reason := steps[3]["reason"].(string); !strings.Contains(reason, ".steps.bad.error == null") {
+		t.Errorf("a false if: is the reason: %s", reason)
+	}
+	if reason := steps[4]["reason"].(string); reason != "skip: the ledger has no delete yet" {
+		t.Errorf("skip: gives its reason: %q", reason)
+	}
+	if c, a := l.count("ledger.entry.create"), l.count("ledger.entry.append"); c != 1 || a != 2 {
+		t.Errorf("skipped steps send nothing: create %d (want 1), append %d (want 2)", c, a)
+	}
+	// The text report shows a skipped step with its reason.
+	r = runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book)
+	if !strings.Contains(r.stdout, "the ledger has no delete yet") {
+		t.Errorf("text report:\n%s", r.stdout)
+	}
+}
+
+// TestRunCoverage: --coverage lists, per target, which of the methods its
+// capability list provides the books called, and which they did not.
+func TestRunCoverage(t *testing.T) {
+	dir := t.TempDir()
+	startLedger(t, dir, nil, nil)
+	book := writeBook(t, dir, "cov.yaml", `steps:
+  - call: ledger ledger.entry.create
+  - call: ledger ledger.entry.list
+  - call: ledger ledger.entry.list
+  - {call: ledger ledger.job.start, skip: not now}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--coverage")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	m := regexp.MustCompile(`(?m)^  ledger: 2 of (\d+) provided methods called\n    not called: (.*)$`).FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("coverage:\n%s", r.stderr)
+	}
+	for _, want := range []string{"ledger.entry.append", "ledger.job.start"} {
+		if !strings.Contains(m[2], want) {
+			t.Errorf("not called should list %s: %s", want, m[2])
+		}
+	}
+	for _, called := range []string{"ledger.entry.create", "ledger.entry.list"} {
+		if strings.Contains(m[2], called) {
+			t.Errorf("%s was called: %s", called, m[2])
+		}
+	}
+	if r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book); strings.Contains(r.stderr, "coverage:") {
+		t.Errorf("no coverage without --coverage:\n%s", r.stderr)
+	}
+}
+
+// TestRunBusSessionPoolServe runs a book against demo --serve's stdio bus
+// (a real process with worker processes): pool: picks the pool, session:
+// is carried to the worker and pins it (its per-session counter counts on),
+// and a worker's request to the session's owner is answered by serve:.
+func TestRunBusSessionPoolServe(t *testing.T) {
+	d := serveDemo(t)
+	dir := t.TempDir()
+	book := writeBook(t, dir, "bus.yaml", `vars: {sid: S1}
+steps:
+  - name: pooled
+    call: stdiobus/echo echo.ping
+    pool: agent
+    expect: {result: '.pool == "agent" and .method == "echo.ping"'}
+  - name: first
+    call: stdiobus/agent session.count
+    session: "{{ .vars.sid }}"
+    expect: {result: '.count == 1'}
+  - name: echoed
+    call: stdiobus/agent echo.ping
+    session: "{{ .vars.sid }}"
+    expect: {result: '.sessionId == "S1"'}
+  - name: second
+    call: stdiobus/agent session.count
+    session: S1
+    expect: {result: '.count == 2'}
+  - name: other
+    call: stdiobus/agent session.count
+    session: S2
+    expect: {result: '.count == 1'}
+  - name: asked
+    call: stdiobus/agent bus.ask
+    session: S1
+    params: {question: go?}
+    serve:
+      server.ask: {go: true}
+    expect: {result: '.asked == "server.ask" and .answer.go == true'}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", d.Dir, "run", book, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := strings.Join(statuses(jsonSteps(t, r.stdout)), " "); got != "pooled=pass first=pass echoed=pass second=pass other=pass asked=pass" {
+		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+}
+
+// askingHolon is the smallest Holon-RPC server (holon-rpc.md: the
+// holon-rpc subprotocol, one JSON envelope a text frame, string ids, the
+// server's own ids "s<N>") that asks back: on notary.v1.Notary/Sign it
+// sends client.v1.Client/Confirm to the caller, reads frames until that
+// request's answer arrives (answering rpc.heartbeat meanwhile), and answers
+// the call with what the client said.
+func startAskingHolon(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"holon-rpc"}})
+		if err != nil {
+			return
+		}
+		defer ws.CloseNow()
+		if ws.Subprotocol() != "holon-rpc" {
+			ws.Close(websocket.StatusProtocolError, "holon-rpc only")
+			return
+		}
+		type env struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      string          `json:"id,omitempty"`
+			Method  string          `json:"method,omitempty"`
+			Params  json.RawMessage `json:"params,omitempty"`
+			Result  json.RawMessage `json:"result,omitempty"`
+			Error   json.RawMessage `json:"error,omitempty"`
+		}
+		write := func(e env) bool {
+			e.JSONRPC = "2.0"
+			b, _ := json.Marshal(e)
+			return ws.Write(ctx, websocket.MessageText, b) == nil
+		}
+		read := func() (env, bool) {
+			var e env
+			typ, data, err := ws.Read(ctx)
+			if err != nil || typ != websocket.MessageText || json.Unmarshal(data, &e) != nil {
+				return e, false
+			}
+			return e, true
+		}
+		asked := 0
+		for {
+			req, ok := read()
+			if !ok {
+				return
+			}
+			switch req.Method {
+			case "rpc.heartbeat":
+				write(env{ID: req.ID, Result: json.RawMessage(`{}`)})
+				continue
+			case "notary.v1.Notary/Sign":
+			default:
+				write(env{ID: req.ID, Error: json.RawMessage(`{"code":12,"message":"method not registered"}`)})
+				continue
+			}
+			asked++
+			sid := "s" + strconv.Itoa(asked)
+			if !write(env{ID: sid, Method: "client.v1.Client/Confirm", Params: json.RawMessage(`{"question":"sign?"}`)}) {
+				return
+			}
+			for {
+				ans, ok := read()
+				if !ok {
+					return
+				}
+				if ans.Method == "rpc.heartbeat" {
+					write(env{ID: ans.ID, Result: json.RawMessage(`{}`)})
+					continue
+				}
+				if ans.Method != "" || ans.ID != sid {
+					ws.Close(websocket.StatusProtocolError, "expected the answer to "+sid)
+					return
+				}
+				out, _ := json.Marshal(map[string]json.RawMessage{"client_said": ans.Result, "client_error": ans.Error})
+				write(env{ID: req.ID, Result: out})
+				break
+			}
+		}
+	})}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		srv.Close()
+		wg.Wait()
+	})
+	return "ws://" + ln.Addr().String() + "/rpc"
+}
+
+// TestRunServeOverHolon: over Holon-RPC (WebSocket), a holon that asks the
+// caller back during a call gets the step's serve: answer; with none, the
+// client answers that it does not know the method.
+func TestRunServeOverHolon(t *testing.T) {
+	url := startAskingHolon(t)
+	dir := t.TempDir()
+	book := writeBook(t, dir, "holon.yaml", `name: holon
+steps:
+  - name: served
+    call: `+url+` notary.v1.Notary/Sign
+    params: {doc: d1}
+    serve:
+      client.v1.Client/Confirm: {ok: true}
+    expect: {result: '.client_said == {ok: true} and .client_error == null'}
+  - name: unserved
+    call: `+url+` notary.v1.Notary/Sign
+    params: {doc: d2}
+    expect: {result: '.client_said == null and .client_error.code == -32601'}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if got := strings.Join(statuses(jsonSteps(t, r.stdout)), " "); got != "served=pass unserved=pass" {
+		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+}
+
+// TestRunStepTimeoutLongerThanTheDefault: a step's timeout may be longer
+// than the 10 s a call waits by default (README: "each call without its own
+// timeout waits at most 10 s"); a peer slower than that default but within
+// the step's timeout passes. It waits past the default, so -short skips it.
+func TestRunStepTimeoutLongerThanTheDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits past the 10 s default call timeout")
+	}
+	dir := t.TempDir()
+	srv, err := peer.Listen(filepath.Join(dir, "slow.sock"), peer.Config{
+		Behavior: peer.Behavior{Delay: stepCallTimeout + 300*time.Millisecond},
+		Methods: map[string]peer.HandlerFunc{"health.liveness": func(context.Context, json.RawMessage) (any, error) {
+			return map[string]any{"status": "alive"}, nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	book := writeBook(t, dir, "long.yaml", `steps:
+  - name: patient
+    call: slow health.liveness
+    timeout: `+(stepCallTimeout+10*time.Second).String()+`
+    expect: {result: '.status == "alive"'}
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "--timeout", "1m", "run", book, "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
