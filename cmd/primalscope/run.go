@@ -395,6 +395,8 @@ func (c *runCaller) Listen(ctx context.Context, target string) (runbook.Listener
 	if err != nil {
 		return nil, err
 	}
+	connected := make(chan struct{})
+	var once sync.Once
 	cfg := events.Config{
 		TrustUIDs: trusted,
 		Interval:  time.Hour, // no liveness polling: only what the target sends
@@ -403,12 +405,29 @@ func (c *runCaller) Listen(ctx context.Context, target string) (runbook.Listener
 		Dial: func(ctx context.Context, s events.Spec, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			tt := t
 			tt.Name = s.Name
-			return d.Dial(ctx, tt, dial.Options{Trace: trace, IncomingBuffer: 256})
+			conn, err := d.Dial(ctx, tt, dial.Options{Trace: trace, IncomingBuffer: 256})
+			if err == nil {
+				once.Do(func() { close(connected) })
+			}
+			return conn, err
 		},
 		LivenessMethod: "-",
 	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stream := events.Merge(lctx, []events.Source{cfg.Source(spec)}, events.Options{Buffer: 1024})
+	// Listening starts before the call, as README says: wait for the
+	// stream's connection (a socket's; WebSocket and the biomeOS API's
+	// streams connect on their own), at most a second, so an event the
+	// call sets off at once is not missed.
+	if !spec.BiomeOSAPI && spec.Endpoint.Transport != ipc.WS && spec.Endpoint.Transport != ipc.WSS {
+		wait := time.NewTimer(time.Second)
+		select {
+		case <-connected:
+		case <-wait.C:
+		case <-ctx.Done():
+		}
+		wait.Stop()
+	}
 	return &runListener{stream: stream, cancel: cancel}, nil
 }
 
