@@ -255,7 +255,6 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	scr0 := tm.screen("ps:0")
 	fmt.Printf("flood: load %s; the flooder has %d connections; the header says %d ev/s\n", loadavg(), len(flooder.Conns()), evs(scr0))
-	t0 := time.Now()
 	c, err := cpu(ctx, pid, o.cpu)
 	if err == nil {
 		err = heard()
