@@ -26,7 +26,7 @@ CGO_ENABLED=0 go build -o "$work/primalscope" ./cmd/primalscope
 go build -o "$work/flood" ./bench/flood
 bins=("$work/primalscope")
 if [ -n "${BASE:-}" ]; then
-  git worktree add --detach "$work/base" "$BASE" >/dev/null
+  git worktree add --quiet --detach "$work/base" "$BASE" >/dev/null
   (cd "$work/base" && CGO_ENABLED=0 go build -o "$work/primalscope-base" ./cmd/primalscope)
   bins=("$work/primalscope-base" "$work/primalscope")
 fi

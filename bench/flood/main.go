@@ -63,6 +63,7 @@ type options struct {
 	noIdle   bool
 	waitList time.Duration
 	settle   time.Duration
+	env      string
 }
 
 func main() {
@@ -80,6 +81,7 @@ func main() {
 	flag.BoolVar(&o.noIdle, "no-idle", false, "skip the idle phase")
 	flag.DurationVar(&o.waitList, "wait", 90*time.Second, "how long to wait for every target to be listed")
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "pause between every target judged live and the first measurement")
+	flag.StringVar(&o.env, "env", "", "extra NAME=value words for the TUI's environment (a diagnostic: not the default path)")
 	flag.Parse()
 	if o.bin == "" || o.targets < 2 || o.silent >= o.targets || o.n < 1 || o.rate < 1 {
 		fmt.Fprintln(os.Stderr, "flood: -bin is required; -targets ≥ 2, -silent < -targets, -n ≥ 1, -rate ≥ 1")
@@ -183,7 +185,7 @@ func run(ctx context.Context, o options) (err error) {
 	pidFile := filepath.Join(tmp, "pid")
 	env := fmt.Sprintf("env -i PATH=%s HOME=%s XDG_CONFIG_HOME=%s/config XDG_STATE_HOME=%s/state XDG_CACHE_HOME=%s/cache XDG_DATA_HOME=%s/data XDG_RUNTIME_DIR=%s TMPDIR=%s TERM=xterm-256color COLORTERM=truecolor",
 		os.Getenv("PATH"), home, home, home, home, home, run, tmp)
-	cmd := fmt.Sprintf("echo $$ > %s; exec %s %s --socket-dir %s 2>%s/stderr", pidFile, env, bin, socks, tmp)
+	cmd := fmt.Sprintf("echo $$ > %s; exec %s %s %s --socket-dir %s 2>%s/stderr", pidFile, env, o.env, bin, socks, tmp)
 	if _, err := tm.run("new-session", "-d", "-s", "ps", "-x", strconv.Itoa(o.w), "-y", strconv.Itoa(o.h), "sh", "-c", cmd); err != nil {
 		return err
 	}
@@ -202,6 +204,9 @@ func run(ctx context.Context, o options) (err error) {
 			return fmt.Errorf("not every target listed after %v (%d):\n%s\nstderr: %s", time.Since(start).Round(time.Millisecond), listed(scr), scr, b)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if o.env != "" {
+		fmt.Printf("NOT the default path: environment adds %s\n", o.env)
 	}
 	fmt.Printf("binary %s\n%d targets listed, %d live (%d silent served) %v after start; %dx%d\n", bin, listed(scr), live(scr), o.silent, time.Since(start).Round(10*time.Millisecond), o.w, o.h)
 	b, err := os.ReadFile(pidFile)
