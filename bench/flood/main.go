@@ -260,9 +260,14 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	scr0 := tm.screen("ps:0")
 	fmt.Printf("flood: load %s; the flooder has %d connections; the header says %d ev/s\n", loadavg(), len(flooder.Conns()), evs(scr0))
+	self0, _ := procCPU(os.Getpid())
 	c, err := cpu(ctx, pid, o.cpu)
 	if err == nil {
 		err = heard()
+	}
+	if self1, e := procCPU(os.Getpid()); e == nil {
+		// The flooder and the 2,000 primals share the machine with the TUI.
+		fmt.Printf("flood: the harness itself (primals, flooder) used %.1f %% of one core over the same window\n", float64(self1-self0)/float64(o.cpu)*100)
 	}
 	if err != nil {
 		fstop()
