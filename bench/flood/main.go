@@ -181,7 +181,14 @@ func run(ctx context.Context, o options) (err error) {
 	defer flooder.Close()
 
 	tm := tmux{socket: fmt.Sprintf("psflood%d", os.Getpid())}
-	defer tm.run("kill-server")
+	defer func() {
+		// kill-server leaves the server's socket file behind.
+		sock, _ := tm.run("display-message", "-p", "#{socket_path}")
+		tm.run("kill-server")
+		if sock = strings.TrimSpace(sock); strings.HasSuffix(sock, "/"+tm.socket) {
+			os.Remove(sock)
+		}
+	}()
 	pidFile := filepath.Join(tmp, "pid")
 	env := fmt.Sprintf("env -i PATH=%s HOME=%s XDG_CONFIG_HOME=%s/config XDG_STATE_HOME=%s/state XDG_CACHE_HOME=%s/cache XDG_DATA_HOME=%s/data XDG_RUNTIME_DIR=%s TMPDIR=%s TERM=xterm-256color COLORTERM=truecolor",
 		os.Getenv("PATH"), home, home, home, home, home, run, tmp)
