@@ -11,7 +11,7 @@ import (
 // little (2,000 targets, the rings full): the garbage collector works to
 // keep the process near it rather than let its heap double first, and
 // gives back to the system what a sweep's burst of probes took.
-const memoryFloor = 36 << 20
+const memoryFloor = 96 << 20
 
 // memoryLimitFor is the soft limit for a live heap of live bytes: the
 // floor, or what GOGC=100 lets the heap grow to (twice the live heap)
