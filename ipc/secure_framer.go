@@ -1,0 +1,380 @@
+package ipc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/ipc/btsp"
+)
+
+// The framer a socket connection runs through once its security is
+// settled: it learns the riboCipher prefix from the first answer, holds a
+// BTSP session, and classifies what it reads before the Conn sees it.
+
+// secureFramer carries one socket connection that may still be replaced:
+// until the peer's first answer settles how to speak to it, it keeps what
+// was written, and when that answer proves the peer did not process it
+// ("BTSP handshake required" with a seed at hand, -32002 to a raw request,
+// a parse error to a prefixed one) it reconnects accordingly and resends.
+// A close proves nothing: it is never followed by a resend. Once settled it
+// is a thin pass-through.
+type secureFramer struct {
+	d *secureDialer
+
+	settled atomic.Bool // no more reconnects; cur no longer changes
+	closed  atomic.Bool
+	// wdl is the write deadline (Unix nanoseconds, 0 for none), so a
+	// writer waiting for a reconnect in progress still honours it.
+	wdl atomic.Int64
+
+	// cur is the connection in use; it changes only before settling, with
+	// mu held, and is read without mu (Close, write deadlines).
+	cur atomic.Pointer[framerBox]
+
+	// keyConfirm: the session's keys come from the handshake key and the
+	// server's first frame has not been read yet; a first frame that does
+	// not authenticate means the server does not hold the seed. Read side only.
+	keyConfirm bool
+
+	// decoded is the message classify decoded from the frame ReadFrame
+	// returned, handed to the reader (takeDecoded) so that it does not
+	// decode the frame again: a 10 MB answer was scanned whole twice.
+	// Read side only.
+	decoded    *Message
+	decodedErr error
+
+	mu      sync.Mutex // guards everything below until settled
+	plan    plan
+	desc    string
+	sess    *btsp.Session // the BTSP session, nil for cleartext
+	tried   map[plan]bool
+	written [][]byte
+	wbytes  int
+	noSend  bool // too much written to resend: no reconnects
+
+	closeCtx    context.Context
+	closeCancel context.CancelFunc
+}
+
+type framerBox struct{ f Framer }
+
+func (f *secureFramer) setCur(fr Framer) { f.cur.Store(&framerBox{fr}) }
+func (f *secureFramer) load() Framer     { return f.cur.Load().f }
+
+// TransportDescription says what the connection puts on the wire.
+func (f *secureFramer) TransportDescription() string {
+	if f.settled.Load() {
+		return f.desc
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.desc
+}
+
+// SessionSecurity says what protects the connection: its BTSP session, or
+// cleartext to a BTSP endpoint on purpose; false for plain cleartext to an
+// endpoint that asked for nothing.
+func (f *secureFramer) SessionSecurity() (SessionSecurity, bool) {
+	var s *btsp.Session
+	if f.settled.Load() {
+		s = f.sess
+	} else {
+		f.mu.Lock()
+		s = f.sess
+		f.mu.Unlock()
+	}
+	if s == nil {
+		return SessionSecurity{}, f.d.forcedCleartext
+	}
+	return SessionSecurity{BTSP: true, Cipher: string(s.Cipher()), Negotiated: s.Negotiated(),
+		Encrypted: s.Encrypted(), Authenticated: s.ServerAuthenticated()}, true
+}
+
+// WriteFrame writes one message; before the connection is settled it is
+// kept for resending, and a failed write is left for the reading side to
+// discover (the peer may have refused the connection and closed it).
+func (f *secureFramer) WriteFrame(p []byte) error {
+	if f.settled.Load() {
+		return f.load().WriteFrame(p)
+	}
+	if err := f.lockBy(); err != nil {
+		return err
+	}
+	defer f.mu.Unlock()
+	if f.settled.Load() {
+		return f.load().WriteFrame(p)
+	}
+	if !f.noSend {
+		if len(f.written) >= maxResendFrames || f.wbytes+len(p) > maxResendBytes {
+			f.noSend, f.written, f.wbytes = true, nil, 0
+		} else {
+			f.written = append(f.written, append([]byte(nil), p...))
+			f.wbytes += len(p)
+		}
+	}
+	err := f.load().WriteFrame(p)
+	if err != nil && !f.noSend && isPeerGone(err) {
+		return nil // the reader sees why (and resends only if the peer proves it refused it)
+	}
+	return err
+}
+
+func isPeerGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// lockBy takes mu, giving up when the write deadline passes first: the
+// reading side may hold mu through a reconnect of several seconds.
+func (f *secureFramer) lockBy() error {
+	for !f.mu.TryLock() {
+		if dl := f.wdl.Load(); dl != 0 && time.Now().UnixNano() >= dl {
+			return fmt.Errorf("waiting for the connection to settle: %w %w", errNotWritten, os.ErrDeadlineExceeded)
+		}
+		if f.closed.Load() {
+			return os.ErrClosed
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// SetWriteDeadline bounds writes on the current connection. It takes no
+// lock, so it can cut short a write in progress.
+func (f *secureFramer) SetWriteDeadline(t time.Time) error {
+	if t.IsZero() {
+		f.wdl.Store(0)
+	} else {
+		f.wdl.Store(t.UnixNano())
+	}
+	if wd, ok := f.load().(WriteDeadliner); ok {
+		return wd.SetWriteDeadline(t)
+	}
+	return nil
+}
+
+// Close closes the connection and stops a reconnect in progress (which
+// then closes the connection it opened).
+func (f *secureFramer) Close() error {
+	f.closed.Store(true)
+	f.closeCancel()
+	return f.load().Close()
+}
+
+// action is what the first answer on an unsettled connection calls for.
+type action uint8
+
+const (
+	actAccept   action = iota
+	actBTSP            // the peer demanded BTSP: handshake, resend
+	actNoPrefix        // the peer could not parse the prefixed request: raw, resend
+	actPrefix          // the peer wants the prefix (-32002): prefixed, resend
+	actPass            // a frame the peer pushed on its own: deliver it, stay unsettled
+)
+
+// ReadFrame returns the next message; on an unsettled connection the first
+// answer may make it reconnect (see secureFramer) instead.
+func (f *secureFramer) ReadFrame() ([]byte, error) {
+	for {
+		if f.settled.Load() {
+			return f.readSettled()
+		}
+		frame, err := f.load().ReadFrame()
+		if f.closed.Load() {
+			return frame, err
+		}
+		f.mu.Lock()
+		if err != nil {
+			// A close, a reset or a cut line proves nothing about what the
+			// peer made of the request: never resend; say what may help.
+			err = f.closedErr(err)
+			f.settle()
+			f.mu.Unlock()
+			return nil, err
+		}
+		act, why := f.classify(frame)
+		if act == actPass {
+			f.mu.Unlock()
+			return frame, nil
+		}
+		if act == actAccept {
+			f.settle()
+			f.mu.Unlock()
+			return frame, nil
+		}
+		f.decoded = nil // the frame is not delivered
+		if rerr := f.reconnect(act, why, frame); rerr != nil {
+			f.settle()
+			f.mu.Unlock()
+			return nil, rerr
+		}
+		f.mu.Unlock()
+	}
+}
+
+// takeDecoded returns the message of frame when classify decoded it (the
+// first answer of a connection), once; ok is false otherwise.
+func (f *secureFramer) takeDecoded(frame []byte) (m *Message, ok bool, err error) {
+	m, err = f.decoded, f.decodedErr
+	f.decoded, f.decodedErr = nil, nil
+	if m == nil || len(frame) == 0 || len(m.Raw) != len(frame) || &m.Raw[0] != &frame[0] {
+		return nil, false, nil
+	}
+	return m, true, err
+}
+
+func (f *secureFramer) readSettled() ([]byte, error) {
+	frame, err := f.load().ReadFrame()
+	if f.keyConfirm {
+		f.keyConfirm = false
+		var fe *btsp.FrameError
+		if errors.As(err, &fe) {
+			return nil, &btsp.HandshakeError{Reason: btsp.ReasonKeyConfirmation, Step: "first frame",
+				Detail: "the server's first frame does not authenticate with keys from the family seed: it is not who it claims to be", Err: err}
+		}
+	}
+	return frame, err
+}
+
+// settle ends the unsettled phase. Called with mu held.
+func (f *secureFramer) settle() {
+	f.written, f.wbytes = nil, 0
+	f.settled.Store(true)
+}
+
+// closedErr explains a connection that ended before any answer. Called
+// with mu held.
+func (f *secureFramer) closedErr(err error) error {
+	if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, syscall.ECONNRESET) {
+		return err
+	}
+	var what string
+	if len(f.written) > 0 || f.noSend {
+		what = "the peer closed the connection before answering; the request is NOT resent (the peer may have processed it)"
+	} else {
+		what = "the peer closed the connection without a word"
+	}
+	if f.d.sec.Prefix == PrefixAuto && !f.plan.prefix {
+		what += "; it was sent without the riboCipher prefix: if the peer wants the prefix, retry with --prefix on"
+	}
+	f.d.note(what)
+	return fmt.Errorf("%w (%s)", err, what)
+}
+
+// classify decides, from the first thing the peer sent, whether the
+// connection is settled or must be reopened. Called with mu held.
+func (f *secureFramer) classify(frame []byte) (action, string) {
+	d, p := f.d, f.plan
+	m, derr := DecodeMessage(frame)
+	f.decoded, f.decodedErr = m, derr
+	if derr != nil {
+		return actAccept, "" // not JSON: proves nothing, changes nothing
+	}
+	if m.Error != nil && m.Error.IsBTSPRequired() {
+		d.remember(func(ef *EndpointFacts) { ef.BTSPRequired = true })
+		if len(d.seeds) > 0 && !f.noSend {
+			return actBTSP, "the peer demands a BTSP handshake"
+		}
+		return actAccept, ""
+	}
+	if m.Error == nil && (m.Kind == KindNotification || m.Kind == KindEvent || m.Kind == KindRequest) {
+		// Pushed by the peer on its own (a heartbeat, a server that speaks
+		// first): it proves nothing about what the peer made of our bytes.
+		return actPass, ""
+	}
+	auto := d.sec.Prefix == PrefixAuto
+	var code int64
+	if m.Error != nil {
+		code = m.Error.Code
+	}
+	switch {
+	case auto && !p.prefix && code == -32002:
+		// The peer refused the connection for want of the prefix: nothing
+		// on it was processed.
+		d.remember(func(ef *EndpointFacts) { yes := true; ef.Prefix = &yes })
+		if !f.noSend && !f.tried[plan{prefix: true}] {
+			return actPrefix, "the peer wants the riboCipher prefix (error -32002)"
+		}
+		return actAccept, ""
+	case auto && p.prefix && code == -32700:
+		// The prefixed line could not be parsed: the prefix is not wanted.
+		// Only a single request is proven unprocessed by it (a lenient
+		// peer may have read the lines after the first).
+		d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
+		if !f.noSend && len(f.written) == 1 && !f.tried[plan{}] {
+			return actNoPrefix, "the peer answered the riboCipher prefix with a parse error (-32700)"
+		}
+		return actAccept, ""
+	}
+	if auto || d.sec.Prefix == PrefixOn {
+		// An answer: this way of speaking is understood.
+		pre := p.prefix
+		d.remember(func(ef *EndpointFacts) { ef.Prefix = &pre })
+	}
+	return actAccept, ""
+}
+
+// reconnect replaces the connection as act says and resends what was
+// written. Called with mu held; the writer waits meanwhile.
+func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
+	d := f.d
+	// The refusal itself never reaches the Conn: trace it here.
+	if d.opts.Trace != nil {
+		d.opts.Trace(TraceEvent{Time: time.Now(), Dir: In, Data: frame, Size: len(frame), Warning: "refused: " + why})
+	}
+	n := len(f.written)
+	what := fmt.Sprintf("reconnecting %s and resending %d message(s) the peer refused unprocessed", map[action]string{
+		actBTSP: "with a BTSP handshake", actNoPrefix: "without the riboCipher prefix", actPrefix: "with the riboCipher prefix",
+	}[act], n)
+	d.note(why + ": " + what)
+	timeout := d.opts.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
+	ctx, cancel := context.WithTimeout(f.closeCtx, timeout+4*defaultHandshakeTimeout)
+	defer cancel()
+	var next Framer
+	var desc string
+	var sess *btsp.Session
+	switch act {
+	case actBTSP:
+		sf, err := d.handshake(ctx, d.facts())
+		if err != nil {
+			return fmt.Errorf("reconnecting with BTSP after the peer demanded it: %w", err)
+		}
+		next, desc, sess = sf.load(), sf.desc, sf.sess
+		f.keyConfirm = sf.keyConfirm
+		sf.closeCancel()
+		// A BTSP session is not reopened again.
+		defer f.settle()
+	case actNoPrefix, actPrefix:
+		np := plan{prefix: act == actPrefix}
+		f.tried[np] = true
+		nc, err := d.dialCleartext(ctx, np)
+		if err != nil {
+			return fmt.Errorf("reconnecting %s: %w", map[bool]string{true: "with the riboCipher prefix", false: "without the riboCipher prefix"}[np.prefix], err)
+		}
+		next, desc = NetFramer(nc, d.opts.MaxFrame), d.describeCleartext(np)
+		f.plan = np
+	}
+	old := f.load()
+	f.setCur(next)
+	f.desc, f.sess = desc, sess
+	_ = old.Close()
+	for _, w := range f.written {
+		if err := next.WriteFrame(w); err != nil && !isPeerGone(err) {
+			return fmt.Errorf("resending after reconnecting: %w", err)
+		}
+	}
+	if f.closed.Load() {
+		_ = next.Close()
+		return os.ErrClosed
+	}
+	return nil
+}
