@@ -3,7 +3,6 @@ package discovery
 import (
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -78,19 +77,7 @@ func TestProbeClaimedFamilyGetsNoHandshake(t *testing.T) {
 // owner but gets no BTSP handshake from a probe: nothing keyed by the seed
 // goes to it.
 func TestProbeForeignBTSPSocketGetsNoHandshake(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("serving a socket as another user needs root")
-	}
-	dir, err := ipctest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	fp, err := ipctest.ListenForeign(filepath.Join(dir, "beardog-fam1.sock"), ipctest.NobodyUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fp.Close()
+	fp, _ := ipctest.ServeForeign(t, "beardog-fam1.sock")
 	sec := ipc.Security{Family: "fam1", Seed: ipc.NewSeed("a-family-seed-of-32-bytes-length"), Prefix: ipc.PrefixAuto}
 	pr := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 300 * time.Millisecond, Security: sec})
 	r := pr.Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(fp.Path), Family: "fam1", Full: true})

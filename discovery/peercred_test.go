@@ -2,7 +2,6 @@ package discovery
 
 import (
 	"bytes"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,19 +14,7 @@ import (
 // probed (health, capabilities) and listed marked with its owner; the
 // user's own primal beside it is not marked.
 func TestSweepMarksForeignOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("serving a socket as another user needs root")
-	}
-	dir, err := ipctest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	fp, err := ipctest.ListenForeign(filepath.Join(dir, "beardog.sock"), ipctest.NobodyUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fp.Close()
+	fp, dir := ipctest.ServeForeign(t, "beardog.sock")
 	own, err := ipctest.StartPrimal(filepath.Join(dir, "toadstool.sock"), primal("toadstool", false))
 	if err != nil {
 		t.Fatal(err)
@@ -65,19 +52,7 @@ func TestSweepMarksForeignOwner(t *testing.T) {
 // A registry another local user serves is probed and marked, but not asked
 // what it knows: its answer would steer discovery.
 func TestForeignRegistryNotAsked(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("serving a socket as another user needs root")
-	}
-	dir, err := ipctest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	fp, err := ipctest.ListenForeign(filepath.Join(dir, "songbird.sock"), ipctest.NobodyUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fp.Close()
+	fp, dir := ipctest.ServeForeign(t, "songbird.sock")
 	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
 		SocketDirs: []string{dir}, NoProc: true})
 	snap, err := d.Sweep(ctxT(t), nil)
@@ -106,19 +81,7 @@ func TestForeignRegistryNotAsked(t *testing.T) {
 // API socket another local user serves is probed and marked with its owner,
 // as a JSON-RPC one is.
 func TestProbeHTTPMarksForeignOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("serving a socket as another user needs root")
-	}
-	dir, err := ipctest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	fp, err := ipctest.ListenForeign(filepath.Join(dir, "biomeos-api.sock"), ipctest.NobodyUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fp.Close()
+	fp, _ := ipctest.ServeForeign(t, "biomeos-api.sock")
 	pr := NewProber(ProbeOptions{ConnectTimeout: time.Second, StaleTimeout: 300 * time.Millisecond})
 	r := pr.Probe(ctxT(t), ProbeSpec{Endpoint: unixEP(fp.Path), Wire: WireHTTP, Full: true})
 	if r.Owner == nil || r.Owner.UID != ipctest.NobodyUID || !r.Owner.Foreign {

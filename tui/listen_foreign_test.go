@@ -1,8 +1,6 @@
 package tui
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,19 +13,7 @@ import (
 // listened to: nothing is sent to it, the events tail says why (a note
 // naming the owner), and the TUI does not reopen it.
 func TestListenRefusesForeignEventStream(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("serving a socket as another user needs root")
-	}
-	dir, err := ipctest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	fp, err := ipctest.ListenForeign(filepath.Join(dir, "biomeos-api.sock"), ipctest.NobodyUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fp.Close()
+	fp, _ := ipctest.ServeForeign(t, "biomeos-api.sock")
 	cfg := goldenConfig("dark")
 	cfg.NoListen = false
 	m, _ := testModel(t, cfg)

@@ -19,19 +19,7 @@ import (
 // shown with the error-styled ⚠ in its row and its owner in the caps
 // header; the user's own primal has neither.
 func TestForeignOwnerMarked(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("serving a socket as another user needs root")
-	}
-	dir, err := ipctest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	fp, err := ipctest.ListenForeign(filepath.Join(dir, "beardog.sock"), ipctest.NobodyUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fp.Close() })
+	fp, dir := ipctest.ServeForeign(t, "beardog.sock")
 	own, err := ipctest.StartPrimal(filepath.Join(dir, "toadstool.sock"), &ipctest.Primal{Name: "toadstool", Version: "1.0.0", Format: ipctest.FormatStandard})
 	if err != nil {
 		t.Fatal(err)

@@ -15,19 +15,7 @@ import (
 // serves. It skips when the tests cannot be root.
 func foreignEcosystem(t *testing.T) (dir string, fp *ipctest.ForeignPeer) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("serving a socket as another user needs root")
-	}
-	dir, err := ipctest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	fp, err = ipctest.ListenForeign(filepath.Join(dir, "beardog.sock"), ipctest.NobodyUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { fp.Close() })
+	fp, dir = ipctest.ServeForeign(t, "beardog.sock")
 	return dir, fp
 }
 

@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"syscall"
+	"testing"
 
 	"github.com/ecoPrimals/primalscope/internal/peer"
 )
@@ -156,4 +158,26 @@ func (p *ForeignPeer) serve(ctx context.Context, c net.Conn) {
 			return
 		}
 	}
+}
+
+// ServeForeign starts a primal served by another local user (nobody) as
+// name in a fresh shared sticky directory (as /tmp/biomeos is on many
+// machines), and returns it and the directory; both go when t ends. It
+// skips t when the tests are not root: only root can serve as another user.
+func ServeForeign(t testing.TB, name string) (fp *ForeignPeer, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("serving a socket as another user needs root")
+	}
+	dir, err := SharedDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	fp, err = ListenForeign(filepath.Join(dir, name), NobodyUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fp.Close() })
+	return fp, dir
 }

@@ -3,8 +3,6 @@ package sse_test
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,19 +15,7 @@ import (
 // shared sticky directory, or skips when the tests cannot be root.
 func foreignSocket(t *testing.T) *ipctest.ForeignPeer {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("serving a socket as another user needs root")
-	}
-	dir, err := ipctest.SharedDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	p, err := ipctest.ListenForeign(filepath.Join(dir, "biomeos-api.sock"), ipctest.NobodyUID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
+	p, _ := ipctest.ServeForeign(t, "biomeos-api.sock")
 	return p
 }
 
