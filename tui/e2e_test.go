@@ -84,6 +84,18 @@ func e2eBinary(t *testing.T) string {
 	return bin
 }
 
+// endWithTest kills the session's tmux server when the test ends and
+// removes the socket file the server leaves behind.
+func (s *tmuxSession) endWithTest() {
+	sock, _ := s.tmux("display-message", "-p", "#{socket_path}")
+	s.t.Cleanup(func() {
+		s.tmux("kill-server")
+		if p := strings.TrimSpace(sock); strings.HasSuffix(p, s.socket) {
+			os.Remove(p)
+		}
+	})
+}
+
 // demoTmux starts bin's `demo --theme dark` (and args) at w×h in a private
 // tmux server (-L), as a person would in a terminal, with HOME, the XDG
 // directories and TMPDIR (where the demo makes its sockets) under a fresh

@@ -60,8 +60,8 @@ func TestLoadCrowdProcess(t *testing.T) {
 	}
 	defer c.Close()
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("pscrowd%d", os.Getpid()), name: "ps"}
-	defer s.tmux("kill-server")
 	s.tmux("new-session", "-d", "-s", s.name, "-x", "120", "-y", "35", "sleep 600")
+	s.endWithTest()
 	pidFile := filepath.Join(dir, "pid")
 	cmd := fmt.Sprintf("echo $$ > %s; exec env %s HOME=%s XDG_RUNTIME_DIR=%s %s --socket-dir %s --theme dark --no-history", pidFile, os.Getenv("PRIMALSCOPE_LOAD_ENV"), dir, dir, bin, socks)
 	start := time.Now()

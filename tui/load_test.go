@@ -113,8 +113,8 @@ func TestLoadProcess(t *testing.T) {
 	empty := filepath.Join(dir, "sockets")
 	os.Mkdir(empty, 0o700)
 	s := &tmuxSession{t: t, socket: fmt.Sprintf("psload%d", os.Getpid()), name: "ps"}
-	defer s.tmux("kill-server")
 	s.tmux("new-session", "-d", "-s", s.name, "-x", "160", "-y", "48", "sleep 600")
+	s.endWithTest()
 	pidFile := filepath.Join(dir, "pid")
 	cmd := fmt.Sprintf("echo $$ > %s; exec env HOME=%s XDG_RUNTIME_DIR=%s %s --socket-dir %s --theme dark --no-history", pidFile, dir, dir, bin, empty)
 	start := time.Now()
