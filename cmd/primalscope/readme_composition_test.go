@@ -29,14 +29,7 @@ func TestREADMEDemoComposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec := string(b)
-	i := strings.Index(sec, "### The demo's composition")
-	if i < 0 {
-		t.Fatal("README has no demo's composition section")
-	}
-	sec = sec[i:]
-	block := sec[strings.Index(sec, "```sh\n")+len("```sh\n"):]
-	block = block[:strings.Index(block, "```")]
+	block := readmeBlock(t, string(b), "### The demo's composition")
 	var lines []string
 	for _, l := range strings.Split(block, "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {

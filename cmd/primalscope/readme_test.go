@@ -77,19 +77,25 @@ func TestREADMETryIt(t *testing.T) {
 
 // tryItLines is terminal 2 of README's "Try it" block: the commands after
 // the line defining primalscope and DIR (which the test defines itself).
-func tryItLines(t *testing.T, readme string) []string {
+// readmeBlock returns the first sh block after heading in README's text.
+func readmeBlock(t *testing.T, readme, heading string) string {
 	t.Helper()
-	i := strings.Index(readme, "## Try it")
+	i := strings.Index(readme, heading)
 	if i < 0 {
-		t.Fatal("README has no Try it section")
+		t.Fatalf("README has no %q section", heading)
 	}
 	sec := readme[i:]
 	start := strings.Index(sec, "```sh\n")
 	if start < 0 {
-		t.Fatal("Try it has no sh block")
+		t.Fatalf("%q has no sh block", heading)
 	}
 	block := sec[start+len("```sh\n"):]
-	block = block[:strings.Index(block, "```")]
+	return block[:strings.Index(block, "```")]
+}
+
+func tryItLines(t *testing.T, readme string) []string {
+	t.Helper()
+	block := readmeBlock(t, readme, "## Try it")
 	var lines []string
 	inTerm2 := false
 	for _, l := range strings.Split(block, "\n") {
