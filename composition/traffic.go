@@ -59,9 +59,9 @@ func (t *Traffic) Rates(window time.Duration) (calls, errs, p95 []float64) {
 	return calls, errs, p95
 }
 
-// methodMatches reports whether a call to method m uses the consumed
+// MethodMatches reports whether a call to method m uses the consumed
 // capability c (the method itself, a method under it, or its domain).
-func methodMatches(m, c string) bool {
+func MethodMatches(m, c string) bool {
 	if m == c || strings.HasPrefix(m, c+".") {
 		return true
 	}
@@ -82,7 +82,7 @@ func (b *builder) attach(from, to, m string) *Edge {
 		switch {
 		case e.Capability == m:
 			best, bestLen = i, 1<<30
-		case e.Capability != "" && methodMatches(m, e.Capability) && len(e.Capability) > bestLen:
+		case e.Capability != "" && MethodMatches(m, e.Capability) && len(e.Capability) > bestLen:
 			best, bestLen = i, len(e.Capability)
 		case e.Capability == "" && m == "" && bestLen < 0:
 			best, bestLen = i, 0

@@ -10,6 +10,7 @@ import (
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
@@ -191,3 +192,13 @@ type (
 	}
 	crashMsg struct{ path string }
 )
+
+// discoveryTargets is every target known, as discovery gave it (for a
+// command: the slice is the caller's, the targets are not to be changed).
+func (pc *programContext) discoveryTargets() []*discovery.Target {
+	out := make([]*discovery.Target, 0, len(pc.targets))
+	for _, t := range pc.targets {
+		out = append(out, t.Target)
+	}
+	return out
+}

@@ -92,6 +92,9 @@ func TestLoadCrowdProcess(t *testing.T) {
 	if all == 0 {
 		t.Fatalf("not every target listed after 60 s:\n%s", s.screen(false))
 	}
+	if firstLive == 0 {
+		t.Fatalf("no live row after 60 s (1,500 of the sockets answer):\n%s", s.screen(false))
+	}
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	time.Sleep(8 * time.Second) // the first sweep (silent sockets time out) and the listeners settle

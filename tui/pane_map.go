@@ -352,10 +352,7 @@ func (p *mapPane) kick() tea.Cmd {
 	}
 	var targets []*discovery.Target
 	if w.targets {
-		targets = make([]*discovery.Target, 0, len(p.pc.targets))
-		for _, t := range p.pc.targets {
-			targets = append(targets, t.Target)
-		}
+		targets = p.pc.discoveryTargets()
 	}
 	p.lent = true
 	model, prev, focus, hops := p.model, p.pic, p.focus, p.hops
@@ -452,10 +449,7 @@ func (p *mapPane) gatherFunc() tea.Cmd {
 	if p.pc.client == nil || p.pc.client.dialer == nil {
 		return nil
 	}
-	targets := make([]*discovery.Target, 0, len(p.pc.targets))
-	for _, t := range p.pc.targets {
-		targets = append(targets, t.Target)
-	}
+	targets := p.pc.discoveryTargets()
 	ctx, d, sec := p.pc.ctx, p.pc.client.dialer, p.pc.cfg.Security
 	p.lastGather = p.pc.now()
 	return func() tea.Msg {
@@ -712,16 +706,10 @@ func (p *mapPane) loadCalls(d *edgeDetail) tea.Cmd {
 	})
 }
 
-// methodUses reports whether a call of method m uses capability c: the
-// method, a method under it, or its domain (any method when c is empty:
-// an edge an orchestrator or a graph gives without one).
-func methodUses(m, c string) bool {
-	if c == "" || m == c || strings.HasPrefix(m, c+".") {
-		return true
-	}
-	d, _, _ := strings.Cut(m, ".")
-	return d == c
-}
+// methodUses reports whether a call of method m uses capability c, by the
+// composition's one rule (any method when c is empty: an edge an
+// orchestrator or a graph gives without one).
+func methodUses(m, c string) bool { return c == "" || composition.MethodMatches(m, c) }
 
 // edgeKey handles the keys of an opened edge: the first row offers its
 // method in the composer, the others are its calls.
