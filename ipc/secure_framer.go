@@ -293,8 +293,14 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 	if m.Error != nil {
 		code = m.Error.Code
 	}
+	// A refusal of the connection answers no call: its id is null (as a
+	// riboCipher primal's "prefix required" and a parse error are). An
+	// error that names our request's id is the call's own answer, whatever
+	// its code (a server may use -32002 for its own errors): the call was
+	// processed, and is never sent again.
+	connLevel := len(m.ID) == 0 || string(m.ID) == "null"
 	switch {
-	case auto && !p.prefix && code == -32002:
+	case auto && !p.prefix && code == -32002 && connLevel:
 		// The peer refused the connection for want of the prefix: nothing
 		// on it was processed.
 		d.remember(func(ef *EndpointFacts) { yes := true; ef.Prefix = &yes })
@@ -302,7 +308,7 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 			return actPrefix, "the peer wants the riboCipher prefix (error -32002)"
 		}
 		return actAccept, ""
-	case auto && p.prefix && code == -32700:
+	case auto && p.prefix && code == -32700 && connLevel:
 		// The prefixed line could not be parsed: the prefix is not wanted.
 		// Only a single request is proven unprocessed by it (a lenient
 		// peer may have read the lines after the first).

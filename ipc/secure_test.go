@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ecoPrimals/primalscope/internal/peer"
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/btsp"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
@@ -861,5 +862,39 @@ func TestBTSPDeadlineBetweenAttemptsIsATimeout(t *testing.T) {
 	}
 	if parent.Err() != nil {
 		t.Fatalf("the dial waited for the test's own bound: %v", err)
+	}
+}
+
+// TestPrefixRefusalMustNameNoCall: a -32002 that answers our request's id
+// is the call's own error (the peer processed it), never a "prefix
+// required" refusal: the call is not sent again.
+func TestPrefixRefusalMustNameNoCall(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "app.sock")
+	var calls atomic.Int64
+	srv, err := peer.Listen(path, peer.Config{Methods: map[string]peer.HandlerFunc{
+		"res.get": func(context.Context, json.RawMessage) (any, error) {
+			calls.Add(1)
+			return nil, &ipc.RPCError{Code: -32002, Message: "resource not found"}
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := ipc.Dial(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: path}, ipc.Options{Security: ipc.Security{Prefix: ipc.PrefixAuto}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Call(ctx, "res.get", nil)
+	var re *ipc.RPCError
+	if !errors.As(err, &re) || re.Code != -32002 {
+		t.Fatalf("want the peer's own -32002 as the answer, got %v", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the call reached the peer %d times; never twice", n)
 	}
 }
