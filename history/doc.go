@@ -11,8 +11,8 @@
 // Defaults (see Options):
 //   - DefaultMaxRows = 100,000 calls and DefaultMaxBytes = 512 MiB of stored
 //     call data; above either cap the oldest calls that have no saved name are
-//     trimmed first (down to 90% of the cap), by the Recorder's writer
-//     goroutine, in small transactions between writes, never by a caller.
+//     trimmed first (down to 90% of the cap), by the fold (Store.Fold), in
+//     small transactions after the records it moved, never by a caller.
 //   - DefaultEntryLimit = 4 MiB: a result, error data or params larger than
 //     that is stored cut to that many bytes with its full size noted
 //     (Entry.ResponseSize, Entry.Truncated, Entry.ParamsTruncated).
@@ -28,9 +28,6 @@
 // Recording: a command that makes calls writes each to the Journal beside
 // the database (one record file a call, no lock, no database connection);
 // Store.Fold moves the records into the database exactly once, and is run
-// by whoever reads the history. A long-lived process may instead use a
-// Recorder, which owns one writer goroutine and a bounded queue writing
-// straight to the Store (Pending.Wait waits, bounded, for the commit).
-// Several processes may write the same database at once (WAL, a busy
+// by whoever reads the history (the TUI records the same way). Several processes may write the same database at once (WAL, a busy
 // timeout, retries on SQLITE_BUSY, BEGIN IMMEDIATE transactions).
 package history

@@ -44,7 +44,6 @@ func childMain(spec string) int {
 		return 1
 	}
 	defer s.Close()
-	r := NewRecorder(s, RecorderOptions{})
 	var out sync.Mutex
 	var wg sync.WaitGroup
 	failed := false
@@ -56,8 +55,8 @@ func childMain(spec string) int {
 				e := sample(i)
 				e.Target = fmt.Sprintf("child-%d", os.Getpid())
 				e.Result = json.RawMessage(`{"pad":"` + strings.Repeat("r", 500) + `"}`)
-				p := r.Record(e)
-				if err := p.Wait(ctx); err != nil {
+				ids, err := s.Add(ctx, e)
+				if err != nil {
 					out.Lock()
 					fmt.Fprintln(os.Stderr, "record:", err)
 					failed = true
@@ -65,16 +64,12 @@ func childMain(spec string) int {
 					return
 				}
 				out.Lock()
-				fmt.Fprintln(os.Stdout, p.ID()) // os.Stdout is unbuffered
+				fmt.Fprintln(os.Stdout, ids[0]) // os.Stdout is unbuffered
 				out.Unlock()
 			}
 		}(w)
 	}
 	wg.Wait()
-	if err := r.Close(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	if failed {
 		return 1
 	}

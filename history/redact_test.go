@@ -84,7 +84,6 @@ func TestSentinelSecretNeverOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := NewRecorder(s, RecorderOptions{})
 	e := sample(1)
 	e.Params = json.RawMessage(`{"family_seed":"` + seed + `","nested":[{"password":"` + pass + `"},{"ok":[{"BTSP_KEY":"` + seed + `"}]}]}`)
 	e.Result = json.RawMessage(`{"session":{"access_token":"` + tok + `"}}`)
@@ -96,11 +95,9 @@ func TestSentinelSecretNeverOnDisk(t *testing.T) {
 	echo.Params = json.RawMessage(`["` + seed + `"]`)
 	echo.Error = &RPCError{Code: -32000, Message: "bad family seed " + seed}
 	echo.Target = "short"
-	p1, p2, p3 := r.Record(e), r.Record(bad), r.Record(echo)
-	for _, p := range []*Pending{p1, p2, p3} {
-		if err := p.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
+	ids, err := s.Add(ctx, e, bad, echo)
+	if err != nil {
+		t.Fatal(err)
 	}
 	scan := func(when string) {
 		t.Helper()
@@ -120,23 +117,20 @@ func TestSentinelSecretNeverOnDisk(t *testing.T) {
 		}
 	}
 	scan("while open")
-	got, err := s.Get(ctx, p1.ID())
+	got, err := s.Get(ctx, ids[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !HasRedacted(got.Params) || !HasRedacted(got.Result) {
 		t.Errorf("stored params %s result %s: not redacted", got.Params, got.Result)
 	}
-	got, _ = s.Get(ctx, p2.ID())
+	got, _ = s.Get(ctx, ids[1])
 	if string(got.Params) != unparsedParams {
 		t.Errorf("invalid params stored as %s", got.Params)
 	}
-	got, _ = s.Get(ctx, p3.ID())
+	got, _ = s.Get(ctx, ids[2])
 	if string(got.Params) != `["[redacted]"]` || got.Error.Message != "bad family seed [redacted]" || got.Target != "short" {
 		t.Errorf("scrubbed entry: %s %q %q", got.Params, got.Error.Message, got.Target)
-	}
-	if err := r.Close(ctx); err != nil {
-		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

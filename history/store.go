@@ -173,8 +173,8 @@ func dsn(path string, busy time.Duration, fresh bool) string {
 	q = append(q,
 		"_pragma=journal_mode(WAL)",
 		"_pragma=synchronous(NORMAL)",
-		// No checkpoint inside a commit: the Recorder checkpoints after it
-		// has told the caller the entry is committed (see Store.checkpointDue).
+		// No checkpoint inside a commit: Add and Fold checkpoint after the
+		// commit, when the WAL has grown enough (see Store.checkpointDue).
 		"_pragma=wal_autocheckpoint(0)",
 		"_pragma=foreign_keys(ON)",
 		"_txlock=immediate",

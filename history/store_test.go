@@ -349,17 +349,21 @@ func TestRetention(t *testing.T) {
 	if err := s.Save(ctx, first[0], "keep-me"); err != nil {
 		t.Fatal(err)
 	}
-	r := NewRecorder(s, RecorderOptions{OnError: func(err error) { t.Errorf("recorder: %v", err) }})
-	var last *Pending
+	// Trimmed as a fold trims: after the writes, in steps (Store.Trim).
+	var last int64
 	for i := 1; i < 250; i++ {
-		last = r.Record(sample(i))
-		if i%10 == 0 {
-			if err := last.Wait(ctx); err != nil {
+		ids, err := s.Add(ctx, sample(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = ids[0]
+		if i%50 == 0 {
+			if _, err := s.Trim(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := r.Close(ctx); err != nil {
+	if _, err := s.Trim(ctx); err != nil {
 		t.Fatal(err)
 	}
 	tot, err := s.Totals(ctx)
@@ -377,7 +381,7 @@ func TestRetention(t *testing.T) {
 	if _, err := s.Lookup(ctx, "keep-me"); err != nil {
 		t.Errorf("saved call was trimmed: %v", err)
 	}
-	if _, err := s.Get(ctx, last.ID()); err != nil {
+	if _, err := s.Get(ctx, last); err != nil {
 		t.Errorf("newest call was trimmed: %v", err)
 	}
 	if _, err := s.Get(ctx, first[0]+1); !errors.Is(err, ErrNotFound) {

@@ -15,8 +15,7 @@ const checkpointEvery = 4 << 20
 
 // Add stores entries in one transaction and returns their ids. It redacts
 // and cuts them first (see the package doc). It retries while another
-// process holds the write lock. It does not trim: the Recorder does, or call
-// Trim.
+// process holds the write lock. It does not trim: Fold does, or call Trim.
 func (s *Store) Add(ctx context.Context, entries ...Entry) ([]int64, error) {
 	ids, _, err := s.add(ctx, entries)
 	if err == nil && s.checkpointDue(1) {
@@ -33,7 +32,7 @@ func (s *Store) checkpointDue(factor int64) bool {
 
 // Checkpoint copies the WAL back into the database file (PRAGMA
 // wal_checkpoint(PASSIVE): it never waits for readers or writers). Commits
-// do not checkpoint by themselves; the Recorder calls this between writes.
+// do not checkpoint by themselves; Add and Fold call this when due.
 func (s *Store) Checkpoint(ctx context.Context) error {
 	s.sinceCheckpoint.Store(0)
 	if _, err := s.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
