@@ -31,7 +31,11 @@ func TestDemoUsesItsOwnSeed(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, _, err := d.DialArg(ctx, "beardog-"+eco.Family, dial.Options{})
+	tg, err := d.Resolve(ctx, "beardog-"+eco.Family)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.Dial(ctx, tg, dial.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -239,16 +239,6 @@ func Connect(ctx context.Context, ep ipc.Endpoint, opts ipc.Options, persistent 
 	return ipc.Dial(ctx, ep, opts)
 }
 
-// DialArg resolves a TARGET string and dials it.
-func (d *Dialer) DialArg(ctx context.Context, arg string, o Options) (*ipc.Conn, Target, error) {
-	t, err := d.Resolve(ctx, arg)
-	if err != nil {
-		return nil, t, err
-	}
-	c, err := d.Dial(ctx, t, o)
-	return c, t, err
-}
-
 // holonSession opens a Holon-RPC session (heartbeats, reconnects) as a Conn.
 func holonSession(ctx context.Context, ep ipc.Endpoint, opts ipc.Options) (*ipc.Conn, error) {
 	ho := holon.SessionOptions{}

@@ -309,7 +309,11 @@ func TestBTSPThroughTheDialer(t *testing.T) {
 			t.Errorf("%+v: session %+v", tg, ss)
 		}
 	}
-	c, tg, err := d.DialArg(ctx, "neural-api", dial.Options{})
+	tg, err := d.Resolve(ctx, "neural-api")
+	if err != nil {
+		t.Fatalf("resolve by name: %v", err)
+	}
+	c, err := d.Dial(ctx, tg, dial.Options{})
 	if err != nil {
 		t.Fatalf("by name: %v", err)
 	}
