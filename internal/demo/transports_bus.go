@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,7 +49,7 @@ func (e *Ecosystem) stdioBus() error {
 	if err := os.WriteFile(cfgPath, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("demo: stdio bus config: %w", err)
 	}
-	stop, err := startBusDaemon(echo.Command, sock, cfgPath)
+	stop, err := startBusDaemon(e.ctx, echo.Command, sock, cfgPath)
 	if err != nil {
 		return err
 	}
@@ -60,10 +61,11 @@ func (e *Ecosystem) stdioBus() error {
 	return nil
 }
 
-// startBusDaemon starts the daemon process and waits until it listens. The
-// returned stop closes its standard input (the daemon stops its workers and
-// exits), and kills it if it lingers.
-func startBusDaemon(exe, sock, cfgPath string) (stop func(), err error) {
+// startBusDaemon starts the daemon process and waits until it listens, at
+// most 10 s and no longer than ctx lives (the daemon is stopped if ctx ends
+// first). The returned stop closes its standard input (the daemon stops its
+// workers and exits), and kills it if it lingers.
+func startBusDaemon(ctx context.Context, exe, sock, cfgPath string) (stop func(), err error) {
 	cmd := &exec.Cmd{
 		Path: exe,
 		Args: []string{busDaemonName, "--unix", sock, "--config", cfgPath},
@@ -124,6 +126,9 @@ func startBusDaemon(exe, sock, cfgPath string) (stop func(), err error) {
 	case <-time.After(10 * time.Second):
 		kill()
 		return nil, errors.New("demo: stdio bus daemon: not listening after 10 s")
+	case <-ctx.Done():
+		kill()
+		return nil, fmt.Errorf("demo: stdio bus daemon: %w", ctx.Err())
 	}
 	return kill, nil
 }

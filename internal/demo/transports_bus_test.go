@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,5 +104,30 @@ func TestDemoStdioBus(t *testing.T) {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Fatalf("worker %d outlived the demo: %v", pid, err)
 		}
+	}
+}
+
+// TestBusDaemonStartEndsWithCtx: a daemon that never says it listens is
+// waited on no longer than the caller's ctx lives, and is stopped.
+func TestBusDaemonStartEndsWithCtx(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "silent-daemon")
+	// Reads its standard input until it is closed, says nothing.
+	if err := os.WriteFile(exe, []byte("#!/bin/sh\nread x\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	stop, err := startBusDaemon(ctx, exe, filepath.Join(dir, "bus.sock"), filepath.Join(dir, "bus.json"))
+	if err == nil {
+		stop()
+		t.Fatal("a daemon that never listened was taken as started")
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want the ctx's deadline", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("waited %v after ctx ended at 200 ms", d)
 	}
 }
