@@ -123,6 +123,22 @@ func (e *ClosedError) Error() string {
 
 func (e *ClosedError) Unwrap() error { return e.Cause }
 
+// NotResentError is returned for a call whose request was written on a
+// connection the peer then refused (BTSP required, riboCipher prefix
+// required or refused), when it was not the first message on it: the
+// refusal proves only the first unprocessed, so this request may have
+// reached the peer (a lenient peer reads on) and is not sent again, never
+// twice. Only the first request is resent on the new connection.
+type NotResentError struct {
+	Method  string
+	Refusal string // what the peer refused, as the trace says it
+}
+
+func (e *NotResentError) Error() string {
+	return fmt.Sprintf("%s: not resent: the peer refused the connection it was written on (%s) after the first request; "+
+		"this one may have reached the peer, so it is not sent again (retry it yourself if it is safe to repeat)", e.Method, e.Refusal)
+}
+
 // FrameTooLargeError is returned when a peer sends a message longer than the
 // limit. The connection cannot be resynchronised and is closed.
 type FrameTooLargeError struct {
