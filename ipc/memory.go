@@ -324,13 +324,15 @@ func (m *EndpointMemory) readRecordFile(name string) ([]byte, error) {
 	return b, err
 }
 
-// ownRegular refuses anything but a regular file owned by the user or root.
+// ownRegular refuses anything but a regular file owned by the user or
+// root, with a *statedir.UnsafeError (errors.Is statedir.ErrUnsafe), as
+// every refusal of the state-folder rule is.
 func ownRegular(name string, st *unix.Stat_t) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("%s: %w", name, readfile.ErrNotRegular)
+		return &statedir.UnsafeError{Path: name, Why: fmt.Sprintf("is not a regular file (mode %#o)", st.Mode&unix.S_IFMT)}
 	}
 	if !statedir.OwnedBy(st.Uid) {
-		return fmt.Errorf("%s: owned by another user (uid %d), not used", name, st.Uid)
+		return &statedir.UnsafeError{Path: name, Why: fmt.Sprintf("belongs to uid %d, not to you", st.Uid)}
 	}
 	return nil
 }
