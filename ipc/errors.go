@@ -162,6 +162,9 @@ type BTSPRequiredError struct {
 	// Claimed says Family is only the peer's own claim (identity.get, a
 	// manifest, a registry's answer), which never picks a seed.
 	Claimed bool
+	// Unbound says a seed was set with no family (OwnFamily ""): it was
+	// not offered to Family, which the user did not give it for.
+	Unbound bool
 }
 
 func (e *BTSPRequiredError) Error() string {
@@ -172,6 +175,16 @@ func (e *BTSPRequiredError) Error() string {
 	if e.Family != "" && e.Claimed {
 		return fmt.Sprintf("%s, which says it is of family %q: its name does not carry that family, and a peer's own word never picks a seed (none was used); "+
 			"if you trust it, call it by its address, or by a socket name ending in -%s.sock", s, e.Family, e.Family)
+	}
+	if e.Family != "" && e.Unbound {
+		return fmt.Sprintf("%s, of family %q: the family seed set (FAMILY_SEED or --family-seed-file) was given with no family "+
+			"(no --family, no FAMILY_ID), and is not offered to a family it was not given for (none was used); "+
+			"if it is family %q's, say so: --family %s (or FAMILY_ID=%s); another family's seed goes in the config file ([families.%s] seed_file = \"FILE\", mode 0600)",
+			s, e.Family, e.Family, e.Family, e.Family, e.Family)
+	}
+	if e.Family != "" && e.OwnFamily == "" {
+		return fmt.Sprintf("%s, of family %q: no seed is known for family %q; give it with --family %s and FAMILY_SEED or --family-seed-file FILE, "+
+			"or in the config file ([families.%s] seed_file = \"FILE\", mode 0600) (or --btsp-cipher null to send cleartext on purpose)", s, e.Family, e.Family, e.Family, e.Family)
 	}
 	if e.Family != "" {
 		return fmt.Sprintf("%s, of family %q: no seed is known for family %q (FAMILY_SEED and --family-seed-file are family %q's); "+
