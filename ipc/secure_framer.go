@@ -22,12 +22,13 @@ import (
 // until the peer's first answer settles how to speak to it, it keeps what
 // was written, and when that answer refuses the connection ("BTSP handshake
 // required" with a seed at hand, -32002 to a raw request, a parse error to
-// a prefixed one) it reconnects accordingly and resends the first message
-// only: a refusal proves only that the line it answered was not processed
-// (the primals of ECOSYSTEM-FACTS.md refuse and close after the first line,
-// but a lenient peer may read and process the lines after it). Every other
-// message written on the refused connection is not resent: the Conn fails
-// its call with a *NotResentError (it may have reached the peer). A close
+// a prefixed one when it was the only message) it reconnects accordingly
+// and resends the first message only: a refusal proves only that the line
+// it answered was not processed (the primals of ECOSYSTEM-FACTS.md refuse
+// and close after the first line, but a lenient peer may read and process
+// the lines after it). Every other message written on the refused
+// connection is not resent: the Conn fails its call with a
+// *NotResentError (it may have reached the peer). A close
 // proves nothing: it is never followed by a resend. The reconnect runs
 // within the deadline of the call whose message it resends. Once settled
 // it is a thin pass-through.
@@ -351,10 +352,11 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 		return actAccept, ""
 	case auto && p.prefix && code == -32700 && connLevel:
 		// The prefixed line could not be parsed: the prefix is not wanted.
-		// Only the first request is proven unprocessed by it (a lenient
-		// peer may have read the lines after the first): only it is resent.
+		// Only a single request is proven unprocessed by it, and only when
+		// it is the only one: a peer that answers a parse error reads on,
+		// and answers the lines after the first on this connection.
 		d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
-		if !f.noSend && len(f.written) >= 1 && !f.tried[plan{}] {
+		if !f.noSend && len(f.written) == 1 && !f.tried[plan{}] {
 			return actNoPrefix, "the peer answered the riboCipher prefix with a parse error (-32700)"
 		}
 		return actAccept, ""
