@@ -117,7 +117,9 @@ func TestRegistriesFamilyScopedNoCleartext(t *testing.T) {
 		var seed []byte
 		sec := ipc.Security{Prefix: ipc.PrefixAuto}
 		if seeded {
-			name, seed, sec.Seed = "seed", []byte(scopeSeed), ipc.NewSeed(scopeSeed)
+			// The seed is given for its family (a seed of no family is
+			// offered to no family's socket).
+			name, seed, sec.Seed, sec.Family = "seed", []byte(scopeSeed), ipc.NewSeed(scopeSeed), "westgate"
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

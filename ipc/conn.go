@@ -189,12 +189,45 @@ func NewConn(f Framer, opts Options) *Conn {
 		incoming: make(chan *Message, opts.IncomingBuffer),
 		done:     make(chan struct{}),
 	}
+	if nr, ok := f.(notResentReporter); ok {
+		nr.setNotResent(c.failNotResent)
+	}
 	if opts.Handler != nil {
 		c.handlers = make(chan struct{}, opts.MaxHandlers)
 		c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
 	}
 	go c.readLoop()
 	return c
+}
+
+// notResentReporter is a Framer that may drop messages it was given
+// instead of resending them on a new connection (secureFramer).
+type notResentReporter interface {
+	setNotResent(func(frames [][]byte, why string))
+}
+
+// failNotResent fails the calls of frames, requests written on a connection
+// the peer refused and not resent on the next one, with *NotResentError:
+// they may have reached the peer, and are never sent twice.
+func (c *Conn) failNotResent(frames [][]byte, why string) {
+	for _, fr := range frames {
+		m, err := DecodeMessage(fr)
+		if err != nil || m.Kind != KindRequest || len(m.ID) == 0 {
+			c.trace(Note, fr, "not resent after the peer refused the connection ("+why+"): it may have reached the peer")
+			continue
+		}
+		id, ok, _ := c.matchID(m.ID)
+		c.mu.Lock()
+		p := c.pending[id]
+		if ok && p != nil {
+			delete(c.pending, id)
+		}
+		c.mu.Unlock()
+		c.trace(Note, fr, "not resent after the peer refused the connection ("+why+"): it may have reached the peer")
+		if ok && p != nil {
+			p.ch <- result{err: &NotResentError{Method: p.method, Refusal: why}}
+		}
+	}
 }
 
 // Incoming delivers what the peer pushes: notifications, server-initiated
@@ -333,7 +366,9 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 // Send sends req and, unless it is a notification, waits for its answer until
 // ctx ends. Errors: *RPCError (the peer's answer), *TimeoutError,
 // context.Canceled, *ClosedError, *BTSPRequiredError, *FrameTooLargeError
-// (wrapped in *ClosedError).
+// (wrapped in *ClosedError), *NotResentError (the peer refused the
+// connection after an earlier request: this one may have reached it and is
+// not sent again).
 func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, c.ctxErr(err, req, 0)

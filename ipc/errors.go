@@ -123,6 +123,22 @@ func (e *ClosedError) Error() string {
 
 func (e *ClosedError) Unwrap() error { return e.Cause }
 
+// NotResentError is returned for a call whose request was written on a
+// connection the peer then refused (BTSP required, riboCipher prefix
+// required or refused), when it was not the first message on it: the
+// refusal proves only the first unprocessed, so this request may have
+// reached the peer (a lenient peer reads on) and is not sent again, never
+// twice. Only the first request is resent on the new connection.
+type NotResentError struct {
+	Method  string
+	Refusal string // what the peer refused, as the trace says it
+}
+
+func (e *NotResentError) Error() string {
+	return fmt.Sprintf("%s: not resent: the peer refused the connection it was written on (%s) after the first request; "+
+		"this one may have reached the peer, so it is not sent again (retry it yourself if it is safe to repeat)", e.Method, e.Refusal)
+}
+
 // FrameTooLargeError is returned when a peer sends a message longer than the
 // limit. The connection cannot be resynchronised and is closed.
 type FrameTooLargeError struct {
@@ -146,6 +162,9 @@ type BTSPRequiredError struct {
 	// Claimed says Family is only the peer's own claim (identity.get, a
 	// manifest, a registry's answer), which never picks a seed.
 	Claimed bool
+	// Unbound says a seed was set with no family (OwnFamily ""): it was
+	// not offered to Family, which the user did not give it for.
+	Unbound bool
 }
 
 func (e *BTSPRequiredError) Error() string {
@@ -156,6 +175,16 @@ func (e *BTSPRequiredError) Error() string {
 	if e.Family != "" && e.Claimed {
 		return fmt.Sprintf("%s, which says it is of family %q: its name does not carry that family, and a peer's own word never picks a seed (none was used); "+
 			"if you trust it, call it by its address, or by a socket name ending in -%s.sock", s, e.Family, e.Family)
+	}
+	if e.Family != "" && e.Unbound {
+		return fmt.Sprintf("%s, of family %q: the family seed set (FAMILY_SEED or --family-seed-file) was given with no family "+
+			"(no --family, no FAMILY_ID), and is not offered to a family it was not given for (none was used); "+
+			"if it is family %q's, say so: --family %s (or FAMILY_ID=%s); another family's seed goes in the config file ([families.%s] seed_file = \"FILE\", mode 0600)",
+			s, e.Family, e.Family, e.Family, e.Family, e.Family)
+	}
+	if e.Family != "" && e.OwnFamily == "" {
+		return fmt.Sprintf("%s, of family %q: no seed is known for family %q; give it with --family %s and FAMILY_SEED or --family-seed-file FILE, "+
+			"or in the config file ([families.%s] seed_file = \"FILE\", mode 0600) (or --btsp-cipher null to send cleartext on purpose)", s, e.Family, e.Family, e.Family, e.Family)
 	}
 	if e.Family != "" {
 		return fmt.Sprintf("%s, of family %q: no seed is known for family %q (FAMILY_SEED and --family-seed-file are family %q's); "+

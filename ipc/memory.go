@@ -3,10 +3,7 @@ package ipc
 import (
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -14,9 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
-	"github.com/ecoPrimals/primalscope/internal/readfile"
 	"github.com/ecoPrimals/primalscope/internal/statedir"
 )
 
@@ -258,81 +252,19 @@ func expired(f EndpointFacts, now time.Time) bool {
 }
 
 // readRecordFile reads the record file name (relative to the state folder)
-// whole, at most maxRecord bytes. Below the state folder no symbolic link
-// is followed, at any step (each folder is opened from the one above with
-// O_NOFOLLOW), and each folder must be the user's (or root's): in another
-// user's folder the records could be swapped for older ones of the user's
-// (facts rolled back, a BTSP demand forgotten). The record must be a
-// regular file of the user's (or root's),
-// checked before it is opened (opening some devices acts on them) and
-// again once open, and it is opened O_NONBLOCK (a named pipe put there in a
-// race is not waited on). The state folder itself is followed: a user's own
-// link to it is fine.
-//
-// This is the state-folder check of internal/statedir (its owner rule,
-// statedir.OwnedBy), done here with openat so that the folders below the
-// state folder are not followed either; a call pays seven system calls.
+// whole, at most maxRecord bytes, by the state-folder rule of
+// internal/statedir (statedir.ReadFile: no symbolic link followed at any
+// step below the state folder, every folder and the record the user's or
+// root's, no named pipe waited on): in another user's folder the records
+// could be swapped for older ones of the user's (facts rolled back, a BTSP
+// demand forgotten). A call pays seven system calls.
 func (m *EndpointMemory) readRecordFile(name string) ([]byte, error) {
-	dfd, err := unix.Open(m.dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: m.dir, Err: err}
+	b, err := statedir.ReadFile(m.dir, name, maxRecord)
+	if err == nil {
+		m.stats.recordOpens.Add(1)
+		m.stats.recordBytes.Add(int64(len(b)))
 	}
-	parts := strings.Split(name, "/")
-	for _, p := range parts[:len(parts)-1] {
-		fd, err := unix.Openat(dfd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(dfd)
-		if err != nil {
-			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
-		}
-		dfd = fd
-		var st unix.Stat_t
-		if err := unix.Fstat(dfd, &st); err != nil {
-			unix.Close(dfd)
-			return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}
-		}
-		if !statedir.OwnedBy(st.Uid) {
-			unix.Close(dfd)
-			return nil, &statedir.UnsafeError{Path: filepath.Join(m.dir, p), Why: fmt.Sprintf("belongs to uid %d, not to you", st.Uid)}
-		}
-	}
-	last := parts[len(parts)-1]
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, last, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		unix.Close(dfd)
-		return nil, &fs.PathError{Op: "lstat", Path: name, Err: err}
-	}
-	if err := ownRegular(name, &st); err != nil {
-		unix.Close(dfd)
-		return nil, err
-	}
-	fd, err := unix.Openat(dfd, last, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	unix.Close(dfd)
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	m.stats.recordOpens.Add(1)
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, &fs.PathError{Op: "fstat", Path: name, Err: err}
-	}
-	if err := ownRegular(name, &st); err != nil {
-		return nil, err
-	}
-	b, err := readfile.All(f, name, maxRecord)
-	m.stats.recordBytes.Add(int64(len(b)))
 	return b, err
-}
-
-// ownRegular refuses anything but a regular file owned by the user or root.
-func ownRegular(name string, st *unix.Stat_t) error {
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("%s: %w", name, readfile.ErrNotRegular)
-	}
-	if !statedir.OwnedBy(st.Uid) {
-		return fmt.Errorf("%s: owned by another user (uid %d), not used", name, st.Uid)
-	}
-	return nil
 }
 
 // record is a record file's content: the endpoint's key and its facts.

@@ -156,9 +156,14 @@ func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 		if !d.sec.cleartextOnPurpose() {
 			// Never send cleartext to an endpoint that requires BTSP.
 			if d.foreign != "" {
-				d.note("the endpoint requires BTSP (" + why + ") and no seed is known for family " + d.foreign + ": not connecting")
-				return nil, &BTSPRequiredError{Endpoint: d.name, Family: d.foreign, OwnFamily: d.sec.Family,
-					Claimed: d.foreign == d.sec.ClaimedFamily && d.sec.TargetFamily == "" && !FamilyScoped(d.ep, d.foreign)}
+				if d.sec.Family == "" && !d.sec.Seed.IsZero() {
+					d.note("the endpoint requires BTSP (" + why + "); the seed set was given with no family and is not offered to family " + d.foreign + " (--family " + d.foreign + " gives it for that family): not connecting")
+				} else {
+					d.note("the endpoint requires BTSP (" + why + ") and no seed is known for family " + d.foreign + ": not connecting")
+				}
+				claimed := d.foreign == d.sec.ClaimedFamily && d.sec.TargetFamily == "" && !FamilyScoped(d.ep, d.foreign)
+				return nil, &BTSPRequiredError{Endpoint: d.name, Family: d.foreign, OwnFamily: d.sec.Family, Claimed: claimed,
+					Unbound: !claimed && d.sec.Family == "" && !d.sec.Seed.IsZero()}
 			}
 			d.note("the endpoint requires BTSP (" + why + ") and no family seed is set: not connecting")
 			return nil, &BTSPRequiredError{Endpoint: d.name}

@@ -2,6 +2,7 @@ package ipc_test
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,12 +94,23 @@ func TestSeedFor(t *testing.T) {
 			t.Errorf("%s (target family %q): family %q ok %v (seed set %v), want %q %v", tc.ep.Path, tc.target, fam, ok, !seed.IsZero(), tc.wantFamily, tc.ok)
 		}
 	}
-	// A seed given with no family is tried where no other is known.
+	// A seed given with no family goes to an endpoint of no family only
+	// (standalone), never to a socket whose name carries a family: that is
+	// a family it was not given for.
 	unbound := ipc.Security{Seed: ipc.NewSeed(eastSeed), Seeds: map[string]ipc.Seed{"west": ipc.NewSeed(westSeed)}}
 	unbound.TargetFamily = "north"
-	if seed, _, ok := unbound.SeedFor(sock("beardog-north.sock")); !ok || seed.IsZero() {
-		t.Error("a seed given without a family is not tried on a family with no other seed")
+	if seed, fam, ok := unbound.SeedFor(sock("beardog-north.sock")); ok || !seed.IsZero() || fam != "north" {
+		t.Errorf("a seed given without a family went to family north: family %q ok %v seed set %v", fam, ok, !seed.IsZero())
 	}
+	unbound.TargetFamily = ""
+	if seed, fam, ok := unbound.SeedFor(sock("beardog.sock")); !ok || seed.IsZero() || fam != "" {
+		t.Errorf("a seed given without a family is not used for a standalone socket: family %q ok %v", fam, ok)
+	}
+	unbound.TargetFamily = "west"
+	if seed, _, ok := unbound.SeedFor(sock("beardog-west.sock")); !ok || seed.IsZero() {
+		t.Error("west's own seed (the config's) is not used for west")
+	}
+	unbound.TargetFamily = "north"
 	// A family only claimed by the peer (identity.get, a manifest, a
 	// registry's answer) picks no seed: not the user's own family's (sec's
 	// Family is east), not another's whose seed is known, not a seed given
@@ -120,4 +132,48 @@ func TestSeedFor(t *testing.T) {
 	if seed, fam, ok := claimed.SeedFor(sock("beardog-east.sock")); !ok || seed.IsZero() || fam != "east" {
 		t.Errorf("the name's family lost to a claim: %q %v", fam, ok)
 	}
+}
+
+// TestUnboundSeedNotOfferedToAFamily: a seed set with no family (no
+// FAMILY_ID, no --family) is not offered to a socket whose name carries a
+// family (as discovery splits it): the dial is a *ipc.BTSPRequiredError (a
+// security failure, exit 5) before anything connects, saying to name the
+// family with --family; with the family named the seed is used.
+func TestUnboundSeedNotOfferedToAFamily(t *testing.T) {
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	other, err := ipctest.ListenHostileBTSP(filepath.Join(dir, "beardog-otherfamily.sock"), &ipctest.HostileBTSP{Seed: []byte(eastSeed)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Close)
+	var trace traceLog
+	_, err = dialErr(t, ipc.Endpoint{Transport: ipc.Unix, Path: other.Path()}, ipc.Options{Trace: trace.add,
+		Security: ipc.Security{Seed: ipc.NewSeed(eastSeed), TargetFamily: "otherfamily", FamilyScoped: true}})
+	var be *ipc.BTSPRequiredError
+	if !errors.As(err, &be) || !ipc.SecurityFailure(err) || be.Family != "otherfamily" {
+		t.Fatalf("err = %T %v, want a *ipc.BTSPRequiredError naming family otherfamily", err, err)
+	}
+	if !strings.Contains(err.Error(), "--family otherfamily") || !strings.Contains(err.Error(), "no family") {
+		t.Fatalf("the error does not say how to give the seed for the family: %v", err)
+	}
+	if n := len(other.Received()); n != 0 {
+		t.Fatalf("%d connection(s) to family otherfamily with a seed given for no family", n)
+	}
+	if !strings.Contains(trace.String(), "not offered to family otherfamily") {
+		t.Fatalf("the trace does not say why:\n%s", trace.String())
+	}
+
+	// Named (--family), the seed is that family's and goes to it.
+	s := startAt(t, "beardog-otherfamily.sock", btspPrimal([]byte(eastSeed), ""))
+	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(eastSeed), Family: "otherfamily",
+		TargetFamily: "otherfamily", FamilyScoped: true, Prefix: ipc.PrefixOff}})
+	mustLive(t, c)
+	// With no family at all (a standalone socket), the seed is used.
+	st := startAt(t, "beardog.sock", btspPrimal([]byte(eastSeed), ""))
+	c = mustDial(t, st.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(eastSeed), RequireBTSP: true, Prefix: ipc.PrefixOff}})
+	mustLive(t, c)
 }

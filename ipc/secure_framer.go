@@ -20,11 +20,18 @@ import (
 
 // secureFramer carries one socket connection that may still be replaced:
 // until the peer's first answer settles how to speak to it, it keeps what
-// was written, and when that answer proves the peer did not process it
-// ("BTSP handshake required" with a seed at hand, -32002 to a raw request,
-// a parse error to a prefixed one) it reconnects accordingly and resends.
-// A close proves nothing: it is never followed by a resend. Once settled it
-// is a thin pass-through.
+// was written, and when that answer refuses the connection ("BTSP handshake
+// required" with a seed at hand, -32002 to a raw request, a parse error to
+// a prefixed one when it was the only message) it reconnects accordingly
+// and resends the first message only: a refusal proves only that the line
+// it answered was not processed (the primals of ECOSYSTEM-FACTS.md refuse
+// and close after the first line, but a lenient peer may read and process
+// the lines after it). Every other message written on the refused
+// connection is not resent: the Conn fails its call with a
+// *NotResentError (it may have reached the peer). A close
+// proves nothing: it is never followed by a resend. The reconnect runs
+// within the deadline of the call whose message it resends. Once settled
+// it is a thin pass-through.
 type secureFramer struct {
 	d *secureDialer
 
@@ -58,6 +65,16 @@ type secureFramer struct {
 	written [][]byte
 	wbytes  int
 	noSend  bool // too much written to resend: no reconnects
+	// firstDL is the write deadline (Unix nanoseconds, 0 for none) the
+	// first message in written was sent under: its call's deadline, which
+	// bounds a reconnect that resends it.
+	firstDL int64
+
+	// notResent, set by the Conn before it reads, is told the messages
+	// written on a refused connection that are not resent (all but the
+	// first), so that their calls fail at once. Called with mu held, from
+	// the reading goroutine; it must not call back into the framer.
+	notResent func(frames [][]byte, why string)
 
 	closeCtx    context.Context
 	closeCancel context.CancelFunc
@@ -115,6 +132,9 @@ func (f *secureFramer) WriteFrame(p []byte) error {
 		if len(f.written) >= maxResendFrames || f.wbytes+len(p) > maxResendBytes {
 			f.noSend, f.written, f.wbytes = true, nil, 0
 		} else {
+			if len(f.written) == 0 {
+				f.firstDL = f.wdl.Load()
+			}
 			f.written = append(f.written, append([]byte(nil), p...))
 			f.wbytes += len(p)
 		}
@@ -209,12 +229,34 @@ func (f *secureFramer) ReadFrame() ([]byte, error) {
 			return frame, nil
 		}
 		f.decoded = nil // the frame is not delivered
+		f.dropUnproven(why)
 		if rerr := f.reconnect(act, why, frame); rerr != nil {
 			f.settle()
 			f.mu.Unlock()
 			return nil, rerr
 		}
 		f.mu.Unlock()
+	}
+}
+
+// setNotResent installs the Conn's hook for messages that are not resent
+// (see notResent). Called before the Conn's first read.
+func (f *secureFramer) setNotResent(fn func(frames [][]byte, why string)) { f.notResent = fn }
+
+// dropUnproven keeps, of what was written on a refused connection, only
+// the first message, the one the refusal proves unprocessed; the others
+// are handed to notResent (their calls fail: they may have reached the
+// peer) and never sent again. Called with mu held.
+func (f *secureFramer) dropUnproven(why string) {
+	if len(f.written) <= 1 {
+		return
+	}
+	rest := f.written[1:]
+	f.written = f.written[:1:1]
+	f.wbytes = len(f.written[0])
+	f.d.note(fmt.Sprintf("%d more message(s) were written on the refused connection: NOT resent (the refusal proves only the first unprocessed; a lenient peer may have processed the others)", len(rest)))
+	if f.notResent != nil {
+		f.notResent(rest, why)
 	}
 }
 
@@ -244,7 +286,7 @@ func (f *secureFramer) readSettled() ([]byte, error) {
 
 // settle ends the unsettled phase. Called with mu held.
 func (f *secureFramer) settle() {
-	f.written, f.wbytes = nil, 0
+	f.written, f.wbytes, f.firstDL = nil, 0, 0
 	f.settled.Store(true)
 }
 
@@ -310,8 +352,9 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 		return actAccept, ""
 	case auto && p.prefix && code == -32700 && connLevel:
 		// The prefixed line could not be parsed: the prefix is not wanted.
-		// Only a single request is proven unprocessed by it (a lenient
-		// peer may have read the lines after the first).
+		// Only a single request is proven unprocessed by it, and only when
+		// it is the only one: a peer that answers a parse error reads on,
+		// and answers the lines after the first on this connection.
 		d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
 		if !f.noSend && len(f.written) == 1 && !f.tried[plan{}] {
 			return actNoPrefix, "the peer answered the riboCipher prefix with a parse error (-32700)"
@@ -343,7 +386,15 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
 	}
-	ctx, cancel := context.WithTimeout(f.closeCtx, timeout+4*defaultHandshakeTimeout)
+	// The reconnect is bounded by its own budget, by Close, and by the
+	// deadline of the call whose message it resends: that call's caller
+	// (the whole command, under --timeout) waits for it, and past that
+	// deadline nobody does.
+	dl := time.Now().Add(timeout + 4*defaultHandshakeTimeout)
+	if f.firstDL != 0 && f.firstDL < dl.UnixNano() {
+		dl = time.Unix(0, f.firstDL)
+	}
+	ctx, cancel := context.WithDeadline(f.closeCtx, dl)
 	defer cancel()
 	var next Framer
 	var desc string

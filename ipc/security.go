@@ -85,8 +85,10 @@ type Security struct {
 	// Seed is the seed of Family, the user's own family (FAMILY_SEED or
 	// --family-seed-file, given with FAMILY_ID or --family). It is never
 	// used for a socket of another family: that one's seed comes from
-	// Seeds. With Family unset the seed belongs to no named family and is
-	// used for any family Seeds does not name. Without a seed for its
+	// Seeds. With Family unset the seed belongs to no named family: it is
+	// used only for an endpoint of no family at all (standalone), never
+	// offered to a socket whose name carries a family (a family it was not
+	// given for; the user names it with --family). Without a seed for its
 	// family, an endpoint that requires BTSP fails with *BTSPRequiredError
 	// before anything is sent (naming the family).
 	Seed Seed
@@ -157,9 +159,9 @@ func (s *Security) active() bool {
 // for Family (or for a socket of no known family), Seeds[family] for another.
 // ok is false when ep belongs to another family whose seed is not known:
 // Seed, the user's own family's, is never handed to another family's
-// socket (unless Family is unset: then Seed was given for no family in
-// particular). A family only claimed (ClaimedFamily) picks nothing: ok is
-// false and family is the claim.
+// socket; with Family unset, Seed was given for no family, and is handed
+// to no family either (only to an endpoint of none). A family only claimed
+// (ClaimedFamily) picks nothing: ok is false and family is the claim.
 func (s *Security) SeedFor(ep Endpoint) (seed Seed, family string, ok bool) {
 	fam := s.TargetFamily
 	if fam == "" {
@@ -183,9 +185,6 @@ func (s *Security) SeedFor(ep Endpoint) (seed Seed, family string, ok bool) {
 	}
 	if sd, ok := s.Seeds[fam]; ok {
 		return sd, fam, true
-	}
-	if s.Family == "" {
-		return s.Seed, fam, true
 	}
 	return Seed{}, fam, false
 }

@@ -37,7 +37,11 @@ func TestFamilyScopedBeforeProbe(t *testing.T) {
 		var seed []byte
 		sec := ipc.Security{Prefix: ipc.PrefixAuto}
 		if seeded {
-			name, seed, sec.Seed = "seed", []byte(scopeSeed), ipc.NewSeed(scopeSeed)
+			// Each family's seed is given for it (a seed of no family
+			// is offered to no family's socket): westgate's as the
+			// user's own, east's as another family's.
+			name, seed, sec.Seed, sec.Family = "seed", []byte(scopeSeed), ipc.NewSeed(scopeSeed), "westgate"
+			sec.Seeds = map[string]ipc.Seed{"east": ipc.NewSeed(scopeSeed)}
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

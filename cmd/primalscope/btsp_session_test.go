@@ -40,7 +40,7 @@ func TestBTSPSessionFailureIsRefused(t *testing.T) {
 			t.Parallel()
 			dir := wireDir(t)
 			hist := filepath.Join(dir, "history.db")
-			env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_SEED": sessionTestSeed, "PRIMALSCOPE_HISTORY": hist}
+			env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_ID": "westgate", "FAMILY_SEED": sessionTestSeed, "PRIMALSCOPE_HISTORY": hist}
 			for _, f := range faults {
 				h, err := ipctest.ListenHostileSession(filepath.Join(dir, "beardog-westgate.sock"),
 					&ipctest.HostileSession{Seed: []byte(sessionTestSeed), Fault: f.fault, LengthPrefixedOnly: path == "counter"})
@@ -96,7 +96,7 @@ func TestBTSPLinesOnlyImpostorStopsAtOnce(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_SEED": sessionTestSeed}
+			env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_ID": "westgate", "FAMILY_SEED": sessionTestSeed}
 			r := runCLI(t, env, "", "call", "--no-history", "--timeout", "3s", h.Path(), sentinelMethod, sentinelParams)
 			h.Close()
 			if r.code != exitSecurity || !strings.Contains(r.stderr, tc.words) || !strings.Contains(r.stderr, "no other way was tried") {
@@ -124,7 +124,7 @@ func TestTailSessionFailureIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_SEED": sessionTestSeed}
+	env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_ID": "westgate", "FAMILY_SEED": sessionTestSeed}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r, _ := runCLICtx(ctx, env, "", "tail", "--json", "--interval", "100ms", "--no-proc", h.Path())

@@ -64,6 +64,7 @@ func exitCode(err error) int {
 		to  *ipc.TimeoutError
 		re  *ipc.RPCError
 		ce  *ipc.ClosedError
+		nr  *ipc.NotResentError
 		de  *ipc.DialError
 		nf  *discovery.NotFoundError
 		cn  *connectError
@@ -88,7 +89,9 @@ func exitCode(err error) int {
 		return exitConnect
 	case errors.As(err, &to), errors.Is(err, context.DeadlineExceeded):
 		return exitTimeout
-	case errors.As(err, &ce):
+	case errors.As(err, &ce), errors.As(err, &nr):
+		// nr: the peer refused the connection the request was written
+		// on, after its first request; the request was not resent.
 		return exitConnect
 	case errors.As(err, &re):
 		return exitPeer

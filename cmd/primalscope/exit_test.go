@@ -20,6 +20,7 @@ func TestExitCodeOrder(t *testing.T) {
 		{&ipc.DialError{Endpoint: "x", Err: &btsp.HandshakeError{Reason: btsp.ReasonTimeout}}, exitTimeout},
 		{&ipc.TimeoutError{Method: "m"}, exitTimeout},
 		{&ipc.ClosedError{Cause: errors.New("peer closed")}, exitConnect},
+		{&ipc.NotResentError{Method: "m", Refusal: "BTSP required"}, exitConnect}, // the transport broke under it; not 1
 		{&ipc.BTSPRequiredError{}, exitSecurity},
 		{fmt.Errorf("t: %w", &ipc.RPCError{Code: -32601}), exitPeer},
 		{usageErr(errors.New("bad")), exitUsage},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func TestTailFamilyScopedNoCleartext(t *testing.T) {
 			srv := &ipctest.HostileBTSP{}
 			env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir}
 			if seeded {
-				srv.Seed, env["FAMILY_SEED"] = []byte(seed), seed
+				srv.Seed, env["FAMILY_SEED"], env["FAMILY_ID"] = []byte(seed), seed, "westgate"
 			}
 			h, err := ipctest.ListenHostileBTSP(filepath.Join(dir, "beardog-westgate.sock"), srv)
 			if err != nil {
@@ -58,9 +59,12 @@ func TestTailFamilyScopedNoCleartext(t *testing.T) {
 
 // TestCallResolvedFamilyNoCleartext: a NAME resolved to NAME-<family>.sock
 // (a primal no built-in list knows, no FAMILY_ID, nothing else in the
-// directory) is family-scoped: without a seed nothing reaches it, with one
-// the first bytes are a BTSP hello. A longer known name is no family:
-// "neural" finding neural-api.sock calls it in cleartext as before.
+// directory) is family-scoped: without a seed nothing reaches it; with a
+// seed given for no family (FAMILY_SEED alone) nothing reaches it either
+// (exit 5, saying to name the family: the seed is not offered to a family
+// it was not given for); with the family named the first bytes are a BTSP
+// hello. A longer known name is no family: "neural" finding
+// neural-api.sock calls it in cleartext as before.
 func TestCallResolvedFamilyNoCleartext(t *testing.T) {
 	t.Parallel()
 	const seed = "family-seed-for-resolve-tests-0123456789"
@@ -79,7 +83,14 @@ func TestCallResolvedFamilyNoCleartext(t *testing.T) {
 		t.Fatalf("%d connection(s) without a seed: %q", n, cut(h.Received()[0]))
 	}
 	env["FAMILY_SEED"] = seed
-	timed(t, env, "call", "--no-history", "--timeout", "3s", "--socket-dir", dir, "myprimal", sentinelMethod, sentinelParams)
+	r, _ = timed(t, env, "call", "--no-history", "--timeout", "3s", "--socket-dir", dir, "myprimal", sentinelMethod, sentinelParams)
+	if r.code != exitSecurity || !strings.Contains(r.stderr, "--family east") {
+		t.Fatalf("a seed given for no family, a socket of family east: want exit 5 saying --family east, got %+v", r)
+	}
+	if n := len(h.Received()); n != 0 {
+		t.Fatalf("%d connection(s) with a seed given for no family: %q", n, cut(h.Received()[0]))
+	}
+	timed(t, env, "call", "--no-history", "--timeout", "3s", "--socket-dir", dir, "--family", "east", "myprimal", sentinelMethod, sentinelParams)
 	conns := h.Received()
 	if len(conns) == 0 {
 		t.Fatal("no connection with a seed")

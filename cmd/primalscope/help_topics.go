@@ -75,9 +75,10 @@ served by a primal that says "primal": "beta" is listed as primal beta,
 family west-tower-1, and both names reach it. Family-scoped sockets demand
 a BTSP handshake: give your family's seed with --family-seed-file or
 $FAMILY_SEED (it is your family's: --family, else $FAMILY_ID, and never
-goes to another family's socket), other families' in the config file
-([families.<id>] seed_file, see help config). A socket of a family whose
-seed is not known is refused (exit 5) before connecting.
+goes to another family's socket; given with neither, it goes only to
+sockets of no family: name the family to use it on one), other families'
+in the config file ([families.<id>] seed_file, see help config). A socket
+of a family whose seed is not known is refused (exit 5) before connecting.
 
 Shell completion completes TARGET from a short discovery sweep (at most
 250 ms, cached a few seconds in $XDG_CACHE_HOME/primalscope), and METHOD

@@ -42,7 +42,7 @@ func TestReplayWithoutSocketDir(t *testing.T) {
 		t.Fatalf("call rhizocrypt: %+v", r)
 	}
 	rhizo := lastCallID(t, env)
-	if r := runCLI(t, env, "", "call", sd, "--family-seed-file", eco.SeedFile, "beardog-"+eco.Family, "health.liveness"); r.code != 0 {
+	if r := runCLI(t, env, "", "call", sd, "--family", eco.Family, "--family-seed-file", eco.SeedFile, "beardog-"+eco.Family, "health.liveness"); r.code != 0 {
 		t.Fatalf("call beardog-%s: %+v", eco.Family, r)
 	}
 	btspID := lastCallID(t, env)
@@ -114,7 +114,7 @@ func TestExportedCommandsRun(t *testing.T) {
 	}{
 		{"plain", []string{"call", sd, "beardog", "health.liveness"}, false},
 		{"prefix", []string{"call", sd, "rhizocrypt", "health.liveness"}, false},
-		{"btsp family-scoped", []string{"call", sd, "--family-seed-file", eco.SeedFile, "beardog-" + eco.Family, "health.liveness"}, true},
+		{"btsp family-scoped", []string{"call", sd, "--family", eco.Family, "--family-seed-file", eco.SeedFile, "beardog-" + eco.Family, "health.liveness"}, true},
 		{"bus pool", []string{"call", "--pool", "echo", "--session", "S1", bus.Path, "x.y", `{"a":1}`}, false},
 		{"hostile params", []string{"call", echo, "echo", hostile}, false},
 	}

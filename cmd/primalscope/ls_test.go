@@ -78,7 +78,7 @@ func TestLsDemo(t *testing.T) {
 		t.Errorf("beardog: %q", byName["beardog"])
 	}
 	// With the seed, the Neural API is probed and asked through BTSP.
-	r = runCLI(t, map[string]string{"FAMILY_SEED": eco.Seed(), "HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir()}, "",
+	r = runCLI(t, map[string]string{"FAMILY_SEED": eco.Seed(), "FAMILY_ID": eco.Family, "HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir()}, "",
 		"ls", "--socket-dir", eco.Dir, "--json", "--stale", "3s", "--no-proc")
 	doc = lsDocT{}
 	if err := json.Unmarshal([]byte(r.stdout), &doc); r.code != 0 || err != nil {

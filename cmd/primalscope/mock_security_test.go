@@ -50,7 +50,7 @@ func TestMockRefusesToServeABTSPRecordingInCleartext(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "beardog-fam1.sock")
 	srv := btspSigner(t, sock, false)
 	env := runEnv(t)
-	env["FAMILY_SEED"] = mockTestSeed
+	env["FAMILY_SEED"], env["FAMILY_ID"] = mockTestSeed, "fam1"
 	if r := runCLI(t, env, "", "--family", "fam1", "call", sock, "crypto.sign", `{"msg":"aGk="}`); r.code != 0 {
 		t.Fatalf("recording over BTSP: %+v", r)
 	}
@@ -73,7 +73,7 @@ func TestMockVerifySecurityRefusalIsExit5(t *testing.T) {
 	sock := filepath.Join(t.TempDir(), "beardog-fam1.sock")
 	srv := btspSigner(t, sock, false)
 	env := runEnv(t)
-	env["FAMILY_SEED"] = mockTestSeed
+	env["FAMILY_SEED"], env["FAMILY_ID"] = mockTestSeed, "fam1"
 	if r := runCLI(t, env, "", "--family", "fam1", "call", sock, "crypto.sign", `{"msg":"aGk="}`); r.code != 0 {
 		t.Fatalf("recording over BTSP: %+v", r)
 	}

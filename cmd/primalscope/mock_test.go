@@ -202,7 +202,7 @@ func TestMockOverHolonAndBTSP(t *testing.T) {
 		t.Fatal(err)
 	}
 	benv := runEnv(t)
-	benv["FAMILY_SEED"] = seed
+	benv["FAMILY_SEED"], benv["FAMILY_ID"] = seed, "fam1"
 	want = runCLI(t, benv, "", "--family", "fam1", "call", sock, "crypto.sign", `{"msg":"aGk="}`)
 	if want.code != 0 {
 		t.Fatalf("recording over BTSP: %+v", want)

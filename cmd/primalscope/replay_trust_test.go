@@ -87,7 +87,7 @@ func TestReplayOverBTSPOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env["FAMILY_SEED"] = seed
+	env["FAMILY_SEED"], env["FAMILY_ID"] = seed, "fam1"
 	r := runCLI(t, env, "", "call", "--socket-dir", dir, "neural-api", sentinelMethod, sentinelParams)
 	srv.Close()
 	if r.code != exitOK && r.code != exitPeer {

@@ -112,7 +112,8 @@ type familySeed struct {
 // another's):
 //   - --family-seed-file, else $FAMILY_SEED: the user's own family's
 //     (--family, else $FAMILY_ID); given with neither, a seed of no named
-//     family, tried on families the config names no seed for;
+//     family, used only for sockets of no family (never offered to a
+//     family it was not given for: ipc.Security.SeedFor);
 //   - the config file's [families.<id>] seed_file: other families';
 //   - the demo's own seed for the demo's family, whatever else is set.
 //

@@ -39,6 +39,14 @@ func TestCallFamilySocket(t *testing.T) {
 		t.Fatalf("no seed, known endpoint: %+v", r)
 	}
 
+	// A seed given with no family (no FAMILY_ID, no --family) is not
+	// offered to the family the socket's name carries: exit 5, saying
+	// how to give it for that family.
+	r = runCLI(t, with("FAMILY_SEED", eco.Seed()), "", "call", sd, "--no-history", target, "health.liveness")
+	if r.code != 5 || !strings.Contains(r.stderr, "--family "+eco.Family) || !strings.Contains(r.stderr, "given with no family") {
+		t.Fatalf("FAMILY_SEED without a family: %+v", r)
+	}
+	base["FAMILY_ID"] = eco.Family
 	r = runCLI(t, with("FAMILY_SEED", eco.Seed()), "", "call", sd, "--no-history", target, "health.liveness")
 	if r.code != 0 || !strings.Contains(r.stdout, "alive") {
 		t.Fatalf("FAMILY_SEED: %+v", r)
@@ -54,7 +62,9 @@ func TestCallFamilySocket(t *testing.T) {
 		}
 	}
 	// --family (or FAMILY_ID) makes the family-scoped name known up front.
-	r = runCLI(t, with("FAMILY_SEED", eco.Seed()), "", "call", sd, "--no-history", "--family", eco.Family, "--prefix", "off", target, "health.liveness")
+	byFlag := with("FAMILY_SEED", eco.Seed())
+	delete(byFlag, "FAMILY_ID")
+	r = runCLI(t, byFlag, "", "call", sd, "--no-history", "--family", eco.Family, "--prefix", "off", target, "health.liveness")
 	if r.code != 0 {
 		t.Fatalf("--family: %+v", r)
 	}

@@ -111,7 +111,7 @@ func TestBTSPHostileServers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_SEED": seed}
+			env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_ID": "westgate-tower-155f", "FAMILY_SEED": seed}
 			args := append([]string{"call", "--no-history", "--timeout", "4s", "--socket-dir", dir}, tc.flags...)
 			args = append(args, "beardog-westgate-tower-155f", sentinelMethod, sentinelParams)
 			r, took := timed(t, env, args...)
@@ -143,7 +143,7 @@ func TestBTSPUnauthenticatedByName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_SEED": "family-seed-for-wire-tests-0123456789"}
+	env := map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_ID": "westgate", "FAMILY_SEED": "family-seed-for-wire-tests-0123456789"}
 	r, took := timed(t, env, "call", "--no-history", "--timeout", "4s", "--btsp-cipher", "chacha20_poly1305",
 		filepath.Join(dir, "beardog-westgate.sock"), sentinelMethod, sentinelParams)
 	h.Close()
@@ -195,13 +195,17 @@ func TestBTSPNoSeedSendsNothing(t *testing.T) {
 }
 
 // TestBTSPReadmeExampleFirstContact: the README's example, first contact
-// without FAMILY_ID on the demo's family-scoped BearDog with the default
-// flags, answers over an authenticated session, and the first bytes on the
-// wire of a recording peer at such a name are a BTSP hello.
+// (FAMILY_ID unset, the family named by --family) on the demo's
+// family-scoped BearDog with the default flags, answers over an
+// authenticated session. A recording peer at a family-scoped name whose
+// family shows only through another known primal's socket is taken as
+// that family's: a seed given with no family is not offered to it
+// (exit 5 naming the family, no connection), and with the family named
+// the first bytes on the wire are a BTSP hello.
 func TestBTSPReadmeExampleFirstContact(t *testing.T) {
 	eco := ecosystem(t)
 	env := map[string]string{"HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir(), "FAMILY_SEED": eco.Seed()}
-	r := runCLI(t, env, "", "call", "--socket-dir", eco.Dir, "--no-history", "beardog-"+eco.Family, "health.liveness")
+	r := runCLI(t, env, "", "call", "--socket-dir", eco.Dir, "--no-history", "--family", eco.Family, "beardog-"+eco.Family, "health.liveness")
 	if r.code != exitOK || !strings.Contains(r.stdout, "alive") {
 		t.Fatalf("%+v", r)
 	}
@@ -222,6 +226,13 @@ func TestBTSPReadmeExampleFirstContact(t *testing.T) {
 	}
 	env = map[string]string{"HOME": dir, "XDG_STATE_HOME": dir, "FAMILY_SEED": eco.Seed()}
 	r = runCLI(t, env, "", "call", "--no-history", "--timeout", "4s", filepath.Join(dir, "myprimal-tower-9.sock"), sentinelMethod, sentinelParams)
+	if r.code != exitSecurity || !strings.Contains(r.stderr, `family "tower-9"`) || !strings.Contains(r.stderr, "--family tower-9") {
+		t.Fatalf("a seed given with no family, a socket of family tower-9: %+v", r)
+	}
+	if n := len(h.Received()); n != 0 {
+		t.Fatalf("%d connection(s) with a seed given for no family", n)
+	}
+	r = runCLI(t, env, "", "call", "--no-history", "--timeout", "4s", "--family", "tower-9", filepath.Join(dir, "myprimal-tower-9.sock"), sentinelMethod, sentinelParams)
 	h.Close()
 	if r.code != exitSecurity {
 		t.Fatalf("%+v", r)
@@ -410,7 +421,7 @@ func TestPrefixAutoNeverTwice(t *testing.T) {
 // the session, and says when the server is not authenticated.
 func TestCapsShowsTheSession(t *testing.T) {
 	eco := ecosystem(t)
-	env := map[string]string{"HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir(), "FAMILY_SEED": eco.Seed()}
+	env := map[string]string{"HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir(), "FAMILY_ID": eco.Family, "FAMILY_SEED": eco.Seed()}
 	target := "beardog-" + eco.Family
 	r := runCLI(t, env, "", "caps", "--socket-dir", eco.Dir, target)
 	if r.code != exitOK || !strings.Contains(r.stdout, "session   unix+btsp(chacha20-poly1305 negotiated)") {

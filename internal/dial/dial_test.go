@@ -65,7 +65,7 @@ func newDialer(t *testing.T, s dial.Settings) *dial.Dialer {
 // symlinks, family-scoped names with the family's seed.
 func TestEveryListedNameDials(t *testing.T) {
 	eco := ecosystem(t)
-	sec := ipc.Security{Seed: ipc.NewSeed(eco.Seed()), Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()}
+	sec := ipc.Security{Seed: ipc.NewSeed(eco.Seed()), Family: eco.Family, Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()}
 	disc := discoverer(eco, sec)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -286,7 +286,7 @@ func TestOneDecision(t *testing.T) {
 // authenticated encrypted session: the dial the TUI and the CLI share.
 func TestBTSPThroughTheDialer(t *testing.T) {
 	eco := ecosystem(t)
-	sec := ipc.Security{Seed: ipc.NewSeed(eco.Seed()), Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()}
+	sec := ipc.Security{Seed: ipc.NewSeed(eco.Seed()), Family: eco.Family, Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	d := newDialer(t, dial.Settings{SocketDirs: []string{eco.Dir}, Security: sec})

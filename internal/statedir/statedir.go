@@ -17,7 +17,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
 
 // ErrUnsafe is matched (errors.Is) by every *UnsafeError.
@@ -167,4 +173,113 @@ func Open(path string, flag int, perm fs.FileMode) (f *os.File, info fs.FileInfo
 		return nil, nil, err
 	}
 	return f, info, nil
+}
+
+// ReadFile reads the file name (slash-separated, relative to root, the
+// state folder or a folder in it) whole, at most limit bytes (more is a
+// *readfile.TooLargeError). It is the rule of Open for a path of several
+// steps: below root no symbolic link is followed at any step (each folder
+// is opened from the one above with O_NOFOLLOW, so a folder swapped for a
+// link in a race is not followed either), and each folder must be the
+// user's or root's (in another user's folder the files could be swapped
+// for older ones of the user's). The file must be a regular file of the
+// user's or root's, checked before it is opened (opening some devices acts
+// on them) and again once open, and it is opened O_NONBLOCK (a named pipe
+// put there in a race is not waited on). A refusal is an *UnsafeError; a
+// missing file or folder matches fs.ErrNotExist. root itself is followed:
+// a user's own link to the state folder is fine.
+func ReadFile(root, name string, limit int64) ([]byte, error) {
+	dfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
+	}
+	parts := strings.Split(name, "/")
+	for i, p := range parts[:len(parts)-1] {
+		fd, err := unix.Openat(dfd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		unix.Close(dfd)
+		at := filepath.Join(root, filepath.Join(parts[:i+1]...))
+		switch {
+		case err == unix.ELOOP || err == unix.ENOTDIR:
+			// O_NOFOLLOW|O_DIRECTORY on a link: ELOOP, or ENOTDIR on
+			// some kernels; a file where a folder belongs: ENOTDIR.
+			var st unix.Stat_t
+			if unix.Lstat(at, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return nil, &UnsafeError{Path: at, Why: "is a symbolic link (never followed inside the state folder)"}
+			}
+			return nil, &UnsafeError{Path: at, Why: "is not a directory"}
+		case err != nil:
+			return nil, &fs.PathError{Op: "open", Path: at, Err: err}
+		}
+		dfd = fd
+		var st unix.Stat_t
+		if err := unix.Fstat(dfd, &st); err != nil {
+			unix.Close(dfd)
+			return nil, &fs.PathError{Op: "fstat", Path: at, Err: err}
+		}
+		if !OwnedBy(st.Uid) {
+			unix.Close(dfd)
+			return nil, &UnsafeError{Path: at, Why: fmt.Sprintf("belongs to uid %d, not to you", st.Uid)}
+		}
+	}
+	path := filepath.Join(root, name)
+	last := parts[len(parts)-1]
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, last, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Close(dfd)
+		return nil, &fs.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	if err := OwnRegular(path, &st); err != nil {
+		unix.Close(dfd)
+		return nil, err
+	}
+	fd, err := unix.Openat(dfd, last, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	unix.Close(dfd)
+	if err == unix.ELOOP {
+		return nil, &UnsafeError{Path: path, Why: "is a symbolic link (never followed inside the state folder)"}
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if err := OwnRegular(path, &st); err != nil {
+		return nil, err
+	}
+	return readfile.All(f, path, limit)
+}
+
+// OwnRegular refuses, with an *UnsafeError, st (the state of path, not
+// followed) unless it is a regular file of the user's or root's.
+func OwnRegular(path string, st *unix.Stat_t) error {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+	case unix.S_IFLNK:
+		return &UnsafeError{Path: path, Why: "is a symbolic link (never followed inside the state folder)"}
+	default:
+		return &UnsafeError{Path: path, Why: "is not a regular file (" + kind(unixKind(st.Mode)) + ")"}
+	}
+	if !OwnedBy(st.Uid) {
+		return &UnsafeError{Path: path, Why: fmt.Sprintf("belongs to uid %d, not to you", st.Uid)}
+	}
+	return nil
+}
+
+// unixKind is the fs.FileMode type bits of a stat mode.
+func unixKind(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return fs.ModeIrregular
 }

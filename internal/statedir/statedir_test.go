@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestOpenRefusesSymlinkOutOfStateFolder(t *testing.T) {
@@ -122,5 +125,104 @@ func TestCheckWarnsWritableOrForeignFolder(t *testing.T) {
 		if w := Check(dir); len(w) != 2 || !strings.Contains(w[0], "uid 12345") {
 			t.Fatalf("warnings = %q, want one about the owner too", w)
 		}
+	}
+}
+
+// TestOwnRegularIsUnsafe: a file that is no regular file, or another
+// user's, is refused with an error that matches ErrUnsafe (the endpoint
+// memory's records returned plain errors once).
+func TestOwnRegularIsUnsafe(t *testing.T) {
+	me := uint32(os.Getuid())
+	other := uint32(65534)
+	if me == other {
+		other = 65533
+	}
+	for _, tc := range []struct {
+		what string
+		st   unix.Stat_t
+	}{
+		{"a named pipe", unix.Stat_t{Mode: unix.S_IFIFO | 0o600, Uid: me}},
+		{"a directory", unix.Stat_t{Mode: unix.S_IFDIR | 0o700, Uid: me}},
+		{"a symbolic link", unix.Stat_t{Mode: unix.S_IFLNK | 0o777, Uid: me}},
+		{"another user's file", unix.Stat_t{Mode: unix.S_IFREG | 0o600, Uid: other}},
+	} {
+		err := OwnRegular("endpoints.d/ab/rec.json", &tc.st)
+		if !errors.Is(err, ErrUnsafe) {
+			t.Errorf("%s: %v, want an error matching ErrUnsafe", tc.what, err)
+		}
+	}
+	if err := OwnRegular("endpoints.d/ab/rec.json", &unix.Stat_t{Mode: unix.S_IFREG | 0o600, Uid: me}); err != nil {
+		t.Errorf("the user's regular file: %v", err)
+	}
+}
+
+// TestReadFileFollowsNoLinkBelowTheRoot: ReadFile reads a file some
+// folders below the root, and refuses (ErrUnsafe) a link at any step
+// below it, a named pipe (without waiting on it) and a file larger than
+// the limit; the root itself may be a link of the user's.
+func TestReadFileFollowsNoLinkBelowTheRoot(t *testing.T) {
+	state, outside := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(state, "d", "ab"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "d", "ab", "r.json"), []byte("{}"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(state, "d/ab/r.json", 64); err != nil || string(b) != "{}" {
+		t.Fatalf("ReadFile = %q, %v", b, err)
+	}
+	rootLink := filepath.Join(t.TempDir(), "state")
+	if err := os.Symlink(state, rootLink); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadFile(rootLink, "d/ab/r.json", 64); err != nil || string(b) != "{}" {
+		t.Fatalf("through the user's link to the root: %q, %v", b, err)
+	}
+	if _, err := ReadFile(state, "d/ab/r.json", 1); err == nil {
+		t.Fatal("a file over the limit was read")
+	}
+	if _, err := ReadFile(state, "d/ab/none.json", 64); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+
+	// Planted: a folder that is a link, a file that is a link, a FIFO.
+	if err := os.MkdirAll(filepath.Join(outside, "ab"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(outside, "ab", "r.json"), []byte(`{"planted":1}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(state, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "ab"), filepath.Join(state, "d", "cd")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "ab", "r.json"), filepath.Join(state, "d", "ab", "l.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"linked/ab/r.json", "d/cd/r.json", "d/ab/l.json"} {
+		b, err := ReadFile(state, name, 64)
+		if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "symbolic link") {
+			t.Errorf("%s: %q, %v; want ErrUnsafe naming a symbolic link", name, b, err)
+		}
+	}
+	fifo := filepath.Join(state, "d", "ab", "p.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no mkfifo:", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadFile(state, "d/ab/p.json", 64); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "named pipe") {
+			t.Fatalf("a named pipe: %v, want ErrUnsafe naming a named pipe", err)
+		}
+	case <-time.After(5 * time.Second):
+		w, _ := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0) // let the reader go
+		if w != nil {
+			w.Close()
+		}
+		t.Fatal("ReadFile waited on a named pipe")
 	}
 }
