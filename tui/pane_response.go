@@ -85,6 +85,8 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			// Formatting took several times the answer's size for a moment.
 			return r, releaseMemory
 		}
+	case foldDoneMsg:
+		r.applyFold(msg)
 	case envDoneMsg:
 		if msg.ans == r.ans {
 			r.env = msg.doc
@@ -164,6 +166,7 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	}
 	r.rawMode, r.pending = false, false
 	r.folds, r.hl, r.hlN = nil, nil, 0
+	r.foldChanged()
 	r.jqDoc, r.jqErr, r.jqInput, r.jqInputOf = nil, "", nil, nil
 	r.resetView()
 	r.partial = msg.partial
@@ -254,19 +257,18 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(kp, k.Bottom):
 		r.end()
 	case key.Matches(kp, k.Fold):
-		r.toggleFold(true)
+		return r.pc.safe(r.toggleFold(true))
 	case key.Matches(kp, k.Unfold), key.Matches(kp, k.Select):
 		d := r.current()
 		_, isFolded := r.folds[d].closeOf(r.cur)
 		if d != nil && key.Matches(kp, k.Select) && isFolded {
-			r.toggleFold(false)
+			return r.pc.safe(r.toggleFold(false))
 		} else if key.Matches(kp, k.Select) && d != nil && d.opens(r.cur) {
-			r.toggleFold(true)
-		} else {
-			r.toggleFold(false)
+			return r.pc.safe(r.toggleFold(true))
 		}
+		return r.pc.safe(r.toggleFold(false))
 	case key.Matches(kp, k.FoldAll):
-		r.foldAll()
+		return r.pc.safe(r.foldAll())
 	case key.Matches(kp, k.Left):
 		r.ScrollX(-20)
 	case key.Matches(kp, k.Right):
