@@ -53,28 +53,51 @@ func (r *responsePane) KeyMap() help.KeyMap {
 	return hints{k.Help, k.Jq, k.Search, k.RawToggle, k.Fold, k.Copy, k.CopyCmd, k.Quit}
 }
 
-// View draws the answer: the visible lines only, highlighted once each.
+// View draws the answer: the visible lines only, highlighted once each
+// (a cache of the highlighting, which changes nothing shown). It changes
+// nothing else: the scroll is fitted to the pane by Update and SetSize.
 func (r *responsePane) View() string {
-	k := r.keys()
-	r.empty = "Pick a target (" + helpKey(k.focusKey(pTargets)) + "), a method (" + helpKey(k.focusKey(pCaps)) +
-		"), edit params (" + helpKey(k.focusKey(pComposer)) + ") and press " + helpKey(k.Send) + "."
-	r.more = messageHint(k)
 	title, right := r.titles(r.pc.st)
 	w, h := r.inner()
 	return r.box(title, right, r.rows(r.pc.st, w, h, r.focused()))
 }
 
+// SetSize records the pane's size and fits the view to it.
+func (r *responsePane) SetSize(w, h int) {
+	r.paneBase.SetSize(w, h)
+	r.fit()
+}
+
+// fit fits the view to the pane as it is now (its size, the fields and
+// the error shown above the document), and words the hints it shows.
+func (r *responsePane) fit() {
+	k := r.keys()
+	r.empty = "Pick a target (" + helpKey(k.focusKey(pTargets)) + "), a method (" + helpKey(k.focusKey(pCaps)) +
+		"), edit params (" + helpKey(k.focusKey(pComposer)) + ") and press " + helpKey(k.Send) + "."
+	r.more = messageHint(k)
+	if w, h := r.inner(); w > 0 && h > 0 { // laid out
+		r.responseView.fit(r.pc.st, w, h)
+	}
+}
+
 // Update shows answers as they come, runs the jq filter and the search,
-// and handles the pane's keys and wheel.
+// and handles the pane's keys and wheel; then fits the view to what the
+// pane shows.
 func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	cmd := r.update(msg)
+	r.fit()
+	return r, cmd
+}
+
+func (r *responsePane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case callDoneMsg:
-		return r, r.show(msg)
+		return r.show(msg)
 	case copyReadyMsg:
 		if msg.doc == r.jqDoc { // still the filter shown
-			return r, r.pc.copyText(msg.what, msg.text)
+			return r.pc.copyText(msg.what, msg.text)
 		}
-		return r, nil
+		return nil
 	case fullDocMsg:
 		if msg.ans == r.ans {
 			r.pretty, r.partial = msg.doc, false
@@ -83,7 +106,7 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			}
 			r.follow()
 			// Formatting took several times the answer's size for a moment.
-			return r, releaseMemory
+			return releaseMemory
 		}
 	case foldDoneMsg:
 		r.applyFold(msg)
@@ -94,7 +117,7 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	case jqTickMsg:
 		if msg.seq == r.jqSeq {
-			return r, r.runJQ()
+			return r.runJQ()
 		}
 	case jqDoneMsg:
 		if msg.seq != r.jqSeq {
@@ -128,19 +151,19 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		switch {
 		case r.search.active:
 			if r.search.Update(msg, r.keys(), false) == editDone {
-				return r, r.runSearch()
+				return r.runSearch()
 			}
-			return r, nil
+			return nil
 		case r.jq.active:
-			return r, r.typeJQ(msg)
+			return r.typeJQ(msg)
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
-			return r, r.onKey(kp)
+			return r.onKey(kp)
 		}
 	case wheelMsg:
 		r.ScrollBy(msg.delta)
 	}
-	return r, nil
+	return nil
 }
 
 // releaseMemory gives the system back the memory a large answer took

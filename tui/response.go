@@ -444,9 +444,9 @@ func (r *responseView) line(st *styles, d *doc, i int) string {
 	return s
 }
 
-// rows renders the body rows of the pane (w×h).
-func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
-	r.lastH = h
+// head is the rows above the document: the jq filter (and its error),
+// the search field, what went wrong.
+func (r *responseView) head(st *styles, w, h int) []string {
 	var rows []string
 	if r.jq.active || !r.jq.Empty() {
 		label := st.Accent.Render("jq ")
@@ -459,6 +459,28 @@ func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 	if r.search.active {
 		rows = append(rows, st.Accent.Render("/ ")+r.search.View(w-3, true, st, -1))
 	}
+	if r.ans == nil || r.pending {
+		return rows
+	}
+	if a := r.ans; a.rpcErr != nil || a.errText != "" {
+		rows = append(rows, r.errorLines(st, w, h-len(rows))...)
+	}
+	return rows
+}
+
+// fit sets the rows the document has in a pane body of w×h (lastH) and
+// keeps the cursor on screen in them: the rows may be fewer than when the
+// cursor last moved (a smaller screen, the search field open, an error
+// shown). Update and SetSize call it; View only draws what it left.
+func (r *responseView) fit(st *styles, w, h int) {
+	r.lastH = max(h-len(r.head(st, w, h)), 1)
+	r.follow()
+}
+
+// rows renders the body rows of the pane (w×h), from the first line the
+// view shows (off, which fit keeps the cursor in).
+func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
+	rows := r.head(st, w, h)
 	if r.ans == nil {
 		return append(rows, "", st.Dim.Render("  No answer yet."), "", st.Dim.Render("  "+r.empty))
 	}
@@ -466,18 +488,11 @@ func (r *responseView) rows(st *styles, w, h int, focused bool) []string {
 		rows = append(rows, st.Dim.Render("  formatting…"))
 		return rows
 	}
-	if a := r.ans; a.rpcErr != nil || a.errText != "" {
-		rows = append(rows, r.errorLines(st, w, h-len(rows))...)
-	}
 	d := r.current()
 	if d == nil {
 		return rows
 	}
 	avail := h - len(rows)
-	r.lastH = max(avail, 1)
-	// The rows may be fewer than when the cursor last moved (a smaller
-	// screen, the search field open): keep it on screen.
-	r.follow()
 	isMatch := map[int]bool{}
 	if r.matchDoc == d {
 		for _, m := range r.matches {
