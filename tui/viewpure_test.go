@@ -74,3 +74,48 @@ func TestResponseViewChangesNothing(t *testing.T) {
 		t.Fatalf("after SetSize the cursor's row is not shown (cur %d off %d lastH %d)", r.cur, r.off, r.lastH)
 	}
 }
+
+// TestTailViewsChangeNothing: the events and trace panes' View is a
+// function of the pane: drawing them (twice, after a resize, with the
+// filter field open) moves neither view nor cursor nor starts a new
+// generation of matches, and the cursor's row still shows. View used to
+// sync the filters (syncFilter, matcher), settle the view and the cursor
+// over the rows it had room for, and count them.
+func TestTailViewsChangeNothing(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.update(feedMsg{items: append(sampleTargets(), sampleEvents()...)})
+	m.update(feedMsg{items: sampleTrace()})
+	ev, tr := m.events(), m.trace()
+	tailState := func(t *tail) string {
+		return fmt.Sprintf("back %d cur %d avail %d shown %d head %d paused %v newer %d", t.back, t.cur, t.avail, t.shown, t.head, t.paused, t.newer)
+	}
+	for _, c := range []struct {
+		name, key string
+		p         pane
+		state     func() string
+	}{
+		{"events", "e", ev, func() string { return fmt.Sprintf("%s mgen %d", tailState(&ev.tail), ev.mgen) }},
+		{"trace", "t", tr, func() string { return fmt.Sprintf("%s mgen %d", tailState(&tr.tail), tr.mgen) }},
+	} {
+		m.update(winSize(240, 60))
+		keyMsgs(t, m, c.key, "k", "k", "k", "k", "k", "k", "k", "k")
+		cursorShown := func(when string) {
+			t.Helper()
+			if !strings.Contains(ansi.Strip(c.p.View()), "›") {
+				t.Fatalf("%s, %s: the cursor's row is not shown: %s\n%s", c.name, when, c.state(), ansi.Strip(c.p.View()))
+			}
+		}
+		viewTwice(t, m, c.p, c.state, c.name+", scrolled")
+		cursorShown("scrolled")
+
+		m.update(winSize(120, 30)) // the side pane: a few rows
+		viewTwice(t, m, c.p, c.state, c.name+", after a resize")
+		cursorShown("after a resize")
+
+		keyMsgs(t, m, "/", "beardog") // the filter takes a row
+		viewTwice(t, m, c.p, c.state, c.name+", filter open")
+		cursorShown("filter open")
+		keyMsgs(t, m, "esc")
+		viewTwice(t, m, c.p, c.state, c.name+", filter left")
+	}
+}
