@@ -119,3 +119,71 @@ func TestTailViewsChangeNothing(t *testing.T) {
 		viewTwice(t, m, c.p, c.state, c.name+", filter left")
 	}
 }
+
+// TestMapViewChangesNothing: the map pane's View is a function of the
+// pane: drawing the tree, the drawing and an opened edge (twice, after a
+// move, a resize, a sideways scroll) moves none of their scrolls, and the
+// cursor still shows. View used to scroll the tree (off), the drawing
+// (ox, oy, shownSel) and the edge's calls.
+func TestMapViewChangesNothing(t *testing.T) {
+	m := mapModel(t, mapHistory(), 80, 24)
+	p := m.mapp()
+	state := func() string {
+		s := fmt.Sprintf("sel %d off %d ox %d oy %d shown %+v scrolled %v", p.sel, p.off, p.ox, p.oy, p.shownSel, p.scrolled)
+		if p.edge != nil {
+			s += fmt.Sprintf(" edge sel %d off %d", p.edge.sel, p.edge.off)
+		}
+		return s
+	}
+	cursorShown := func(when string) {
+		t.Helper()
+		v := ansi.Strip(p.View())
+		if p.drawingFits() && p.edge == nil {
+			// The drawing marks the cursor's node by its colours; its
+			// name is on screen.
+			if n := p.selNode(); n == nil || !strings.Contains(v, nodeLabel(n)[:min(len(nodeLabel(n)), 8)]) {
+				t.Fatalf("%s: the cursor's node is not drawn: %s\n%s", when, state(), v)
+			}
+			return
+		}
+		if !strings.Contains(v, "›") {
+			t.Fatalf("%s: the cursor's row is not shown: %s\n%s", when, state(), v)
+		}
+	}
+	m.update(winSize(60, 14)) // a tree longer than the pane
+	keyMsgs(t, m, "G")
+	viewTwice(t, m, p, state, "tree, at the bottom")
+	cursorShown("tree, at the bottom")
+	if p.off == 0 {
+		t.Fatal("the tree did not scroll: the test shows nothing")
+	}
+	m.update(winSize(60, 11))
+	viewTwice(t, m, p, state, "tree, after a resize")
+	cursorShown("tree, after a resize")
+
+	m.update(winSize(120, 35)) // the drawing
+	viewTwice(t, m, p, state, "drawing")
+	cursorShown("drawing")
+	keyMsgs(t, m, "g")
+	viewTwice(t, m, p, state, "drawing, at the top")
+	cursorShown("drawing, at the top")
+	keyMsgs(t, m, ">", ">")
+	viewTwice(t, m, p, state, "drawing, scrolled sideways")
+
+	goTo(t, m, mapKey{node: "you", from: "you", to: id("nestgate"), capy: "storage.put", edge: true})
+	keyMsgs(t, m, "enter")
+	if p.edge == nil {
+		t.Fatal("the edge did not open")
+	}
+	for range 20 {
+		keyMsgs(t, m, "j")
+	}
+	viewTwice(t, m, p, state, "edge, calls down")
+	cursorShown("edge, calls down")
+	m.update(winSize(80, 24))
+	viewTwice(t, m, p, state, "edge, after a resize")
+	cursorShown("edge, after a resize")
+	if p.edge.off == 0 {
+		t.Fatal("the edge's calls did not scroll: the test shows nothing")
+	}
+}
