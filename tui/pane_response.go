@@ -41,7 +41,13 @@ type (
 )
 
 func newResponsePane(id paneID, pc *programContext) *responsePane {
-	return &responsePane{paneBase: paneBase{id: id, pc: pc}}
+	r := &responsePane{paneBase: paneBase{id: id, pc: pc}}
+	// The keys are remapped before the panes are made, never after.
+	k := pc.keys
+	r.empty = "Pick a target (" + helpKey(k.focusKey(pTargets)) + "), a method (" + helpKey(k.focusKey(pCaps)) +
+		"), edit params (" + helpKey(k.focusKey(pComposer)) + ") and press " + helpKey(k.Send) + "."
+	r.more = messageHint(k)
+	return r
 }
 
 // Typing reports whether the jq filter or the search has the keyboard.
@@ -69,12 +75,8 @@ func (r *responsePane) SetSize(w, h int) {
 }
 
 // fit fits the view to the pane as it is now (its size, the fields and
-// the error shown above the document), and words the hints it shows.
+// the error shown above the document).
 func (r *responsePane) fit() {
-	k := r.keys()
-	r.empty = "Pick a target (" + helpKey(k.focusKey(pTargets)) + "), a method (" + helpKey(k.focusKey(pCaps)) +
-		"), edit params (" + helpKey(k.focusKey(pComposer)) + ") and press " + helpKey(k.Send) + "."
-	r.more = messageHint(k)
 	if w, h := r.inner(); w > 0 && h > 0 { // laid out
 		r.responseView.fit(r.pc.st, w, h)
 	}
