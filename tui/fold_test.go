@@ -79,6 +79,31 @@ func BenchmarkFoldKey(b *testing.B) {
 			}
 		}
 	})
+	// Applying what the command worked out (Update, on its message).
+	for _, c := range []struct {
+		name     string
+		key, off tea.Msg
+	}{{"fold-apply", fold, unfold}, {"all-apply", all, all}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.StopTimer()
+			m.update(press("g")[0]) // fold-all left the cursor on line 0
+			m.update(down)
+			for i := 0; i < b.N; i++ {
+				cmd := m.update(c.key)
+				if cmd == nil {
+					b.Skip("the key worked the fold out itself: nothing to apply")
+				}
+				msg := cmd()
+				b.StartTimer()
+				m.update(msg)
+				b.StopTimer()
+				if _, ok := r.folds[d].closeOf(1); !ok {
+					b.Fatal("not folded")
+				}
+				finish(m, m.update(c.off))
+			}
+		})
+	}
 }
 
 // foldNow runs a fold's command, if any, and applies what it worked out.
