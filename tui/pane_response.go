@@ -60,8 +60,8 @@ func (r *responsePane) KeyMap() help.KeyMap {
 }
 
 // View draws the answer: the visible lines only, highlighted once each
-// (a cache of the highlighting, which changes nothing shown). It changes
-// nothing else: the scroll is fitted to the pane by Update and SetSize.
+// (by fit). It changes nothing: the scroll is fitted to the pane, and
+// the lines that show highlighted, by Update and SetSize.
 func (r *responsePane) View() string {
 	title, right := r.titles(r.pc.st)
 	w, h := r.inner()

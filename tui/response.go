@@ -420,10 +420,26 @@ func (r *responseView) applyFold(msg foldDoneMsg) {
 	r.follow()
 }
 
-// line renders line i of d, highlighted (cached).
+// line renders line i of d, highlighted: as cached by highlight, else
+// drawn now (and not kept: View keeps nothing).
 func (r *responseView) line(st *styles, d *doc, i int) string {
 	if d.plain {
 		return d.line(i)
+	}
+	if r.hlOf == st {
+		if s, ok := r.hl[d][i]; ok {
+			return s
+		}
+	}
+	return st.hl.Line(human.Clip(d.line(i), 4096))
+}
+
+// highlight caches the highlighted lines the view shows (fit calls it):
+// each is highlighted once, however many frames show it.
+func (r *responseView) highlight(st *styles) {
+	d := r.current()
+	if d == nil || d.plain {
+		return
 	}
 	if r.hl == nil || r.hlN > 4096 || r.hlOf != st {
 		r.hl = map[*doc]map[int]string{}
@@ -434,14 +450,12 @@ func (r *responseView) line(st *styles, d *doc, i int) string {
 		m = map[int]string{}
 		r.hl[d] = m
 	}
-	if s, ok := m[i]; ok {
-		return s
+	for i, k := r.off, 0; i < d.len() && k < r.lastH; i, k = r.next(d, i), k+1 {
+		if _, ok := m[i]; !ok {
+			m[i] = st.hl.Line(human.Clip(d.line(i), 4096))
+			r.hlN++
+		}
 	}
-	l := human.Clip(d.line(i), 4096)
-	s := st.hl.Line(l)
-	m[i] = s
-	r.hlN++
-	return s
 }
 
 // head is the rows above the document: the jq filter (and its error),
@@ -471,10 +485,12 @@ func (r *responseView) head(st *styles, w, h int) []string {
 // fit sets the rows the document has in a pane body of w×h (lastH) and
 // keeps the cursor on screen in them: the rows may be fewer than when the
 // cursor last moved (a smaller screen, the search field open, an error
-// shown). Update and SetSize call it; View only draws what it left.
+// shown); then highlights the lines that show. Update and SetSize call
+// it; View only draws what it left.
 func (r *responseView) fit(st *styles, w, h int) {
 	r.lastH = max(h-len(r.head(st, w, h)), 1)
 	r.follow()
+	r.highlight(st)
 }
 
 // rows renders the body rows of the pane (w×h), from the first line the

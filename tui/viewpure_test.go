@@ -12,7 +12,7 @@ import (
 
 // respState is what the response pane's View must not change.
 func respState(r *responsePane) string {
-	return fmt.Sprintf("cur %d off %d xoff %d lastH %d atEnd %v folds %d/%v", r.cur, r.off, r.xoff, r.lastH, r.atEnd, r.foldGen, r.folding)
+	return fmt.Sprintf("cur %d off %d xoff %d lastH %d atEnd %v folds %d/%v highlighted %d", r.cur, r.off, r.xoff, r.lastH, r.atEnd, r.foldGen, r.folding, r.hlN)
 }
 
 // viewTwice draws the pane twice (and the whole screen, m not nil) and
@@ -38,9 +38,9 @@ func viewTwice(t *testing.T, m *model, p pane, state func() string, when string)
 
 // TestResponseViewChangesNothing: the response pane's View is a function
 // of the pane: drawing it (twice, after a resize, with the search field
-// open) moves neither cursor nor scroll, and the cursor's row still
-// shows, fitted by SetSize and Update. View used to fit the scroll to
-// the rows it had (follow).
+// open) moves neither cursor nor scroll nor fills the highlight cache,
+// and the cursor's row still shows, fitted by SetSize and Update. View
+// used to fit the scroll to the rows it had (follow), and highlight.
 func TestResponseViewChangesNothing(t *testing.T) {
 	m, _ := testModel(t, goldenConfig("dark"))
 	m.update(winSize(120, 35))
