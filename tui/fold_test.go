@@ -187,6 +187,16 @@ func TestFoldInCommand(t *testing.T) {
 		t.Fatal("a fold asked on the answer before was applied to the new one")
 	}
 
+	// Another document shown meanwhile (the envelope): dropped, and the
+	// pane no longer says it is folding.
+	msg = ask("h")
+	keyMsgs(t, m, "r")
+	m.update(msg)
+	if f := r.folds[d]; r.folding || (f != nil && len(f.byOpen) != 0) {
+		t.Fatalf("a fold of the document no longer shown: folding %v, folds %v", r.folding, f)
+	}
+	keyMsgs(t, m, "r")
+
 	// Z again before fold-all came back: nothing is folded.
 	all = ask("Z")
 	if cmd := m.update(press("Z")[0]); cmd != nil {

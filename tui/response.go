@@ -390,11 +390,14 @@ func depthOneBlocks(d *doc) *foldSet {
 // applyFold swaps in a fold a command worked out, unless it is stale (the
 // folds changed since it was asked, or another document shows).
 func (r *responseView) applyFold(msg foldDoneMsg) {
-	d := r.current()
-	if msg.gen != r.foldGen || msg.d != d || d == nil {
-		return
+	if msg.gen != r.foldGen {
+		return // the answer to a newer request is to come
 	}
 	r.folding, r.foldingAll = false, false
+	d := r.current()
+	if msg.d != d || d == nil {
+		return
+	}
 	if msg.all != nil {
 		r.folded(d)
 		r.folds[d] = msg.all
