@@ -64,11 +64,11 @@ func FuzzAnswerView(f *testing.F) {
 			case 0:
 				r.move(int(moves))
 			case 1:
-				r.toggleFold(true)
+				foldNow(&r.responseView, r.toggleFold(true))
 			case 2:
 				r.move(-2)
 			case 3:
-				r.foldAll()
+				foldNow(&r.responseView, r.foldAll())
 			case 4:
 				r.ScrollBy(3)
 			case 5:

@@ -162,11 +162,11 @@ func nth[T any](r *ring[T], match func(*T) bool, skip int) (found *T) {
 // settle fits the view and the cursor to the rows r holds that match: the
 // view ends no further back than shows a full page of the oldest rows, and
 // the cursor stays on its row, or the nearest one shown. It walks no
-// further back than the view.
-func settle[T any](t *tail, r *ring[T], match func(*T) bool) {
+// further back than the view. n is the matching rows it counted (at most
+// the view's bottom row back plus a page).
+func settle[T any](t *tail, r *ring[T], match func(*T) bool) (n int) {
 	avail := max(t.avail, 1)
 	need := t.back + avail
-	n := 0
 	walk(r, match, 0, func(int, *T) bool { n++; return n < need })
 	if n < need { // the oldest row is in the view (or above it)
 		s := t.sel()
@@ -174,26 +174,43 @@ func settle[T any](t *tail, r *ring[T], match func(*T) bool) {
 		t.cur = s - t.back
 	}
 	t.cur = max(min(t.cur, min(n-t.back, avail)-1), 0)
+	return n
+}
+
+// fitTail fits a live pane's view to a body h rows high: the filter's
+// row (when shown) above the rows, the view and the cursor settled over
+// what matches (settle), and the rows that show counted (for keys and
+// clicks before the next frame). Update and SetSize call it; tailView
+// only draws what it left.
+func fitTail[T any](t *tail, r *ring[T], h int, match func(*T) bool) {
+	t.head = 0
+	if t.filter.active || !t.filter.Empty() {
+		t.head = 1
+	}
+	avail := h - t.head
+	if avail <= 0 {
+		t.shown = 0
+		return
+	}
+	t.avail = avail
+	n := settle(t, r, match)
+	t.shown = max(min(n-t.back, avail), 0)
 }
 
 // tailView draws a live pane's body over r in w×h: the filter, then the
 // rows that match, newest at the bottom, ending t.back rows above the
 // newest (only those that show are drawn); row draws the i-th item, and
 // cursor marks the cursor's row (the focused pane's). none and filtered
-// say why there is no row.
+// say why there is no row. It changes nothing (fitTail fitted t).
 func tailView[T any](st *styles, t *tail, r *ring[T], w, h int, match func(*T) bool, row func(i int, x *T) string, cursor bool, none, filtered string) []string {
 	var head []string
 	if t.filter.active || !t.filter.Empty() {
 		head = append(head, t.filter.view(st, "/ ", w))
 	}
-	t.head = len(head)
 	avail := h - len(head)
 	if avail <= 0 {
-		t.shown = 0
 		return head
 	}
-	t.avail = avail
-	settle(t, r, match)
 	rows := make([]string, 0, avail)
 	walk(r, match, t.back, func(i int, x *T) bool {
 		s := row(i, x)
@@ -207,7 +224,6 @@ func tailView[T any](st *styles, t *tail, r *ring[T], w, h int, match func(*T) b
 		rows = append(rows, s)
 		return len(rows) < avail
 	})
-	t.shown = len(rows)
 	return tailRows(st, head, rows, r.Len() == 0, t.back == 0, none, filtered)
 }
 
@@ -255,8 +271,14 @@ func (p *eventsPane) KeyMap() help.KeyMap {
 }
 
 // Update appends what live targets push, and handles the pane's keys and
-// wheel.
+// wheel; then fits the view to the rows that match.
 func (p *eventsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	cmd := p.update(msg)
+	p.fit()
+	return p, cmd
+}
+
+func (p *eventsPane) update(msg tea.Msg) tea.Cmd {
 	p.syncFilter()
 	switch msg := msg.(type) {
 	case liveMsg:
@@ -268,24 +290,36 @@ func (p *eventsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.filter.active {
 			p.typeFilter(msg, p.keys())
-			p.syncFilter()
-			return p, nil
+			return nil
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
-			return p, p.onKey(kp)
+			return p.onKey(kp)
 		}
 	case wheelMsg:
 		p.wheel(msg.delta)
-		settle(&p.tail, p.ring, p.match)
 	case clickMsg:
 		p.click(msg.y)
 	}
-	return p, nil
+	return nil
+}
+
+// SetSize records the pane's size and fits the view to it.
+func (p *eventsPane) SetSize(w, h int) {
+	p.paneBase.SetSize(w, h)
+	p.fit()
+}
+
+// fit brings the matches up to the filters as they are now and fits the
+// view and the cursor to the pane's rows (View changes neither).
+func (p *eventsPane) fit() {
+	p.syncFilter()
+	if _, h := p.inner(); h > 0 {
+		fitTail(&p.tail, p.ring, h, p.match)
+	}
 }
 
 func (p *eventsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	k := p.keys()
-	defer settle(&p.tail, p.ring, p.match)
 	switch p.tail.onKey(kp, k) {
 	case tailClear:
 		p.ring.Clear()
@@ -299,7 +333,6 @@ func (p *eventsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		case key.Matches(kp, k.SrcCycle):
 			p.cycleSource()
 		}
-		p.syncFilter()
 	}
 	return nil
 }
@@ -376,6 +409,15 @@ func (p *eventsPane) match(e *line) bool {
 		e.mgen, e.mres = p.mgen, p.matchNow(e)
 	}
 	return e.mres
+}
+
+// matchShown is match for View: it keeps nothing (the rows a frame shows
+// were matched by fit already).
+func (p *eventsPane) matchShown(e *line) bool {
+	if e.mgen == p.mgen && p.mgen != 0 {
+		return e.mres
+	}
+	return p.matchNow(e)
 }
 
 func (p *eventsPane) matchNow(e *line) bool {
@@ -496,8 +538,8 @@ func shortCount(n uint64) string {
 }
 
 // View draws the visible rows only: it walks back from the newest event.
+// It changes nothing: Update and SetSize fitted the view.
 func (p *eventsPane) View() string {
-	p.syncFilter()
 	w, h := p.inner()
 	title, right := p.titlesIn(p.pc.st, w)
 	return p.box(title, right, p.rows(p.pc.st, w, h))
@@ -505,7 +547,7 @@ func (p *eventsPane) View() string {
 
 func (p *eventsPane) rows(st *styles, w, h int) []string {
 	k := p.keys()
-	return tailView(st, &p.tail, p.ring, w, h, p.match, func(_ int, e *line) string { return p.row(st, e, w) }, p.focused(),
+	return tailView(st, &p.tail, p.ring, w, h, p.matchShown, func(_ int, e *line) string { return p.row(st, e, w) }, p.focused(),
 		" waiting for events…", " nothing matches the filter ("+joinHints(", ", hint(k.KindCycle, "kind"), hint(k.SrcCycle, "source"), hint(k.Filter, "text"))+")")
 }
 

@@ -210,8 +210,40 @@ func (p *mapPane) KeyMap() help.KeyMap {
 	return hints{k.Help, k.Select, k.FocusNode, k.MoreHops, k.FewerHops, back, k.Filter, k.Quit}
 }
 
-// Update follows the targets, events and calls, and handles the keys.
+// Update follows the targets, events and calls, and handles the keys;
+// then fits the view to the picture and the cursor.
 func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	cmd := p.update(msg)
+	p.fit()
+	return p, cmd
+}
+
+// SetSize records the pane's size and fits the view to it.
+func (p *mapPane) SetSize(w, h int) {
+	p.paneBase.SetSize(w, h)
+	p.fit()
+}
+
+// fit scrolls what the pane shows (the opened edge's calls, the drawing
+// or the tree) to keep the cursor in sight in the rows it has: View only
+// draws from there.
+func (p *mapPane) fit() {
+	w, h := p.inner()
+	switch {
+	case w <= 0 || h <= 0:
+	case p.edge != nil:
+		p.fitEdge(h)
+	case p.pic == nil || len(p.pic.view.Nodes) == 0:
+	case p.drawingFits():
+		if avail := p.bodyRows(h); avail > 0 {
+			p.fitDrawing(w, avail)
+		}
+	default:
+		p.fitTree(p.bodyRows(h))
+	}
+}
+
+func (p *mapPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case focusedMsg:
 		var again tea.Cmd
@@ -221,29 +253,29 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		if !p.active {
 			p.active = true
 			p.pend.targets = true
-			return p, tea.Batch(p.kick(), p.loadHistory(), p.gather(), p.tickLater())
+			return tea.Batch(p.kick(), p.loadHistory(), p.gather(), p.tickLater())
 		}
-		return p, tea.Batch(again, p.kick(), p.tickLater())
+		return tea.Batch(again, p.kick(), p.tickLater())
 	case targetsMsg:
 		if p.active {
 			p.pend.targets = true
-			return p, p.kick()
+			return p.kick()
 		}
 	case liveMsg:
 		if p.active {
 			p.takeEvents(msg.lines)
-			return p, p.kick()
+			return p.kick()
 		}
 	case callDoneMsg:
 		if p.active && msg.ans != nil {
 			if c, ok := callOf(msg.ans, p.pc.now()); ok {
 				p.addCalls(c)
-				return p, p.kick()
+				return p.kick()
 			}
 		}
 	case mapHistoryMsg:
 		p.addCalls(msg.calls...)
-		return p, p.kick()
+		return p.kick()
 	case mapGatheredMsg:
 		p.gathering = false
 		p.gatherErr = ""
@@ -252,7 +284,7 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 		g := msg.g
 		p.pend.gathered = &g
-		return p, p.kick()
+		return p.kick()
 	case mapTickMsg:
 		p.ticking = false
 		if p.active {
@@ -261,15 +293,15 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			if p.focused() && p.pc.now().Sub(p.lastGather) >= gatherEvery {
 				again = p.gather()
 			}
-			return p, tea.Batch(p.kick(), again, p.tickLater())
+			return tea.Batch(p.kick(), again, p.tickLater())
 		}
 	case mapBuiltMsg:
 		p.lent = false
 		p.install(msg.pic)
 		if msg.refresh {
-			return p, tea.Batch(p.gather(), p.kick())
+			return tea.Batch(p.gather(), p.kick())
 		}
-		return p, p.kick()
+		return p.kick()
 	case mapCallsMsg:
 		if d := p.edge; d != nil && d.seq == msg.seq {
 			d.loaded = true
@@ -280,17 +312,17 @@ func (p *mapPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.find.active {
-			return p, p.typeFind(msg)
+			return p.typeFind(msg)
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
-			return p, p.onKey(kp)
+			return p.onKey(kp)
 		}
 	case clickMsg:
-		return p, p.onClick(msg)
+		return p.onClick(msg)
 	case wheelMsg:
-		return p, p.move(msg.delta)
+		return p.move(msg.delta)
 	}
-	return p, nil
+	return nil
 }
 
 // takeEvents keeps what live targets pushed for the model (copies: the

@@ -58,7 +58,7 @@ func (p *mapPane) View() string {
 	}
 	body := []string{first}
 	detail := p.detail(w)
-	avail := h - 1 - len(detail)
+	avail := p.bodyRows(h)
 	if p.drawingFits() {
 		body = append(body, p.drawing(w, avail)...)
 	} else {
@@ -218,12 +218,12 @@ func cellText(s string, w int) string {
 
 // ---- the tree (narrow) ----
 
-// tree draws the visible rows of the tree: each node, then what it
-// consumes, one edge a row (consumer → capability → provider).
-func (p *mapPane) tree(w, h int) []string {
+// fitTree scrolls the tree's h rows to show the cursor's row (and the
+// header of its group with a group's first node).
+func (p *mapPane) fitTree(h int) {
 	pic := p.pic
 	if h <= 0 {
-		return nil
+		return
 	}
 	sel := 0
 	if p.sel >= 0 && p.sel < len(pic.rowOf) {
@@ -233,6 +233,16 @@ func (p *mapPane) tree(w, h int) []string {
 		}
 	}
 	p.off = scrollInto(p.off, sel, h, len(pic.rows))
+}
+
+// tree draws the visible rows of the tree, from off (fitTree): each node,
+// then what it consumes, one edge a row (consumer → capability →
+// provider).
+func (p *mapPane) tree(w, h int) []string {
+	pic := p.pic
+	if h <= 0 {
+		return nil
+	}
 	out := make([]string, 0, h)
 	for r := p.off; r < len(pic.rows) && len(out) < h; r++ {
 		if row := pic.rows[r]; row.item < 0 {
@@ -349,19 +359,14 @@ func (pic *mapPicture) cell(i int) (x, y int) {
 	return mapMargin + pic.col[i]*(pic.colW+mapGap), pos.Slot * 2
 }
 
-// drawing draws the part of the layered map that shows in w×h cells,
-// scrolled to keep the cursor's node in sight: layers left to right
-// (consumers left of providers), edges in the room between them.
-func (p *mapPane) drawing(w, h int) []string {
+// fitDrawing scrolls the drawing's w×h cells: when the cursor moved (or
+// before the first drawing) its node comes into sight; otherwise the
+// user's own scrolling (<, >) stays, refresh after refresh (the layout is
+// stable); never past the drawing's edges.
+func (p *mapPane) fitDrawing(w, h int) {
 	pic := p.pic
-	if h <= 0 {
-		return nil
-	}
 	it := pic.items[min(max(p.sel, 0), len(pic.items)-1)]
 	if k := pic.keyOf(p.sel); k != p.shownSel || !p.scrolled {
-		// The cursor moved: its node comes into sight; otherwise the
-		// user's own scrolling (<, >) stays, refresh after refresh (the
-		// layout is stable).
 		p.shownSel, p.scrolled = k, true
 		x, y := pic.cell(it.node)
 		if x < p.ox {
@@ -379,6 +384,17 @@ func (p *mapPane) drawing(w, h int) []string {
 	}
 	p.ox = max(min(p.ox, mapMargin+pic.cols*(pic.colW+mapGap)-w), 0)
 	p.oy = max(min(p.oy, pic.slots*2-h), 0)
+}
+
+// drawing draws the part of the layered map that shows in w×h cells,
+// from ox, oy (fitDrawing): layers left to right
+// (consumers left of providers), edges in the room between them.
+func (p *mapPane) drawing(w, h int) []string {
+	pic := p.pic
+	if h <= 0 {
+		return nil
+	}
+	it := pic.items[min(max(p.sel, 0), len(pic.items)-1)]
 	c := newCanvas(w, h, p.ox, p.oy)
 	selEdge := it.edge
 	for i := range pic.view.Edges {
@@ -518,8 +534,22 @@ func (p *mapPane) itemAt(x, y int) int {
 
 // ---- the item under the cursor, in words ----
 
-// detail is two lines on the item under the cursor: a node's state and
-// neighbours, or an edge's state, sources and traffic with sparklines.
+// detailRows is how many rows detail takes.
+const detailRows = 2
+
+// bodyRows is the rows the map (drawing or tree) has in a body h rows
+// high: below the summary, above the detail (when an item is under the
+// cursor).
+func (p *mapPane) bodyRows(h int) int {
+	if _, ok := p.selItem(); ok {
+		h -= detailRows
+	}
+	return h - 1
+}
+
+// detail is detailRows lines on the item under the cursor: a node's
+// state and neighbours, or an edge's state, sources and traffic with
+// sparklines.
 func (p *mapPane) detail(w int) []string {
 	st, pic := p.pc.st, p.pic
 	it, ok := p.selItem()
@@ -638,9 +668,36 @@ func (pic *mapPicture) cycleOf(id string) string {
 // calls history holds on it.
 func (p *mapPane) edgeBody(w, h int) []string {
 	st, d := p.pc.st, p.edge
+	out, rows := p.edgeHead()
+	avail := h - len(out) - len(rows)
+	for i := d.off; i < len(d.calls) && i-d.off < avail; i++ {
+		rows = append(rows, p.pickRow(i+1, callWords(st, &d.calls[i])))
+	}
+	for i := range out {
+		out[i] = fit(out[i], w)
+	}
+	for _, r := range rows {
+		out = append(out, fit(r, w))
+	}
+	return out
+}
+
+// fitEdge scrolls the opened edge's calls to show the cursor's in a body
+// of h rows.
+func (p *mapPane) fitEdge(h int) {
+	d := p.edge
+	out, rows := p.edgeHead()
+	avail := h - len(out) - len(rows)
+	d.off = scrollInto(d.off, max(d.sel-1, 0), avail, len(d.calls))
+}
+
+// edgeHead is what an opened edge shows above its calls: out, what it
+// is; rows, the offer to compose and the calls' heading.
+func (p *mapPane) edgeHead() (out, rows []string) {
+	st, d := p.pc.st, p.edge
 	e := &d.e
 	sg, sk, sw := stateMark(e.State)
-	out := []string{
+	out = []string{
 		" " + st.Accent.Render(render.Sanitize(nodeLabel(&d.from))) + st.Dim.Render(" → ") + render.Sanitize(capLabel(e.Capability)) + st.Dim.Render(" → ") + st.Accent.Render(render.Sanitize(nodeLabel(&d.to))),
 		" " + inkStyle(st, sk).Render(sg+" "+sw) + st.Dim.Render(" · from "+sourceWords(e)),
 	}
@@ -686,7 +743,7 @@ func (p *mapPane) edgeBody(w, h int) []string {
 	out = append(out, "")
 	k := p.keys()
 	offer := hint(k.Select, "compose "+render.Sanitize(capLabel(e.Capability))+" on "+render.Sanitize(nodeLabel(&d.to)))
-	rows := []string{p.pickRow(0, offer)}
+	rows = []string{p.pickRow(0, offer)}
 	switch {
 	case !d.loaded:
 		rows = append(rows, "  "+st.Dim.Render("reading history…"))
@@ -697,19 +754,7 @@ func (p *mapPane) edgeBody(w, h int) []string {
 	default:
 		rows = append(rows, "  "+st.Title.Render(fmt.Sprintf("Calls on this edge in history (%d)", len(d.calls))))
 	}
-	head := len(out) + len(rows)
-	avail := h - head
-	d.off = scrollInto(d.off, max(d.sel-1, 0), avail, len(d.calls))
-	for i := d.off; i < len(d.calls) && i-d.off < avail; i++ {
-		rows = append(rows, p.pickRow(i+1, callWords(st, &d.calls[i])))
-	}
-	for i := range out {
-		out[i] = fit(out[i], w)
-	}
-	for _, r := range rows {
-		out = append(out, fit(r, w))
-	}
-	return out
+	return out, rows
 }
 
 // pickRow is a row of the opened edge's list, with the cursor when on it.

@@ -41,7 +41,13 @@ type (
 )
 
 func newResponsePane(id paneID, pc *programContext) *responsePane {
-	return &responsePane{paneBase: paneBase{id: id, pc: pc}}
+	r := &responsePane{paneBase: paneBase{id: id, pc: pc}}
+	// The keys are remapped before the panes are made, never after.
+	k := pc.keys
+	r.empty = "Pick a target (" + helpKey(k.focusKey(pTargets)) + "), a method (" + helpKey(k.focusKey(pCaps)) +
+		"), edit params (" + helpKey(k.focusKey(pComposer)) + ") and press " + helpKey(k.Send) + "."
+	r.more = messageHint(k)
+	return r
 }
 
 // Typing reports whether the jq filter or the search has the keyboard.
@@ -53,28 +59,47 @@ func (r *responsePane) KeyMap() help.KeyMap {
 	return hints{k.Help, k.Jq, k.Search, k.RawToggle, k.Fold, k.Copy, k.CopyCmd, k.Quit}
 }
 
-// View draws the answer: the visible lines only, highlighted once each.
+// View draws the answer: the visible lines only, highlighted once each
+// (by fit). It changes nothing: the scroll is fitted to the pane, and
+// the lines that show highlighted, by Update and SetSize.
 func (r *responsePane) View() string {
-	k := r.keys()
-	r.empty = "Pick a target (" + helpKey(k.focusKey(pTargets)) + "), a method (" + helpKey(k.focusKey(pCaps)) +
-		"), edit params (" + helpKey(k.focusKey(pComposer)) + ") and press " + helpKey(k.Send) + "."
-	r.more = messageHint(k)
 	title, right := r.titles(r.pc.st)
 	w, h := r.inner()
 	return r.box(title, right, r.rows(r.pc.st, w, h, r.focused()))
 }
 
+// SetSize records the pane's size and fits the view to it.
+func (r *responsePane) SetSize(w, h int) {
+	r.paneBase.SetSize(w, h)
+	r.fit()
+}
+
+// fit fits the view to the pane as it is now (its size, the fields and
+// the error shown above the document).
+func (r *responsePane) fit() {
+	if w, h := r.inner(); w > 0 && h > 0 { // laid out
+		r.responseView.fit(r.pc.st, w, h)
+	}
+}
+
 // Update shows answers as they come, runs the jq filter and the search,
-// and handles the pane's keys and wheel.
+// and handles the pane's keys and wheel; then fits the view to what the
+// pane shows.
 func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	cmd := r.update(msg)
+	r.fit()
+	return r, cmd
+}
+
+func (r *responsePane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case callDoneMsg:
-		return r, r.show(msg)
+		return r.show(msg)
 	case copyReadyMsg:
 		if msg.doc == r.jqDoc { // still the filter shown
-			return r, r.pc.copyText(msg.what, msg.text)
+			return r.pc.copyText(msg.what, msg.text)
 		}
-		return r, nil
+		return nil
 	case fullDocMsg:
 		if msg.ans == r.ans {
 			r.pretty, r.partial = msg.doc, false
@@ -83,8 +108,10 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			}
 			r.follow()
 			// Formatting took several times the answer's size for a moment.
-			return r, releaseMemory
+			return releaseMemory
 		}
+	case foldDoneMsg:
+		r.applyFold(msg)
 	case envDoneMsg:
 		if msg.ans == r.ans {
 			r.env = msg.doc
@@ -92,7 +119,7 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	case jqTickMsg:
 		if msg.seq == r.jqSeq {
-			return r, r.runJQ()
+			return r.runJQ()
 		}
 	case jqDoneMsg:
 		if msg.seq != r.jqSeq {
@@ -126,19 +153,19 @@ func (r *responsePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		switch {
 		case r.search.active:
 			if r.search.Update(msg, r.keys(), false) == editDone {
-				return r, r.runSearch()
+				return r.runSearch()
 			}
-			return r, nil
+			return nil
 		case r.jq.active:
-			return r, r.typeJQ(msg)
+			return r.typeJQ(msg)
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
-			return r, r.onKey(kp)
+			return r.onKey(kp)
 		}
 	case wheelMsg:
 		r.ScrollBy(msg.delta)
 	}
-	return r, nil
+	return nil
 }
 
 // releaseMemory gives the system back the memory a large answer took
@@ -164,6 +191,7 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	}
 	r.rawMode, r.pending = false, false
 	r.folds, r.hl, r.hlN = nil, nil, 0
+	r.foldChanged()
 	r.jqDoc, r.jqErr, r.jqInput, r.jqInputOf = nil, "", nil, nil
 	r.resetView()
 	r.partial = msg.partial
@@ -254,19 +282,18 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 	case key.Matches(kp, k.Bottom):
 		r.end()
 	case key.Matches(kp, k.Fold):
-		r.toggleFold(true)
+		return r.pc.safe(r.toggleFold(true))
 	case key.Matches(kp, k.Unfold), key.Matches(kp, k.Select):
 		d := r.current()
 		_, isFolded := r.folds[d].closeOf(r.cur)
 		if d != nil && key.Matches(kp, k.Select) && isFolded {
-			r.toggleFold(false)
+			return r.pc.safe(r.toggleFold(false))
 		} else if key.Matches(kp, k.Select) && d != nil && d.opens(r.cur) {
-			r.toggleFold(true)
-		} else {
-			r.toggleFold(false)
+			return r.pc.safe(r.toggleFold(true))
 		}
+		return r.pc.safe(r.toggleFold(false))
 	case key.Matches(kp, k.FoldAll):
-		r.foldAll()
+		return r.pc.safe(r.foldAll())
 	case key.Matches(kp, k.Left):
 		r.ScrollX(-20)
 	case key.Matches(kp, k.Right):

@@ -45,8 +45,15 @@ func (p *tracePane) KeyMap() help.KeyMap {
 }
 
 // Update appends the frames of the live connections, and handles the
-// pane's keys and wheel.
+// pane's keys and wheel; then fits the view to the frames that match.
 func (p *tracePane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	cmd := p.update(msg)
+	p.fit()
+	return p, cmd
+}
+
+func (p *tracePane) update(msg tea.Msg) tea.Cmd {
+	p.syncFilter()
 	switch msg := msg.(type) {
 	case liveMsg:
 		for _, f := range msg.frames {
@@ -55,25 +62,38 @@ func (p *tracePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.filter.active {
 			p.typeFilter(msg, p.keys())
-			return p, nil
+			return nil
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
 			switch p.tail.onKey(kp, p.keys()) {
 			case tailClear:
 				p.ring.Clear()
 			case tailInspect:
-				settle(&p.tail, p.ring, p.matcher())
-				return p, p.inspect()
+				settle(&p.tail, p.ring, p.matcher(true))
+				return p.inspect()
 			}
-			settle(&p.tail, p.ring, p.matcher())
 		}
 	case wheelMsg:
 		p.wheel(msg.delta)
-		settle(&p.tail, p.ring, p.matcher())
 	case clickMsg:
 		p.click(msg.y)
 	}
-	return p, nil
+	return nil
+}
+
+// SetSize records the pane's size and fits the view to it.
+func (p *tracePane) SetSize(w, h int) {
+	p.paneBase.SetSize(w, h)
+	p.fit()
+}
+
+// fit brings the matches up to the filter as it is now and fits the view
+// and the cursor to the pane's rows (View changes neither).
+func (p *tracePane) fit() {
+	p.syncFilter()
+	if _, h := p.inner(); h > 0 {
+		fitTail(&p.tail, p.ring, h, p.matcher(true))
+	}
 }
 
 // inspect opens the frame under the cursor in the response viewer.
@@ -99,29 +119,38 @@ func (p *tracePane) inspect() tea.Cmd {
 // Append adds a frame.
 func (p *tracePane) Append(f TraceFrame) {
 	p.ring.Append(f)
-	p.appended(func() bool { return p.matcher()(&f) })
+	p.appended(func() bool { return p.matcher(true)(p.ring.At(p.ring.Len() - 1)) })
 }
 
 // at returns the back-th newest frame that matches the filter.
-func (p *tracePane) at(back int) *TraceFrame { return nth(p.ring, p.matcher(), back) }
+func (p *tracePane) at(back int) *TraceFrame { return nth(p.ring, p.matcher(true), back) }
 
-// matcher is the filter as a test of a frame (its source, warning and
-// first KiB of data).
-func (p *tracePane) matcher() func(*TraceFrame) bool {
+// syncFilter starts a new generation of matches when the filter changed.
+func (p *tracePane) syncFilter() {
 	if f := p.filter.String(); p.mgen == 0 || f != p.mTxt {
 		p.mgen++
 		p.mTxt = f
 	}
+}
+
+// matcher is the filter (as of the last syncFilter) as a test of a frame
+// (its source, warning and first KiB of data); keep says a frame keeps
+// whether it matched, so it is matched once a generation (View keeps
+// nothing: fit matched the rows it shows).
+func (p *tracePane) matcher(keep bool) func(*TraceFrame) bool {
 	f, gen := p.mTxt, p.mgen
 	return func(fr *TraceFrame) bool {
 		if f == "" {
 			return true
 		}
-		if fr.mgen != gen {
-			fr.mgen = gen
-			fr.mres = containsFold(fr.Source, f) || containsFold(fr.Warning, f) || containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f)
+		if fr.mgen == gen {
+			return fr.mres
 		}
-		return fr.mres
+		res := containsFold(fr.Source, f) || containsFold(fr.Warning, f) || containsFold(string(fr.Data[:min(len(fr.Data), 1024)]), f)
+		if keep {
+			fr.mgen, fr.mres = gen, res
+		}
+		return res
 	}
 }
 
@@ -141,6 +170,7 @@ func (p *tracePane) titles(st *styles) (string, string) {
 }
 
 // View draws the visible rows only: it walks back from the newest frame.
+// It changes nothing: Update and SetSize fitted the view.
 func (p *tracePane) View() string {
 	title, right := p.titles(p.pc.st)
 	w, h := p.inner()
@@ -155,7 +185,7 @@ func (p *tracePane) rows(st *styles, w, h int) []string {
 		}
 		return p.row(st, fr, prev)
 	}
-	return tailView(st, &p.tail, p.ring, w, h, p.matcher(), row, p.focused(),
+	return tailView(st, &p.tail, p.ring, w, h, p.matcher(false), row, p.focused(),
 		" no frames yet: every frame sent and received shows here", " nothing matches the filter")
 }
 

@@ -65,14 +65,16 @@ func TestTailFilterPauseTop(t *testing.T) {
 	// A ring that drops rows under a view scrolled to its top.
 	p := newEventsPane(pEvents, m.pc, 10)
 	p.SetSize(60, 8)
-	for i := 0; i < 10; i++ {
-		p.Append(tailLine(t0, "s", "", EvHeartbeat, "health.heartbeat", []byte(fmt.Sprintf(`{"n":%d}`, i)), nil))
+	beats := func(from, to int) liveMsg {
+		var ls []line
+		for i := from; i < to; i++ {
+			ls = append(ls, tailLine(t0, "s", "", EvHeartbeat, "health.heartbeat", []byte(fmt.Sprintf(`{"n":%d}`, i)), nil))
+		}
+		return liveMsg{lines: ls}
 	}
-	p.View()
-	p.onKey(press("g")[0].(tea.KeyPressMsg))
-	for i := 10; i < 25; i++ {
-		p.Append(tailLine(t0, "s", "", EvHeartbeat, "health.heartbeat", []byte(fmt.Sprintf(`{"n":%d}`, i)), nil))
-	}
+	p.Update(beats(0, 10))
+	p.Update(press("g")[0])
+	p.Update(beats(10, 25))
 	if v := tailText(p); !strings.Contains(v, `{"n":15}`) || strings.Count(v, `"n"`) != 6 {
 		t.Fatalf("after the ring dropped the rows shown:\n%s", v)
 	}

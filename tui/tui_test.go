@@ -265,7 +265,7 @@ func TestResponseFoldAndScroll(t *testing.T) {
 	if !strings.Contains(d.line(r.cur), `"a"`) {
 		t.Fatalf("cursor on %q", d.line(r.cur))
 	}
-	r.toggleFold(true)
+	foldNow(&r, r.toggleFold(true))
 	r.move(1)
 	if !strings.Contains(d.line(r.cur), `"e"`) {
 		t.Fatalf("after folding, next line is %q", d.line(r.cur))
@@ -289,8 +289,8 @@ func TestResponseFoldAndScroll(t *testing.T) {
 		t.Fatalf("scrolled left past the start: %d", r.xoff)
 	}
 	r.cur, r.off = cur, off
-	r.foldAll() // unfolds "a"
-	r.foldAll() // folds every child of the root
+	foldNow(&r, r.foldAll()) // unfolds "a"
+	foldNow(&r, r.foldAll()) // folds every child of the root
 	st := newStyles(mustTheme(t, "dark"))
 	rows := r.rows(st, 60, 10, true)
 	txt := ansi.Strip(strings.Join(rows, "\n"))
