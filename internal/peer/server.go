@@ -300,8 +300,10 @@ func (sc *ServerConn) serve() {
 			continue
 		}
 		if s.cfg.Lean {
-			if _, ok := m.NumericID(); !ok && m.Kind == ipc.KindRequest || len(m.ID) > 0 && m.ID[0] == '"' {
-				return // the lean daemon drops a connection on a string id
+			// The lean daemon drops a connection on an id that is not an
+			// unsigned integer (a null one it reads as absent: answered).
+			if _, ok := m.NumericID(); !ok && m.Kind == ipc.KindRequest && string(m.ID) != "null" || len(m.ID) > 0 && m.ID[0] == '"' {
+				return
 			}
 		}
 		s.calls.Add(1)
