@@ -59,7 +59,7 @@ nearest recorded params are shown as a diff on stderr and in --log.
 It listens where TARGET was recorded (a socket nobody answers on is
 replaced), or at --listen: a Unix socket path, tcp://HOST:PORT,
 ws://HOST:PORT/PATH (Holon-RPC), or stdio (a stdio bus worker on stdin and
-stdout). A target recorded over BTSP is served over BTSP only, with the
+stdout); port 0 picks a free port (the endpoint printed has the real one). A target recorded over BTSP is served over BTSP only, with the
 seed from $FAMILY_SEED or --family-seed-file. The endpoint is printed alone on
 the first line of standard output; Ctrl-C stops the mock and removes its socket
 (and, with --register, its registration).
@@ -360,7 +360,7 @@ func (a *app) mockListen(e history.Entry, f mockFlags) (mock.Listen, error) {
 		addr = f.listen
 	}
 	if f.listen != "stdio" {
-		ep, err := ipc.ParseEndpoint(addr)
+		ep, err := ipc.ParseListenEndpoint(addr)
 		if err != nil {
 			return l, usageErr(fmt.Errorf("--listen %q: %w", addr, err))
 		}
