@@ -126,7 +126,8 @@ type ServerConn struct {
 	nextID  atomic.Uint64
 	pmu     sync.Mutex
 	pending map[string]chan *ipc.Message
-	fr      ipc.Framer // non-nil when serving through a handshake's framer
+	fr      ipc.Framer  // non-nil when serving through a handshake's framer
+	probed  atomic.Bool // gone sent its probe
 	// ctx ends when the client hangs up (a half-close still gets its
 	// answers), the server side closes it, or the server stops; its
 	// handlers get it.
@@ -358,7 +359,7 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 			<-done
 			return
 		case <-t.C:
-			if hungUp(sc.c) {
+			if sc.gone() {
 				sc.cancel()
 				<-done
 				return
@@ -385,34 +386,69 @@ func (sc *ServerConn) acquire(slots chan struct{}) bool {
 		case <-sc.ctx.Done():
 			return false
 		case <-t.C:
-			if hungUp(sc.c) {
+			if sc.gone() {
 				return false
 			}
 		}
 	}
 }
 
+// gone reports whether the client has left, for a connection the server
+// is not reading (its in-flight requests are handled, or every slot is
+// taken). A Unix socket says so (hungUp). Over TCP a client's close and a
+// half-close both arrive as a FIN, and only a client that closed resets
+// the connection when something reaches it: once the client has stopped
+// sending, one space is sent (insignificant whitespace in JSON: it only
+// leads the next answer's line), and hungUp sees the reset it draws from a
+// closed client. A framed connection (BTSP) is not probed.
+func (sc *ServerConn) gone() bool {
+	if hungUp(sc.c) {
+		return true
+	}
+	if _, tcp := sc.c.(*net.TCPConn); !tcp || sc.fr != nil || sc.probed.Load() || !peerDoneSending(sc.c) {
+		return false
+	}
+	sc.probed.Store(true)
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.w.WriteByte(' ') // after whole lines only: write holds wmu for a line
+	return sc.w.Flush() != nil
+}
+
 // hungUp reports whether the client of c has closed the connection (or it
 // broke), whatever it sent before that the server has not read yet. A
 // client that only shut down its sending side has not hung up.
 func hungUp(c net.Conn) bool {
-	sysc, ok := c.(syscall.Conn)
-	if !ok {
-		return false
+	rev, ok := pollConn(c, 0) // POLLHUP and POLLERR are always reported
+	return !ok || rev&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+}
+
+// peerDoneSending reports whether the peer of c has shut down its sending
+// side (closed, or half-closed), whatever is left unread.
+func peerDoneSending(c net.Conn) bool {
+	rev, ok := pollConn(c, unix.POLLRDHUP)
+	return !ok || rev&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+}
+
+// pollConn polls c's socket for events without waiting; ok=false when it
+// cannot be polled because it is closed or broken. A connection that is no
+// socket (a pipe in a test) reports nothing.
+func pollConn(c net.Conn, events int16) (revents int16, ok bool) {
+	sysc, isSys := c.(syscall.Conn)
+	if !isSys {
+		return 0, true
 	}
 	rc, err := sysc.SyscallConn()
 	if err != nil {
-		return true
+		return 0, false
 	}
-	hung := false
 	cerr := rc.Control(func(fd uintptr) {
-		pfd := []unix.PollFd{{Fd: int32(fd)}} // POLLHUP and POLLERR are always reported
-		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 &&
-			pfd[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-			hung = true
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: events}}
+		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 {
+			revents = pfd[0].Revents
 		}
 	})
-	return hung || cerr != nil
+	return revents, cerr == nil
 }
 
 // ReadLine reads one line from r and returns it without its newline; a line
