@@ -331,8 +331,11 @@ func recordedAs(arg string, entries []history.Entry) (recording, error) {
 				render.Sanitize(arg), len(set), what, render.Sanitize(strings.Join(names, ", "))))
 		}
 	}
-	if len(endpoints) > 0 {
-		rec.Endpoint = canonicalEndpoint(entries[0].Endpoint)
+	for _, e := range entries { // the newest call's, the socket itself
+		if e.Endpoint != "" {
+			rec.Endpoint = canonicalEndpoint(e.Endpoint)
+			break
+		}
 	}
 	for fam := range families {
 		rec.Family = fam

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ecoPrimals/primalscope/history"
 )
 
 // TestMockServesCallsRecordedThroughAnAlias: calls made through the
@@ -51,5 +53,28 @@ func TestMockServesCallsRecordedThroughAnAlias(t *testing.T) {
 		if code := m.stop(t); code != 0 {
 			t.Fatalf("mock %s stopped with %d:\n%s", name, code, m.stderr())
 		}
+	}
+}
+
+// TestMockRecordedAsOneTargetThroughALink: a link and the socket it names
+// are one target (the link dangling or not), served at the socket; the
+// newest call without an endpoint does not lose it.
+func TestMockRecordedAsOneTargetThroughALink(t *testing.T) {
+	dir := t.TempDir()
+	sock, link := filepath.Join(dir, "squirrel.sock"), filepath.Join(dir, "ai.sock")
+	if err := os.Symlink("squirrel.sock", link); err != nil {
+		t.Fatal(err)
+	}
+	entries := []history.Entry{{Target: "squirrel"}, {Target: "ai", Endpoint: link}, {Target: "squirrel", Endpoint: sock}}
+	rec, err := recordedAs("squirrel", entries)
+	if err != nil || rec.Endpoint != sock {
+		t.Fatalf("recordedAs: %+v, %v; want one target at %s", rec, err, sock)
+	}
+	if name := mockNameOf(entries[1:]); name != "squirrel" {
+		t.Fatalf("named %q, want squirrel (the call through ai.sock reached squirrel.sock)", name)
+	}
+	other := filepath.Join(t.TempDir(), "squirrel.sock")
+	if _, err := recordedAs("squirrel", append(entries, history.Entry{Endpoint: other})); err == nil || !strings.Contains(err.Error(), "span 2 endpoints") {
+		t.Fatalf("another squirrel elsewhere: %v, want the calls span 2 endpoints", err)
 	}
 }
