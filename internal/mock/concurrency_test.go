@@ -210,3 +210,38 @@ func TestMockTCPNoticesAClientCloseWithCallsInFlight(t *testing.T) {
 		t.Fatalf("a half-closed client got %q (%v)", line, err)
 	}
 }
+
+// Over TCP, a client that fills its connection (far more pipelined
+// requests than may be in flight, each held 30 s) and closes it: the FIN
+// waits unread behind its requests, and the mock still lets go of them
+// within about a second, not when their delays end.
+func TestMockTCPFullConnectionEndsWhenItsClientCloses(t *testing.T) {
+	m := slowFast(t, 30*time.Second)
+	srv, err := m.Serve(Listen{Endpoint: ipc.Endpoint{Transport: ipc.TCP, Address: "127.0.0.1:0"}, Wire: WireJSONRPC})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	before := runtime.NumGoroutine()
+	c, err := net.Dial("tcp", srv.Endpoint.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan struct{})
+	go func() { // blocks once the mock stops reading; ends when c closes
+		defer close(wrote)
+		w := bufio.NewWriter(c)
+		for i := 0; i < 20000; i++ {
+			if _, err := io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"a.slow","params":{}}`+"\n"); err != nil {
+				return
+			}
+		}
+		w.Flush()
+	}()
+	waitWithin(t, 5*time.Second, "the connection to fill", func() bool { return runtime.NumGoroutine() >= before+maxInflight })
+	c.Close()
+	<-wrote
+	closed := time.Now()
+	waitWithin(t, 3*time.Second, "the held requests to end after the client closed", func() bool { return runtime.NumGoroutine() <= before })
+	t.Logf("goroutines back to %d %v after the close", runtime.NumGoroutine(), time.Since(closed))
+}
