@@ -175,3 +175,30 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Entry, error) {
 	}
 	return out, nil
 }
+
+// Endpoints lists the distinct endpoints calls were made at since since
+// (zero: ever), at most limit of them: where to look for the calls one
+// target got under other names (a capability symlink, an alias).
+func (s *Store) Endpoints(ctx context.Context, since time.Time, limit int) ([]string, error) {
+	var from int64 // zero: every call
+	if !since.IsZero() {
+		from = since.UnixNano()
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT DISTINCT endpoint FROM calls WHERE endpoint != '' AND time_ns >= ? LIMIT ?", from, limit)
+	if err != nil {
+		return nil, fmt.Errorf("history endpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var ep string
+		if err := rows.Scan(&ep); err != nil {
+			return nil, fmt.Errorf("history endpoints: %w", err)
+		}
+		out = append(out, ep)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("history endpoints: %w", err)
+	}
+	return out, nil
+}

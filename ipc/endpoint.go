@@ -98,7 +98,14 @@ func (e Endpoint) Network() (network, address string) {
 // wss://..., and stdio:"command args". A string that names no address (such as
 // a primal name or capability domain) returns an error wrapping ErrNotAddress,
 // so callers can resolve it by name instead.
-func ParseEndpoint(s string) (Endpoint, error) {
+func ParseEndpoint(s string) (Endpoint, error) { return parseEndpoint(s, false) }
+
+// ParseListenEndpoint reads an address to serve at: every form
+// ParseEndpoint reads, and TCP port 0 (tcp://127.0.0.1:0: the system
+// picks a free port; the listener's own address says which).
+func ParseListenEndpoint(s string) (Endpoint, error) { return parseEndpoint(s, true) }
+
+func parseEndpoint(s string, listen bool) (Endpoint, error) {
 	orig := s
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -119,9 +126,9 @@ func ParseEndpoint(s string) (Endpoint, error) {
 		}
 		return Endpoint{Transport: Unix, Path: expandHome(p)}, nil
 	case strings.HasPrefix(lower, "unix:"):
-		return ParseEndpoint("unix://" + s[len("unix:"):])
+		return parseEndpoint("unix://"+s[len("unix:"):], listen)
 	case strings.HasPrefix(lower, "tcp://"):
-		return parseHostPort(s[len("tcp://"):], orig)
+		return parseHostPort(s[len("tcp://"):], orig, listen)
 	case strings.HasPrefix(lower, "ws://"), strings.HasPrefix(lower, "wss://"):
 		u, err := url.Parse(s)
 		if err != nil {
@@ -168,7 +175,7 @@ func ParseEndpoint(s string) (Endpoint, error) {
 		return Endpoint{Transport: Unix, Path: expandHome(s)}, nil
 	}
 	if strings.Contains(s, ":") {
-		return parseHostPort(s, orig)
+		return parseHostPort(s, orig, listen)
 	}
 	if validName(s) {
 		return Endpoint{}, fmt.Errorf("%q: %w", s, ErrNotAddress)
@@ -186,13 +193,13 @@ func parseAbstract(name, orig string) (Endpoint, error) {
 	return Endpoint{Transport: Abstract, Path: name}, nil
 }
 
-func parseHostPort(hp, orig string) (Endpoint, error) {
+func parseHostPort(hp, orig string, listen bool) (Endpoint, error) {
 	host, port, err := net.SplitHostPort(hp)
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("endpoint %q: want host:port: %w", orig, err)
 	}
 	n, err := strconv.ParseUint(port, 10, 16)
-	if err != nil || n == 0 {
+	if err != nil || n == 0 && !listen { // port 0 to listen on: the system picks one
 		return Endpoint{}, fmt.Errorf("endpoint %q: port %q is not a number from 1 to 65535", orig, port)
 	}
 	if host == "" {

@@ -60,3 +60,20 @@ func TestParseEndpointErrors(t *testing.T) {
 		}
 	}
 }
+
+// Port 0 is an address to listen on (the system picks the port), never one
+// to dial.
+func TestParseListenEndpointTakesPortZero(t *testing.T) {
+	for _, s := range []string{"tcp://127.0.0.1:0", "127.0.0.1:0"} {
+		if _, err := ParseEndpoint(s); err == nil {
+			t.Errorf("ParseEndpoint(%q) should refuse port 0", s)
+		}
+		ep, err := ParseListenEndpoint(s)
+		if err != nil || ep.Transport != TCP || ep.Address != "127.0.0.1:0" {
+			t.Errorf("ParseListenEndpoint(%q) = %+v, %v", s, ep, err)
+		}
+	}
+	if _, err := ParseListenEndpoint("tcp://127.0.0.1:65536"); err == nil {
+		t.Error("ParseListenEndpoint should refuse port 65536")
+	}
+}

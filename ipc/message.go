@@ -15,9 +15,10 @@ type Kind uint8
 const (
 	// KindResponse is an answer to a call (result or error, with an id).
 	KindResponse Kind = iota + 1
-	// KindNotification is a JSON-RPC notification: a method and no id.
+	// KindNotification is a JSON-RPC notification: a method and no "id"
+	// member at all (a null id makes a request).
 	KindNotification
-	// KindRequest is a server-initiated request: a method and an id; the
+	// KindRequest is a request: a method and an id (null included); the
 	// client is expected to answer it with Conn.Reply.
 	KindRequest
 	// KindEvent is a lean-wire event: {"type": ..., "data": ...}.
@@ -185,7 +186,9 @@ func DecodeMessage(frame []byte) (*Message, error) {
 	hasID := m.ID != nil && !isNull(m.ID)
 	switch {
 	case hasMethod:
-		if hasID {
+		// JSON-RPC 2.0 §4: only a request without an "id" member is a
+		// notification; "id":null is a request, answered with "id":null.
+		if m.ID != nil {
 			m.Kind = KindRequest
 		} else {
 			m.Kind = KindNotification

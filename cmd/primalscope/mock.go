@@ -8,12 +8,14 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/mock"
@@ -59,7 +61,7 @@ nearest recorded params are shown as a diff on stderr and in --log.
 It listens where TARGET was recorded (a socket nobody answers on is
 replaced), or at --listen: a Unix socket path, tcp://HOST:PORT,
 ws://HOST:PORT/PATH (Holon-RPC), or stdio (a stdio bus worker on stdin and
-stdout). A target recorded over BTSP is served over BTSP only, with the
+stdout); port 0 picks a free port (the endpoint printed has the real one). A target recorded over BTSP is served over BTSP only, with the
 seed from $FAMILY_SEED or --family-seed-file. The endpoint is printed alone on
 the first line of standard output; Ctrl-C stops the mock and removes its socket
 (and, with --register, its registration).
@@ -128,8 +130,11 @@ paths aside). Each distinct call is sent once. Exit 1 when anything drifted.`,
 }
 
 // recordedCalls reads TARGET's recorded calls: by the name given, or by
-// the endpoint it resolves to now. Nothing recorded is a usage error that
-// says what history does have.
+// the endpoint it resolves to now; and with them the calls made to the same
+// target under another name (a capability symlink such as ai.sock ->
+// squirrel.sock: history keeps the name typed and the endpoint it named,
+// and the two name one target, endpointIdentity). Nothing recorded is a
+// usage error that says what history does have.
 func (a *app) recordedCalls(ctx context.Context, arg string, since time.Duration) ([]history.Entry, error) {
 	s, err := a.openHistory(ctx)
 	if err != nil {
@@ -151,6 +156,9 @@ func (a *app) recordedCalls(ctx context.Context, arg string, since time.Duration
 				return nil, fmt.Errorf("history: %w", err)
 			}
 		}
+	}
+	if es, err = withAliases(ctx, s, q, es); err != nil {
+		return nil, err
 	}
 	if len(es) > 0 {
 		return es, nil
@@ -200,6 +208,7 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 	if err != nil {
 		return err
 	}
+	name := mockNameOf(entries)
 	newest.Endpoint, newest.Family, newest.Transport = rec.Endpoint, rec.Family, rec.Transport
 	var logw io.Writer = a.io.err
 	if f.log != "" {
@@ -210,7 +219,6 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 		defer lf.Close()
 		logw = io.MultiWriter(a.io.err, lf)
 	}
-	name := mockName(newest)
 	recs := mock.FromHistory(entries)
 	m, err := mock.New(recs, mock.Options{Name: name, Ignore: f.ignore, ByMethod: f.match == "method",
 		Latency: lat, Faults: faults, Log: logw, BTSPOnly: rec.BTSP})
@@ -295,9 +303,11 @@ type recording struct {
 // BTSP makes the whole mock BTSP-only.
 func recordedAs(arg string, entries []history.Entry) (recording, error) {
 	var rec recording
-	endpoints, families := map[string]bool{}, map[string]bool{}
+	// endpoints: one recorded endpoint string per target (endpointIdentity).
+	endpoints, families, ids := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, e := range entries {
-		if e.Endpoint != "" {
+		if id := endpointIdentity(e.Endpoint); e.Endpoint != "" && !ids[id] {
+			ids[id] = true
 			endpoints[e.Endpoint] = true
 		}
 		if e.Family != "" {
@@ -321,8 +331,11 @@ func recordedAs(arg string, entries []history.Entry) (recording, error) {
 				render.Sanitize(arg), len(set), what, render.Sanitize(strings.Join(names, ", "))))
 		}
 	}
-	for ep := range endpoints {
-		rec.Endpoint = ep
+	for _, e := range entries { // the newest call's, the socket itself
+		if e.Endpoint != "" {
+			rec.Endpoint = canonicalEndpoint(e.Endpoint)
+			break
+		}
 	}
 	for fam := range families {
 		rec.Family = fam
@@ -331,6 +344,120 @@ func recordedAs(arg string, entries []history.Entry) (recording, error) {
 		rec.Transport = entries[0].Transport
 	}
 	return rec, nil
+}
+
+// withAliases adds to es (TARGET's calls, found by its name or endpoint,
+// newest first) the calls recorded at other endpoints that are the same
+// target (endpointIdentity: a symlink to its socket), in the same stdio
+// bus pools; newest first, at most maxMockRecordings.
+func withAliases(ctx context.Context, s *history.Store, q history.Query, es []history.Entry) ([]history.Entry, error) {
+	if len(es) == 0 {
+		return es, nil
+	}
+	targets, pools, seen := map[string]bool{}, map[string]bool{}, map[int64]bool{}
+	for _, e := range es {
+		targets[endpointIdentity(e.Endpoint)] = true
+		pools[e.Pool] = true
+		seen[e.ID] = true
+	}
+	eps, err := s.Endpoints(ctx, q.Since, maxMockEndpoints)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	added := false
+	for _, ep := range eps {
+		if ep == q.Target || !targets[endpointIdentity(ep)] {
+			continue
+		}
+		aq := q
+		aq.Target = ep
+		more, err := s.Search(ctx, aq)
+		if err != nil {
+			return nil, fmt.Errorf("history: %w", err)
+		}
+		for _, e := range more {
+			if !seen[e.ID] && pools[e.Pool] && targets[endpointIdentity(e.Endpoint)] {
+				seen[e.ID] = true
+				es = append(es, e)
+				added = true
+			}
+		}
+	}
+	if added {
+		sort.SliceStable(es, func(i, j int) bool { return es[i].ID > es[j].ID })
+		if len(es) > maxMockRecordings {
+			es = es[:maxMockRecordings]
+		}
+	}
+	return es, nil
+}
+
+// maxMockEndpoints bounds the distinct recorded endpoints looked through
+// for a target's other names.
+const maxMockEndpoints = 4096
+
+// endpointIdentity is the target a recorded endpoint names, as discovery
+// merges names (discovery.EndpointKey: a Unix socket by its path, symlinks
+// followed; TCP by normalised host:port), a symlink whose socket is gone
+// followed too (canonicalEndpoint): ai.sock -> squirrel.sock is squirrel
+// whether or not squirrel still runs.
+func endpointIdentity(s string) string {
+	if s == "" {
+		return ""
+	}
+	ep, err := ipc.ParseEndpoint(canonicalEndpoint(s))
+	if err != nil {
+		return s
+	}
+	return discovery.EndpointKey(ep, "")
+}
+
+// canonicalEndpoint is a recorded endpoint with a Unix socket's symlinks
+// followed (the socket it names, there or not, in its directory's real
+// path): where the target itself lives. Other endpoints are as recorded.
+func canonicalEndpoint(s string) string {
+	ep, err := ipc.ParseEndpoint(s)
+	if err != nil || ep.Transport != ipc.Unix {
+		return s
+	}
+	p, err := filepath.Abs(ep.Path)
+	if err != nil {
+		return s
+	}
+	for i := 0; i < 8; i++ { // a chain of links, bounded
+		fi, err := os.Lstat(p)
+		if err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			break
+		}
+		dest, err := os.Readlink(p)
+		if err != nil {
+			break
+		}
+		if !filepath.IsAbs(dest) {
+			dest = filepath.Join(filepath.Dir(p), dest)
+		}
+		p = filepath.Clean(dest)
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+		p = filepath.Join(dir, filepath.Base(p))
+	}
+	if p == ep.Path {
+		return s
+	}
+	return ipc.Endpoint{Transport: ipc.Unix, Path: p}.String()
+}
+
+// mockNameOf names the target entries (newest first) are calls of: the
+// newest call's target that reached its socket by the socket's own name;
+// when every one went through a link to it (ai.sock -> squirrel.sock), the
+// socket's name ("squirrel").
+func mockNameOf(entries []history.Entry) string {
+	for _, e := range entries {
+		if filepath.Base(canonicalEndpoint(e.Endpoint)) == filepath.Base(e.Endpoint) {
+			return mockName(e)
+		}
+	}
+	return mockName(history.Entry{Target: canonicalEndpoint(entries[0].Endpoint)})
 }
 
 // mockName is the primal's name for its capability list: the recorded
@@ -360,7 +487,7 @@ func (a *app) mockListen(e history.Entry, f mockFlags) (mock.Listen, error) {
 		addr = f.listen
 	}
 	if f.listen != "stdio" {
-		ep, err := ipc.ParseEndpoint(addr)
+		ep, err := ipc.ParseListenEndpoint(addr)
 		if err != nil {
 			return l, usageErr(fmt.Errorf("--listen %q: %w", addr, err))
 		}
@@ -511,6 +638,11 @@ func (a *app) mockVerify(ctx context.Context, arg string, f mockFlags) error {
 	}
 	entries, err := a.recordedCalls(ctx, arg, f.since)
 	if err != nil {
+		return err
+	}
+	// One target, as the mock: recordings of two are not compared with
+	// the answers of one of them.
+	if _, err := recordedAs(arg, entries); err != nil {
 		return err
 	}
 	conn, t, err := a.dial(ctx, arg, nil)

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -135,7 +136,8 @@ func (m *Mock) Serve(l Listen) (*Server, error) {
 			return nil, &RemoteError{Endpoint: ep.String()}
 		}
 		hs, err := peer.ListenHolon(addr, peer.HolonConfig{Path: "/" + path, Dispatch: m.dispatch, SpeakFirst: l.SpeakFirst,
-			HelloTimeout: 3 * time.Second, MaxMessage: maxRequestBytes, Lenient: true, MaxConns: maxConns})
+			HelloTimeout: 3 * time.Second, MaxMessage: maxRequestBytes, Lenient: true, MaxConns: maxConns,
+			Concurrent: true, MaxInflight: maxInflight})
 		if err != nil {
 			return nil, inUse(ep.String(), err)
 		}
@@ -256,70 +258,166 @@ func holder(path string) string {
 // ServeStdio answers NDJSON JSON-RPC on in and out until in ends or ctx is
 // done: the mock as a stdio bus worker (--listen stdio). A request's
 // sessionId is echoed, as a bus worker does for affinity.
+//
+// Requests are handled concurrently, as on a socket: at most maxInflight at
+// once (a full worker reads no more until one finishes), each answer
+// written whole, one at a time. When in ends, the answers in flight still
+// go out; when ctx is done, or a close or cut fault hangs up, they end and
+// ServeStdio returns at once. Its reader then ends at in's next line or
+// end (an io.Reader cannot be interrupted).
 func (m *Mock) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	if m.opts.BTSPOnly {
 		return &CleartextError{Wire: "on a stdio bus"}
 	}
-	r := bufio.NewReaderSize(in, 64<<10)
-	w := bufio.NewWriter(out)
-	for ctx.Err() == nil {
-		line, err := peer.ReadLine(r, maxLineStdio)
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := peer.ReadLine(r, maxLineStdio)
+			if err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case lines <- line:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	w := &stdioOut{w: bufio.NewWriter(out), stop: cancel}
+	slots := make(chan struct{}, maxInflight)
+	var hwg sync.WaitGroup
+	defer hwg.Wait() // after cancel on every early return (defers run last first)
+	for {
+		var line []byte
+		select {
+		case <-ctx.Done():
+			cancel()
+			hwg.Wait()
+			if w.hungUp() {
+				return w.err()
+			}
+			return parent.Err()
+		case err := <-readErr:
+			hwg.Wait() // the answers in flight still go out
+			if w.hungUp() || errors.Is(err, io.EOF) {
+				return w.err()
 			}
 			return err
+		case line = <-lines:
 		}
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
 		msg, derr := ipc.DecodeMessage(line)
 		if derr != nil {
-			w.WriteString(peer.ParseErrorLine + "\n")
-			w.Flush()
+			w.line([]byte(peer.ParseErrorLine))
 			continue
 		}
 		if msg.Kind != ipc.KindRequest {
 			continue
 		}
-		a := m.Handle(ctx, msg.Method, msg.Params)
-		switch a.Fault {
-		case peer.FaultDrop:
-			continue
-		case peer.FaultClose, peer.FaultCut:
-			return nil
-		case peer.FaultGarbage:
-			w.WriteString("<html>this is not JSON-RPC</html>\n")
-			w.Flush()
-			continue
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			continue // the loop's next turn returns
 		}
-		resp := map[string]any{"jsonrpc": "2.0", "id": msg.ID}
-		if sid := sessionOf(line); sid != nil {
-			resp["sessionId"] = sid
-		}
-		if a.Err != nil {
-			var re *ipc.RPCError
-			if !errors.As(a.Err, &re) {
-				re = &ipc.RPCError{Code: -32603, Message: a.Err.Error()}
-			}
-			resp["error"] = re
-		} else {
-			if a.Result == nil {
-				a.Result = json.RawMessage("null")
-			}
-			resp["result"] = a.Result
-		}
-		b, err := json.Marshal(resp)
-		if err != nil {
-			return err
-		}
-		w.Write(b)
-		w.WriteByte('\n')
-		if err := w.Flush(); err != nil {
-			return err
-		}
+		hwg.Add(1)
+		go func() {
+			defer hwg.Done()
+			defer func() { <-slots }()
+			m.answerStdio(ctx, w, msg, line)
+		}()
 	}
-	return ctx.Err()
+}
+
+// answerStdio answers one request of ServeStdio.
+func (m *Mock) answerStdio(ctx context.Context, w *stdioOut, msg *ipc.Message, line []byte) {
+	a := m.Handle(ctx, msg.Method, msg.Params)
+	switch a.Fault {
+	case peer.FaultDrop:
+		return
+	case peer.FaultClose, peer.FaultCut:
+		w.hangUp()
+		return
+	case peer.FaultGarbage:
+		w.line([]byte("<html>this is not JSON-RPC</html>"))
+		return
+	}
+	if ctx.Err() != nil {
+		return // stopped: nobody to answer
+	}
+	resp := map[string]any{"jsonrpc": "2.0", "id": msg.ID}
+	if sid := sessionOf(line); sid != nil {
+		resp["sessionId"] = sid
+	}
+	if a.Err != nil {
+		var re *ipc.RPCError
+		if !errors.As(a.Err, &re) {
+			re = &ipc.RPCError{Code: -32603, Message: a.Err.Error()}
+		}
+		resp["error"] = re
+	} else {
+		if a.Result == nil {
+			a.Result = json.RawMessage("null")
+		}
+		resp["result"] = a.Result
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		b, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": &ipc.RPCError{Code: -32603, Message: "encode answer: " + err.Error()}})
+	}
+	w.line(b)
+}
+
+// stdioOut writes ServeStdio's answers whole, one at a time. A write that
+// fails (the reader of out is gone) or a hang-up fault stops the serving.
+type stdioOut struct {
+	mu     sync.Mutex
+	w      *bufio.Writer
+	stop   context.CancelFunc
+	hung   bool // a close or cut fault: nothing more is written
+	failed error
+}
+
+func (o *stdioOut) line(b []byte) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.hung || o.failed != nil {
+		return
+	}
+	o.w.Write(b)
+	o.w.WriteByte('\n')
+	if err := o.w.Flush(); err != nil {
+		o.failed = err
+		o.stop()
+	}
+}
+
+func (o *stdioOut) hangUp() {
+	o.mu.Lock()
+	o.hung = true
+	o.mu.Unlock()
+	o.stop()
+}
+
+// hungUp says serving stopped on out's side: a hang-up fault or a failed write.
+func (o *stdioOut) hungUp() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.hung || o.failed != nil
+}
+
+// err is a failed write's error (nil after a hang-up fault: the mock's own doing).
+func (o *stdioOut) err() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.failed
 }
 
 func sessionOf(line []byte) json.RawMessage {

@@ -54,7 +54,19 @@ type HolonConfig struct {
 	// Dispatch, when set, answers every request but the built-in
 	// rpc.heartbeat and rpc.peers in place of Methods (see Config.Dispatch).
 	Dispatch DispatchFunc
+	// Concurrent handles each message of a connection on its own goroutine
+	// (answers may be reordered; each is written whole), at most
+	// MaxInflight of one connection at once (0: no bound), as Config's.
+	// A full connection is not read until one finishes or the client
+	// leaves. Handlers end with their connection.
+	Concurrent  bool
+	MaxInflight int
 }
+
+// netConnKey carries an upgraded request's network connection in its
+// context (http.Server.ConnContext), to see the client leave while the
+// connection is not read.
+type netConnKey struct{}
 
 // HolonServer is a running simulated Holon-RPC server on a loopback TCP port.
 type HolonServer struct {
@@ -104,7 +116,8 @@ func ListenHolon(addr string, cfg HolonConfig) (*HolonServer, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc(cfg.Path, s.handle)
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, netConnKey{}, c) }}
 	s.URL = "ws://" + ln.Addr().String() + cfg.Path
 	s.wg.Add(1)
 	go func() {
@@ -233,7 +246,18 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 		s.wg.Done()
 	}()
 	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
+	// The connection's handlers end with it: it is cancelled (the client
+	// left, or the server stops), then they are waited for.
+	var hwg sync.WaitGroup
+	defer func() {
+		cancel()
+		hwg.Wait()
+	}()
+	var slots chan struct{}
+	if s.cfg.Concurrent && s.cfg.MaxInflight > 0 {
+		slots = make(chan struct{}, s.cfg.MaxInflight)
+	}
+	raw, _ := r.Context().Value(netConnKey{}).(net.Conn)
 	if s.cfg.BinaryFrame {
 		_ = ws.Write(ctx, websocket.MessageBinary, []byte{0xde, 0xad, 0xbe, 0xef})
 	}
@@ -286,8 +310,50 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
+		if s.cfg.Concurrent {
+			if slots != nil && !acquireSlot(ctx, slots, raw) {
+				return
+			}
+			hwg.Add(1)
+			go func() {
+				defer hwg.Done()
+				if slots != nil {
+					defer func() { <-slots }()
+				}
+				if !c.dispatch(ctx, data) {
+					cancel() // ends the read, and the connection
+				}
+			}()
+			continue
+		}
 		if !c.dispatch(ctx, data) {
 			return
+		}
+	}
+}
+
+// acquireSlot takes one of slots for a message, waiting while they are all
+// taken; false when the connection ended first: ctx ended, or its client
+// is done sending (a WebSocket has no half-close: that client left), which
+// raw's socket says while nobody reads it.
+func acquireSlot(ctx context.Context, slots chan struct{}, raw net.Conn) bool {
+	select {
+	case slots <- struct{}{}:
+		return true
+	default:
+	}
+	t := time.NewTicker(hangupCheck)
+	defer t.Stop()
+	for {
+		select {
+		case slots <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			if raw != nil && peerDoneSending(raw) {
+				return false
+			}
 		}
 	}
 }

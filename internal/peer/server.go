@@ -127,6 +127,10 @@ type ServerConn struct {
 	pmu     sync.Mutex
 	pending map[string]chan *ipc.Message
 	fr      ipc.Framer // non-nil when serving through a handshake's framer
+	// What gone sent to see a TCP client leave (the serve goroutine's).
+	probes    int
+	lastProbe time.Time
+	probedEOF bool
 	// ctx ends when the client hangs up (a half-close still gets its
 	// answers), the server side closes it, or the server stops; its
 	// handlers get it.
@@ -300,8 +304,10 @@ func (sc *ServerConn) serve() {
 			continue
 		}
 		if s.cfg.Lean {
-			if _, ok := m.NumericID(); !ok && m.Kind == ipc.KindRequest || len(m.ID) > 0 && m.ID[0] == '"' {
-				return // the lean daemon drops a connection on a string id
+			// The lean daemon drops a connection on an id that is not an
+			// unsigned integer (a null one it reads as absent: answered).
+			if _, ok := m.NumericID(); !ok && m.Kind == ipc.KindRequest && string(m.ID) != "null" || len(m.ID) > 0 && m.ID[0] == '"' {
+				return
 			}
 		}
 		s.calls.Add(1)
@@ -356,7 +362,7 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 			<-done
 			return
 		case <-t.C:
-			if hungUp(sc.c) {
+			if sc.gone(false) {
 				sc.cancel()
 				<-done
 				return
@@ -383,34 +389,82 @@ func (sc *ServerConn) acquire(slots chan struct{}) bool {
 		case <-sc.ctx.Done():
 			return false
 		case <-t.C:
-			if hungUp(sc.c) {
+			if sc.gone(true) {
 				return false
 			}
 		}
 	}
 }
 
+// gone reports whether the client has left, for a connection the server
+// is not reading: its read side ended with requests in flight, or every
+// slot is taken (full). A Unix socket says so (hungUp). Over TCP a client's
+// close and a half-close both arrive as a FIN, and only a client that
+// closed resets the connection when something reaches it; so once the
+// client is done sending, one space is sent (insignificant whitespace in
+// JSON: it only leads the next answer's line), and hungUp sees the reset a
+// closed client answers it with. A full connection may not have read the
+// FIN yet (it waits behind requests): it is probed once a second, at most
+// maxProbes times. A framed connection (BTSP) is not probed.
+func (sc *ServerConn) gone(full bool) bool {
+	if hungUp(sc.c) {
+		return true
+	}
+	if _, tcp := sc.c.(*net.TCPConn); !tcp || sc.fr != nil {
+		return false
+	}
+	switch {
+	case !sc.probedEOF && peerDoneSending(sc.c):
+		sc.probedEOF = true
+	case full && sc.probes < maxProbes && time.Since(sc.lastProbe) >= time.Second:
+	default:
+		return false
+	}
+	sc.probes++
+	sc.lastProbe = time.Now()
+	sc.wmu.Lock()
+	defer sc.wmu.Unlock()
+	sc.w.WriteByte(' ') // after whole lines only: write holds wmu for a line
+	return sc.w.Flush() != nil
+}
+
+// maxProbes bounds the spaces gone sends on one full TCP connection.
+const maxProbes = 32
+
 // hungUp reports whether the client of c has closed the connection (or it
 // broke), whatever it sent before that the server has not read yet. A
 // client that only shut down its sending side has not hung up.
 func hungUp(c net.Conn) bool {
-	sysc, ok := c.(syscall.Conn)
-	if !ok {
-		return false
+	rev, ok := pollConn(c, 0) // POLLHUP and POLLERR are always reported
+	return !ok || rev&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+}
+
+// peerDoneSending reports whether the peer of c has shut down its sending
+// side (closed, or half-closed), whatever is left unread.
+func peerDoneSending(c net.Conn) bool {
+	rev, ok := pollConn(c, unix.POLLRDHUP)
+	return !ok || rev&(unix.POLLRDHUP|unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0
+}
+
+// pollConn polls c's socket for events without waiting; ok=false when it
+// cannot be polled because it is closed or broken. A connection that is no
+// socket (a pipe in a test) reports nothing.
+func pollConn(c net.Conn, events int16) (revents int16, ok bool) {
+	sysc, isSys := c.(syscall.Conn)
+	if !isSys {
+		return 0, true
 	}
 	rc, err := sysc.SyscallConn()
 	if err != nil {
-		return true
+		return 0, false
 	}
-	hung := false
 	cerr := rc.Control(func(fd uintptr) {
-		pfd := []unix.PollFd{{Fd: int32(fd)}} // POLLHUP and POLLERR are always reported
-		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 &&
-			pfd[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
-			hung = true
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: events}}
+		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 {
+			revents = pfd[0].Revents
 		}
 	})
-	return hung || cerr != nil
+	return revents, cerr == nil
 }
 
 // ReadLine reads one line from r and returns it without its newline; a line

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestMockVerifyStandsForOneTarget: calls recorded of "ledger" at two
+// sockets are two targets; mock verify refuses them as mock does, with the
+// same message and exit code, before it dials or sends anything.
+func TestMockVerifyStandsForOneTarget(t *testing.T) {
+	dirA, dirB := t.TempDir(), t.TempDir()
+	la := startLedger(t, dirA, nil, nil)
+	startLedger(t, dirB, nil, nil)
+	env := runEnv(t)
+	for _, dir := range []string{dirA, dirB} {
+		if r := runCLI(t, env, "", "--socket-dir", dir, "call", "ledger", "ledger.entry.list"); r.code != 0 {
+			t.Fatalf("recording: %+v", r)
+		}
+	}
+	before := la.count("ledger.entry.list")
+	m, code := startMock(t, env, "--socket-dir", dirA, "mock", "ledger", "--listen", "tcp://127.0.0.1:0")
+	if code != exitUsage || !strings.Contains(m.stderr(), "span 2 endpoints") {
+		t.Fatalf("mock: want exit 2, the calls span 2 endpoints; got %d:\n%s", code, m.stderr())
+	}
+	want := m.stderr()
+	r := runCLI(t, env, "", "--socket-dir", dirA, "mock", "verify", "ledger")
+	if r.code != exitUsage || r.stderr != want {
+		t.Fatalf("mock verify: want exit 2 and what mock says (%q), got %+v", want, r)
+	}
+	if n := la.count("ledger.entry.list"); n != before {
+		t.Fatalf("mock verify sent %d call(s) to a target it does not stand for", n-before)
+	}
+}
