@@ -2,6 +2,7 @@ package mock
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -156,39 +157,17 @@ func TestMockStdioAnswersConcurrently(t *testing.T) {
 	}
 }
 
-// Over TCP a client that closes its connection (a FIN, as a half-close
-// would send) with a call in flight is told from one that only stopped
-// sending: the call ends promptly, not when its delay does; and a
-// half-closed client still gets its answer.
-func TestMockTCPNoticesAClientCloseWithCallsInFlight(t *testing.T) {
-	m := slowFast(t, 30*time.Second)
+// Over TCP a half-closed client (socat, nc -N: the request, then a FIN)
+// gets its delayed answer whole, and nothing else: no byte a real primal
+// would not send (a probe to tell a close from a half-close) leads it.
+func TestMockTCPHalfCloseGetsTheAnswerAlone(t *testing.T) {
+	m := slowFast(t, 300*time.Millisecond)
 	srv, err := m.Serve(Listen{Endpoint: ipc.Endpoint{Transport: ipc.TCP, Address: "127.0.0.1:0"}, Wire: WireJSONRPC})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	before := runtime.NumGoroutine()
-	c, err := net.Dial("tcp", srv.Endpoint.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":1,"method":"a.slow","params":{}}`+"\n"); err != nil {
-		t.Fatal(err)
-	}
-	waitWithin(t, 2*time.Second, "the call to be in flight", func() bool { return runtime.NumGoroutine() >= before+2 })
-	c.Close()
-	closed := time.Now()
-	waitWithin(t, 2*time.Second, "the call in flight to end with its client", func() bool { return runtime.NumGoroutine() <= before })
-	t.Logf("goroutines back to %d %v after the close", runtime.NumGoroutine(), time.Since(closed))
-
-	// A half-close still gets its answer, whole and valid.
-	m = slowFast(t, 300*time.Millisecond)
-	srv2, err := m.Serve(Listen{Endpoint: ipc.Endpoint{Transport: ipc.TCP, Address: "127.0.0.1:0"}, Wire: WireJSONRPC})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv2.Close()
-	hc, err := net.Dial("tcp", srv2.Endpoint.Address)
+	hc, err := net.Dial("tcp", srv.Endpoint.Address)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,50 +177,18 @@ func TestMockTCPNoticesAClientCloseWithCallsInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	hc.(*net.TCPConn).CloseWrite()
-	line, err := bufio.NewReader(hc).ReadString('\n')
+	all, err := io.ReadAll(hc)
 	if err != nil {
-		t.Fatalf("a half-closed client got no answer: %v (%q)", err, line)
+		t.Fatalf("a half-closed client: %v (%q)", err, all)
 	}
 	var a struct {
 		ID     int    `json:"id"`
 		Result string `json:"result"`
 	}
-	if err := json.Unmarshal([]byte(line), &a); err != nil || a.ID != 7 || a.Result != "slow" {
-		t.Fatalf("a half-closed client got %q (%v)", line, err)
+	if !bytes.HasPrefix(all, []byte(`{`)) || bytes.Count(all, []byte("\n")) != 1 {
+		t.Fatalf("a half-closed client got %q: want one answer line and nothing else", all)
 	}
-}
-
-// Over TCP, a client that fills its connection (far more pipelined
-// requests than may be in flight, each held 30 s) and closes it: the FIN
-// waits unread behind its requests, and the mock still lets go of them
-// within about a second, not when their delays end.
-func TestMockTCPFullConnectionEndsWhenItsClientCloses(t *testing.T) {
-	m := slowFast(t, 30*time.Second)
-	srv, err := m.Serve(Listen{Endpoint: ipc.Endpoint{Transport: ipc.TCP, Address: "127.0.0.1:0"}, Wire: WireJSONRPC})
-	if err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal(all, &a); err != nil || a.ID != 7 || a.Result != "slow" {
+		t.Fatalf("a half-closed client got %q (%v)", all, err)
 	}
-	defer srv.Close()
-	before := runtime.NumGoroutine()
-	c, err := net.Dial("tcp", srv.Endpoint.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrote := make(chan struct{})
-	go func() { // blocks once the mock stops reading; ends when c closes
-		defer close(wrote)
-		w := bufio.NewWriter(c)
-		for i := 0; i < 20000; i++ {
-			if _, err := io.WriteString(w, `{"jsonrpc":"2.0","id":1,"method":"a.slow","params":{}}`+"\n"); err != nil {
-				return
-			}
-		}
-		w.Flush()
-	}()
-	waitWithin(t, 5*time.Second, "the connection to fill", func() bool { return runtime.NumGoroutine() >= before+maxInflight })
-	c.Close()
-	<-wrote
-	closed := time.Now()
-	waitWithin(t, 3*time.Second, "the held requests to end after the client closed", func() bool { return runtime.NumGoroutine() <= before })
-	t.Logf("goroutines back to %d %v after the close", runtime.NumGoroutine(), time.Since(closed))
 }

@@ -127,10 +127,6 @@ type ServerConn struct {
 	pmu     sync.Mutex
 	pending map[string]chan *ipc.Message
 	fr      ipc.Framer // non-nil when serving through a handshake's framer
-	// What gone sent to see a TCP client leave (the serve goroutine's).
-	probes    int
-	lastProbe time.Time
-	probedEOF bool
 	// ctx ends when the client hangs up (a half-close still gets its
 	// answers), the server side closes it, or the server stops; its
 	// handlers get it.
@@ -399,37 +395,11 @@ func (sc *ServerConn) acquire(slots chan struct{}) bool {
 // gone reports whether the client has left, for a connection the server
 // is not reading: its read side ended with requests in flight, or every
 // slot is taken (full). A Unix socket says so (hungUp). Over TCP a client's
-// close and a half-close both arrive as a FIN, and only a client that
-// closed resets the connection when something reaches it; so once the
-// client is done sending, one space is sent (insignificant whitespace in
-// JSON: it only leads the next answer's line), and hungUp sees the reset a
-// closed client answers it with. A full connection may not have read the
-// FIN yet (it waits behind requests): it is probed once a second, at most
-// maxProbes times. A framed connection (BTSP) is not probed.
-func (sc *ServerConn) gone(full bool) bool {
-	if hungUp(sc.c) {
-		return true
-	}
-	if _, tcp := sc.c.(*net.TCPConn); !tcp || sc.fr != nil {
-		return false
-	}
-	switch {
-	case !sc.probedEOF && peerDoneSending(sc.c):
-		sc.probedEOF = true
-	case full && sc.probes < maxProbes && time.Since(sc.lastProbe) >= time.Second:
-	default:
-		return false
-	}
-	sc.probes++
-	sc.lastProbe = time.Now()
-	sc.wmu.Lock()
-	defer sc.wmu.Unlock()
-	sc.w.WriteByte(' ') // after whole lines only: write holds wmu for a line
-	return sc.w.Flush() != nil
-}
-
-// maxProbes bounds the spaces gone sends on one full TCP connection.
-const maxProbes = 32
+// close and a half-close both arrive as a FIN, and only writing to it would
+// tell them apart (a closed client answers with a reset): a real primal
+// sends nothing unasked, so neither does this server, and a TCP client
+// that closed with calls in flight is seen when their answers are written.
+func (sc *ServerConn) gone(bool) bool { return hungUp(sc.c) }
 
 // hungUp reports whether the client of c has closed the connection (or it
 // broke), whatever it sent before that the server has not read yet. A
