@@ -259,6 +259,17 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 		c.mu.Unlock()
 		c.deliver(m)
 	case KindRequest:
+		if isNull(m.ID) {
+			// A peer's method with "id":null is a notification in JSON-RPC
+			// 1.0's manner: an answer could name no call it made, so it is
+			// shown and never answered (a server answers a client's null
+			// id, as JSON-RPC 2.0 asks; a client does not).
+			m.Kind = KindNotification
+			m.Warning = joinWarning(m.Warning, "null_id_request: a method with \"id\":null, taken as a notification (not answered)")
+			c.trace(In, frame, m.Warning)
+			c.deliver(m)
+			return answer{}, false
+		}
 		c.trace(In, frame, m.Warning)
 		if c.opts.Handler != nil {
 			c.handOff(m)
