@@ -414,33 +414,87 @@ func (c *runCaller) Listen(ctx context.Context, target string) (runbook.Listener
 		LivenessMethod: "-",
 	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stream := events.Merge(lctx, []events.Source{cfg.Source(spec)}, events.Options{Buffer: 1024})
+	src := &endedSource{Source: cfg.Source(spec)}
+	stream := events.Merge(lctx, []events.Source{src}, events.Options{Buffer: 1024})
+	l := &runListener{stream: stream, cancel: cancel, src: src}
 	// Listening starts before the call, as README says: wait for the
 	// stream's connection (a socket's; WebSocket and the biomeOS API's
 	// streams connect on their own), at most a second, so an event the
-	// call sets off at once is not missed.
+	// call sets off at once is not missed. A stream refused for security
+	// as it connects (BTSP, a socket another user serves) is the
+	// listener's error: the call is not sent.
 	if !spec.BiomeOSAPI && spec.Endpoint.Transport != ipc.WS && spec.Endpoint.Transport != ipc.WSS {
 		wait := time.NewTimer(time.Second)
 		select {
 		case <-connected:
+		case <-stream.Done():
 		case <-wait.C:
 		case <-ctx.Done():
 		}
 		wait.Stop()
 	}
-	return &runListener{stream: stream, cancel: cancel}, nil
+	if err := src.refused(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// endedSource keeps the error its source ended with: a stream refused for
+// security (a BTSP session frame that does not authenticate, a failed
+// handshake) ends with it, and the step waiting on the stream is refused
+// with it, as a call would be (exit 5).
+type endedSource struct {
+	events.Source
+	mu  sync.Mutex
+	err error
+}
+
+func (s *endedSource) Run(ctx context.Context, emit events.Emit) error {
+	err := s.Source.Run(ctx, emit)
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+	return err
+}
+
+// refused is the security failure the source ended with, or nil.
+func (s *endedSource) refused() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ipc.SecurityFailure(s.err) {
+		return s.err
+	}
+	return nil
 }
 
 type runListener struct {
 	stream *events.Stream
 	cancel context.CancelFunc
+	src    *endedSource
 }
 
 func (l *runListener) Next(ctx context.Context) (json.RawMessage, error) {
 	for {
 		ev, err := l.stream.Next(ctx)
 		if err != nil {
+			if rerr := l.src.refused(); rerr != nil && ctx.Err() == nil {
+				return nil, rerr
+			}
 			return nil, err
+		}
+		if ev.Kind == events.KindLiveness && ev.Name == events.StateRefused {
+			// The source ends right after saying so: its error is the
+			// refusal (a security failure, exit 5), not the stream's end.
+			select {
+			case <-l.stream.Done():
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if rerr := l.src.refused(); rerr != nil {
+				return nil, rerr
+			}
+			return nil, fmt.Errorf("the event stream was refused for security: %s", ev.Payload)
 		}
 		if ev.Kind == events.KindNote || ev.Kind == events.KindLiveness || ev.Kind == events.KindDropped {
 			continue // the listener's own notes, not the target's words

@@ -396,7 +396,10 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		return done(Fail, reason)
 	}
 	if lis != nil {
-		if reason := r.await(sctx, s, c, lis, in); reason != "" {
+		if reason, refused := r.await(sctx, s, c, lis, in); reason != "" {
+			if refused {
+				res.Outcome = history.OutcomeRefused // a stream refused for security mid-way, as a call would be
+			}
 			return done(Fail, reason)
 		}
 	}
@@ -590,8 +593,9 @@ func short(v any) string {
 	return s
 }
 
-// await waits for the event a step expects.
-func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, in map[string]any) string {
+// await waits for the event a step expects; "" when it came. refused says
+// the stream was refused for security while the step waited.
+func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, in map[string]any) (reason string, refused bool) {
 	ev := s.Expect.Event
 	wctx, cancel := context.WithTimeout(ctx, ev.Within)
 	defer cancel()
@@ -606,16 +610,19 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 					left = fmt.Sprintf("the step's timeout (%s) left", s.Timeout)
 				}
 				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s %s (within: %s; %d seen)",
-					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), left, ev.Within, seen)
+					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), left, ev.Within, seen), false
 			}
 			if wctx.Err() != nil {
-				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen)", ev.From, ev.Match, ev.Within, seen)
+				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen)", ev.From, ev.Match, ev.Within, seen), false
 			}
-			return fmt.Sprintf("expect.event: %s: %v", ev.From, err)
+			if history.OutcomeOf(err) == history.OutcomeRefused {
+				return fmt.Sprintf("expect.event: %s: refused for security after %d event(s): %v", ev.From, seen, err), true
+			}
+			return fmt.Sprintf("expect.event: %s: %v", ev.From, err), false
 		}
 		seen++
 		if ok, _, err := c.eventM.truthy(wctx, jqValue(raw)); err == nil && ok {
-			return ""
+			return "", false
 		}
 	}
 }
