@@ -130,7 +130,10 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 		reps = append(reps, junit)
 	}
 	cov := map[string]map[string]bool{}
-	r := &runbook.Runner{Caller: caller, Report: reps, Env: env, FailFast: f.failFast,
+	// The seeds this run knows of ($FAMILY_SEED, --family-seed-file, the
+	// config's seed files) are hidden from every report, as history
+	// scrubs them.
+	r := &runbook.Runner{Caller: caller, Report: reps, Env: env, FailFast: f.failFast, Secrets: a.knownSecrets(),
 		Covered: func(t, m string) {
 			if cov[t] == nil {
 				cov[t] = map[string]bool{}

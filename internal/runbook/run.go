@@ -107,6 +107,10 @@ type Runner struct {
 	FailFast bool
 	// Covered, when set, is told of every method a step called on a target.
 	Covered func(target, method string)
+	// Secrets are values the user marked secret outside the environment
+	// (the family seed files): hidden from every report, whatever they
+	// look like, and never sent but under a secret key.
+	Secrets []string
 
 	secrets []string
 	known   map[string]bool // secrets, as a set: true for our own (env, sent)
@@ -627,8 +631,11 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 	}
 }
 
-// learnSecrets keeps every value sent (own) or answered under a secret key
-// (4 bytes or more), so no report shows it wherever it turns up.
+// learnSecrets keeps every value sent (own) or answered under a secret key,
+// so no report shows it wherever it turns up: one the book sends as the
+// user's own are (MinValueLen bytes or more, no JSON literal), one a peer
+// answered with only when history.Distinctive (a peer's {"auth":"true"}
+// would otherwise hide every "true" of the report).
 func (r *Runner) learnSecrets(v any, key string, own bool) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -641,17 +648,51 @@ func (r *Runner) learnSecrets(v any, key string, own bool) {
 		}
 	case string:
 		if key != "" && history.IsSecretKey(key) {
-			r.learn(x, own)
+			if own {
+				r.learn(x, learnOwn)
+			} else {
+				r.learn(x, learnAnswered)
+			}
 		}
 	}
 }
 
-// learn marks one value (4 bytes or more) as a secret: our own (from the
-// environment or sent by the book) or one a peer answered with.
-func (r *Runner) learn(v string, own bool) {
-	if len(v) < history.MinValueLen {
-		return
+// How a secret was learnt, which says how long and distinctive it must be
+// to be hidden wherever it turns up.
+type learnt int
+
+const (
+	// learnMarked: a value the user marked secret (FAMILY_SEED, a seed
+	// file): always hidden.
+	learnMarked learnt = iota
+	// learnOwn: a secret-looking environment variable's value, or one the
+	// book sends under a secret key: MinValueLen bytes or more, no JSON
+	// literal.
+	learnOwn
+	// learnAnswered: a value a peer answered under a secret key: only when
+	// history.Distinctive.
+	learnAnswered
+)
+
+// learn marks one value as a secret: our own (marked, from the
+// environment, or sent by the book) or one a peer answered with, when it
+// is long and distinctive enough for how it was learnt.
+func (r *Runner) learn(v string, how learnt) {
+	switch how {
+	case learnMarked:
+		if v == "" {
+			return
+		}
+	case learnOwn:
+		if len(v) < history.MinValueLen || v == "true" || v == "false" || v == "null" {
+			return
+		}
+	default:
+		if !history.Distinctive(v) {
+			return
+		}
 	}
+	own := how != learnAnswered
 	if r.known == nil {
 		r.known = map[string]bool{}
 	}
@@ -744,23 +785,35 @@ func (r *Runner) finish(b *Book, res StepResult) StepResult {
 	return res
 }
 
-// LearnEnvSecrets marks the values of secret-looking environment variables
-// (FAMILY_SEED, *_TOKEN, ...) as secrets.
+// LearnEnvSecrets marks the user's secrets: the seeds (FAMILY_SEED, any
+// *_SEED variable, Secrets) whatever they look like, and the values of
+// other secret-looking environment variables (*_TOKEN, *_PASSWORD, ...)
+// of MinValueLen bytes or more (XDG_SESSION_ID=2 would hide every 2).
 func (r *Runner) LearnEnvSecrets() {
 	for k, v := range r.Env {
-		if history.IsSecretKey(k) || strings.HasSuffix(k, "_SEED") {
-			r.learn(v, true)
+		switch {
+		case k == "FAMILY_SEED" || strings.HasSuffix(k, "_SEED"):
+			r.learn(strings.TrimSpace(v), learnMarked)
+			r.learn(v, learnMarked)
+		case history.IsSecretKey(k):
+			r.learn(v, learnOwn)
 		}
 	}
-}
-
-func (r *Runner) scrub(s string) string {
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, history.Redacted)
+	for _, v := range r.Secrets {
+		r.learn(strings.TrimSpace(v), learnMarked)
+		r.learn(v, learnMarked)
 	}
-	return s
 }
 
+// scrub hides every known secret in a text of a report, as it is and as
+// it looks inside a JSON string (history's scrubber).
+func (r *Runner) scrub(s string) string {
+	return history.ScrubText(s, r.secrets)
+}
+
+// redact is raw (JSON a peer answered) as a report may show it: compact,
+// every value under a secret-looking key redacted, every known secret
+// replaced, and still JSON (a secret number becomes "[redacted]").
 func (r *Runner) redact(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return nil
@@ -768,7 +821,7 @@ func (r *Runner) redact(raw json.RawMessage) json.RawMessage {
 	if out, _, err := history.Redact(raw); err == nil {
 		raw = out
 	}
-	return json.RawMessage(r.scrub(string(raw)))
+	return json.RawMessage(history.ScrubJSON(raw, r.secrets))
 }
 
 // redactDiff hides the values of a diff under a secret-looking key (the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -236,4 +237,125 @@ func TestRunLearnsEnvSecretsItself(t *testing.T) {
 	if err != nil || len(rc.calls) != 0 || len(res) != 1 || res[0].Outcome != history.OutcomeRefused {
 		t.Fatalf("err %v, calls %+v, results %+v", err, rc.calls, res)
 	}
+}
+
+// methodCaller answers each method with its own result ({} otherwise) and
+// records the calls.
+type methodCaller struct {
+	recCaller
+	results map[string]string
+}
+
+func (c *methodCaller) Call(_ context.Context, call Call) Answer {
+	c.calls = append(c.calls, call)
+	res, ok := c.results[call.Method]
+	if !ok {
+		res = `{}`
+	}
+	return Answer{Result: json.RawMessage(res), Outcome: history.OutcomeOK}
+}
+
+// Only secrets long and distinctive enough are hidden wherever they turn
+// up: a peer's {"auth":"true"} hides no "true" of the report (it hid every
+// one, and refused a later call sending "true"), while a real token it
+// answered is hidden in the text, JSON, TAP and JUnit reports alike. The
+// user's own secrets are hidden whatever they look like: a short seed
+// from a seed file, a password holding a quote (also as JSON escapes it),
+// a PIN of digits (the JSON report stays JSON: it lost the step's line).
+func TestRunScrubsOnlyDistinctiveLearntSecrets(t *testing.T) {
+	const (
+		tok  = "tok-REAL-9f8e7d6c5b"
+		seed = "s3ed" // short, but the user's
+		pass = `pa"ss\word-42`
+		pin  = "98765432"
+	)
+	passJSON, _ := json.Marshal(pass)
+	c := &methodCaller{results: map[string]string{
+		"auth.login": `{"auth":"true","token":"` + tok + `","ok":true}`,
+		"echo":       `{"note":"true: ` + tok + ` ` + seed + ` ` + string(passJSON[1:len(passJSON)-1]) + `","n":` + pin + `,"ok":true}`,
+	}}
+	book := `steps:
+  - name: login
+    call: evil auth.login
+  - name: flag
+    call: evil set
+    params: {enabled: "{{ .steps.login.result.auth }}"}
+  - name: saw
+    call: evil echo
+    expect: {result: '.ok == false'}
+  - name: quoted
+    call: evil echo
+    expect: {result: 'error("got " + .note)'}
+  - name: differs
+    call: evil echo
+    expect: {equals: {note: "x", n: 1, ok: true}}
+`
+	b, err := Parse("b.yaml", []byte(book))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(b); err != nil {
+		t.Fatal(err)
+	}
+	var text, js, tap bytes.Buffer
+	ju := &JUnit{}
+	tp := &TAP{W: &tap}
+	r := &Runner{Caller: c, Report: Reporters{&Text{W: &text}, &JSON{W: &js}, tp, ju},
+		Env:     map[string]string{"LEDGER_PASSWORD": pass, "LEDGER_PIN": pin, "XDG_SESSION_ID": "2"},
+		Secrets: []string{seed + "\n"}}
+	res, err := r.Run(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.End()
+	var xmlOut bytes.Buffer
+	if err := ju.Write(&xmlOut); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(c.calls); got != 5 || string(c.calls[1].Params) != `{"enabled":"true"}` {
+		t.Fatalf("calls %+v: the flag step sends a short \"true\" (no secret)", c.calls)
+	}
+	if s := statusesOf(res); s != "login=pass flag=pass saw=fail quoted=fail differs=fail" {
+		t.Fatalf("statuses %s", s)
+	}
+	lines := strings.Split(strings.TrimSpace(js.String()), "\n")
+	if len(lines) != 5 {
+		t.Fatalf("the JSON report has %d lines, want one a step:\n%s", len(lines), js.String())
+	}
+	for _, l := range lines {
+		if !json.Valid([]byte(l)) {
+			t.Errorf("JSON report line is no JSON: %s", l)
+		}
+	}
+	if !strings.Contains(js.String(), `"saw":{"note":"true: [redacted] [redacted] [redacted]","n":"[redacted]","ok":true}`) {
+		t.Errorf("the JSON report's saw should keep true and hide the token, seed, password and PIN:\n%s", js.String())
+	}
+	for name, out := range map[string]string{"text": text.String(), "json": js.String(), "tap": tap.String(), "junit": xmlOut.String()} {
+		for _, sec := range []string{tok, seed, "word-42", pin, `ss\\word`} {
+			if strings.Contains(out, sec) {
+				t.Errorf("the %s report shows %q:\n%s", name, sec, out)
+			}
+		}
+		if !strings.Contains(out, "true") {
+			t.Errorf("the %s report lost every \"true\":\n%s", name, out)
+		}
+	}
+	if !strings.Contains(text.String(), "ok\":true") || !strings.Contains(text.String(), "got true: [redacted]") {
+		t.Errorf("text report:\n%s", text.String())
+	}
+	if strings.Contains(text.String(), "[redacted] ms") {
+		t.Errorf("XDG_SESSION_ID=2 hid the 2s of the report:\n%s", text.String())
+	}
+	var x struct{}
+	if err := xml.Unmarshal(xmlOut.Bytes(), &x); err != nil {
+		t.Errorf("JUnit is no XML: %v", err)
+	}
+}
+
+func statusesOf(rs []StepResult) string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Step+"="+string(r.Status))
+	}
+	return strings.Join(out, " ")
 }
