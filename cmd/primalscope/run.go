@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/dial"
@@ -79,7 +80,7 @@ that would carry a secret), whatever else failed.`,
 	fl.BoolVar(&f.tap, "tap", false, "print TAP version 14 instead of the text report")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object a step instead of the text report")
 	fl.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failed step")
-	fl.BoolVar(&f.coverage, "coverage", false, "list, per target, which of its provided methods the books called")
+	fl.BoolVar(&f.coverage, "coverage", false, "list, per target (however spelled), which of its provided methods the books called, in the report")
 	return cmd
 }
 
@@ -129,17 +130,12 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 		junit = &runbook.JUnit{}
 		reps = append(reps, junit)
 	}
-	cov := map[string]map[string]bool{}
+	cov := newCoverage(caller)
 	// The seeds this run knows of ($FAMILY_SEED, --family-seed-file, the
 	// config's seed files) are hidden from every report, as history
 	// scrubs them.
 	r := &runbook.Runner{Caller: caller, Report: reps, Env: env, FailFast: f.failFast, Secrets: a.knownSecrets(),
-		Covered: func(t, m string) {
-			if cov[t] == nil {
-				cov[t] = map[string]bool{}
-			}
-			cov[t][m] = true
-		}}
+		Covered: cov.called}
 	r.LearnEnvSecrets()
 	failed, refused := 0, 0
 	var runErr error
@@ -160,6 +156,10 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 			break
 		}
 	}
+	if f.coverage {
+		// In the report (JSON, text, TAP comments), where CI reads it.
+		r.ReportCoverage(cov.report(ctx))
+	}
 	if tap != nil {
 		tap.End()
 	}
@@ -167,9 +167,6 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 		if err := writeJUnit(f.junit, junit); err != nil {
 			return err
 		}
-	}
-	if f.coverage {
-		a.printCoverage(ctx, caller, cov)
 	}
 	var be *runbook.BookError
 	switch {
@@ -199,34 +196,73 @@ func writeJUnit(path string, j *runbook.JUnit) error {
 	return f.Close()
 }
 
-// printCoverage lists, per target, the methods it provides and which of
-// them the books called.
-func (a *app) printCoverage(ctx context.Context, c *runCaller, cov map[string]map[string]bool) {
-	targets := make([]string, 0, len(cov))
-	for t := range cov {
-		targets = append(targets, t)
-	}
-	sort.Strings(targets)
-	fmt.Fprintln(a.io.err, "coverage:")
-	for _, t := range targets {
-		caps, err := c.Capabilities(ctx, t)
-		if err != nil || caps == nil {
-			fmt.Fprintf(a.io.err, "  %s: %d method(s) called; its capability list could not be read\n", render.Sanitize(t), len(cov[t]))
-			continue
-		}
-		var hit, miss []string
-		for _, m := range caps.Methods {
-			if cov[t][m] {
-				hit = append(hit, m)
-			} else {
-				miss = append(miss, m)
+// coverage counts the methods a run called per target: per resolved
+// target (discovery.EndpointKey of what the spelling resolved to, as the
+// call was dialled), so an alias and the name it links to, or a socket
+// path and its name, count as one, with every spelling kept.
+type coverage struct {
+	c         *runCaller
+	spellings map[string][]string        // key → spellings, in the order first used
+	methods   map[string]map[string]bool // key → methods
+	endpoint  map[string]string          // key → endpoint
+}
+
+func newCoverage(c *runCaller) *coverage {
+	return &coverage{c: c, spellings: map[string][]string{}, methods: map[string]map[string]bool{}, endpoint: map[string]string{}}
+}
+
+// called is told of each method a step called on a target as the book
+// spelled it.
+func (v *coverage) called(spelling, method string) {
+	key, ep := "spelling:"+spelling, ""
+	if t, ok := v.c.resolvedTarget(spelling); ok {
+		if k := discovery.EndpointKey(t.Endpoint, t.Pool); k != "" {
+			key, ep = k, t.Endpoint.String()
+			if t.Pool != "" {
+				ep += " pool " + t.Pool
 			}
 		}
-		fmt.Fprintf(a.io.err, "  %s: %d of %d provided methods called\n", render.Sanitize(t), len(hit), len(caps.Methods))
-		if len(miss) > 0 {
-			fmt.Fprintf(a.io.err, "    not called: %s\n", render.Sanitize(strings.Join(miss, ", ")))
-		}
 	}
+	if v.methods[key] == nil {
+		v.methods[key] = map[string]bool{}
+	}
+	if !slices.Contains(v.spellings[key], spelling) {
+		v.spellings[key] = append(v.spellings[key], spelling)
+	}
+	v.methods[key][method] = true
+	v.endpoint[key] = ep
+}
+
+// report is the coverage of each target, with the methods its capability
+// list provides.
+func (v *coverage) report(ctx context.Context) []runbook.TargetCoverage {
+	out := make([]runbook.TargetCoverage, 0, len(v.spellings))
+	for key := range v.spellings {
+		tc := runbook.TargetCoverage{Spellings: v.spellings[key], Called: sortedKeys(v.methods[key]), Endpoint: v.endpoint[key], Provided: -1}
+		tc.Target = tc.Spellings[0]
+		if caps, err := v.c.Capabilities(ctx, tc.Target); err == nil && caps != nil {
+			tc.Provided = len(caps.Methods)
+			for _, m := range caps.Methods {
+				if v.methods[key][m] {
+					tc.ProvidedCalled++
+				} else {
+					tc.NotCalled = append(tc.NotCalled, m)
+				}
+			}
+		}
+		out = append(out, tc)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // runCaller reaches a book's targets through the one dialer, holding one
@@ -237,7 +273,9 @@ type runCaller struct {
 	rec   *callRecorder
 	mu    sync.Mutex
 	conns map[string]*runConn
-	caps  map[string]*capability.Capabilities
+	// resolved is what each spelling of a target resolved to.
+	resolved map[string]target
+	caps     map[string]*capability.Capabilities
 	// serve is what the step under way answers a peer's requests with.
 	serve map[string]json.RawMessage
 }
@@ -276,6 +314,12 @@ func (c *runCaller) conn(ctx context.Context, arg string) (*runConn, error) {
 	if err != nil {
 		return &runConn{t: t}, err
 	}
+	c.mu.Lock()
+	if c.resolved == nil {
+		c.resolved = map[string]target{}
+	}
+	c.resolved[arg] = t
+	c.mu.Unlock()
 	d, err := c.a.dialer()
 	if err != nil {
 		return &runConn{t: t}, err
@@ -289,6 +333,15 @@ func (c *runCaller) conn(ctx context.Context, arg string) (*runConn, error) {
 	c.conns[arg] = rc
 	c.mu.Unlock()
 	return rc, nil
+}
+
+// resolvedTarget is what a spelling of a target resolved to, when a call
+// resolved it.
+func (c *runCaller) resolvedTarget(arg string) (target, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.resolved[arg]
+	return t, ok
 }
 
 func (c *runCaller) close(ctx context.Context) {

@@ -842,3 +842,26 @@ func (r *Runner) redactDiff(d []history.Change) []history.Change {
 	}
 	return d
 }
+
+// ReportCoverage gives the reporters that report it (CoverageReporter) the
+// run's coverage, its text scrubbed of known secrets as every report's is.
+func (r *Runner) ReportCoverage(cov []TargetCoverage) {
+	c, ok := r.Report.(CoverageReporter)
+	if !ok {
+		return
+	}
+	all := func(ss []string) []string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = r.scrub(s)
+		}
+		return out
+	}
+	out := make([]TargetCoverage, len(cov))
+	for i, t := range cov {
+		t.Target, t.Endpoint = r.scrub(t.Target), r.scrub(t.Endpoint)
+		t.Spellings, t.Called, t.NotCalled = all(t.Spellings), all(t.Called), all(t.NotCalled)
+		out[i] = t
+	}
+	c.Coverage(out)
+}
