@@ -788,14 +788,16 @@ func (r *Runner) finish(b *Book, res StepResult) StepResult {
 // LearnEnvSecrets marks the user's secrets: the seeds (FAMILY_SEED, any
 // *_SEED variable, Secrets) whatever they look like, and the values of
 // other secret-looking environment variables (*_TOKEN, *_PASSWORD, ...)
-// of MinValueLen bytes or more (XDG_SESSION_ID=2 would hide every 2).
+// of MinValueLen bytes or more (XDG_SESSION_ID=2 would hide every 2), as
+// history.IsSecretEnv names them (PWD is no password).
 func (r *Runner) LearnEnvSecrets() {
 	for k, v := range r.Env {
 		switch {
+		case !history.IsSecretEnv(k):
 		case k == "FAMILY_SEED" || strings.HasSuffix(k, "_SEED"):
 			r.learn(strings.TrimSpace(v), learnMarked)
 			r.learn(v, learnMarked)
-		case history.IsSecretKey(k):
+		default:
 			r.learn(v, learnOwn)
 		}
 	}

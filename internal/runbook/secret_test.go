@@ -272,7 +272,7 @@ func TestRunScrubsOnlyDistinctiveLearntSecrets(t *testing.T) {
 	passJSON, _ := json.Marshal(pass)
 	c := &methodCaller{results: map[string]string{
 		"auth.login": `{"auth":"true","token":"` + tok + `","ok":true}`,
-		"echo":       `{"note":"true: ` + tok + ` ` + seed + ` ` + string(passJSON[1:len(passJSON)-1]) + `","n":` + pin + `,"ok":true}`,
+		"echo":       `{"note":"true: ` + tok + ` ` + seed + ` ` + string(passJSON[1:len(passJSON)-1]) + ` in /tmp/work","n":` + pin + `,"ok":true}`,
 	}}
 	book := `steps:
   - name: login
@@ -301,7 +301,7 @@ func TestRunScrubsOnlyDistinctiveLearntSecrets(t *testing.T) {
 	ju := &JUnit{}
 	tp := &TAP{W: &tap}
 	r := &Runner{Caller: c, Report: Reporters{&Text{W: &text}, &JSON{W: &js}, tp, ju},
-		Env:     map[string]string{"LEDGER_PASSWORD": pass, "LEDGER_PIN": pin, "XDG_SESSION_ID": "2"},
+		Env:     map[string]string{"LEDGER_PASSWORD": pass, "LEDGER_PIN": pin, "XDG_SESSION_ID": "2", "PWD": "/tmp", "OLDPWD": "/home/ada"},
 		Secrets: []string{seed + "\n"}}
 	res, err := r.Run(context.Background(), b)
 	if err != nil {
@@ -327,7 +327,7 @@ func TestRunScrubsOnlyDistinctiveLearntSecrets(t *testing.T) {
 			t.Errorf("JSON report line is no JSON: %s", l)
 		}
 	}
-	if !strings.Contains(js.String(), `"saw":{"note":"true: [redacted] [redacted] [redacted]","n":"[redacted]","ok":true}`) {
+	if !strings.Contains(js.String(), `"saw":{"note":"true: [redacted] [redacted] [redacted] in /tmp/work","n":"[redacted]","ok":true}`) {
 		t.Errorf("the JSON report's saw should keep true and hide the token, seed, password and PIN:\n%s", js.String())
 	}
 	for name, out := range map[string]string{"text": text.String(), "json": js.String(), "tap": tap.String(), "junit": xmlOut.String()} {
@@ -343,8 +343,8 @@ func TestRunScrubsOnlyDistinctiveLearntSecrets(t *testing.T) {
 	if !strings.Contains(text.String(), "ok\":true") || !strings.Contains(text.String(), "got true: [redacted]") {
 		t.Errorf("text report:\n%s", text.String())
 	}
-	if strings.Contains(text.String(), "[redacted] ms") {
-		t.Errorf("XDG_SESSION_ID=2 hid the 2s of the report:\n%s", text.String())
+	if !strings.Contains(text.String(), "at b.yaml:") || strings.Contains(text.String(), "[redacted] ms") || !strings.Contains(text.String(), "in /tmp/work") {
+		t.Errorf("XDG_SESSION_ID=2 hid the 2s of the report, or PWD=/tmp its paths:\n%s", text.String())
 	}
 	var x struct{}
 	if err := xml.Unmarshal(xmlOut.Bytes(), &x); err != nil {
