@@ -217,10 +217,7 @@ func (v *coverage) called(spelling, method string) {
 	key, ep := "spelling:"+spelling, ""
 	if t, ok := v.c.resolvedTarget(spelling); ok {
 		if k := discovery.EndpointKey(t.Endpoint, t.Pool); k != "" {
-			key, ep = k, t.Endpoint.String()
-			if t.Pool != "" {
-				ep += " pool " + t.Pool
-			}
+			key, ep = k, k // where the spellings lead: the socket a symlink names
 		}
 	}
 	if v.methods[key] == nil {
@@ -242,11 +239,18 @@ func (v *coverage) report(ctx context.Context) []runbook.TargetCoverage {
 		tc.Target = tc.Spellings[0]
 		if caps, err := v.c.Capabilities(ctx, tc.Target); err == nil && caps != nil {
 			tc.Provided = len(caps.Methods)
+			provided := map[string]bool{}
 			for _, m := range caps.Methods {
+				provided[m] = true
 				if v.methods[key][m] {
 					tc.ProvidedCalled++
 				} else {
 					tc.NotCalled = append(tc.NotCalled, m)
+				}
+			}
+			for _, m := range tc.Called {
+				if !provided[m] {
+					tc.NotListed = append(tc.NotListed, m)
 				}
 			}
 		}

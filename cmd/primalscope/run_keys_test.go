@@ -475,9 +475,9 @@ func TestRunCoverageKeysTheResolvedTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	book := writeBook(t, dir, "cov.yaml", `steps:
-  - call: ai ledger.entry.create
   - call: ledger ledger.entry.list
   - call: `+filepath.Join(dir, "ledger.sock")+` ledger.entry.list
+  - call: ai ledger.entry.create
 `)
 	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--coverage", "--json")
 	if r.code != 0 {
@@ -502,9 +502,13 @@ func TestRunCoverageKeysTheResolvedTarget(t *testing.T) {
 		t.Fatalf("one target, spelled three ways, is %d targets: %+v", len(got.Coverage), got.Coverage)
 	}
 	c := got.Coverage[0]
-	if strings.Join(c.Spellings, " ") != "ai ledger "+filepath.Join(dir, "ledger.sock") ||
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, "ledger.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Spellings, " ") != "ledger "+filepath.Join(dir, "ledger.sock")+" ai" || c.Target != "ledger" ||
 		strings.Join(c.Called, " ") != "ledger.entry.create ledger.entry.list" || c.ProvidedCalled != 2 || c.Provided < 4 ||
-		!strings.Contains(c.Endpoint, "ledger.sock") {
+		c.Endpoint != "unix:"+real {
 		t.Errorf("coverage %+v", c)
 	}
 	if strings.Contains(r.stderr, "coverage") {
@@ -522,7 +526,7 @@ func TestRunCoverageKeysTheResolvedTarget(t *testing.T) {
 			t.Errorf("not TAP: %q\n%s", l, r.stdout)
 		}
 	}
-	if !strings.Contains(r.stdout, "# coverage:\n#   ai, ledger, ") || !strings.Contains(r.stdout, ": 2 of ") || !strings.HasSuffix(r.stdout, "1..1\n") {
+	if !strings.Contains(r.stdout, "# coverage:\n#   ledger, "+filepath.Join(dir, "ledger.sock")+", ai (one target: unix:"+real+"): 2 of ") || !strings.Contains(r.stdout, ": 2 of ") || !strings.HasSuffix(r.stdout, "1..1\n") {
 		t.Errorf("TAP report:\n%s", r.stdout)
 	}
 	raw, err := os.ReadFile(junit)

@@ -359,6 +359,9 @@ type TargetCoverage struct {
 	Provided       int      `json:"provided"`
 	ProvidedCalled int      `json:"provided_called"`
 	NotCalled      []string `json:"not_called,omitempty"`
+	// NotListed are the methods called that its capability list does
+	// not name.
+	NotListed []string `json:"not_listed,omitempty"`
 }
 
 // Summary is the coverage line reports print for t.
@@ -395,6 +398,9 @@ func (t *Text) Coverage(cov []TargetCoverage) {
 		if len(c.NotCalled) > 0 {
 			fmt.Fprintf(t.W, "    not called: %s\n", safe(strings.Join(c.NotCalled, ", ")))
 		}
+		if len(c.NotListed) > 0 {
+			fmt.Fprintf(t.W, "    called, not in its list: %s\n", safe(strings.Join(c.NotListed, ", ")))
+		}
 	}
 }
 
@@ -422,6 +428,9 @@ func (t *TAP) Coverage(cov []TargetCoverage) {
 		fmt.Fprintf(t.W, "#   %s\n", tapComment(c.Summary()))
 		if len(c.NotCalled) > 0 {
 			fmt.Fprintf(t.W, "#     not called: %s\n", tapComment(strings.Join(c.NotCalled, ", ")))
+		}
+		if len(c.NotListed) > 0 {
+			fmt.Fprintf(t.W, "#     called, not in its list: %s\n", tapComment(strings.Join(c.NotListed, ", ")))
 		}
 	}
 }

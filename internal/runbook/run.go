@@ -862,7 +862,7 @@ func (r *Runner) ReportCoverage(cov []TargetCoverage) {
 	out := make([]TargetCoverage, len(cov))
 	for i, t := range cov {
 		t.Target, t.Endpoint = r.scrub(t.Target), r.scrub(t.Endpoint)
-		t.Spellings, t.Called, t.NotCalled = all(t.Spellings), all(t.Called), all(t.NotCalled)
+		t.Spellings, t.Called, t.NotCalled, t.NotListed = all(t.Spellings), all(t.Called), all(t.NotCalled), all(t.NotListed)
 		out[i] = t
 	}
 	c.Coverage(out)
