@@ -312,7 +312,7 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	}
 	in := sc.value(s, item, index, each)
 	if c.ifExpr != nil {
-		ok, _, err := c.ifExpr.truthy(ctx, in)
+		ok, _, err := c.ifExpr.truthy(ctx, in, in)
 		if err != nil {
 			return done(Fail, fmt.Sprintf("if: %v", err))
 		}
@@ -359,7 +359,7 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		defer lis.Close()
 	}
 
-	ans, attempts, note := r.send(sctx, s, c, call)
+	ans, attempts, note := r.send(sctx, s, c, call, in)
 	res.Attempts = attempts
 	res.Ms = float64(ans.Duration.Microseconds()) / 1000
 	res.Outcome = ans.Outcome
@@ -458,7 +458,7 @@ func (r *Runner) render(ctx context.Context, s *Step, in map[string]any) (Call, 
 // send makes the call, and again while retry.until does not hold, only if
 // the call is safe to repeat: marked idempotent in the book, or read-only
 // by the target's capability list. Never twice otherwise.
-func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call) (Answer, int, string) {
+func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call, in map[string]any) (Answer, int, string) {
 	ans := r.Caller.Call(ctx, call)
 	if s.Retry == nil {
 		return ans, 1, ""
@@ -466,7 +466,7 @@ func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call) (Ans
 	attempts := 1
 	for {
 		if ans.Failure == nil && ans.Error == nil {
-			if ok, _, err := c.until.truthy(ctx, jqValue(ans.Result)); err == nil && ok {
+			if ok, _, err := c.until.truthy(ctx, jqValue(ans.Result), in); err == nil && ok {
 				return ans, attempts, ""
 			}
 		}
@@ -549,7 +549,7 @@ func (r *Runner) judge(ctx context.Context, s *Step, c *compiled, ans Answer, in
 	}
 	if c.result != nil {
 		v := jqValue(ans.Result)
-		ok, got, err := c.result.truthy(ctx, v)
+		ok, got, err := c.result.truthy(ctx, v, in)
 		if err != nil {
 			return fmt.Sprintf("expect.result: %v", err), nil, ans.Result
 		}
@@ -625,7 +625,7 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 			return fmt.Sprintf("expect.event: %s: %v", ev.From, err), false
 		}
 		seen++
-		if ok, _, err := c.eventM.truthy(wctx, jqValue(raw)); err == nil && ok {
+		if ok, _, err := c.eventM.truthy(wctx, jqValue(raw), in); err == nil && ok {
 			return "", false
 		}
 	}
