@@ -465,16 +465,22 @@ func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call, in m
 	}
 	attempts := 1
 	for {
+		if ans.Outcome == history.OutcomeRefused {
+			// Refused for security (a BTSP handshake or frame, a socket
+			// another user serves): another try cannot help and would
+			// give an impostor one more; judged as refused (exit 5).
+			return ans, attempts, ""
+		}
 		if ans.Failure == nil && ans.Error == nil {
 			if ok, _, err := c.until.truthy(ctx, jqValue(ans.Result), in); err == nil && ok {
 				return ans, attempts, ""
 			}
 		}
 		if attempts >= s.Retry.Times {
-			return ans, attempts, fmt.Sprintf("retry.until %s not met after %d calls", s.Retry.Until, attempts)
+			return ans, attempts, fmt.Sprintf("retry.until %s not met after %d calls%s", s.Retry.Until, attempts, lastAnswer(ans))
 		}
 		if safe, why := r.safe(ctx, s, call); !safe {
-			return ans, attempts, fmt.Sprintf("retry.until %s not met; not sent again: %s", s.Retry.Until, why)
+			return ans, attempts, fmt.Sprintf("retry.until %s not met%s; not sent again: %s", s.Retry.Until, lastAnswer(ans), why)
 		}
 		t := time.NewTimer(s.Retry.Every)
 		select {
@@ -489,6 +495,19 @@ func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call, in m
 		attempts++
 		ans = r.Caller.Call(ctx, call)
 	}
+}
+
+// lastAnswer says how the last call of a retry ended when it was no result
+// (a retry that never met its until because the target was unreachable,
+// or answered an error, says so).
+func lastAnswer(a Answer) string {
+	switch {
+	case a.Failure != nil:
+		return fmt.Sprintf(" (the last call: %s: %v)", a.Outcome, a.Failure)
+	case a.Error != nil:
+		return fmt.Sprintf(" (the last call answered error %d: %s)", a.Error.Code, a.Error.Message)
+	}
+	return ""
 }
 
 // readOnlyMethods are the methods the standards define as reads.

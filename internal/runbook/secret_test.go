@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ const testSeed = "family-seed-VERY-SECRET-0123456789"
 
 // runText checks and runs a book with FAMILY_SEED set, and returns the
 // calls sent and the Text and JSON reports.
-func runText(t *testing.T, book []byte, c *recCaller) ([]StepResult, string) {
+func runText(t *testing.T, book []byte, c Caller) ([]StepResult, string) {
 	t.Helper()
 	b, err := Parse("b.yaml", book)
 	if err != nil {
@@ -358,4 +359,37 @@ func statusesOf(rs []StepResult) string {
 		out = append(out, r.Step+"="+string(r.Status))
 	}
 	return strings.Join(out, " ")
+}
+
+// failCaller fails every call as it is told.
+type failCaller struct {
+	recCaller
+	ans Answer
+}
+
+func (c *failCaller) Call(_ context.Context, call Call) Answer {
+	c.calls = append(c.calls, call)
+	return c.ans
+}
+
+// A retry stops at a security refusal (another try would give an impostor
+// one more: it was sent times times), judged refused; a retry that never
+// met its until says how the last call ended (it said only "not met").
+func TestRetryStopsAtARefusalAndSaysTheLastFailure(t *testing.T) {
+	book := []byte("steps:\n  - call: t health.liveness\n    retry: {until: '.ok', times: 4, every: 1ms}\n")
+	refused := &failCaller{ans: Answer{Failure: &ipc.BTSPRequiredError{Endpoint: "/tmp/t.sock"}, Outcome: history.OutcomeRefused}}
+	res, _ := runText(t, book, refused)
+	if len(refused.calls) != 1 || len(res) != 1 || res[0].Outcome != history.OutcomeRefused || res[0].Status != Fail {
+		t.Fatalf("a refused call retried: %d calls, %+v", len(refused.calls), res)
+	}
+	gone := &failCaller{ans: Answer{Failure: errors.New("no socket for \"t\""), Outcome: history.OutcomeUnreachable}}
+	res, _ = runText(t, book, gone)
+	if len(gone.calls) != 4 || !strings.Contains(res[0].Reason, "not met after 4 calls (the last call: unreachable: no socket") {
+		t.Fatalf("%d calls, reason %q", len(gone.calls), res[0].Reason)
+	}
+	erring := &failCaller{ans: Answer{Error: &history.RPCError{Code: -32000, Message: "warming up"}, Outcome: history.OutcomeError}}
+	res, _ = runText(t, book, erring)
+	if !strings.Contains(res[0].Reason, "(the last call answered error -32000: warming up)") {
+		t.Fatalf("reason %q", res[0].Reason)
+	}
 }
