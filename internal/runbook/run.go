@@ -255,6 +255,14 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 		base.Status, base.Reason = Skip, "skip: "+s.Skip
 		return []StepResult{r.finish(b, base)}
 	}
+	if name := unrun(s, sc); name != "" {
+		// What it would send or expect reads a step that did not run
+		// (skipped, an if: that was false, an empty for_each): null,
+		// sent without a word. It does not run either. (An if: may read
+		// a step that did not run: that is how a book branches.)
+		base.Status, base.Reason = Skip, fmt.Sprintf("not run: it reads .steps.%s, which has no outcome (skipped, or it sent nothing)", name)
+		return []StepResult{r.finish(b, base)}
+	}
 	if c.forEach == nil {
 		res := r.once(ctx, b, s, c, sc, base, nil, 0, false)
 		return []StepResult{res}
@@ -287,6 +295,20 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 		}
 	}
 	return out
+}
+
+// unrun is the first step s reads (other than in its if:) that has no
+// outcome in sc: one that did not run. "" when none.
+func unrun(s *Step, sc *scope) string {
+	for _, fr := range s.refs() {
+		if fr.kind != "steps" || fr.field == "if" {
+			continue
+		}
+		if _, ok := sc.steps[fr.name]; !ok {
+			return fr.name
+		}
+	}
+	return ""
 }
 
 func kindOf(v any) string {

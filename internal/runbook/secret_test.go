@@ -393,3 +393,37 @@ func TestRetryStopsAtARefusalAndSaysTheLastFailure(t *testing.T) {
 		t.Fatalf("reason %q", res[0].Reason)
 	}
 }
+
+// A step that reads (in what it sends or expects) a step that did not run
+// is not run either, saying so: it sent null without a word. An if: may
+// read such a step: that is how a book branches.
+func TestAStepReadingAStepThatDidNotRunIsSkipped(t *testing.T) {
+	book := []byte(`vars: {on: false}
+steps:
+  - {name: a, call: t a, skip: not yet}
+  - {name: b, call: t b, if: .vars.on}
+  - name: c
+    call: t c
+    params: {id: "{{ .steps.a.result.id }}"}
+  - name: d
+    call: t d
+    expect: {equals: {id: "{{ .steps.b.result.id }}"}}
+  - name: e
+    call: t e
+    if: .steps.a == null
+  - name: f
+    call: t f
+    expect: {result: '.id == $steps.b.result.id'}
+`)
+	rc := &recCaller{}
+	res, out := runText(t, book, rc)
+	if s := statusesOf(res); s != "a=skip b=skip c=skip d=skip e=pass f=skip" {
+		t.Fatalf("statuses %s\n%s", s, out)
+	}
+	if len(rc.calls) != 1 || rc.calls[0].Method != "e" {
+		t.Fatalf("calls %+v: only e runs", rc.calls)
+	}
+	if !strings.Contains(res[2].Reason, "reads .steps.a, which has no outcome") {
+		t.Errorf("reason %q", res[2].Reason)
+	}
+}
