@@ -46,7 +46,7 @@ func (a *app) runCmd() *cobra.Command {
 		Long: `Run each BOOK (YAML): its steps call targets as primalscope call does, over
 every wire, and check what comes back (expect: result, error, error_message,
 equals with ignore paths, under_ms, event). Templates {{ jq }} read
-{vars, env, steps: {NAME: {result, error, ms}}}. order: dependencies sorts the
+{vars, env, steps: {NAME: {result, error, ms, outcome, status}}}. order: dependencies sorts the
 steps by the operation_dependencies the targets declare. See README
 ("Runbooks") for the format.
 

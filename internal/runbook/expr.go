@@ -14,7 +14,7 @@ import (
 )
 
 // An expression is jq (gojq, the engine --jq and the TUI's filter use) over
-// the run's scope: {vars, env, steps: {NAME: {result, error, ms}}, item,
+// the run's scope: {vars, env, steps: {NAME: {result, error, ms, outcome, status}}, item,
 // index}, or, for expect.result, retry.until and an event's match, over the
 // answer. Every expression also reads the scope as the variables $vars,
 // $env, $steps, $item and $index: an expression over an answer compares it

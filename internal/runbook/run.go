@@ -327,9 +327,13 @@ func kindOf(v any) string {
 
 // once runs one call of a step (one for_each item) and judges it.
 func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *scope, res StepResult, item any, index int, each bool) StepResult {
+	var rec map[string]any // the outcome later steps read, once the call was made
 	done := func(st Status, reason string) StepResult {
 		res.Status, res.Reason = st, reason
 		res = r.finish(b, res)
+		if rec != nil {
+			rec["status"] = string(st)
+		}
 		return res
 	}
 	in := sc.value(s, item, index, each)
@@ -396,7 +400,9 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	}
 	// Record the step's outcome for later steps, whatever the verdict.
 	if s.Name != "" {
-		rec := map[string]any{"result": jqValue(ans.Result), "error": nil, "ms": res.Ms}
+		// outcome says how the call ended (a transport failure has no
+		// result and no error either), status the step's verdict.
+		rec = map[string]any{"result": jqValue(ans.Result), "error": nil, "ms": res.Ms, "outcome": string(ans.Outcome)}
 		if ans.Error != nil {
 			// As jq reads JSON (a code is a number jq compares, not a Go
 			// int64 it does not know): through its JSON form.

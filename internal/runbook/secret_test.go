@@ -427,3 +427,24 @@ steps:
 		t.Errorf("reason %q", res[2].Reason)
 	}
 }
+
+// A later step reads how a step's call ended and its verdict: a call
+// that never got an answer has no result and no error either, so
+// 'if: .steps.a.error == null' took an unreachable target for a success.
+func TestStepsRecordOutcomeAndStatus(t *testing.T) {
+	book := []byte(`steps:
+  - {name: a, call: t a}
+  - {name: ok_if_no_error, call: t b, if: .steps.a.error == null and .steps.a.outcome == "ok"}
+  - {name: b, call: t b, expect: {result: .never}}
+  - {name: after_fail, call: t c, if: '.steps.b.status == "fail" and .steps.b.outcome == "ok"'}
+`)
+	gone := &failCaller{ans: Answer{Failure: errors.New("no socket"), Outcome: history.OutcomeUnreachable}}
+	res, out := runText(t, book[:len("steps:\n  - {name: a, call: t a}\n  - {name: ok_if_no_error, call: t b, if: .steps.a.error == null and .steps.a.outcome == \"ok\"}\n")], gone)
+	if s := statusesOf(res); s != "a=fail ok_if_no_error=skip" {
+		t.Fatalf("statuses %s\n%s", s, out)
+	}
+	res, out = runText(t, book, &recCaller{result: `{"never":false}`})
+	if s := statusesOf(res); s != "a=pass ok_if_no_error=pass b=fail after_fail=pass" {
+		t.Fatalf("statuses %s\n%s", s, out)
+	}
+}
