@@ -278,7 +278,7 @@ func stringText(doc []byte, open, end int) string {
 // MinValueLen bytes long.
 func collectValues(v []byte, vals *[]string) {
 	add := func(s string) {
-		if len(s) >= MinValueLen && utf8.ValidString(s) {
+		if SentSecret(s) {
 			*vals = append(*vals, s)
 		}
 	}
@@ -382,6 +382,14 @@ func redactScan(doc []byte, sc *scrubber, text bool, vals *[]string) []byte {
 		i = end + 1
 	}
 	return p.result()
+}
+
+// SentSecret reports whether v, a value sent under a secret-looking key
+// (the user's own), is hidden wherever else it turns up: MinValueLen bytes
+// or longer, and no JSON literal, even sent as text ({"auth":"true"}):
+// hiding it would turn every true of the result into a string.
+func SentSecret(v string) bool {
+	return len(v) >= MinValueLen && utf8.ValidString(v) && v != "true" && v != "false" && v != "null"
 }
 
 // Distinctive reports whether v, a value learnt as a secret from what a

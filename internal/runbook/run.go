@@ -731,7 +731,7 @@ func (r *Runner) learn(v string, how learnt) {
 			return
 		}
 	case learnOwn:
-		if len(v) < history.MinValueLen || v == "true" || v == "false" || v == "null" {
+		if !history.SentSecret(v) {
 			return
 		}
 	default:
