@@ -45,10 +45,12 @@ func (a *app) runCmd() *cobra.Command {
 		Short: "Run runbooks: checked, repeatable JSON-RPC calls (for CI)",
 		Long: `Run each BOOK (YAML): its steps call targets as primalscope call does, over
 every wire, and check what comes back (expect: result, error, error_message,
-equals with ignore paths, under_ms, event). Templates {{ jq }} read
-{vars, env, steps: {NAME: {result, error, ms, outcome, status}}}. order: dependencies sorts the
-steps by the operation_dependencies the targets declare. See README
-("Runbooks") for the format.
+equals with ignore paths, under_ms, event). Templates {{ jq }} and if:
+read {vars, env, steps: {NAME: {result, error, ms, outcome, status}}};
+expect.result, retry.until and an event's match are jq over the answer
+and read the run as $vars, $env, $steps ('.id == $steps.create.result.id').
+order: dependencies sorts the steps by the operation_dependencies the
+targets declare. See README ("Runbooks") for the format.
 
 Every name, template and reference is checked before anything is sent.
 A call is sent at most once unless the book marks it idempotent or the
@@ -59,7 +61,8 @@ outcome: unreachable, timeout, closed); 2 a book does not parse or is
 invalid (with line and column); 4 --timeout (the whole run, default 5m)
 ran out; 5 a step was refused for security (BTSP required and no seed, a
 handshake or session frame refused, a socket another user serves, a call
-that would carry a secret), whatever else failed.`,
+that would carry a secret, an event stream refused as it connects or
+mid-way), whatever else failed.`,
 		Example: `  primalscope run smoke.yaml
   primalscope run books/*.yaml --junit report.xml
   primalscope run smoke.yaml --tap --fail-fast
