@@ -215,11 +215,15 @@ func newCoverage(c *runCaller) *coverage {
 }
 
 // called is told of each method a step called on a target as the book
-// spelled it.
-func (v *coverage) called(spelling, method string) {
+// spelled it, and the pool the step named: the call went to that pool,
+// else the one the spelling names (stdiobus/echo), as Call sends it.
+func (v *coverage) called(spelling, pool, method string) {
 	key, ep := "spelling:"+spelling, ""
 	if t, ok := v.c.resolvedTarget(spelling); ok {
-		if k := discovery.EndpointKey(t.Endpoint, t.Pool); k != "" {
+		if pool == "" {
+			pool = t.Pool
+		}
+		if k := discovery.EndpointKey(t.Endpoint, pool); k != "" {
 			key, ep = k, k // where the spellings lead: the socket a symlink names
 		}
 	}

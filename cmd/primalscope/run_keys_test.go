@@ -585,6 +585,25 @@ steps:
 	if got := strings.Join(statuses(jsonSteps(t, r.stdout)), " "); got != "pooled=pass first=pass echoed=pass second=pass other=pass asked=pass" {
 		t.Fatalf("statuses: %s\n%s", got, r.stdout)
 	}
+	// --coverage counts a call where it went: stdiobus/echo with pool:
+	// agent is the agent pool (it counted as the echo pool).
+	r = runCLI(t, runEnv(t), "", "--socket-dir", d.Dir, "run", book, "--json", "--coverage")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var cov struct {
+		Coverage []struct {
+			Spellings []string `json:"spellings"`
+			Endpoint  string   `json:"endpoint"`
+			Called    []string `json:"called"`
+		} `json:"coverage"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &cov); err != nil || len(cov.Coverage) != 1 {
+		t.Fatalf("one target, the agent pool: %v\n%s", err, r.stdout)
+	}
+	c := cov.Coverage[0]
+	if !strings.HasSuffix(c.Endpoint, "#pool=agent") || strings.Join(c.Spellings, " ") != "stdiobus/echo stdiobus/agent" ||
+		strings.Join(c.Called, " ") != "bus.ask echo.ping session.count" {
+		t.Errorf("coverage %+v", c)
+	}
 }
 
 // askingHolon is the smallest Holon-RPC server (holon-rpc.md: the

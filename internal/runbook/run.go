@@ -105,8 +105,9 @@ type Runner struct {
 	Report   Reporter
 	Env      map[string]string
 	FailFast bool
-	// Covered, when set, is told of every method a step called on a target.
-	Covered func(target, method string)
+	// Covered, when set, is told of every call a step made (its target as
+	// the book spelled it, the bus pool the step named, the method).
+	Covered func(target, pool, method string)
 	// Secrets are values the user marked secret outside the environment
 	// (the family seed files): hidden from every report, whatever they
 	// look like, and never sent but under a secret key.
@@ -396,7 +397,7 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		r.learnSecrets(jqValue(ans.Error.Data), "", false)
 	}
 	if r.Covered != nil && ans.Outcome != history.OutcomeUnreachable && ans.Outcome != history.OutcomeRefused {
-		r.Covered(call.Target, call.Method)
+		r.Covered(call.Target, call.Pool, call.Method)
 	}
 	// Record the step's outcome for later steps, whatever the verdict.
 	if s.Name != "" {
