@@ -208,10 +208,11 @@ type coverage struct {
 	spellings map[string][]string        // key → spellings, in the order first used
 	methods   map[string]map[string]bool // key → methods
 	endpoint  map[string]string          // key → endpoint
+	pool      map[string]string          // key → the pool the calls went to
 }
 
 func newCoverage(c *runCaller) *coverage {
-	return &coverage{c: c, spellings: map[string][]string{}, methods: map[string]map[string]bool{}, endpoint: map[string]string{}}
+	return &coverage{c: c, spellings: map[string][]string{}, methods: map[string]map[string]bool{}, endpoint: map[string]string{}, pool: map[string]string{}}
 }
 
 // called is told of each method a step called on a target as the book
@@ -235,6 +236,7 @@ func (v *coverage) called(spelling, pool, method string) {
 	}
 	v.methods[key][method] = true
 	v.endpoint[key] = ep
+	v.pool[key] = pool
 }
 
 // report is the coverage of each target, with the methods its capability
@@ -244,7 +246,7 @@ func (v *coverage) report(ctx context.Context) []runbook.TargetCoverage {
 	for key := range v.spellings {
 		tc := runbook.TargetCoverage{Spellings: v.spellings[key], Called: sortedKeys(v.methods[key]), Endpoint: v.endpoint[key], Provided: -1}
 		tc.Target = tc.Spellings[0]
-		if caps, err := v.c.Capabilities(ctx, tc.Target); err == nil && caps != nil {
+		if caps, err := v.c.capabilitiesIn(ctx, tc.Target, v.pool[key]); err == nil && caps != nil {
 			tc.Provided = len(caps.Methods)
 			provided := map[string]bool{}
 			for _, m := range caps.Methods {
@@ -416,8 +418,15 @@ func (c *runCaller) Call(ctx context.Context, call runbook.Call) runbook.Answer 
 }
 
 func (c *runCaller) Capabilities(ctx context.Context, target string) (*capability.Capabilities, error) {
+	return c.capabilitiesIn(ctx, target, "")
+}
+
+// capabilitiesIn is a target's capability list from a bus pool ("": the
+// pool the target names, if any).
+func (c *runCaller) capabilitiesIn(ctx context.Context, target, pool string) (*capability.Capabilities, error) {
+	key := target + "\x00" + pool
 	c.mu.Lock()
-	if caps, ok := c.caps[target]; ok {
+	if caps, ok := c.caps[key]; ok {
 		c.mu.Unlock()
 		return caps, nil
 	}
@@ -428,7 +437,10 @@ func (c *runCaller) Capabilities(ctx context.Context, target string) (*capabilit
 	if err != nil {
 		return nil, err
 	}
-	resp, err := rc.conn.Send(cctx, ipc.Request{Method: "capabilities.list", Pool: rc.t.Pool})
+	if pool == "" {
+		pool = rc.t.Pool
+	}
+	resp, err := rc.conn.Send(cctx, ipc.Request{Method: "capabilities.list", Pool: pool})
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +452,7 @@ func (c *runCaller) Capabilities(ctx context.Context, target string) (*capabilit
 	if c.caps == nil {
 		c.caps = map[string]*capability.Capabilities{}
 	}
-	c.caps[target] = caps
+	c.caps[key] = caps
 	c.mu.Unlock()
 	return caps, nil
 }

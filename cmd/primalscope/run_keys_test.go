@@ -594,6 +594,7 @@ steps:
 			Spellings []string `json:"spellings"`
 			Endpoint  string   `json:"endpoint"`
 			Called    []string `json:"called"`
+			NotCalled []string `json:"not_called"`
 		} `json:"coverage"`
 	}
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &cov); err != nil || len(cov.Coverage) != 1 {
