@@ -500,16 +500,21 @@ func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call, in m
 			// give an impostor one more; judged as refused (exit 5).
 			return ans, attempts, ""
 		}
+		said := lastAnswer(ans)
 		if ans.Failure == nil && ans.Error == nil {
-			if ok, _, err := c.until.truthy(ctx, jqValue(ans.Result), in); err == nil && ok {
+			ok, _, err := c.until.truthy(ctx, jqValue(ans.Result), in)
+			if err == nil && ok {
 				return ans, attempts, ""
+			}
+			if err != nil {
+				said = fmt.Sprintf(" (retry.until: %v)", err) // a typo's error, not a slow peer
 			}
 		}
 		if attempts >= s.Retry.Times {
-			return ans, attempts, fmt.Sprintf("retry.until %s not met after %d calls%s", s.Retry.Until, attempts, lastAnswer(ans))
+			return ans, attempts, fmt.Sprintf("retry.until %s not met after %d calls%s", s.Retry.Until, attempts, said)
 		}
 		if safe, why := r.safe(ctx, s, call); !safe {
-			return ans, attempts, fmt.Sprintf("retry.until %s not met%s; not sent again: %s", s.Retry.Until, lastAnswer(ans), why)
+			return ans, attempts, fmt.Sprintf("retry.until %s not met%s; not sent again: %s", s.Retry.Until, said, why)
 		}
 		t := time.NewTimer(s.Retry.Every)
 		select {

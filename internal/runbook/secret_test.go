@@ -392,6 +392,11 @@ func TestRetryStopsAtARefusalAndSaysTheLastFailure(t *testing.T) {
 	if !strings.Contains(res[0].Reason, "(the last call answered error -32000: warming up)") {
 		t.Fatalf("reason %q", res[0].Reason)
 	}
+	// An until that fails as jq says so (it read as a peer never ready).
+	res, _ = runText(t, []byte("steps:\n  - call: t health.liveness\n    retry: {until: '.state | ascii_downcase == \"up\"', times: 2, every: 1ms}\n"), &recCaller{result: `{"status":"up"}`})
+	if !strings.Contains(res[0].Reason, "not met after 2 calls (retry.until: jq") || !strings.Contains(res[0].Reason, "null") {
+		t.Fatalf("reason %q", res[0].Reason)
+	}
 }
 
 // A step that reads (in what it sends or expects) a step that did not run
