@@ -658,6 +658,13 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 	defer cancel()
 	start := time.Now()
 	seen := 0
+	var matchErr error // the last event the match failed on as jq (a typo, not an absent event)
+	said := func() string {
+		if matchErr != nil {
+			return fmt.Sprintf("; the match failed as jq: %v", matchErr)
+		}
+		return ""
+	}
 	for {
 		raw, err := lis.Next(wctx)
 		if err != nil {
@@ -666,11 +673,11 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 				if errors.Is(context.Cause(ctx), errStepTimeout) {
 					left = fmt.Sprintf("the step's timeout (%s) left", s.Timeout)
 				}
-				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s %s (within: %s; %d seen)",
-					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), left, ev.Within, seen), false
+				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s %s (within: %s; %d seen%s)",
+					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), left, ev.Within, seen, said()), false
 			}
 			if wctx.Err() != nil {
-				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen)", ev.From, ev.Match, ev.Within, seen), false
+				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen%s)", ev.From, ev.Match, ev.Within, seen, said()), false
 			}
 			if history.OutcomeOf(err) == history.OutcomeRefused {
 				return fmt.Sprintf("expect.event: %s: refused for security after %d event(s): %v", ev.From, seen, err), true
@@ -678,8 +685,12 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 			return fmt.Sprintf("expect.event: %s: %v", ev.From, err), false
 		}
 		seen++
-		if ok, _, err := c.eventM.truthy(wctx, jqValue(raw), in); err == nil && ok {
+		ok, _, err := c.eventM.truthy(wctx, jqValue(raw), in)
+		if err == nil && ok {
 			return "", false
+		}
+		if err != nil && wctx.Err() == nil {
+			matchErr = err
 		}
 	}
 }

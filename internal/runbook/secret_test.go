@@ -453,3 +453,30 @@ func TestStepsRecordOutcomeAndStatus(t *testing.T) {
 		t.Fatalf("statuses %s\n%s", s, out)
 	}
 }
+
+// oneEvent is a Listener that yields one event, then nothing until ctx ends.
+type oneEvent struct{ sent bool }
+
+func (l *oneEvent) Next(ctx context.Context) (json.RawMessage, error) {
+	if !l.sent {
+		l.sent = true
+		return json.RawMessage(`{"kind":"notification","name":"tick","payload":{"n":1}}`), nil
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (l *oneEvent) Close() {}
+
+type eventCaller struct{ recCaller }
+
+func (c *eventCaller) Listen(context.Context, string) (Listener, error) { return &oneEvent{}, nil }
+
+// An event match that fails as jq on what came says so: it read as an
+// event that never came ("nothing matched (1 seen)").
+func TestEventMatchErrorIsSaid(t *testing.T) {
+	book := []byte("steps:\n  - call: t m\n    expect: {event: {from: t, match: '.payload.n | ascii_downcase == \"x\"', within: 50ms}}\n")
+	res, _ := runText(t, book, &eventCaller{})
+	if len(res) != 1 || !strings.Contains(res[0].Reason, "(1 seen; the match failed as jq:") {
+		t.Fatalf("%+v", res)
+	}
+}
