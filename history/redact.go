@@ -132,6 +132,22 @@ func IsSecretKey(key string) bool {
 	return false
 }
 
+// notSecretEnv are environment variables whose names look secret but whose
+// values are not: the shell's working directories (PWD reads as a
+// password's abbreviation) and the SSH agent's socket path.
+var notSecretEnv = map[string]bool{"PWD": true, "OLDPWD": true, "SSH_AUTH_SOCK": true}
+
+// IsSecretEnv reports whether an environment variable holds a secret: a
+// family seed (FAMILY_SEED, any *_SEED) or a secret-looking name
+// (IsSecretKey: *_TOKEN, *_PASSWORD, ...), but not PWD, OLDPWD or
+// SSH_AUTH_SOCK (a report hiding the working directory hides every path).
+func IsSecretEnv(name string) bool {
+	if notSecretEnv[name] {
+		return false
+	}
+	return strings.HasSuffix(name, "_SEED") || name == "FAMILY_SEED" || IsSecretKey(name)
+}
+
 // ErrTooDeep is returned by Redact for documents nested deeper than it walks.
 var ErrTooDeep = errors.New("JSON nested too deeply")
 

@@ -278,7 +278,7 @@ func stringText(doc []byte, open, end int) string {
 // MinValueLen bytes long.
 func collectValues(v []byte, vals *[]string) {
 	add := func(s string) {
-		if len(s) >= MinValueLen && utf8.ValidString(s) {
+		if SentSecret(s) {
 			*vals = append(*vals, s)
 		}
 	}
@@ -382,4 +382,55 @@ func redactScan(doc []byte, sc *scrubber, text bool, vals *[]string) []byte {
 		i = end + 1
 	}
 	return p.result()
+}
+
+// SentSecret reports whether v, a value sent under a secret-looking key
+// (the user's own), is hidden wherever else it turns up: MinValueLen bytes
+// or longer, and no JSON literal, even sent as text ({"auth":"true"}):
+// hiding it would turn every true of the result into a string.
+func SentSecret(v string) bool {
+	return len(v) >= MinValueLen && utf8.ValidString(v) && v != "true" && v != "false" && v != "null"
+}
+
+// Distinctive reports whether v, a value learnt as a secret from what a
+// peer answered (under a secret-looking key: {"auth":"true"},
+// {"token":"…"}), is worth hiding wherever else it turns up: it is
+// MinSecretLen bytes or longer, as Options.Secrets are, and is no JSON
+// literal or number shorter than 16 digits (a timestamp, a count), which
+// ordinary text is full of. A secret the user gave (a seed, a secret
+// environment variable) is hidden whatever it looks like.
+func Distinctive(v string) bool {
+	if len(v) < MinSecretLen || !utf8.ValidString(v) {
+		return false
+	}
+	switch v {
+	case "true", "false", "null":
+		return false
+	}
+	if len(v) < 16 && isNumber(v) {
+		return false
+	}
+	return true
+}
+
+// isNumber reports whether s is a JSON number.
+func isNumber(s string) bool {
+	var f json.Number
+	return json.Unmarshal([]byte(s), &f) == nil && s != "" && (s[0] == '-' || s[0] >= '0' && s[0] <= '9')
+}
+
+// ScrubJSON returns doc (JSON, a cut prefix of it, or text holding JSON)
+// with the value of every member under a secret-looking key redacted and
+// every one of secrets replaced wherever it turns up: inside a string by
+// [redacted], outside strings by "[redacted]" (a secret number), so JSON
+// stays JSON; a secret is found as it is and as it looks escaped inside a
+// JSON string. doc itself is returned when nothing changed.
+func ScrubJSON(doc []byte, secrets []string) []byte {
+	return redactScan(doc, newScrubber(secrets).in(doc), false, nil)
+}
+
+// ScrubText returns s with every one of secrets, as it is or as it looks
+// escaped inside a JSON string, replaced by [redacted].
+func ScrubText(s string, secrets []string) string {
+	return newScrubber(secrets).scrubText(s)
 }

@@ -237,3 +237,16 @@ func TestCutNeverSplitsASecret(t *testing.T) {
 		}
 	}
 }
+
+// A JSON literal sent as text under a secret key ({"auth":"true"}) is no
+// secret to hide elsewhere: the result's booleans were recorded as
+// "[redacted]" (strings: a replay or a diff saw another type), and every
+// "true" of its text hidden. A real value sent so is still hidden.
+func TestLiteralSentUnderASecretKeyIsNoSecret(t *testing.T) {
+	e := Entry{Method: "m", Params: []byte(`{"auth":"true","token":"tok-1234567"}`),
+		Result: []byte(`{"ok":true,"s":"true story","echo":"tok-1234567"}`)}
+	r := prepareEntry(e, Options{})
+	if got := string(r.e.Result); got != `{"ok":true,"s":"true story","echo":"[redacted]"}` {
+		t.Fatalf("result recorded as %s", got)
+	}
+}

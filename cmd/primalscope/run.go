@@ -6,13 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/dial"
@@ -44,10 +45,12 @@ func (a *app) runCmd() *cobra.Command {
 		Short: "Run runbooks: checked, repeatable JSON-RPC calls (for CI)",
 		Long: `Run each BOOK (YAML): its steps call targets as primalscope call does, over
 every wire, and check what comes back (expect: result, error, error_message,
-equals with ignore paths, under_ms, event). Templates {{ jq }} read
-{vars, env, steps: {NAME: {result, error, ms}}}. order: dependencies sorts the
-steps by the operation_dependencies the targets declare. See README
-("Runbooks") for the format.
+equals with ignore paths, under_ms, event). Templates {{ jq }} and if:
+read {vars, env, steps: {NAME: {result, error, ms, outcome, status}}};
+expect.result, retry.until and an event's match are jq over the answer
+and read the run as $vars, $env, $steps ('.id == $steps.create.result.id').
+order: dependencies sorts the steps by the operation_dependencies the
+targets declare. See README ("Runbooks") for the format.
 
 Every name, template and reference is checked before anything is sent.
 A call is sent at most once unless the book marks it idempotent or the
@@ -58,7 +61,8 @@ outcome: unreachable, timeout, closed); 2 a book does not parse or is
 invalid (with line and column); 4 --timeout (the whole run, default 5m)
 ran out; 5 a step was refused for security (BTSP required and no seed, a
 handshake or session frame refused, a socket another user serves, a call
-that would carry a secret), whatever else failed.`,
+that would carry a secret, an event stream refused as it connects or
+mid-way), whatever else failed.`,
 		Example: `  primalscope run smoke.yaml
   primalscope run books/*.yaml --junit report.xml
   primalscope run smoke.yaml --tap --fail-fast
@@ -79,7 +83,7 @@ that would carry a secret), whatever else failed.`,
 	fl.BoolVar(&f.tap, "tap", false, "print TAP version 14 instead of the text report")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object a step instead of the text report")
 	fl.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failed step")
-	fl.BoolVar(&f.coverage, "coverage", false, "list, per target, which of its provided methods the books called")
+	fl.BoolVar(&f.coverage, "coverage", false, "list, per target (however spelled), which of its provided methods the books called, in the report")
 	return cmd
 }
 
@@ -129,14 +133,12 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 		junit = &runbook.JUnit{}
 		reps = append(reps, junit)
 	}
-	cov := map[string]map[string]bool{}
-	r := &runbook.Runner{Caller: caller, Report: reps, Env: env, FailFast: f.failFast,
-		Covered: func(t, m string) {
-			if cov[t] == nil {
-				cov[t] = map[string]bool{}
-			}
-			cov[t][m] = true
-		}}
+	cov := newCoverage(caller)
+	// The seeds this run knows of ($FAMILY_SEED, --family-seed-file, the
+	// config's seed files) are hidden from every report, as history
+	// scrubs them.
+	r := &runbook.Runner{Caller: caller, Report: reps, Env: env, FailFast: f.failFast, Secrets: a.knownSecrets(),
+		Covered: cov.called}
 	r.LearnEnvSecrets()
 	failed, refused := 0, 0
 	var runErr error
@@ -157,6 +159,10 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 			break
 		}
 	}
+	if f.coverage {
+		// In the report (JSON, text, TAP comments), where CI reads it.
+		r.ReportCoverage(cov.report(ctx))
+	}
 	if tap != nil {
 		tap.End()
 	}
@@ -164,9 +170,6 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 		if err := writeJUnit(f.junit, junit); err != nil {
 			return err
 		}
-	}
-	if f.coverage {
-		a.printCoverage(ctx, caller, cov)
 	}
 	var be *runbook.BookError
 	switch {
@@ -196,34 +199,83 @@ func writeJUnit(path string, j *runbook.JUnit) error {
 	return f.Close()
 }
 
-// printCoverage lists, per target, the methods it provides and which of
-// them the books called.
-func (a *app) printCoverage(ctx context.Context, c *runCaller, cov map[string]map[string]bool) {
-	targets := make([]string, 0, len(cov))
-	for t := range cov {
-		targets = append(targets, t)
-	}
-	sort.Strings(targets)
-	fmt.Fprintln(a.io.err, "coverage:")
-	for _, t := range targets {
-		caps, err := c.Capabilities(ctx, t)
-		if err != nil || caps == nil {
-			fmt.Fprintf(a.io.err, "  %s: %d method(s) called; its capability list could not be read\n", render.Sanitize(t), len(cov[t]))
-			continue
+// coverage counts the methods a run called per target: per resolved
+// target (discovery.EndpointKey of what the spelling resolved to, as the
+// call was dialled), so an alias and the name it links to, or a socket
+// path and its name, count as one, with every spelling kept.
+type coverage struct {
+	c         *runCaller
+	spellings map[string][]string        // key → spellings, in the order first used
+	methods   map[string]map[string]bool // key → methods
+	endpoint  map[string]string          // key → endpoint
+	pool      map[string]string          // key → the pool the calls went to
+}
+
+func newCoverage(c *runCaller) *coverage {
+	return &coverage{c: c, spellings: map[string][]string{}, methods: map[string]map[string]bool{}, endpoint: map[string]string{}, pool: map[string]string{}}
+}
+
+// called is told of each method a step called on a target as the book
+// spelled it, and the pool the step named: the call went to that pool,
+// else the one the spelling names (stdiobus/echo), as Call sends it.
+func (v *coverage) called(spelling, pool, method string) {
+	key, ep := "spelling:"+spelling, ""
+	if t, ok := v.c.resolvedTarget(spelling); ok {
+		if pool == "" {
+			pool = t.Pool
 		}
-		var hit, miss []string
-		for _, m := range caps.Methods {
-			if cov[t][m] {
-				hit = append(hit, m)
-			} else {
-				miss = append(miss, m)
+		if k := discovery.EndpointKey(t.Endpoint, pool); k != "" {
+			key, ep = k, k // where the spellings lead: the socket a symlink names
+		}
+	}
+	if v.methods[key] == nil {
+		v.methods[key] = map[string]bool{}
+	}
+	if !slices.Contains(v.spellings[key], spelling) {
+		v.spellings[key] = append(v.spellings[key], spelling)
+	}
+	v.methods[key][method] = true
+	v.endpoint[key] = ep
+	v.pool[key] = pool
+}
+
+// report is the coverage of each target, with the methods its capability
+// list provides.
+func (v *coverage) report(ctx context.Context) []runbook.TargetCoverage {
+	out := make([]runbook.TargetCoverage, 0, len(v.spellings))
+	for key := range v.spellings {
+		tc := runbook.TargetCoverage{Spellings: v.spellings[key], Called: sortedKeys(v.methods[key]), Endpoint: v.endpoint[key], Provided: -1}
+		tc.Target = tc.Spellings[0]
+		if caps, err := v.c.capabilitiesIn(ctx, tc.Target, v.pool[key]); err == nil && caps != nil {
+			tc.Provided = len(caps.Methods)
+			provided := map[string]bool{}
+			for _, m := range caps.Methods {
+				provided[m] = true
+				if v.methods[key][m] {
+					tc.ProvidedCalled++
+				} else {
+					tc.NotCalled = append(tc.NotCalled, m)
+				}
+			}
+			for _, m := range tc.Called {
+				if !provided[m] {
+					tc.NotListed = append(tc.NotListed, m)
+				}
 			}
 		}
-		fmt.Fprintf(a.io.err, "  %s: %d of %d provided methods called\n", render.Sanitize(t), len(hit), len(caps.Methods))
-		if len(miss) > 0 {
-			fmt.Fprintf(a.io.err, "    not called: %s\n", render.Sanitize(strings.Join(miss, ", ")))
-		}
+		out = append(out, tc)
 	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // runCaller reaches a book's targets through the one dialer, holding one
@@ -234,7 +286,9 @@ type runCaller struct {
 	rec   *callRecorder
 	mu    sync.Mutex
 	conns map[string]*runConn
-	caps  map[string]*capability.Capabilities
+	// resolved is what each spelling of a target resolved to.
+	resolved map[string]target
+	caps     map[string]*capability.Capabilities
 	// serve is what the step under way answers a peer's requests with.
 	serve map[string]json.RawMessage
 }
@@ -273,6 +327,12 @@ func (c *runCaller) conn(ctx context.Context, arg string) (*runConn, error) {
 	if err != nil {
 		return &runConn{t: t}, err
 	}
+	c.mu.Lock()
+	if c.resolved == nil {
+		c.resolved = map[string]target{}
+	}
+	c.resolved[arg] = t
+	c.mu.Unlock()
 	d, err := c.a.dialer()
 	if err != nil {
 		return &runConn{t: t}, err
@@ -286,6 +346,15 @@ func (c *runCaller) conn(ctx context.Context, arg string) (*runConn, error) {
 	c.conns[arg] = rc
 	c.mu.Unlock()
 	return rc, nil
+}
+
+// resolvedTarget is what a spelling of a target resolved to, when a call
+// resolved it.
+func (c *runCaller) resolvedTarget(arg string) (target, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.resolved[arg]
+	return t, ok
 }
 
 func (c *runCaller) close(ctx context.Context) {
@@ -349,8 +418,15 @@ func (c *runCaller) Call(ctx context.Context, call runbook.Call) runbook.Answer 
 }
 
 func (c *runCaller) Capabilities(ctx context.Context, target string) (*capability.Capabilities, error) {
+	return c.capabilitiesIn(ctx, target, "")
+}
+
+// capabilitiesIn is a target's capability list from a bus pool ("": the
+// pool the target names, if any).
+func (c *runCaller) capabilitiesIn(ctx context.Context, target, pool string) (*capability.Capabilities, error) {
+	key := target + "\x00" + pool
 	c.mu.Lock()
-	if caps, ok := c.caps[target]; ok {
+	if caps, ok := c.caps[key]; ok {
 		c.mu.Unlock()
 		return caps, nil
 	}
@@ -361,7 +437,10 @@ func (c *runCaller) Capabilities(ctx context.Context, target string) (*capabilit
 	if err != nil {
 		return nil, err
 	}
-	resp, err := rc.conn.Send(cctx, ipc.Request{Method: "capabilities.list", Pool: rc.t.Pool})
+	if pool == "" {
+		pool = rc.t.Pool
+	}
+	resp, err := rc.conn.Send(cctx, ipc.Request{Method: "capabilities.list", Pool: pool})
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +452,7 @@ func (c *runCaller) Capabilities(ctx context.Context, target string) (*capabilit
 	if c.caps == nil {
 		c.caps = map[string]*capability.Capabilities{}
 	}
-	c.caps[target] = caps
+	c.caps[key] = caps
 	c.mu.Unlock()
 	return caps, nil
 }
@@ -414,33 +493,87 @@ func (c *runCaller) Listen(ctx context.Context, target string) (runbook.Listener
 		LivenessMethod: "-",
 	}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	stream := events.Merge(lctx, []events.Source{cfg.Source(spec)}, events.Options{Buffer: 1024})
+	src := &endedSource{Source: cfg.Source(spec)}
+	stream := events.Merge(lctx, []events.Source{src}, events.Options{Buffer: 1024})
+	l := &runListener{stream: stream, cancel: cancel, src: src}
 	// Listening starts before the call, as README says: wait for the
 	// stream's connection (a socket's; WebSocket and the biomeOS API's
 	// streams connect on their own), at most a second, so an event the
-	// call sets off at once is not missed.
+	// call sets off at once is not missed. A stream refused for security
+	// as it connects (BTSP, a socket another user serves) is the
+	// listener's error: the call is not sent.
 	if !spec.BiomeOSAPI && spec.Endpoint.Transport != ipc.WS && spec.Endpoint.Transport != ipc.WSS {
 		wait := time.NewTimer(time.Second)
 		select {
 		case <-connected:
+		case <-stream.Done():
 		case <-wait.C:
 		case <-ctx.Done():
 		}
 		wait.Stop()
 	}
-	return &runListener{stream: stream, cancel: cancel}, nil
+	if err := src.refused(); err != nil {
+		l.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// endedSource keeps the error its source ended with: a stream refused for
+// security (a BTSP session frame that does not authenticate, a failed
+// handshake) ends with it, and the step waiting on the stream is refused
+// with it, as a call would be (exit 5).
+type endedSource struct {
+	events.Source
+	mu  sync.Mutex
+	err error
+}
+
+func (s *endedSource) Run(ctx context.Context, emit events.Emit) error {
+	err := s.Source.Run(ctx, emit)
+	s.mu.Lock()
+	s.err = err
+	s.mu.Unlock()
+	return err
+}
+
+// refused is the security failure the source ended with, or nil.
+func (s *endedSource) refused() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ipc.SecurityFailure(s.err) {
+		return s.err
+	}
+	return nil
 }
 
 type runListener struct {
 	stream *events.Stream
 	cancel context.CancelFunc
+	src    *endedSource
 }
 
 func (l *runListener) Next(ctx context.Context) (json.RawMessage, error) {
 	for {
 		ev, err := l.stream.Next(ctx)
 		if err != nil {
+			if rerr := l.src.refused(); rerr != nil && ctx.Err() == nil {
+				return nil, rerr
+			}
 			return nil, err
+		}
+		if ev.Kind == events.KindLiveness && ev.Name == events.StateRefused {
+			// The source ends right after saying so: its error is the
+			// refusal (a security failure, exit 5), not the stream's end.
+			select {
+			case <-l.stream.Done():
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			if rerr := l.src.refused(); rerr != nil {
+				return nil, rerr
+			}
+			return nil, fmt.Errorf("the event stream was refused for security: %s", ev.Payload)
 		}
 		if ev.Kind == events.KindNote || ev.Kind == events.KindLiveness || ev.Kind == events.KindDropped {
 			continue // the listener's own notes, not the target's words

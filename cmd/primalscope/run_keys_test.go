@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -442,9 +444,9 @@ func TestRunCoverage(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	m := regexp.MustCompile(`(?m)^  ledger: 2 of (\d+) provided methods called\n    not called: (.*)$`).FindStringSubmatch(r.stderr)
+	m := regexp.MustCompile(`(?m)^  ledger: 2 of (\d+) provided methods called\n    not called: (.*)$`).FindStringSubmatch(r.stdout)
 	if m == nil {
-		t.Fatalf("coverage:\n%s", r.stderr)
+		t.Fatalf("coverage in the text report:\n%s", r.stdout)
 	}
 	for _, want := range []string{"ledger.entry.append", "ledger.job.start"} {
 		if !strings.Contains(m[2], want) {
@@ -456,8 +458,86 @@ func TestRunCoverage(t *testing.T) {
 			t.Errorf("%s was called: %s", called, m[2])
 		}
 	}
-	if r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book); strings.Contains(r.stderr, "coverage:") {
-		t.Errorf("no coverage without --coverage:\n%s", r.stderr)
+	if r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book); strings.Contains(r.stdout+r.stderr, "coverage:") {
+		t.Errorf("no coverage without --coverage:\n%s%s", r.stdout, r.stderr)
+	}
+}
+
+// TestRunCoverageKeysTheResolvedTarget: one target written three ways (an
+// alias symlink ai.sock → ledger.sock, its name, its socket's path) is
+// one target in --coverage, with every spelling shown (it was three, each
+// counting its own calls); the coverage is in the JSON report (its last
+// line) for CI, and in TAP as comments, TAP and JUnit still valid.
+func TestRunCoverageKeysTheResolvedTarget(t *testing.T) {
+	dir := t.TempDir()
+	startLedger(t, dir, nil, nil)
+	if err := os.Symlink(filepath.Join(dir, "ledger.sock"), filepath.Join(dir, "ai.sock")); err != nil {
+		t.Fatal(err)
+	}
+	book := writeBook(t, dir, "cov.yaml", `steps:
+  - call: ledger ledger.entry.list
+  - call: `+filepath.Join(dir, "ledger.sock")+` ledger.entry.list
+  - call: ai ledger.entry.create
+`)
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--coverage", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var got struct {
+		Coverage []struct {
+			Target         string   `json:"target"`
+			Spellings      []string `json:"spellings"`
+			Endpoint       string   `json:"endpoint"`
+			Called         []string `json:"called"`
+			Provided       int      `json:"provided"`
+			ProvidedCalled int      `json:"provided_called"`
+			NotCalled      []string `json:"not_called"`
+		} `json:"coverage"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &got); err != nil || len(lines) != 4 {
+		t.Fatalf("want three step lines and a coverage line: %v\n%s", err, r.stdout)
+	}
+	if len(got.Coverage) != 1 {
+		t.Fatalf("one target, spelled three ways, is %d targets: %+v", len(got.Coverage), got.Coverage)
+	}
+	c := got.Coverage[0]
+	real, err := filepath.EvalSymlinks(filepath.Join(dir, "ledger.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(c.Spellings, " ") != "ledger "+filepath.Join(dir, "ledger.sock")+" ai" || c.Target != "ledger" ||
+		strings.Join(c.Called, " ") != "ledger.entry.create ledger.entry.list" || c.ProvidedCalled != 2 || c.Provided < 4 ||
+		c.Endpoint != "unix:"+real {
+		t.Errorf("coverage %+v", c)
+	}
+	if strings.Contains(r.stderr, "coverage") {
+		t.Errorf("the coverage is in the report, not on stderr:\n%s", r.stderr)
+	}
+
+	junit := filepath.Join(dir, "report.xml")
+	r = runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--coverage", "--tap", "--junit", junit)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	tapLine := regexp.MustCompile(`^(TAP version 14|#.*|(    )*(ok|not ok) \d+( - .*)?|(    )*1\.\.\d+|\s+(---|\.\.\.|\S.*))$`)
+	for _, l := range strings.Split(strings.TrimRight(r.stdout, "\n"), "\n") {
+		if !tapLine.MatchString(l) {
+			t.Errorf("not TAP: %q\n%s", l, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "# coverage:\n#   ledger, "+filepath.Join(dir, "ledger.sock")+", ai (one target: unix:"+real+"): 2 of ") || !strings.Contains(r.stdout, ": 2 of ") || !strings.HasSuffix(r.stdout, "1..1\n") {
+		t.Errorf("TAP report:\n%s", r.stdout)
+	}
+	raw, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var x struct {
+		Tests int `xml:"tests,attr"`
+	}
+	if err := xml.Unmarshal(raw, &x); err != nil || x.Tests != 3 {
+		t.Errorf("JUnit: %v, %d tests\n%s", err, x.Tests, raw)
 	}
 }
 
@@ -504,6 +584,26 @@ steps:
 	}
 	if got := strings.Join(statuses(jsonSteps(t, r.stdout)), " "); got != "pooled=pass first=pass echoed=pass second=pass other=pass asked=pass" {
 		t.Fatalf("statuses: %s\n%s", got, r.stdout)
+	}
+	// --coverage counts a call where it went: stdiobus/echo with pool:
+	// agent is the agent pool (it counted as the echo pool).
+	r = runCLI(t, runEnv(t), "", "--socket-dir", d.Dir, "run", book, "--json", "--coverage")
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	var cov struct {
+		Coverage []struct {
+			Spellings []string `json:"spellings"`
+			Endpoint  string   `json:"endpoint"`
+			Called    []string `json:"called"`
+			NotCalled []string `json:"not_called"`
+		} `json:"coverage"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &cov); err != nil || len(cov.Coverage) != 1 {
+		t.Fatalf("one target, the agent pool: %v\n%s", err, r.stdout)
+	}
+	c := cov.Coverage[0]
+	if !strings.HasSuffix(c.Endpoint, "#pool=agent") || strings.Join(c.Spellings, " ") != "stdiobus/echo stdiobus/agent" ||
+		strings.Join(c.Called, " ") != "bus.ask echo.ping session.count" {
+		t.Errorf("coverage %+v", c)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
@@ -62,5 +63,62 @@ func TestRunRefusesToSendTheSeed(t *testing.T) {
 		if strings.Contains(m, seed) {
 			t.Fatalf("the ledger was called with %q", m)
 		}
+	}
+}
+
+// TestRunEventStreamRefusedMidwayExits5: a step waits for an event over a
+// BTSP stream whose session is broken after the call succeeded (a forged
+// frame, pushed unprompted): the step is refused for security and the run
+// exits 5, as every security failure does, not 1 as a plain failure (it
+// said "expect.event: ...: EOF" and exited 1).
+func TestRunEventStreamRefusedMidwayExits5(t *testing.T) {
+	dir := wireDir(t)
+	l := startLedger(t, dir, nil, nil)
+	h, err := ipctest.ListenHostileSession(filepath.Join(dir, "beardog-westgate.sock"),
+		&ipctest.HostileSession{Seed: []byte(sessionTestSeed), Fault: ipctest.FaultForged, PushAfter: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	book := writeBook(t, dir, "ev.yaml", `steps:
+  - name: waits
+    call: ledger ledger.entry.list
+    expect:
+      event: {from: beardog-westgate, match: '.name == "ledger.never"', within: 5s}
+`)
+	env := runEnv(t)
+	env["FAMILY_SEED"] = sessionTestSeed
+	start := time.Now()
+	r := runCLI(t, env, "", "--socket-dir", dir, "run", "--json", "--timeout", "10s", book)
+	if r.code != exitSecurity {
+		t.Fatalf("want exit %d, got %d\n%s%s", exitSecurity, r.code, r.stdout, r.stderr)
+	}
+	steps := jsonSteps(t, r.stdout)
+	if len(steps) != 1 || steps[0]["outcome"] != "refused" || !strings.Contains(steps[0]["reason"].(string), "authenticate") {
+		t.Fatalf("the step should be refused, naming the broken frame:\n%s", r.stdout)
+	}
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("the refusal ended the wait only after %s (within: 5s)", d)
+	}
+
+	// Refused as it connects (the other side's family differs: the
+	// handshake fails): the listener is refused, and the call is not sent.
+	other, err := ipctest.ListenHostileSession(filepath.Join(dir, "beardog-eastgate.sock"),
+		&ipctest.HostileSession{Seed: []byte("another-family-seed-0123456789abcdef")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	early := writeBook(t, dir, "early.yaml", `steps:
+  - call: ledger ledger.entry.create
+    expect:
+      event: {from: beardog-eastgate, match: 'true', within: 5s}
+`)
+	r = runCLI(t, env, "", "--socket-dir", dir, "run", "--json", "--timeout", "10s", early)
+	if r.code != exitSecurity {
+		t.Fatalf("refused as it connects: want exit %d, got %d\n%s%s", exitSecurity, r.code, r.stdout, r.stderr)
+	}
+	if n := l.count("ledger.entry.create"); n != 0 {
+		t.Errorf("the call was sent %d time(s) though the stream it waits on was refused", n)
 	}
 }

@@ -223,3 +223,45 @@ steps:
 		t.Errorf("a step's outcome is left to fill in, and said: %+v", ps[1])
 	}
 }
+
+// An expression over an answer (expect.result, retry.until, an event's
+// match) reads the run through $vars, $steps, $env: '.id ==
+// $steps.a.result.id' compares two answers. Reading .steps.NAME of a step
+// of the book there read the answer's own field (null): '.id !=
+// .steps.a.result.id' passed without comparing anything, and a {{ }} in
+// it was compared as text; both are now refused before anything is sent,
+// naming $steps. A field of the answer that names no step is the answer's.
+func TestExpressionsOverAnAnswerReadTheRunThroughVariables(t *testing.T) {
+	for _, c := range []struct{ text, msg string }{
+		{"steps:\n  - {name: a, call: t m}\n  - call: t m\n    expect: {result: '.id != .steps.a.result.id'}\n", "$steps.a"},
+		{"vars: {want: x}\nsteps:\n  - call: t m\n    retry: {until: '.s == .vars.want', times: 2}\n", "$vars.want"},
+		{"vars: {want: x}\nsteps:\n  - call: t m\n    expect: {result: '.s == \"{{ .vars.want }}\"'}\n", "not a template"},
+		{"steps:\n  - call: t m\n    expect: {result: '.id == $steps.b.result.id'}\n  - {name: b, call: t m}\n", "has not run by then"},
+		{"steps:\n  - call: t m\n    expect: {result: '.s == $vars.nope'}\n", `no variable "nope"`},
+	} {
+		if be := bookErr(t, c.text); !strings.Contains(be.Msg, c.msg) {
+			t.Errorf("%q: %s, want %q", c.text, be.Msg, c.msg)
+		}
+	}
+	book := `vars: {want: "e-1"}
+steps:
+  - name: a
+    call: t m
+  - name: same
+    call: t m
+    expect: {result: '.id == $steps.a.result.id and .id == $vars.want and .steps.x == 1'}
+    retry: {until: '.id == $vars.want', times: 2, every: 1ms}
+  - name: differs
+    call: t m
+    expect: {result: '.id != $steps.a.result.id'}
+  - name: each
+    for_each: '{{ [1, 2] }}'
+    call: t m
+    expect: {result: '.n == $item'}
+`
+	rc := &recCaller{result: `{"id":"e-1","steps":{"x":1},"n":2}`}
+	res, out := runText(t, []byte(book), rc)
+	if s := statusesOf(res); s != "a=pass same=pass differs=fail each[0]=fail each[1]=pass" {
+		t.Fatalf("statuses %s\n%s", s, out)
+	}
+}

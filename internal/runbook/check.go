@@ -34,6 +34,17 @@ func Check(b *Book) error {
 	return checkNames(b.Steps)
 }
 
+// noTemplate refuses {{ }} in a jq expression (if:, expect.result,
+// retry.until, an event's match): there it is no template but text, so
+// '.id == "{{ .steps.a.result.id }}"' compared the answer with those very
+// characters and was false (or true with !=) without a word.
+func noTemplate(p Pos, field, src string) error {
+	if templateRE.MatchString(src) {
+		return errAt(p, "%s %q is jq, not a template: {{ }} in it is only text; read the run as $vars.NAME, $steps.NAME.result, $env.NAME", field, src)
+	}
+	return nil
+}
+
 func compileAll(b *Book) (map[*Step]*compiled, error) {
 	out := make(map[*Step]*compiled, len(b.Steps))
 	names := map[string]*Step{}
@@ -46,6 +57,24 @@ func compileAll(b *Book) (map[*Step]*compiled, error) {
 		}
 		c := &compiled{}
 		var err error
+		for _, e := range []struct {
+			p           Pos
+			field, text string
+		}{{s.at("if"), "if:", s.If}, {s.at("expect"), "expect.result", s.Expect.Result}} {
+			if err := noTemplate(e.p, e.field, e.text); err != nil {
+				return nil, err
+			}
+		}
+		if s.Retry != nil {
+			if err := noTemplate(s.at("retry"), "retry.until", s.Retry.Until); err != nil {
+				return nil, err
+			}
+		}
+		if ev := s.Expect.Event; ev != nil {
+			if err := noTemplate(ev.Pos, "expect.event's match", ev.Match); err != nil {
+				return nil, err
+			}
+		}
 		if s.If != "" {
 			if c.ifExpr, err = compileExpr(s.at("if"), s.If); err != nil {
 				return nil, err
@@ -95,21 +124,62 @@ func compileAll(b *Book) (map[*Step]*compiled, error) {
 	return out, nil
 }
 
-// texts lists each field of a step that may read names, with its place.
+// texts lists each field of a step read over the run's scope (templates,
+// if:), with its place.
 func (s *Step) texts() map[string][]string {
 	m := map[string][]string{
 		"if": {s.If}, "call": {s.Target, s.Method}, "session": {s.Session}, "pool": {s.Pool},
 		"for_each": {s.ForEach}, "params": valueStrings(s.Params, nil),
-		"expect": append([]string{s.Expect.Result}, valueStrings(s.Expect.Equals, nil)...),
-		"retry":  nil,
+		"expect": valueStrings(s.Expect.Equals, nil),
 	}
+	if s.Expect.Event != nil {
+		m["expect"] = append(m["expect"], s.Expect.Event.From)
+	}
+	return m
+}
+
+// answerTexts lists each jq expression of a step over an answer
+// (expect.result, retry.until, an event's match): in them .steps is the
+// answer's own field, and the run is $vars, $env, $steps.
+func (s *Step) answerTexts() map[string][]string {
+	m := map[string][]string{"expect": {s.Expect.Result}}
 	if s.Retry != nil {
 		m["retry"] = []string{s.Retry.Until}
 	}
 	if s.Expect.Event != nil {
-		m["expect"] = append(m["expect"], s.Expect.Event.Match, s.Expect.Event.From)
+		m["expect"] = append(m["expect"], s.Expect.Event.Match)
 	}
 	return m
+}
+
+type fieldRef struct {
+	field string
+	ref
+}
+
+// refs lists every name of the run a step reads, by field (sorted): what
+// its templates and if: read, and what its expressions over an answer
+// read through $vars, $env, $steps.
+func (s *Step) refs() []fieldRef {
+	var out []fieldRef
+	for field, texts := range s.texts() {
+		for _, t := range texts {
+			for _, r := range refsIn(t) {
+				out = append(out, fieldRef{field, r})
+			}
+		}
+	}
+	for field, texts := range s.answerTexts() {
+		for _, t := range texts {
+			for _, r := range refsIn(t) {
+				if r.dollar {
+					out = append(out, fieldRef{field, r})
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].field < out[j].field })
+	return out
 }
 
 // checkNames checks that every name read exists.
@@ -144,35 +214,40 @@ func walkRefs(steps []*Step, before func(s *Step, name string) bool) error {
 	}
 	for _, s := range steps {
 		vars := s.Vars
-		texts := s.texts()
-		fields := make([]string, 0, len(texts))
-		for f := range texts {
-			fields = append(fields, f)
-		}
-		sort.Strings(fields)
-		for _, field := range fields {
-			for _, text := range texts[field] {
-				for _, r := range refsIn(text) {
-					p := s.at(field)
-					switch r.kind {
-					case "env": // CheckEnv: the environment is the run's, not the book's
-					case "vars":
-						if _, ok := vars[r.name]; ok {
-							continue
-						}
-						return errAt(p, "no variable %q (the book's vars: %s)", r.name, keyList(vars))
-					case "steps":
-						t, ok := byName[r.name]
-						if !ok {
-							return errAt(p, "no step named %q (named steps: %s)", r.name, stepList(steps))
-						}
-						if t == s {
-							return errAt(p, "step %q reads its own outcome (.steps.%s) before it has one", s.Name, r.name)
-						}
-						if !before(s, r.name) {
-							return errAt(p, "step %q reads .steps.%s, which has not run by then (it is at %s); write it earlier or use order: dependencies", s.Label(), r.name, t.Pos)
-						}
+		// An expression over an answer that reads .steps.NAME of a step
+		// of the book (or .vars.NAME of a variable) reads the answer's
+		// field, which is almost never meant: the run is $steps.NAME.
+		for field, texts := range s.answerTexts() {
+			for _, t := range texts {
+				for _, r := range refsIn(t) {
+					_, isStep := byName[r.name]
+					_, isVar := vars[r.name]
+					if !r.dollar && (r.kind == "steps" && isStep || r.kind == "vars" && isVar) {
+						return errAt(s.at(field), "%q is jq over the answer: .%s.%s is the answer's own field; the run's is $%s.%s", t, r.kind, r.name, r.kind, r.name)
 					}
+				}
+			}
+		}
+		for _, fr := range s.refs() {
+			r := fr.ref
+			p := s.at(fr.field)
+			switch r.kind {
+			case "env": // CheckEnv: the environment is the run's, not the book's
+			case "vars":
+				if _, ok := vars[r.name]; ok {
+					continue
+				}
+				return errAt(p, "no variable %q (the book's vars: %s)", r.name, keyList(vars))
+			case "steps":
+				t, ok := byName[r.name]
+				if !ok {
+					return errAt(p, "no step named %q (named steps: %s)", r.name, stepList(steps))
+				}
+				if t == s {
+					return errAt(p, "step %q reads its own outcome (.steps.%s) before it has one", s.Name, r.name)
+				}
+				if !before(s, r.name) {
+					return errAt(p, "step %q reads .steps.%s, which has not run by then (it is at %s); write it earlier or use order: dependencies", s.Label(), r.name, t.Pos)
 				}
 			}
 		}
@@ -186,19 +261,9 @@ func walkRefs(steps []*Step, before func(s *Step, name string) bool) error {
 // found before anything is sent.
 func CheckEnv(b *Book, env map[string]string) error {
 	for _, s := range b.Steps {
-		texts := s.texts()
-		fields := make([]string, 0, len(texts))
-		for f := range texts {
-			fields = append(fields, f)
-		}
-		sort.Strings(fields)
-		for _, field := range fields {
-			for _, text := range texts[field] {
-				for _, r := range refsIn(text) {
-					if _, ok := env[r.name]; r.kind == "env" && !ok {
-						return errAt(s.at(field), "the environment variable %s is not set (the book reads .env.%s)", r.name, r.name)
-					}
-				}
+		for _, r := range s.refs() {
+			if _, ok := env[r.name]; r.kind == "env" && !ok {
+				return errAt(s.at(r.field), "the environment variable %s is not set (the book reads .env.%s)", r.name, r.name)
 			}
 		}
 	}
@@ -301,14 +366,10 @@ func orderSteps(steps []*Step, deps map[string]map[string][]string) ([]*Step, er
 				}
 			}
 		}
-		for _, texts := range s.texts() {
-			for _, text := range texts {
-				for _, r := range refsIn(text) {
-					if j, ok := byName[r.name]; ok && r.kind == "steps" && j != i {
-						after[i] = append(after[i], j)
-						why[[2]int{j, i}] = fmt.Sprintf("%s reads .steps.%s", s.Label(), r.name)
-					}
-				}
+		for _, r := range s.refs() {
+			if j, ok := byName[r.name]; ok && r.kind == "steps" && j != i {
+				after[i] = append(after[i], j)
+				why[[2]int{j, i}] = fmt.Sprintf("%s reads .steps.%s", s.Label(), r.name)
 			}
 		}
 	}

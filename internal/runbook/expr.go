@@ -14,9 +14,21 @@ import (
 )
 
 // An expression is jq (gojq, the engine --jq and the TUI's filter use) over
-// the run's scope: {vars, env, steps: {NAME: {result, error, ms}}, item,
-// index}. A template is a string holding {{ jq }} parts; a string that is one
-// whole {{ }} keeps the JSON type of its value.
+// the run's scope: {vars, env, steps: {NAME: {result, error, ms, outcome, status}}, item,
+// index}, or, for expect.result, retry.until and an event's match, over the
+// answer. Every expression also reads the scope as the variables $vars,
+// $env, $steps, $item and $index: an expression over an answer compares it
+// with another step's as '.id == $steps.create.result.id'. A template is a
+// string holding {{ jq }} parts; a string that is one whole {{ }} keeps the
+// JSON type of its value.
+
+// scopeVars are the jq variables every expression may read.
+var scopeVars = []string{"$vars", "$env", "$steps", "$item", "$index"}
+
+// scopeValues are scopeVars' values in a scope (nil: none).
+func scopeValues(scope map[string]any) []any {
+	return []any{scope["vars"], scope["env"], scope["steps"], scope["item"], scope["index"]}
+}
 
 // maxExprOutputs bounds what one expression may yield.
 const maxExprOutputs = 10_000
@@ -36,17 +48,17 @@ func compileExpr(p Pos, src string) (*expr, error) {
 		}
 		return nil, errAt(p, "jq %q: %v", src, err)
 	}
-	code, err := gojq.Compile(q)
+	code, err := gojq.Compile(q, gojq.WithVariables(scopeVars))
 	if err != nil {
 		return nil, errAt(p, "jq %q: %v", src, err)
 	}
 	return &expr{src: src, code: code}, nil
 }
 
-// eval runs the expression over in and returns its first output (nil when
-// it yields none).
-func (e *expr) eval(ctx context.Context, in any) (any, error) {
-	iter := e.code.RunWithContext(ctx, in)
+// eval runs the expression over in, with scope's variables, and returns
+// its first output (nil when it yields none).
+func (e *expr) eval(ctx context.Context, in any, scope map[string]any) (any, error) {
+	iter := e.code.RunWithContext(ctx, in, scopeValues(scope)...)
 	v, ok := iter.Next()
 	if !ok {
 		return nil, nil
@@ -63,8 +75,8 @@ func (e *expr) eval(ctx context.Context, in any) (any, error) {
 
 // truthy evaluates e as a condition: true unless its value is false or null
 // (jq's rule); an expression that yields nothing is false.
-func (e *expr) truthy(ctx context.Context, in any) (bool, any, error) {
-	v, err := e.eval(ctx, in)
+func (e *expr) truthy(ctx context.Context, in any, scope map[string]any) (bool, any, error) {
+	v, err := e.eval(ctx, in, scope)
 	if err != nil {
 		return false, nil, err
 	}
@@ -115,8 +127,9 @@ func compileTemplate(p Pos, s string) (*template, error) {
 }
 
 func (t *template) render(ctx context.Context, scope any) (any, error) {
+	sm, _ := scope.(map[string]any)
 	if t.whole != nil {
-		return t.whole.eval(ctx, scope)
+		return t.whole.eval(ctx, scope, sm)
 	}
 	var b strings.Builder
 	for _, p := range t.parts {
@@ -124,7 +137,7 @@ func (t *template) render(ctx context.Context, scope any) (any, error) {
 		case string:
 			b.WriteString(x)
 		case *expr:
-			v, err := x.eval(ctx, scope)
+			v, err := x.eval(ctx, scope, sm)
 			if err != nil {
 				return nil, err
 			}
@@ -212,23 +225,25 @@ func jqValue(raw json.RawMessage) any {
 }
 
 // refs finds the names an expression or template reads: .steps.NAME,
-// .vars.NAME and .env.NAME (also written .steps["NAME"]).
-var refRE = regexp.MustCompile(`\.(steps|vars|env)(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]*)"\s*\])`)
+// .vars.NAME and .env.NAME (also written .steps["NAME"]), and the same
+// through the variables: $steps.NAME, $vars.NAME, $env.NAME.
+var refRE = regexp.MustCompile(`([.$])(steps|vars|env)(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]*)"\s*\])`)
 
 type ref struct {
-	kind string // "steps", "vars" or "env"
-	name string
-	off  int
+	kind   string // "steps", "vars" or "env"
+	name   string
+	off    int
+	dollar bool // read through the variable ($steps.NAME)
 }
 
 func refsIn(s string) []ref {
 	var out []ref
 	for _, m := range refRE.FindAllStringSubmatchIndex(s, -1) {
-		r := ref{kind: s[m[2]:m[3]], off: m[0]}
-		if m[4] >= 0 {
-			r.name = s[m[4]:m[5]]
-		} else {
+		r := ref{kind: s[m[4]:m[5]], off: m[0], dollar: s[m[2]:m[3]] == "$"}
+		if m[6] >= 0 {
 			r.name = s[m[6]:m[7]]
+		} else {
+			r.name = s[m[8]:m[9]]
 		}
 		out = append(out, r)
 	}

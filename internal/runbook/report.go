@@ -340,3 +340,102 @@ func xmlText(s string) string {
 		return r
 	}, s)
 }
+
+// TargetCoverage is which of one target's provided methods a run called.
+// A target is what the books' spellings of it resolved to (an alias and
+// the name it links to, a socket path and its name are one target).
+type TargetCoverage struct {
+	// Target names it: the first spelling the books used.
+	Target string `json:"target"`
+	// Spellings are every way the books wrote it, in the order first used.
+	Spellings []string `json:"spellings"`
+	// Endpoint is where the spellings resolved to ("" when none did).
+	Endpoint string `json:"endpoint,omitempty"`
+	// Called are the methods the books called on it, sorted.
+	Called []string `json:"called"`
+	// Provided is how many methods its capability list names (-1 when
+	// it could not be read), ProvidedCalled how many of those were
+	// called, NotCalled the others.
+	Provided       int      `json:"provided"`
+	ProvidedCalled int      `json:"provided_called"`
+	NotCalled      []string `json:"not_called,omitempty"`
+	// NotListed are the methods called that its capability list does
+	// not name.
+	NotListed []string `json:"not_listed,omitempty"`
+}
+
+// Summary is the coverage line reports print for t.
+func (t TargetCoverage) Summary() string {
+	name := strings.Join(t.Spellings, ", ")
+	if len(t.Spellings) > 1 && t.Endpoint != "" {
+		name += " (one target: " + t.Endpoint + ")"
+	}
+	if t.Provided < 0 {
+		return fmt.Sprintf("%s: %d method(s) called; its capability list could not be read", name, len(t.Called))
+	}
+	return fmt.Sprintf("%s: %d of %d provided methods called", name, t.ProvidedCalled, t.Provided)
+}
+
+// CoverageReporter is a Reporter that also reports --coverage.
+type CoverageReporter interface {
+	Coverage(cov []TargetCoverage)
+}
+
+// Coverage tells every reporter that reports coverage.
+func (rs Reporters) Coverage(cov []TargetCoverage) {
+	for _, r := range rs {
+		if c, ok := r.(CoverageReporter); ok {
+			c.Coverage(cov)
+		}
+	}
+}
+
+// Coverage prints the coverage after the books' reports.
+func (t *Text) Coverage(cov []TargetCoverage) {
+	fmt.Fprintln(t.W, "coverage:")
+	for _, c := range cov {
+		fmt.Fprintf(t.W, "  %s\n", safe(c.Summary()))
+		if len(c.NotCalled) > 0 {
+			fmt.Fprintf(t.W, "    not called: %s\n", safe(strings.Join(c.NotCalled, ", ")))
+		}
+		if len(c.NotListed) > 0 {
+			fmt.Fprintf(t.W, "    called, not in its list: %s\n", safe(strings.Join(c.NotListed, ", ")))
+		}
+	}
+}
+
+// Coverage writes one line {"coverage":[...]} after the steps' lines.
+func (j *JSON) Coverage(cov []TargetCoverage) {
+	if cov == nil {
+		cov = []TargetCoverage{}
+	}
+	b, err := json.Marshal(struct {
+		Coverage []TargetCoverage `json:"coverage"`
+	}{cov})
+	if err == nil {
+		j.W.Write(append(b, '\n'))
+	}
+}
+
+// Coverage writes the coverage as TAP comments (valid anywhere in TAP).
+func (t *TAP) Coverage(cov []TargetCoverage) {
+	if !t.began {
+		fmt.Fprintln(t.W, "TAP version 14")
+		t.began = true
+	}
+	fmt.Fprintln(t.W, "# coverage:")
+	for _, c := range cov {
+		fmt.Fprintf(t.W, "#   %s\n", tapComment(c.Summary()))
+		if len(c.NotCalled) > 0 {
+			fmt.Fprintf(t.W, "#     not called: %s\n", tapComment(strings.Join(c.NotCalled, ", ")))
+		}
+		if len(c.NotListed) > 0 {
+			fmt.Fprintf(t.W, "#     called, not in its list: %s\n", tapComment(strings.Join(c.NotListed, ", ")))
+		}
+	}
+}
+
+// tapComment is text for a TAP comment line: one line, escaped.
+func tapComment(s string) string {
+	return strings.NewReplacer("\n", " ", "\r", " ").Replace(safe(s))
+}

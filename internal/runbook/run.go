@@ -105,8 +105,13 @@ type Runner struct {
 	Report   Reporter
 	Env      map[string]string
 	FailFast bool
-	// Covered, when set, is told of every method a step called on a target.
-	Covered func(target, method string)
+	// Covered, when set, is told of every call a step made (its target as
+	// the book spelled it, the bus pool the step named, the method).
+	Covered func(target, pool, method string)
+	// Secrets are values the user marked secret outside the environment
+	// (the family seed files): hidden from every report, whatever they
+	// look like, and never sent but under a secret key.
+	Secrets []string
 
 	secrets []string
 	known   map[string]bool // secrets, as a set: true for our own (env, sent)
@@ -251,6 +256,14 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 		base.Status, base.Reason = Skip, "skip: "+s.Skip
 		return []StepResult{r.finish(b, base)}
 	}
+	if name := unrun(s, sc); name != "" {
+		// What it would send or expect reads a step that did not run
+		// (skipped, an if: that was false, an empty for_each): null,
+		// sent without a word. It does not run either. (An if: may read
+		// a step that did not run: that is how a book branches.)
+		base.Status, base.Reason = Skip, fmt.Sprintf("not run: it reads .steps.%s, which has no outcome (skipped, or it sent nothing)", name)
+		return []StepResult{r.finish(b, base)}
+	}
 	if c.forEach == nil {
 		res := r.once(ctx, b, s, c, sc, base, nil, 0, false)
 		return []StepResult{res}
@@ -285,6 +298,20 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 	return out
 }
 
+// unrun is the first step s reads (other than in its if:) that has no
+// outcome in sc: one that did not run. "" when none.
+func unrun(s *Step, sc *scope) string {
+	for _, fr := range s.refs() {
+		if fr.kind != "steps" || fr.field == "if" {
+			continue
+		}
+		if _, ok := sc.steps[fr.name]; !ok {
+			return fr.name
+		}
+	}
+	return ""
+}
+
 func kindOf(v any) string {
 	switch v.(type) {
 	case nil:
@@ -301,14 +328,18 @@ func kindOf(v any) string {
 
 // once runs one call of a step (one for_each item) and judges it.
 func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *scope, res StepResult, item any, index int, each bool) StepResult {
+	var rec map[string]any // the outcome later steps read, once the call was made
 	done := func(st Status, reason string) StepResult {
 		res.Status, res.Reason = st, reason
 		res = r.finish(b, res)
+		if rec != nil {
+			rec["status"] = string(st)
+		}
 		return res
 	}
 	in := sc.value(s, item, index, each)
 	if c.ifExpr != nil {
-		ok, _, err := c.ifExpr.truthy(ctx, in)
+		ok, _, err := c.ifExpr.truthy(ctx, in, in)
 		if err != nil {
 			return done(Fail, fmt.Sprintf("if: %v", err))
 		}
@@ -355,7 +386,7 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		defer lis.Close()
 	}
 
-	ans, attempts, note := r.send(sctx, s, c, call)
+	ans, attempts, note := r.send(sctx, s, c, call, in)
 	res.Attempts = attempts
 	res.Ms = float64(ans.Duration.Microseconds()) / 1000
 	res.Outcome = ans.Outcome
@@ -366,11 +397,13 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		r.learnSecrets(jqValue(ans.Error.Data), "", false)
 	}
 	if r.Covered != nil && ans.Outcome != history.OutcomeUnreachable && ans.Outcome != history.OutcomeRefused {
-		r.Covered(call.Target, call.Method)
+		r.Covered(call.Target, call.Pool, call.Method)
 	}
 	// Record the step's outcome for later steps, whatever the verdict.
 	if s.Name != "" {
-		rec := map[string]any{"result": jqValue(ans.Result), "error": nil, "ms": res.Ms}
+		// outcome says how the call ended (a transport failure has no
+		// result and no error either), status the step's verdict.
+		rec = map[string]any{"result": jqValue(ans.Result), "error": nil, "ms": res.Ms, "outcome": string(ans.Outcome)}
 		if ans.Error != nil {
 			// As jq reads JSON (a code is a number jq compares, not a Go
 			// int64 it does not know): through its JSON form.
@@ -396,7 +429,10 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		return done(Fail, reason)
 	}
 	if lis != nil {
-		if reason := r.await(sctx, s, c, lis, in); reason != "" {
+		if reason, refused := r.await(sctx, s, c, lis, in); reason != "" {
+			if refused {
+				res.Outcome = history.OutcomeRefused // a stream refused for security mid-way, as a call would be
+			}
 			return done(Fail, reason)
 		}
 	}
@@ -451,23 +487,34 @@ func (r *Runner) render(ctx context.Context, s *Step, in map[string]any) (Call, 
 // send makes the call, and again while retry.until does not hold, only if
 // the call is safe to repeat: marked idempotent in the book, or read-only
 // by the target's capability list. Never twice otherwise.
-func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call) (Answer, int, string) {
+func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call, in map[string]any) (Answer, int, string) {
 	ans := r.Caller.Call(ctx, call)
 	if s.Retry == nil {
 		return ans, 1, ""
 	}
 	attempts := 1
 	for {
+		if ans.Outcome == history.OutcomeRefused {
+			// Refused for security (a BTSP handshake or frame, a socket
+			// another user serves): another try cannot help and would
+			// give an impostor one more; judged as refused (exit 5).
+			return ans, attempts, ""
+		}
+		said := lastAnswer(ans)
 		if ans.Failure == nil && ans.Error == nil {
-			if ok, _, err := c.until.truthy(ctx, jqValue(ans.Result)); err == nil && ok {
+			ok, _, err := c.until.truthy(ctx, jqValue(ans.Result), in)
+			if err == nil && ok {
 				return ans, attempts, ""
+			}
+			if err != nil {
+				said = fmt.Sprintf(" (retry.until: %v)", err) // a typo's error, not a slow peer
 			}
 		}
 		if attempts >= s.Retry.Times {
-			return ans, attempts, fmt.Sprintf("retry.until %s not met after %d calls", s.Retry.Until, attempts)
+			return ans, attempts, fmt.Sprintf("retry.until %s not met after %d calls%s", s.Retry.Until, attempts, said)
 		}
 		if safe, why := r.safe(ctx, s, call); !safe {
-			return ans, attempts, fmt.Sprintf("retry.until %s not met; not sent again: %s", s.Retry.Until, why)
+			return ans, attempts, fmt.Sprintf("retry.until %s not met%s; not sent again: %s", s.Retry.Until, said, why)
 		}
 		t := time.NewTimer(s.Retry.Every)
 		select {
@@ -482,6 +529,19 @@ func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call) (Ans
 		attempts++
 		ans = r.Caller.Call(ctx, call)
 	}
+}
+
+// lastAnswer says how the last call of a retry ended when it was no result
+// (a retry that never met its until because the target was unreachable,
+// or answered an error, says so).
+func lastAnswer(a Answer) string {
+	switch {
+	case a.Failure != nil:
+		return fmt.Sprintf(" (the last call: %s: %v)", a.Outcome, a.Failure)
+	case a.Error != nil:
+		return fmt.Sprintf(" (the last call answered error %d: %s)", a.Error.Code, a.Error.Message)
+	}
+	return ""
 }
 
 // readOnlyMethods are the methods the standards define as reads.
@@ -542,7 +602,7 @@ func (r *Runner) judge(ctx context.Context, s *Step, c *compiled, ans Answer, in
 	}
 	if c.result != nil {
 		v := jqValue(ans.Result)
-		ok, got, err := c.result.truthy(ctx, v)
+		ok, got, err := c.result.truthy(ctx, v, in)
 		if err != nil {
 			return fmt.Sprintf("expect.result: %v", err), nil, ans.Result
 		}
@@ -590,13 +650,21 @@ func short(v any) string {
 	return s
 }
 
-// await waits for the event a step expects.
-func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, in map[string]any) string {
+// await waits for the event a step expects; "" when it came. refused says
+// the stream was refused for security while the step waited.
+func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, in map[string]any) (reason string, refused bool) {
 	ev := s.Expect.Event
 	wctx, cancel := context.WithTimeout(ctx, ev.Within)
 	defer cancel()
 	start := time.Now()
 	seen := 0
+	var matchErr error // the last event the match failed on as jq (a typo, not an absent event)
+	said := func() string {
+		if matchErr != nil {
+			return fmt.Sprintf("; the match failed as jq: %v", matchErr)
+		}
+		return ""
+	}
 	for {
 		raw, err := lis.Next(wctx)
 		if err != nil {
@@ -605,23 +673,33 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 				if errors.Is(context.Cause(ctx), errStepTimeout) {
 					left = fmt.Sprintf("the step's timeout (%s) left", s.Timeout)
 				}
-				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s %s (within: %s; %d seen)",
-					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), left, ev.Within, seen)
+				return fmt.Sprintf("expect.event: nothing from %s matched %s in the %s %s (within: %s; %d seen%s)",
+					ev.From, ev.Match, time.Since(start).Round(time.Millisecond), left, ev.Within, seen, said()), false
 			}
 			if wctx.Err() != nil {
-				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen)", ev.From, ev.Match, ev.Within, seen)
+				return fmt.Sprintf("expect.event: nothing from %s matched %s within %s (%d seen%s)", ev.From, ev.Match, ev.Within, seen, said()), false
 			}
-			return fmt.Sprintf("expect.event: %s: %v", ev.From, err)
+			if history.OutcomeOf(err) == history.OutcomeRefused {
+				return fmt.Sprintf("expect.event: %s: refused for security after %d event(s): %v", ev.From, seen, err), true
+			}
+			return fmt.Sprintf("expect.event: %s: %v", ev.From, err), false
 		}
 		seen++
-		if ok, _, err := c.eventM.truthy(wctx, jqValue(raw)); err == nil && ok {
-			return ""
+		ok, _, err := c.eventM.truthy(wctx, jqValue(raw), in)
+		if err == nil && ok {
+			return "", false
+		}
+		if err != nil && wctx.Err() == nil {
+			matchErr = err
 		}
 	}
 }
 
-// learnSecrets keeps every value sent (own) or answered under a secret key
-// (4 bytes or more), so no report shows it wherever it turns up.
+// learnSecrets keeps every value sent (own) or answered under a secret key,
+// so no report shows it wherever it turns up: one the book sends as the
+// user's own are (MinValueLen bytes or more, no JSON literal), one a peer
+// answered with only when history.Distinctive (a peer's {"auth":"true"}
+// would otherwise hide every "true" of the report).
 func (r *Runner) learnSecrets(v any, key string, own bool) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -634,17 +712,51 @@ func (r *Runner) learnSecrets(v any, key string, own bool) {
 		}
 	case string:
 		if key != "" && history.IsSecretKey(key) {
-			r.learn(x, own)
+			if own {
+				r.learn(x, learnOwn)
+			} else {
+				r.learn(x, learnAnswered)
+			}
 		}
 	}
 }
 
-// learn marks one value (4 bytes or more) as a secret: our own (from the
-// environment or sent by the book) or one a peer answered with.
-func (r *Runner) learn(v string, own bool) {
-	if len(v) < history.MinValueLen {
-		return
+// How a secret was learnt, which says how long and distinctive it must be
+// to be hidden wherever it turns up.
+type learnt int
+
+const (
+	// learnMarked: a value the user marked secret (FAMILY_SEED, a seed
+	// file): always hidden.
+	learnMarked learnt = iota
+	// learnOwn: a secret-looking environment variable's value, or one the
+	// book sends under a secret key: MinValueLen bytes or more, no JSON
+	// literal.
+	learnOwn
+	// learnAnswered: a value a peer answered under a secret key: only when
+	// history.Distinctive.
+	learnAnswered
+)
+
+// learn marks one value as a secret: our own (marked, from the
+// environment, or sent by the book) or one a peer answered with, when it
+// is long and distinctive enough for how it was learnt.
+func (r *Runner) learn(v string, how learnt) {
+	switch how {
+	case learnMarked:
+		if v == "" {
+			return
+		}
+	case learnOwn:
+		if !history.SentSecret(v) {
+			return
+		}
+	default:
+		if !history.Distinctive(v) {
+			return
+		}
 	}
+	own := how != learnAnswered
 	if r.known == nil {
 		r.known = map[string]bool{}
 	}
@@ -737,23 +849,37 @@ func (r *Runner) finish(b *Book, res StepResult) StepResult {
 	return res
 }
 
-// LearnEnvSecrets marks the values of secret-looking environment variables
-// (FAMILY_SEED, *_TOKEN, ...) as secrets.
+// LearnEnvSecrets marks the user's secrets: the seeds (FAMILY_SEED, any
+// *_SEED variable, Secrets) whatever they look like, and the values of
+// other secret-looking environment variables (*_TOKEN, *_PASSWORD, ...)
+// of MinValueLen bytes or more (XDG_SESSION_ID=2 would hide every 2), as
+// history.IsSecretEnv names them (PWD is no password).
 func (r *Runner) LearnEnvSecrets() {
 	for k, v := range r.Env {
-		if history.IsSecretKey(k) || strings.HasSuffix(k, "_SEED") {
-			r.learn(v, true)
+		switch {
+		case !history.IsSecretEnv(k):
+		case k == "FAMILY_SEED" || strings.HasSuffix(k, "_SEED"):
+			r.learn(strings.TrimSpace(v), learnMarked)
+			r.learn(v, learnMarked)
+		default:
+			r.learn(v, learnOwn)
 		}
 	}
-}
-
-func (r *Runner) scrub(s string) string {
-	for _, sec := range r.secrets {
-		s = strings.ReplaceAll(s, sec, history.Redacted)
+	for _, v := range r.Secrets {
+		r.learn(strings.TrimSpace(v), learnMarked)
+		r.learn(v, learnMarked)
 	}
-	return s
 }
 
+// scrub hides every known secret in a text of a report, as it is and as
+// it looks inside a JSON string (history's scrubber).
+func (r *Runner) scrub(s string) string {
+	return history.ScrubText(s, r.secrets)
+}
+
+// redact is raw (JSON a peer answered) as a report may show it: compact,
+// every value under a secret-looking key redacted, every known secret
+// replaced, and still JSON (a secret number becomes "[redacted]").
 func (r *Runner) redact(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 {
 		return nil
@@ -761,7 +887,7 @@ func (r *Runner) redact(raw json.RawMessage) json.RawMessage {
 	if out, _, err := history.Redact(raw); err == nil {
 		raw = out
 	}
-	return json.RawMessage(r.scrub(string(raw)))
+	return json.RawMessage(history.ScrubJSON(raw, r.secrets))
 }
 
 // redactDiff hides the values of a diff under a secret-looking key (the
@@ -781,4 +907,27 @@ func (r *Runner) redactDiff(d []history.Change) []history.Change {
 		d[i].New = r.redact(d[i].New)
 	}
 	return d
+}
+
+// ReportCoverage gives the reporters that report it (CoverageReporter) the
+// run's coverage, its text scrubbed of known secrets as every report's is.
+func (r *Runner) ReportCoverage(cov []TargetCoverage) {
+	c, ok := r.Report.(CoverageReporter)
+	if !ok {
+		return
+	}
+	all := func(ss []string) []string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = r.scrub(s)
+		}
+		return out
+	}
+	out := make([]TargetCoverage, len(cov))
+	for i, t := range cov {
+		t.Target, t.Endpoint = r.scrub(t.Target), r.scrub(t.Endpoint)
+		t.Spellings, t.Called, t.NotCalled, t.NotListed = all(t.Spellings), all(t.Called), all(t.NotCalled), all(t.NotListed)
+		out[i] = t
+	}
+	c.Coverage(out)
 }

@@ -68,6 +68,12 @@ type HostileSession struct {
 	// LengthPrefixedOnly closes without a word on a JSON-line hello, so a
 	// client takes the counter path.
 	LengthPrefixedOnly bool
+	// PushAfter, when set, breaks the session unprompted: that long after
+	// the handshake it sends a valid notification frame
+	// ({"method":"ledger.tick"}) and then a frame broken as Fault says,
+	// with no request asked (an event stream refused mid-way). Requests
+	// are read only after it.
+	PushAfter time.Duration
 
 	acc  *peer.Acceptor
 	path string
@@ -307,6 +313,14 @@ func (h *HostileSession) serve(c net.Conn, rec io.Reader) {
 
 // session answers requests inside the encrypted session as Fault says.
 func (h *HostileSession) session(w *sessionWire) {
+	if h.PushAfter > 0 {
+		time.Sleep(h.PushAfter)
+		note := w.frame(w.wr, []byte(`{"jsonrpc":"2.0","method":"ledger.tick","params":{}}`))
+		tick := []byte(`{"jsonrpc":"2.0","method":"ledger.tick","params":{"n":2}}`)
+		if _, err := w.c.Write(append(note, h.broken(w, note, tick)...)); err != nil {
+			return
+		}
+	}
 	for {
 		msg, ok := w.read()
 		if !ok {
@@ -323,28 +337,35 @@ func (h *HostileSession) session(w *sessionWire) {
 		h.mu.Unlock()
 		note := w.frame(w.wr, []byte(`{"jsonrpc":"2.0","method":"heartbeat","params":{}}`))
 		answer := []byte(`{"jsonrpc":"2.0","result":{"status":"alive"},"id":` + string(req.ID) + `}`)
-		var out []byte
-		switch h.Fault {
-		case FaultNone:
-			out = w.frame(w.wr, answer)
-		case FaultFlip:
-			out = w.frame(w.wr, answer)
-			out[len(out)-20] ^= 0x01 // inside the ciphertext
-		case FaultWrongKey:
-			out = w.frame(w.wrongDir, answer)
-		case FaultForged:
-			body := randBytes(12 + len(answer) + 16)
-			if w.counter {
-				copy(body[:12], w.nonce()) // the right counter, a forged body
-			}
-			out = append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
-		case FaultCleartext:
-			out = append(answer, '\n')
-		case FaultReplay:
-			out = note
-		}
+		out := h.broken(w, note, answer)
 		if _, err := w.c.Write(append(note, out...)); err != nil {
 			return
 		}
 	}
+}
+
+// broken is msg framed as Fault says (note is the valid frame sent just
+// before it, which FaultReplay sends again).
+func (h *HostileSession) broken(w *sessionWire, note, msg []byte) []byte {
+	var out []byte
+	switch h.Fault {
+	case FaultNone:
+		out = w.frame(w.wr, msg)
+	case FaultFlip:
+		out = w.frame(w.wr, msg)
+		out[len(out)-20] ^= 0x01 // inside the ciphertext
+	case FaultWrongKey:
+		out = w.frame(w.wrongDir, msg)
+	case FaultForged:
+		body := randBytes(12 + len(msg) + 16)
+		if w.counter {
+			copy(body[:12], w.nonce()) // the right counter, a forged body
+		}
+		out = append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...)
+	case FaultCleartext:
+		out = append(msg, '\n')
+	case FaultReplay:
+		out = note
+	}
+	return out
 }
