@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/itchyny/gojq"
 
@@ -71,7 +72,7 @@ func (e *expr) truthy(ctx context.Context, in any) (bool, any, error) {
 	return v != nil && v != false, v, nil
 }
 
-var templateRE = regexp.MustCompile(`\{\{(.*?)\}\}`)
+var templateRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{(.*?)\}\}`) })
 
 // template is a string compiled into literal text and expressions.
 type template struct {
@@ -80,7 +81,7 @@ type template struct {
 }
 
 func compileTemplate(p Pos, s string) (*template, error) {
-	idx := templateRE.FindAllStringSubmatchIndex(s, -1)
+	idx := templateRE().FindAllStringSubmatchIndex(s, -1)
 	if len(idx) == 0 {
 		return nil, nil
 	}
@@ -213,7 +214,9 @@ func jqValue(raw json.RawMessage) any {
 
 // refs finds the names an expression or template reads: .steps.NAME,
 // .vars.NAME and .env.NAME (also written .steps["NAME"]).
-var refRE = regexp.MustCompile(`\.(steps|vars|env)(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]*)"\s*\])`)
+var refRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\.(steps|vars|env)(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]*)"\s*\])`)
+})
 
 type ref struct {
 	kind string // "steps", "vars" or "env"
@@ -223,7 +226,7 @@ type ref struct {
 
 func refsIn(s string) []ref {
 	var out []ref
-	for _, m := range refRE.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range refRE().FindAllStringSubmatchIndex(s, -1) {
 		r := ref{kind: s[m[2]:m[3]], off: m[0]}
 		if m[4] >= 0 {
 			r.name = s[m[4]:m[5]]
