@@ -8,6 +8,7 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -309,13 +310,14 @@ func HasRedacted(doc []byte) bool {
 }
 
 // pathKeyRE finds the object keys of a jq-style path (".a.b", `.["odd key"]`).
-var pathKeyRE = regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_]*)|\["((?:[^"\\]|\\.)*)"\]`)
+// It is compiled on first use: a call's record never needs it.
+var pathKeyRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\.([A-Za-z_][A-Za-z0-9_]*)|\["((?:[^"\\]|\\.)*)"\]`) })
 
 // SecretPath reports whether a jq-style path (a Change's Path) passes
 // through an object key that looks secret (IsSecretKey), so the value there
 // must not be shown.
 func SecretPath(path string) bool {
-	for _, m := range pathKeyRE.FindAllStringSubmatch(path, -1) {
+	for _, m := range pathKeyRE().FindAllStringSubmatch(path, -1) {
 		k := m[1]
 		if k == "" {
 			k = m[2]

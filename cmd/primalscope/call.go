@@ -135,7 +135,12 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 	wctx, wcancel := boundWait(ctx)
 	defer wcancel()
 	pending := rec.recordAsync(entry)
-	out := newHeldWriter(a.io.out, pending.gate(wctx))
+	// The answer is held until the record is written or wctx ends (the
+	// command's bound for waits other than the call): a record that
+	// cannot be written in time (a stuck file system) must not cost the
+	// user an answer the peer gave; it is then printed unrecorded and
+	// pending.wait says so.
+	out := newHeldWriter(a.io.out, pending.done, wctx.Done())
 	perr := a.printAnswer(ctx, out, resp, f)
 	if cerr := out.Close(); perr == nil {
 		perr = cerr

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -374,5 +375,87 @@ func TestBackstopLeavesLongRunningCommandsAlone(t *testing.T) {
 	r, took := runCLICtx(ctx, map[string]string{"HOME": dir}, "", "ls", "--watch", "--timeout", "200ms", "--socket-dir", dir, "--no-proc")
 	if backstopFired(r.stderr) || took < 800*time.Millisecond {
 		t.Errorf("ls --watch was cut after %s: %+v", took, r)
+	}
+}
+
+// TestWithinDeadlineOwnProcess: when primalscope is its own process, the
+// command runs on the caller's goroutine (no goroutine of its own to start
+// and grow for every one-shot call), and the backstop still cuts a stuck
+// command at its bound: one line, its context cancelled, exit 4 (here a
+// stand-in for os.Exit; TestBackstopEndsAStuckProcess runs the real one).
+func TestWithinDeadlineOwnProcess(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	outf, err := os.Create(filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outf.Close()
+	errf, err := os.Create(filepath.Join(dir, "err"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer errf.Close()
+	a := &app{io: &stdio{out: outf, err: errf}, timeout: time.Second}
+	if !a.ownsProcess() {
+		t.Fatal("files as streams: the process is not its own")
+	}
+	var stack []byte
+	err = a.withinDeadline(func() {}, time.Now().Add(time.Minute), func() error {
+		stack = make([]byte, 64<<10)
+		stack = stack[:runtime.Stack(stack, false)]
+		return errors.New("the command's own error")
+	})
+	if err == nil || err.Error() != "the command's own error" {
+		t.Errorf("err %v", err)
+	}
+	if strings.Contains(string(stack), ".(*app).withinDeadline in goroutine") || !strings.Contains(string(stack), "TestWithinDeadlineOwnProcess") {
+		t.Errorf("the command did not run on the caller's goroutine:\n%s", stack)
+	}
+
+	// Cut at the bound.
+	a.timeout = 200 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	exited := make(chan int, 1)
+	release := make(chan struct{})
+	start := time.Now()
+	hard := start.Add(a.timeout + deadlineMargin)
+	done := make(chan error, 1)
+	go func() {
+		done <- a.withinDeadlineExit(cancel, hard, func() error {
+			<-release
+			return nil
+		}, func(code int) { exited <- code })
+	}()
+	select {
+	case code := <-exited:
+		if took := time.Since(start); code != exitTimeout || took < a.timeout+deadlineMargin || took > a.timeout+deadlineMargin+slack {
+			t.Errorf("exit %d after %s, want %d after %s", code, took, exitTimeout, a.timeout+deadlineMargin)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a stuck command was not cut")
+	}
+	if ctx.Err() == nil {
+		t.Error("the cut command's context was not cancelled")
+	}
+	close(release)
+	if err := <-done; exitCode(err) != exitTimeout {
+		t.Errorf("after the cut: %v", err)
+	}
+	if b, _ := os.ReadFile(errf.Name()); string(b) != "primalscope: timed out after 200ms (--timeout)\n" {
+		t.Errorf("stderr %q", b)
+	}
+
+	// A command that ends in time is not cut, and the timer is stopped.
+	exited2 := make(chan int, 1)
+	err = a.withinDeadlineExit(func() {}, time.Now().Add(a.timeout), func() error { return nil }, func(code int) { exited2 <- code })
+	if err != nil {
+		t.Errorf("err %v", err)
+	}
+	time.Sleep(a.timeout + 50*time.Millisecond)
+	select {
+	case code := <-exited2:
+		t.Errorf("a command that ended in time was cut later: exit %d", code)
+	default:
 	}
 }

@@ -20,17 +20,32 @@ const holdBuffer = 1 << 20
 // the gate. Close waits for the gate and writes what is held; it must be
 // called once the answer is rendered.
 //
+// The gate opens when either of two channels is closed: the record's
+// write has ended (done), or the wait has reached its bound (bound: the
+// command's context for waits, boundWait), so a stuck record does not hold
+// the answer back. Selecting on both here, rather than merging them into
+// one channel, spares every call a goroutine and its wake-ups.
+//
 // Terminal decisions (colour, escaping) are the stream's: see stream.
 type heldWriter struct {
-	w    io.Writer
-	gate <-chan struct{}
-	held [][]byte
-	size int
-	open bool
+	w     io.Writer
+	done  <-chan struct{}
+	bound <-chan struct{} // nil: no bound
+	held  [][]byte
+	size  int
+	open  bool
 }
 
-func newHeldWriter(w io.Writer, gate <-chan struct{}) *heldWriter {
-	return &heldWriter{w: w, gate: gate}
+func newHeldWriter(w io.Writer, done, bound <-chan struct{}) *heldWriter {
+	return &heldWriter{w: w, done: done, bound: bound}
+}
+
+// wait waits for the gate to open.
+func (g *heldWriter) wait() {
+	select {
+	case <-g.done:
+	case <-g.bound:
+	}
 }
 
 // Stream returns the stream written to.
@@ -39,14 +54,15 @@ func (g *heldWriter) Stream() io.Writer { return g.w }
 func (g *heldWriter) Write(p []byte) (int, error) {
 	if !g.open {
 		select {
-		case <-g.gate:
+		case <-g.done:
+		case <-g.bound:
 		default:
 			if g.size+len(p) <= holdBuffer {
 				g.held = append(g.held, append([]byte(nil), p...))
 				g.size += len(p)
 				return len(p), nil
 			}
-			<-g.gate
+			g.wait()
 		}
 		if err := g.release(); err != nil {
 			return 0, err
@@ -74,7 +90,7 @@ func (g *heldWriter) Close() error {
 	if g.open {
 		return nil
 	}
-	<-g.gate
+	g.wait()
 	return g.release()
 }
 

@@ -288,23 +288,6 @@ func (c *callRecorder) recordAsync(e history.Entry) *pendingRecord {
 	return p
 }
 
-// gate returns a channel closed when the journal write ends or when ctx
-// does (the command's bound for waits other than the call: boundWait),
-// whichever comes first. A record that cannot be written in time (a stuck
-// file system) must not cost the user an answer the peer gave: the answer
-// is then printed unrecorded and wait says so.
-func (p *pendingRecord) gate(ctx context.Context) <-chan struct{} {
-	g := make(chan struct{})
-	go func() {
-		defer close(g)
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-		}
-	}()
-	return g
-}
-
 // wait waits for the journal write to end, at most until ctx does, and
 // returns the record's id ("" when the call was not recorded). A failed or
 // late write is a warning on stderr, printed once, from the caller's

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The completion command is skipped only where it cannot be reached: it is
@@ -34,5 +39,51 @@ func TestSkipCompletionCmd(t *testing.T) {
 		if root.CompletionOptions.DisableDefaultCmd != skip {
 			t.Errorf("%q: skipped %v, want %v", args, root.CompletionOptions.DisableDefaultCmd, skip)
 		}
+	}
+}
+
+// TestOwnPackagesInitLittle: every process, a one-shot call included, runs
+// the package initialisation of everything linked into the binary. Our own
+// packages keep theirs small: what only some commands need (regular
+// expressions above all, about 60 allocations each to compile) is built on
+// first use. Measured on this test binary (it links what main links) with
+// the runtime's own trace of each package's init.
+func TestOwnPackagesInitLittle(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	const budget = 32 // allocations in one package's init
+	seen := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		// init PKG @T ms, C ms clock, B bytes, N allocs
+		f := strings.Fields(line)
+		if len(f) != 11 || f[0] != "init" || f[10] != "allocs" {
+			continue
+		}
+		// This package is left out: here its test files' variables are
+		// initialised with it.
+		if !strings.HasPrefix(f[1], "github.com/ecoPrimals/primalscope/") || f[1] == "github.com/ecoPrimals/primalscope/cmd/primalscope" {
+			continue
+		}
+		seen++
+		n, err := strconv.Atoi(f[9])
+		if err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		if n > budget {
+			t.Errorf("%s: %d allocations at init, budget %d (build what only some commands need on first use)", f[1], n, budget)
+		}
+	}
+	if seen < 5 {
+		t.Fatalf("the init trace named %d of our packages:\n%s", seen, out)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ecoPrimals/primalscope/history"
@@ -139,7 +140,11 @@ const (
 	maxForEachItem  = 10_000
 )
 
-var stepNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// The package's regular expressions are compiled on first use (here and
+// in expr.go, export.go): the package is linked into every command, and
+// compiling them at init cost every process, a one-shot call included,
+// about 0.09 ms and 390 allocations.
+var stepNameRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 // Load reads and checks a book and what it includes. A book that does not
 // parse or is invalid is a *BookError, with the place.
@@ -311,7 +316,7 @@ func (l *loader) parseStep(file string, n *node, chain []string, depth int) ([]*
 	if s.Name, err = text("name"); err != nil {
 		return nil, err
 	}
-	if s.Name != "" && !stepNameRE.MatchString(s.Name) {
+	if s.Name != "" && !stepNameRE().MatchString(s.Name) {
 		return nil, errAt(n.vals["name"].pos, "a step's name is letters, digits and _ (it is used as .steps.%s)", s.Name)
 	}
 	if inc := n.vals["include"]; inc != nil {

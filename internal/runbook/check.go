@@ -39,7 +39,7 @@ func Check(b *Book) error {
 // '.id == "{{ .steps.a.result.id }}"' compared the answer with those very
 // characters and was false (or true with !=) without a word.
 func noTemplate(p Pos, field, src string) error {
-	if templateRE.MatchString(src) {
+	if templateRE().MatchString(src) {
 		return errAt(p, "%s %q is jq, not a template: {{ }} in it is only text; read the run as $vars.NAME, $steps.NAME.result, $env.NAME", field, src)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"unicode"
 
 	"github.com/ecoPrimals/primalscope/history"
@@ -22,7 +23,7 @@ import (
 // a larger one is checked by its type only.
 const maxEqualsBytes = 64 << 10
 
-var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+var nonIdent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^A-Za-z0-9_]+`) })
 
 // FromHistory writes a book that makes the recorded calls again, in the
 // order given, and checks their answers: a result as equals, an error by
@@ -62,7 +63,7 @@ func fromHistory(name string, entries []history.Entry, used map[string]int) ([]b
 			notes = append(notes, fmt.Sprintf("call %d: its target, method, pool or session cannot be written so that it reads back as recorded; left out", e.ID))
 			continue
 		}
-		step := strings.Trim(nonIdent.ReplaceAllString(e.Method, "_"), "_")
+		step := strings.Trim(nonIdent().ReplaceAllString(e.Method, "_"), "_")
 		if step == "" || (step[0] >= '0' && step[0] <= '9') {
 			step = "call_" + step
 		}
@@ -148,7 +149,7 @@ func redactedPaths(raw json.RawMessage) []string {
 				walk(e, path+"[]")
 			}
 		case string:
-			if x == history.Redacted || timestampRE.MatchString(x) {
+			if x == history.Redacted || timestampRE().MatchString(x) {
 				if path == "" {
 					path = "."
 				}
@@ -161,12 +162,14 @@ func redactedPaths(raw json.RawMessage) []string {
 }
 
 // timestampRE matches an RFC 3339 time: a value that is volatile by nature.
-var timestampRE = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$`)
+var timestampRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$`)
+})
 
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+var identRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 
 func memberPath(k string) string {
-	if identRE.MatchString(k) {
+	if identRE().MatchString(k) {
 		return "." + k
 	}
 	q, _ := marshalPlain(k)
@@ -294,7 +297,7 @@ func unredact(v any, key string, envs map[string]bool, ok *bool) any {
 			return lit
 		}
 		if x == history.Redacted {
-			name := strings.ToUpper(strings.Trim(nonIdent.ReplaceAllString(key, "_"), "_"))
+			name := strings.ToUpper(strings.Trim(nonIdent().ReplaceAllString(key, "_"), "_"))
 			if name == "" {
 				name = "SECRET"
 			}

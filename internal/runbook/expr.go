@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/itchyny/gojq"
 
@@ -83,7 +84,7 @@ func (e *expr) truthy(ctx context.Context, in any, scope map[string]any) (bool, 
 	return v != nil && v != false, v, nil
 }
 
-var templateRE = regexp.MustCompile(`\{\{(.*?)\}\}`)
+var templateRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{\{(.*?)\}\}`) })
 
 // template is a string compiled into literal text and expressions.
 type template struct {
@@ -92,7 +93,7 @@ type template struct {
 }
 
 func compileTemplate(p Pos, s string) (*template, error) {
-	idx := templateRE.FindAllStringSubmatchIndex(s, -1)
+	idx := templateRE().FindAllStringSubmatchIndex(s, -1)
 	if len(idx) == 0 {
 		return nil, nil
 	}
@@ -227,7 +228,9 @@ func jqValue(raw json.RawMessage) any {
 // refs finds the names an expression or template reads: .steps.NAME,
 // .vars.NAME and .env.NAME (also written .steps["NAME"]), and the same
 // through the variables: $steps.NAME, $vars.NAME, $env.NAME.
-var refRE = regexp.MustCompile(`([.$])(steps|vars|env)(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]*)"\s*\])`)
+var refRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`([.$])(steps|vars|env)(?:\.([A-Za-z_][A-Za-z0-9_]*)|\[\s*"([^"]*)"\s*\])`)
+})
 
 type ref struct {
 	kind   string // "steps", "vars" or "env"
@@ -238,7 +241,7 @@ type ref struct {
 
 func refsIn(s string) []ref {
 	var out []ref
-	for _, m := range refRE.FindAllStringSubmatchIndex(s, -1) {
+	for _, m := range refRE().FindAllStringSubmatchIndex(s, -1) {
 		r := ref{kind: s[m[4]:m[5]], off: m[0], dollar: s[m[2]:m[3]] == "$"}
 		if m[6] >= 0 {
 			r.name = s[m[6]:m[7]]
