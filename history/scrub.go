@@ -392,33 +392,6 @@ func SentSecret(v string) bool {
 	return len(v) >= MinValueLen && utf8.ValidString(v) && v != "true" && v != "false" && v != "null"
 }
 
-// Distinctive reports whether v, a value learnt as a secret from what a
-// peer answered (under a secret-looking key: {"auth":"true"},
-// {"token":"…"}), is worth hiding wherever else it turns up: it is
-// MinSecretLen bytes or longer, as Options.Secrets are, and is no JSON
-// literal or number shorter than 16 digits (a timestamp, a count), which
-// ordinary text is full of. A secret the user gave (a seed, a secret
-// environment variable) is hidden whatever it looks like.
-func Distinctive(v string) bool {
-	if len(v) < MinSecretLen || !utf8.ValidString(v) {
-		return false
-	}
-	switch v {
-	case "true", "false", "null":
-		return false
-	}
-	if len(v) < 16 && isNumber(v) {
-		return false
-	}
-	return true
-}
-
-// isNumber reports whether s is a JSON number.
-func isNumber(s string) bool {
-	var f json.Number
-	return json.Unmarshal([]byte(s), &f) == nil && s != "" && (s[0] == '-' || s[0] >= '0' && s[0] <= '9')
-}
-
 // ScrubJSON returns doc (JSON, a cut prefix of it, or text holding JSON)
 // with the value of every member under a secret-looking key redacted and
 // every one of secrets replaced wherever it turns up: inside a string by

@@ -696,10 +696,11 @@ func (r *Runner) await(ctx context.Context, s *Step, c *compiled, lis Listener, 
 }
 
 // learnSecrets keeps every value sent (own) or answered under a secret key,
-// so no report shows it wherever it turns up: one the book sends as the
-// user's own are (MinValueLen bytes or more, no JSON literal), one a peer
-// answered with only when history.Distinctive (a peer's {"auth":"true"}
-// would otherwise hide every "true" of the report).
+// so no report shows it wherever it turns up and no later step sends it to
+// another target: MinValueLen bytes or more and no JSON literal
+// (history.SentSecret), whoever said it: a PIN, an OTP or a short numeric
+// token a peer answers with is a secret as much as one the user sends,
+// while a peer's {"auth":"true"} does not hide every "true" of the report.
 func (r *Runner) learnSecrets(v any, key string, own bool) {
 	switch x := v.(type) {
 	case map[string]any:
@@ -721,8 +722,8 @@ func (r *Runner) learnSecrets(v any, key string, own bool) {
 	}
 }
 
-// How a secret was learnt, which says how long and distinctive it must be
-// to be hidden wherever it turns up.
+// How a secret was learnt: a marked one is hidden whatever it is, the
+// others from MinValueLen bytes and never a JSON literal.
 type learnt int
 
 const (
@@ -733,26 +734,22 @@ const (
 	// book sends under a secret key: MinValueLen bytes or more, no JSON
 	// literal.
 	learnOwn
-	// learnAnswered: a value a peer answered under a secret key: only when
-	// history.Distinctive.
+	// learnAnswered: a value a peer answered under a secret key: as
+	// learnOwn (history.SentSecret).
 	learnAnswered
 )
 
 // learn marks one value as a secret: our own (marked, from the
 // environment, or sent by the book) or one a peer answered with, when it
-// is long and distinctive enough for how it was learnt.
+// is long enough for how it was learnt.
 func (r *Runner) learn(v string, how learnt) {
 	switch how {
 	case learnMarked:
 		if v == "" {
 			return
 		}
-	case learnOwn:
-		if !history.SentSecret(v) {
-			return
-		}
 	default:
-		if !history.Distinctive(v) {
+		if !history.SentSecret(v) {
 			return
 		}
 	}

@@ -256,14 +256,14 @@ func (c *methodCaller) Call(_ context.Context, call Call) Answer {
 	return Answer{Result: json.RawMessage(res), Outcome: history.OutcomeOK}
 }
 
-// Only secrets long and distinctive enough are hidden wherever they turn
+// Only secrets, not JSON literals, are hidden wherever they turn
 // up: a peer's {"auth":"true"} hides no "true" of the report (it hid every
 // one, and refused a later call sending "true"), while a real token it
 // answered is hidden in the text, JSON, TAP and JUnit reports alike. The
 // user's own secrets are hidden whatever they look like: a short seed
 // from a seed file, a password holding a quote (also as JSON escapes it),
 // a PIN of digits (the JSON report stays JSON: it lost the step's line).
-func TestRunScrubsOnlyDistinctiveLearntSecrets(t *testing.T) {
+func TestRunScrubsOnlySecretsNotLiterals(t *testing.T) {
 	const (
 		tok  = "tok-REAL-9f8e7d6c5b"
 		seed = "s3ed" // short, but the user's
@@ -478,5 +478,57 @@ func TestEventMatchErrorIsSaid(t *testing.T) {
 	res, _ := runText(t, book, &eventCaller{})
 	if len(res) != 1 || !strings.Contains(res[0].Reason, "(1 seen; the match failed as jq:") {
 		t.Fatalf("%+v", res)
+	}
+}
+
+// A short secret a peer answers with (a PIN, an OTP, a numeric token) is a
+// secret all the same: hidden in every report wherever it turns up, and a
+// later step that would send it to another target is refused, nothing
+// sent. (Only JSON literals and values under 4 bytes are no secrets.)
+func TestRunShortAnsweredSecretsStayHiddenAndHome(t *testing.T) {
+	const pin, token, otp = "4821", "123456789012", "a1b2c3"
+	c := &methodCaller{results: map[string]string{
+		"auth.login": `{"pin":"` + pin + `","token":"` + token + `","otp":"` + otp + `","ok":true}`,
+		"echo":       `{"note":"pin ` + pin + ` token ` + token + ` otp ` + otp + `","ok":true}`,
+	}}
+	book := `steps:
+  - name: login
+    call: bank auth.login
+  - name: saw
+    call: bank echo
+    expect: {result: '.ok == false'}
+  - name: forward
+    call: other verify
+    params: {code: "{{ .steps.login.result.otp }}", n: "{{ .steps.login.result.token }}"}
+`
+	b, err := Parse("b.yaml", []byte(book))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Check(b); err != nil {
+		t.Fatal(err)
+	}
+	var text, js, tap bytes.Buffer
+	tp := &TAP{W: &tap}
+	r := &Runner{Caller: c, Report: Reporters{&Text{W: &text}, &JSON{W: &js}, tp}}
+	res, err := r.Run(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp.End()
+	for _, call := range c.calls {
+		if call.Method == "verify" {
+			t.Fatalf("a peer's OTP and token were sent to another target: %s", call.Params)
+		}
+	}
+	if len(res) != 3 || res[2].Outcome != history.OutcomeRefused {
+		t.Fatalf("results %+v: the forwarding step should be refused", res)
+	}
+	for name, out := range map[string]string{"text": text.String(), "json": js.String(), "tap": tap.String()} {
+		for _, sec := range []string{pin, token, otp} {
+			if strings.Contains(out, sec) {
+				t.Errorf("the %s report shows %q:\n%s", name, sec, out)
+			}
+		}
 	}
 }
