@@ -3,7 +3,9 @@ package history
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"unicode/utf16"
 	"unicode/utf8"
 )
 
@@ -54,12 +56,7 @@ func newScrubber(vals []string) *scrubber {
 		if v == "" {
 			continue // would match everywhere
 		}
-		forms = append(forms, []byte(v))
-		var b bytes.Buffer
-		writeString(&b, v)
-		if esc := b.Bytes()[1 : b.Len()-1]; !bytes.Equal(esc, []byte(v)) {
-			forms = append(forms, bytes.Clone(esc))
-		}
+		forms = append(forms, escapedForms(v)...)
 	}
 	if len(forms) == 0 {
 		return nil
@@ -67,6 +64,57 @@ func newScrubber(vals []string) *scrubber {
 	slices.SortFunc(forms, func(a, b []byte) int { return len(b) - len(a) })
 	forms = slices.CompactFunc(forms, bytes.Equal)
 	return &scrubber{forms: forms}
+}
+
+// escapedForms lists v as it is and as JSON encoders of the ecosystem's
+// peers spell it inside a string: plain escapes (this package's), Go's
+// json.Marshal (<, > and & as \u003c, \u003e, \u0026), Python's
+// ensure_ascii (every non-ASCII rune as \u escapes, lower-case hex; some
+// encoders write upper-case), PHP's json_encode (/ as \/, with ASCII
+// escapes) and their combinations. A report or history reader that decodes
+// the text would otherwise get the secret back.
+func escapedForms(v string) [][]byte {
+	forms := [][]byte{[]byte(v)}
+	add := func(f []byte) {
+		for _, have := range forms {
+			if bytes.Equal(have, f) {
+				return
+			}
+		}
+		forms = append(forms, f)
+	}
+	var b bytes.Buffer
+	writeString(&b, v)
+	plain := b.Bytes()[1 : b.Len()-1]
+	for _, html := range []bool{false, true} {
+		for _, ascii := range []int{0, 1, 2} { // as is, \u lower, \u upper
+			for _, slash := range []bool{false, true} {
+				var f []byte
+				for _, r := range string(plain) {
+					switch {
+					case html && (r == '<' || r == '>' || r == '&'):
+						f = fmt.Appendf(f, `\u%04x`, r)
+					case slash && r == '/':
+						f = append(f, `\/`...)
+					case ascii > 0 && r >= utf8.RuneSelf:
+						hex := "%04x"
+						if ascii == 2 {
+							hex = "%04X"
+						}
+						if r1, r2 := utf16.EncodeRune(r); r1 != utf8.RuneError {
+							f = fmt.Appendf(f, `\u`+hex+`\u`+hex, r1, r2)
+						} else {
+							f = fmt.Appendf(f, `\u`+hex, r)
+						}
+					default:
+						f = utf8.AppendRune(f, r)
+					}
+				}
+				add(f)
+			}
+		}
+	}
+	return forms
 }
 
 // cutBefore moves a cut of v at n back to the start of any secret that
