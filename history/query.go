@@ -177,14 +177,15 @@ func (s *Store) Search(ctx context.Context, q Query) ([]Entry, error) {
 }
 
 // Endpoints lists the distinct endpoints calls were made at since since
-// (zero: ever), at most limit of them: where to look for the calls one
-// target got under other names (a capability symlink, an alias).
+// (zero: ever), the most recently used first, at most limit of them: where
+// to look for the calls one target got under other names (a capability
+// symlink, an alias). Past limit, the ones used longest ago are left out.
 func (s *Store) Endpoints(ctx context.Context, since time.Time, limit int) ([]string, error) {
 	var from int64 // zero: every call
 	if !since.IsZero() {
 		from = since.UnixNano()
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT DISTINCT endpoint FROM calls WHERE endpoint != '' AND time_ns >= ? LIMIT ?", from, limit)
+	rows, err := s.db.QueryContext(ctx, "SELECT endpoint FROM calls WHERE endpoint != '' AND time_ns >= ? GROUP BY endpoint ORDER BY max(time_ns) DESC LIMIT ?", from, limit)
 	if err != nil {
 		return nil, fmt.Errorf("history endpoints: %w", err)
 	}
