@@ -263,8 +263,10 @@ func holder(path string) string {
 // once (a full worker reads no more until one finishes), each answer
 // written whole, one at a time. When in ends, the answers in flight still
 // go out; when ctx is done, or a close or cut fault hangs up, they end and
-// ServeStdio returns at once. Its reader then ends at in's next line or
-// end (an io.Reader cannot be interrupted).
+// ServeStdio returns, once an answer being written when ctx ended is
+// written (a consumer that stops reading out holds it there: an io.Writer
+// cannot be interrupted either). Its reader then ends at in's next line
+// or end (an io.Reader cannot be interrupted).
 func (m *Mock) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	if m.opts.BTSPOnly {
 		return &CleartextError{Wire: "on a stdio bus"}
