@@ -404,6 +404,12 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 		if p != nil {
 			c.forget(id, false)
 		}
+		var be *BTSPRequiredError
+		if errors.As(err, &be) {
+			// The peer demanded BTSP and none could be opened: nothing was
+			// written (see secureFramer.refuseWrites).
+			return nil, be
+		}
 		if errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
 			te := c.ctxErr(context.DeadlineExceeded, req, time.Since(start))
 			if t, ok := te.(*TimeoutError); ok {

@@ -16,6 +16,10 @@ import (
 // pushes held within the byte budget and delivered, the connection's end.
 
 func (c *Conn) readLoop() {
+	// demand is the peer's BTSP demand the connection ended on (a secure
+	// framer whose reconnect with BTSP failed): the calls in flight get the
+	// whole story, and every later call is refused with it.
+	var demand *BTSPRequiredError
 	defer func() {
 		c.mu.Lock()
 		if !c.closed {
@@ -26,6 +30,9 @@ func (c *Conn) readLoop() {
 		for id, p := range c.pending {
 			p.ch <- result{err: err}
 			delete(c.pending, id)
+		}
+		if demand != nil && c.peerErr == nil {
+			c.peerErr = demand
 		}
 		c.mu.Unlock()
 		if c.handlerCancel != nil {
@@ -52,6 +59,7 @@ func (c *Conn) readLoop() {
 		frame, err := c.f.ReadFrame()
 		if err != nil {
 			hand()
+			_ = errors.As(err, &demand)
 			c.mu.Lock()
 			if !c.closed {
 				c.closed = true

@@ -165,12 +165,18 @@ type BTSPRequiredError struct {
 	// Unbound says a seed was set with no family (OwnFamily ""): it was
 	// not offered to Family, which the user did not give it for.
 	Unbound bool
+	// Failed is how the BTSP handshake tried with the seed after the
+	// peer's demand failed (nil when none was tried).
+	Failed error
 }
 
 func (e *BTSPRequiredError) Error() string {
 	s := "BTSP handshake required"
 	if e.Endpoint != "" {
 		s += " by " + e.Endpoint
+	}
+	if e.Failed != nil {
+		return s + ", and the BTSP handshake with the family seed failed; nothing was sent in cleartext after the demand: " + e.Failed.Error()
 	}
 	if e.Family != "" && e.Claimed {
 		return fmt.Sprintf("%s, which says it is of family %q: its name does not carry that family, and a peer's own word never picks a seed (none was used); "+
@@ -194,11 +200,15 @@ func (e *BTSPRequiredError) Error() string {
 	return s + ": set FAMILY_SEED or pass --family-seed-file (or --btsp-cipher null to send cleartext on purpose)"
 }
 
-func (e *BTSPRequiredError) Unwrap() error {
-	if e.Peer == nil {
-		return nil
+func (e *BTSPRequiredError) Unwrap() []error {
+	var errs []error
+	if e.Peer != nil {
+		errs = append(errs, e.Peer)
 	}
-	return e.Peer
+	if e.Failed != nil {
+		errs = append(errs, e.Failed)
+	}
+	return errs
 }
 
 // DialError is returned when a transport cannot be opened.

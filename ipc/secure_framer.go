@@ -37,6 +37,11 @@ type secureFramer struct {
 
 	settled atomic.Bool // no more reconnects; cur no longer changes
 	closed  atomic.Bool
+	// failed, once set (always before settled), says why nothing more is
+	// written: the peer refused the connection and the reconnect failed,
+	// or the peer demanded BTSP and none is opened (see refuseWrites).
+	// Every write then fails with it, and it matches errNotWritten.
+	failed atomic.Pointer[framerFailure]
 	// wdl is the write deadline (Unix nanoseconds, 0 for none), so a
 	// writer waiting for a reconnect in progress still honours it.
 	wdl atomic.Int64
@@ -82,6 +87,25 @@ type secureFramer struct {
 
 type framerBox struct{ f Framer }
 
+type framerFailure struct{ err error }
+
+// refuseWrites puts the framer in its failed state (see failed): from now
+// on no message is written, whatever waits in lockBy. Called with mu held,
+// before settle.
+func (f *secureFramer) refuseWrites(why error) {
+	if f.failed.Load() == nil {
+		f.failed.Store(&framerFailure{err: fmt.Errorf("%w: %w", errNotWritten, why)})
+	}
+}
+
+// writeSettled writes p on a settled connection, unless it failed.
+func (f *secureFramer) writeSettled(p []byte) error {
+	if fl := f.failed.Load(); fl != nil {
+		return fl.err
+	}
+	return f.load().WriteFrame(p)
+}
+
 func (f *secureFramer) setCur(fr Framer) { f.cur.Store(&framerBox{fr}) }
 func (f *secureFramer) load() Framer     { return f.cur.Load().f }
 
@@ -119,14 +143,14 @@ func (f *secureFramer) SessionSecurity() (SessionSecurity, bool) {
 // discover (the peer may have refused the connection and closed it).
 func (f *secureFramer) WriteFrame(p []byte) error {
 	if f.settled.Load() {
-		return f.load().WriteFrame(p)
+		return f.writeSettled(p)
 	}
 	if err := f.lockBy(); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
 	if f.settled.Load() {
-		return f.load().WriteFrame(p)
+		return f.writeSettled(p)
 	}
 	if !f.noSend {
 		if len(f.written) >= maxResendFrames || f.wbytes+len(p) > maxResendBytes {
@@ -228,9 +252,16 @@ func (f *secureFramer) ReadFrame() ([]byte, error) {
 			f.mu.Unlock()
 			return frame, nil
 		}
+		refusal := f.decoded.Error
 		f.decoded = nil // the frame is not delivered
 		f.dropUnproven(why)
-		if rerr := f.reconnect(act, why, frame); rerr != nil {
+		if rerr := f.reconnect(act, why, frame, refusal); rerr != nil {
+			// The refused connection is the peer's "no": nothing more goes
+			// on it (a writer waiting in lockBy would otherwise write its
+			// request there, in cleartext after a BTSP demand), and none
+			// opens in its place.
+			f.refuseWrites(rerr)
+			_ = f.load().Close()
 			f.settle()
 			f.mu.Unlock()
 			return nil, rerr
@@ -323,6 +354,10 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 		if len(d.seeds) > 0 && !f.noSend {
 			return actBTSP, "the peer demands a BTSP handshake"
 		}
+		// No handshake follows: nothing more goes on this connection. The
+		// Conn refuses every call once it reads the demand; a writer that
+		// waited in lockBy meanwhile must not slip out in cleartext first.
+		f.refuseWrites(&BTSPRequiredError{Endpoint: d.name, Peer: m.Error})
 		return actAccept, ""
 	}
 	if m.Error == nil && (m.Kind == KindNotification || m.Kind == KindEvent || m.Kind == KindRequest) {
@@ -370,8 +405,11 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 }
 
 // reconnect replaces the connection as act says and resends what was
-// written. Called with mu held; the writer waits meanwhile.
-func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
+// written. Called with mu held; the writer waits meanwhile. A BTSP
+// handshake that fails after the peer's demand (refusal) is a
+// *BTSPRequiredError carrying how it failed: the Conn then refuses every
+// later call (exit 5, or 4 when the time ran out).
+func (f *secureFramer) reconnect(act action, why string, frame []byte, refusal *RPCError) error {
 	d := f.d
 	// The refusal itself never reaches the Conn: trace it here.
 	if d.opts.Trace != nil {
@@ -403,7 +441,10 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
 	case actBTSP:
 		sf, err := d.handshake(ctx, d.facts())
 		if err != nil {
-			return fmt.Errorf("reconnecting with BTSP after the peer demanded it: %w", err)
+			if f.closed.Load() {
+				return os.ErrClosed
+			}
+			return &BTSPRequiredError{Endpoint: d.name, Peer: refusal, Failed: err}
 		}
 		next, desc, sess = sf.load(), sf.desc, sf.sess
 		f.keyConfirm = sf.keyConfirm
