@@ -349,14 +349,24 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 	if derr != nil {
 		return actAccept, "" // not JSON: proves nothing, changes nothing
 	}
+	// A refusal of the connection answers no call: its id is null (as a
+	// BTSP demand, a riboCipher primal's "prefix required" and a parse
+	// error are). An error that names a request's id is that call's own
+	// answer, whatever its code (a server may use -32002 for its own
+	// errors, and one that lets some methods through in cleartext demands
+	// BTSP for others by their id): the peer read the request and may be
+	// running the others; nothing is sent again.
+	connLevel := len(m.ID) == 0 || string(m.ID) == "null"
 	if m.Error != nil && m.Error.IsBTSPRequired() {
 		d.remember(func(ef *EndpointFacts) { ef.BTSPRequired = true })
-		if len(d.seeds) > 0 && !f.noSend {
+		if connLevel && len(d.seeds) > 0 && !f.noSend {
 			return actBTSP, "the peer demands a BTSP handshake"
 		}
 		// No handshake follows: nothing more goes on this connection. The
-		// Conn refuses every call once it reads the demand; a writer that
-		// waited in lockBy meanwhile must not slip out in cleartext first.
+		// Conn refuses every call once it reads a null-id demand (one with
+		// an id is that call's answer, delivered to it, and the calls in
+		// flight may still be answered); a writer that waited in lockBy
+		// meanwhile must not slip out in cleartext first.
 		f.refuseWrites(&BTSPRequiredError{Endpoint: d.name, Peer: m.Error})
 		return actAccept, ""
 	}
@@ -370,12 +380,6 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 	if m.Error != nil {
 		code = m.Error.Code
 	}
-	// A refusal of the connection answers no call: its id is null (as a
-	// riboCipher primal's "prefix required" and a parse error are). An
-	// error that names our request's id is the call's own answer, whatever
-	// its code (a server may use -32002 for its own errors): the call was
-	// processed, and is never sent again.
-	connLevel := len(m.ID) == 0 || string(m.ID) == "null"
 	switch {
 	case auto && !p.prefix && code == -32002 && connLevel:
 		// The peer refused the connection for want of the prefix: nothing

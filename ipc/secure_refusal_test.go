@@ -86,3 +86,80 @@ func TestFailedReconnectSendsNothingInCleartext(t *testing.T) {
 		}
 	}
 }
+
+// btspDemandNamingLine2 is the Accept hook of a peer that lets some
+// methods through in cleartext and demands BTSP for others: on a
+// cleartext connection it reads two lines, answers the second with
+// refusal (a BTSP demand), then runs the first (slow.op) and answers it,
+// and reads on. A BTSP hello goes to gate.
+func btspDemandNamingLine2(rc *runCounter, refusal string, gate func(net.Conn, *bufio.Reader) (ipc.Framer, bool)) func(net.Conn, *bufio.Reader) (ipc.Framer, bool) {
+	return func(c net.Conn, r *bufio.Reader) (ipc.Framer, bool) {
+		if btsp.IsHandshakeStart(peekStart(r)) {
+			return gate(c, r)
+		}
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		line1, err := r.ReadBytes('\n')
+		if err != nil {
+			return nil, false
+		}
+		if _, err := r.ReadBytes('\n'); err != nil {
+			return nil, false
+		}
+		_ = c.SetReadDeadline(time.Time{})
+		_, _ = c.Write([]byte(refusal + "\n"))
+		m, err := ipc.DecodeMessage(line1)
+		if err != nil {
+			return nil, false
+		}
+		time.Sleep(100 * time.Millisecond) // slow.op takes a while
+		rc.mu.Lock()
+		rc.runs[m.Method]++
+		rc.mu.Unlock()
+		_, _ = c.Write([]byte(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"ran":"` + m.Method + `"}}` + "\n"))
+		_, _ = r.ReadBytes('\n') // until the client hangs up
+		return nil, false
+	}
+}
+
+// TestBTSPDemandNamingACallIsItsAnswer: a "BTSP handshake required" that
+// names a request's id is that call's own answer, not a refusal of the
+// connection: nothing is resent. The peer ran slow.op (line 1) and
+// refused m.b (line 2, id 2); slow.op was resent over BTSP and ran twice.
+func TestBTSPDemandNamingACallIsItsAnswer(t *testing.T) {
+	var rc runCounter
+	seed := []byte(testFamilySeed)
+	cfg := ipctest.Config{Methods: rc.methods("slow.op", "m.b", "m.c")}
+	cfg.Accept = btspDemandNamingLine2(&rc, `{"jsonrpc":"2.0","error":{"code":-32600,"message":"BTSP handshake required"},"id":2}`,
+		ipctest.BTSPGate(btsp.ServerConfig{Seed: seed}, false))
+	s := startAt(t, "p.sock", cfg)
+	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), Prefix: ipc.PrefixOff}})
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctxT(t, 5*time.Second), "slow.op", nil)
+		first <- err
+	}()
+	for c.InFlight() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	_, err := c.Call(ctxT(t, 5*time.Second), "m.b", nil)
+	var re *ipc.RPCError
+	if !errors.As(err, &re) || !re.IsBTSPRequired() {
+		t.Errorf("m.b: want the peer's own BTSP demand as its answer, got %T: %v", err, err)
+	}
+	if err := <-first; err != nil {
+		t.Errorf("slow.op: the peer answered it on the connection, got %v", err)
+	}
+	// Nothing more goes in cleartext to a peer that demanded BTSP.
+	_, err = c.Call(ctxT(t, 5*time.Second), "m.c", nil)
+	var be *ipc.BTSPRequiredError
+	if !errors.As(err, &be) {
+		t.Errorf("m.c after the demand: want *ipc.BTSPRequiredError, got %T: %v", err, err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := rc.get("slow.op"); n != 1 {
+		t.Errorf("slow.op ran %d times on the peer; never twice", n)
+	}
+	if n := rc.get("m.c"); n != 0 {
+		t.Errorf("m.c ran %d time(s) on the peer; after the demand it is refused", n)
+	}
+}
