@@ -125,17 +125,18 @@ func (e *ClosedError) Unwrap() error { return e.Cause }
 
 // NotResentError is returned for a call whose request was written on a
 // connection the peer then refused (BTSP required, riboCipher prefix
-// required or refused), when it was not the first message on it: the
-// refusal proves only the first unprocessed, so this request may have
-// reached the peer (a lenient peer reads on) and is not sent again, never
-// twice. Only the first request is resent on the new connection.
+// required), when more than one request was written on it: the refusal
+// does not say which line it answers, so this request may have reached
+// the peer (a lenient peer reads on) and is not sent again, never twice.
+// A request is resent on the new connection only when it was the only one
+// written on the refused one.
 type NotResentError struct {
 	Method  string
 	Refusal string // what the peer refused, as the trace says it
 }
 
 func (e *NotResentError) Error() string {
-	return fmt.Sprintf("%s: not resent: the peer refused the connection it was written on (%s) after the first request; "+
+	return fmt.Sprintf("%s: not resent: the peer refused the connection it was written on (%s) with more than one request on it; "+
 		"this one may have reached the peer, so it is not sent again (retry it yourself if it is safe to repeat)", e.Method, e.Refusal)
 }
 

@@ -22,16 +22,14 @@ import (
 // until the peer's first answer settles how to speak to it, it keeps what
 // was written, and when that answer refuses the connection ("BTSP handshake
 // required" with a seed at hand, -32002 to a raw request, a parse error to
-// a prefixed one when it was the only message) it reconnects accordingly
-// and resends the first message only: a refusal proves only that the line
-// it answered was not processed (the primals of ECOSYSTEM-FACTS.md refuse
-// and close after the first line, but a lenient peer may read and process
-// the lines after it). Every other message written on the refused
-// connection is not resent: the Conn fails its call with a
-// *NotResentError (it may have reached the peer). A close
-// proves nothing: it is never followed by a resend. The reconnect runs
-// within the deadline of the call whose message it resends. Once settled
-// it is a thin pass-through.
+// a prefixed one; each with a null id, see classify) it reconnects
+// accordingly and resends what the resend rule (resendable) allows: the
+// one request written, when it was the only one. Every message written on
+// the refused connection and not resent fails its call with a
+// *NotResentError (it may have reached the peer). A close proves nothing:
+// it is never followed by a resend. The reconnect runs within the deadline
+// of the call whose message it resends; when it fails, nothing more is
+// written (refuseWrites). Once settled it is a thin pass-through.
 type secureFramer struct {
 	d *secureDialer
 
@@ -274,18 +272,29 @@ func (f *secureFramer) ReadFrame() ([]byte, error) {
 // (see notResent). Called before the Conn's first read.
 func (f *secureFramer) setNotResent(fn func(frames [][]byte, why string)) { f.notResent = fn }
 
-// dropUnproven keeps, of what was written on a refused connection, only
-// the first message, the one the refusal proves unprocessed; the others
-// are handed to notResent (their calls fail: they may have reached the
-// peer) and never sent again. Called with mu held.
+// resendable is the resend rule, one for every refusal (a BTSP demand,
+// -32002, a parse error to a prefixed line; each only with a null id, see
+// classify): a refusal says that the peer refused a line of the
+// connection, not which one. Only when exactly one request was written on
+// it is that request proven unprocessed, and resent on the new
+// connection. With more, nothing is resent: the primals of
+// ECOSYSTEM-FACTS.md refuse the first line and close, but a peer that
+// reads on, or lets some methods through in cleartext and refuses others
+// (some BearDog builds do), may be running any of them. Called with mu
+// held.
+func (f *secureFramer) resendable() bool { return !f.noSend && len(f.written) == 1 }
+
+// dropUnproven applies the resend rule (resendable) before a reconnect:
+// when more than one message was written on the refused connection, none
+// is kept; they are handed to notResent (their calls fail: they may have
+// reached the peer) and never sent again. Called with mu held.
 func (f *secureFramer) dropUnproven(why string) {
-	if len(f.written) <= 1 {
+	if len(f.written) == 0 || f.resendable() {
 		return
 	}
-	rest := f.written[1:]
-	f.written = f.written[:1:1]
-	f.wbytes = len(f.written[0])
-	f.d.note(fmt.Sprintf("%d more message(s) were written on the refused connection: NOT resent (the refusal proves only the first unprocessed; a lenient peer may have processed the others)", len(rest)))
+	rest := f.written
+	f.written, f.wbytes, f.firstDL = nil, 0, 0
+	f.d.note(fmt.Sprintf("%d messages were written on the refused connection: NOT resent (a refusal does not say which line it answers; the peer may be running any of them)", len(rest)))
 	if f.notResent != nil {
 		f.notResent(rest, why)
 	}
@@ -391,11 +400,12 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 		return actAccept, ""
 	case auto && p.prefix && code == -32700 && connLevel:
 		// The prefixed line could not be parsed: the prefix is not wanted.
-		// Only a single request is proven unprocessed by it, and only when
-		// it is the only one: a peer that answers a parse error reads on,
-		// and answers the lines after the first on this connection.
+		// A parse error reconnects only when the resend rule resends
+		// (resendable): a peer that answers a parse error reads on, and
+		// answers the lines after the first on this connection, so with
+		// more written the connection is kept and nothing is failed.
 		d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
-		if !f.noSend && len(f.written) == 1 && !f.tried[plan{}] {
+		if f.resendable() && !f.tried[plan{}] {
 			return actNoPrefix, "the peer answered the riboCipher prefix with a parse error (-32700)"
 		}
 		return actAccept, ""

@@ -163,3 +163,66 @@ func TestBTSPDemandNamingACallIsItsAnswer(t *testing.T) {
 		t.Errorf("m.c ran %d time(s) on the peer; after the demand it is refused", n)
 	}
 }
+
+// TestNullIDRefusalWithTwoWrittenResendsNothing: a refusal with a null id
+// does not say which line it answers. A peer that lets slow.op (line 1)
+// through in cleartext and refuses line 2 with a null-id BTSP demand (or
+// -32002) is running slow.op: with two requests written on the refused
+// connection none is resent, both fail with *ipc.NotResentError, and the
+// reconnected connection serves the next call. slow.op was resent and ran
+// twice.
+func TestNullIDRefusalWithTwoWrittenResendsNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name, refusal string
+		sec           ipc.Security
+		next          func(net.Conn, *bufio.Reader) (ipc.Framer, bool)
+	}{
+		{"btsp", ipctest.BTSPRequiredLine, ipc.Security{Seed: ipc.NewSeed(testFamilySeed), Prefix: ipc.PrefixOff},
+			ipctest.BTSPGate(btsp.ServerConfig{Seed: []byte(testFamilySeed)}, false)},
+		{"prefix", ipctest.PrefixRequiredLine, ipc.Security{Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()},
+			func(c net.Conn, r *bufio.Reader) (ipc.Framer, bool) {
+				_, _ = r.Discard(2) // EC 01
+				return nil, true
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rc runCounter
+			cfg := ipctest.Config{Methods: rc.methods("slow.op", "m.b", "m.c")}
+			hook := btspDemandNamingLine2(&rc, tc.refusal, tc.next)
+			cfg.Accept = func(c net.Conn, r *bufio.Reader) (ipc.Framer, bool) {
+				if b, err := r.Peek(1); err == nil && b[0] == 0xEC {
+					return tc.next(c, r)
+				}
+				return hook(c, r)
+			}
+			s := startAt(t, "p.sock", cfg)
+			c := mustDial(t, s.Endpoint(), ipc.Options{Security: tc.sec})
+			first := make(chan error, 1)
+			go func() {
+				_, err := c.Call(ctxT(t, 5*time.Second), "slow.op", nil)
+				first <- err
+			}()
+			for c.InFlight() == 0 {
+				time.Sleep(time.Millisecond)
+			}
+			_, err := c.Call(ctxT(t, 5*time.Second), "m.b", nil)
+			var nr *ipc.NotResentError
+			if !errors.As(err, &nr) {
+				t.Errorf("m.b: want *ipc.NotResentError, got %T: %v", err, err)
+			}
+			if err := <-first; !errors.As(err, &nr) {
+				t.Errorf("slow.op: want *ipc.NotResentError, got %T: %v", err, err)
+			}
+			if _, err := c.Call(ctxT(t, 5*time.Second), "m.c", nil); err != nil {
+				t.Errorf("m.c on the reconnected connection: %v", err)
+			}
+			time.Sleep(150 * time.Millisecond) // the peer runs slow.op 100 ms after its refusal
+			if n := rc.get("slow.op"); n != 1 {
+				t.Errorf("slow.op ran %d times on the peer; want once, never twice", n)
+			}
+			if n := rc.get("m.b"); n != 0 {
+				t.Errorf("m.b ran %d time(s); the peer refused it", n)
+			}
+		})
+	}
+}
