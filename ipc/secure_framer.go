@@ -147,6 +147,7 @@ func (f *secureFramer) WriteFrame(p []byte) error {
 		return err
 	}
 	defer f.mu.Unlock()
+	f.applyWriteDeadline()
 	if f.settled.Load() {
 		return f.writeSettled(p)
 	}
@@ -170,6 +171,21 @@ func (f *secureFramer) WriteFrame(p []byte) error {
 
 func isPeerGone(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// applyWriteDeadline sets the write deadline (wdl) on the connection in
+// use: a writer that waited in lockBy through a reconnect set it on the
+// connection that was replaced. Called with mu held.
+func (f *secureFramer) applyWriteDeadline() {
+	wd, ok := f.load().(WriteDeadliner)
+	if !ok {
+		return
+	}
+	if dl := f.wdl.Load(); dl != 0 {
+		_ = wd.SetWriteDeadline(time.Unix(0, dl))
+	} else {
+		_ = wd.SetWriteDeadline(time.Time{})
+	}
 }
 
 // lockBy takes mu, giving up when the write deadline passes first: the
@@ -479,14 +495,29 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte, refusal *
 	f.setCur(next)
 	f.desc, f.sess = desc, sess
 	_ = old.Close()
+	// Close may have come while the new connection was opened (it closed
+	// the old one): nothing goes out after it. Past the deadline, nobody
+	// waits for the answer. (A Close from now on closes next.)
+	if f.closed.Load() {
+		_ = next.Close()
+		return os.ErrClosed
+	}
+	if len(f.written) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("not resent after reconnecting: %w %w", errNotWritten, context.Cause(ctx))
+	}
+	// The resend is bounded by the same deadline: a peer that stops
+	// reading would otherwise hold it, and mu, until Close.
+	if wd, ok := next.(WriteDeadliner); ok {
+		_ = wd.SetWriteDeadline(dl)
+		defer func() { _ = wd.SetWriteDeadline(time.Time{}) }()
+	}
 	for _, w := range f.written {
 		if err := next.WriteFrame(w); err != nil && !isPeerGone(err) {
 			return fmt.Errorf("resending after reconnecting: %w", err)
 		}
-	}
-	if f.closed.Load() {
-		_ = next.Close()
-		return os.ErrClosed
 	}
 	return nil
 }

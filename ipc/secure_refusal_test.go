@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -225,4 +226,75 @@ func TestNullIDRefusalWithTwoWrittenResendsNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResendAfterReconnectHonoursTheDeadline: the resend after a BTSP
+// reconnect is bounded by the deadline of the call it resends. The peer
+// demands BTSP, completes the handshake, then never reads: a 3 MB request
+// cannot be resent whole. The call times out at its deadline, and the
+// connection gives the resend up by then too; it stayed blocked in the
+// resend until someone closed it.
+func TestResendAfterReconnectHonoursTheDeadline(t *testing.T) {
+	checkNoLeak(t)
+	seed := []byte(testFamilySeed)
+	stop := make(chan struct{})
+	var conns sync.WaitGroup
+	cfg := ipctest.Config{Accept: func(c net.Conn, r *bufio.Reader) (ipc.Framer, bool) {
+		if !btsp.IsHandshakeStart(peekStart(r)) {
+			_, _ = r.ReadBytes('\n')
+			_, _ = c.Write([]byte(ipctest.BTSPRequiredLine + "\n"))
+			return nil, false
+		}
+		conns.Add(1)
+		defer conns.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s, err := btsp.Server(ctx, c, btsp.ServerConfig{Seed: seed, Reader: r})
+		if err != nil {
+			return nil, false
+		}
+		defer s.Close()
+		select { // never read again
+		case <-stop:
+		case <-time.After(10 * time.Second):
+		}
+		return nil, false
+	}}
+	s := startAt(t, "p.sock", cfg)
+	t.Cleanup(func() { close(stop); conns.Wait() })
+	var trace traceLog
+	// The null cipher: the session is up once the handshake is (no
+	// btsp.negotiate, which this peer would not answer either).
+	c := mustDial(t, s.Endpoint(), ipc.Options{Trace: trace.add,
+		Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), Prefix: ipc.PrefixOff, Cipher: btsp.CipherNull}})
+	defer func() {
+		if t.Failed() || testing.Verbose() {
+			t.Log(trimTrace(trace.String()))
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	big := json.RawMessage(`"` + strings.Repeat("a", 3<<20) + `"`)
+	_, err := c.Send(ctx, ipc.Request{Method: "m.big", Params: big})
+	var te *ipc.TimeoutError
+	if !errors.As(err, &te) {
+		t.Errorf("want *ipc.TimeoutError, got %T: %v", err, err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(time.Second):
+		t.Fatal("the resend still blocks a second after the call's deadline")
+	}
+}
+
+// trimTrace cuts the long lines of a trace for a test's log.
+func trimTrace(s string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if len(l) > 300 {
+			l = l[:300] + "…"
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
 }
