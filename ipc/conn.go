@@ -446,11 +446,15 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 	case r := <-p.ch:
 		if r.err != nil {
 			var ce *ClosedError
-			if ctx.Err() != nil && errors.As(r.err, &ce) {
+			if errors.As(r.err, &ce) && deadlinePassed(ctx) && !refusedForSecurity(r.err) {
 				// The deadline passed as the connection ended (a write
-				// cut by the deadline ends it too): the call timed out.
+				// cut by the deadline ends it too, and so does a
+				// reconnect cut by it, as a handshake timeout or a failed
+				// dial): the call timed out. The clock says so: a socket's
+				// deadline, set from ctx's, may fire a hair before ctx
+				// reports it. A refusal for security stays what it is.
 				c.forget(id, true)
-				return nil, c.ctxErr(ctx.Err(), req, time.Since(start))
+				return nil, c.ctxErr(context.DeadlineExceeded, req, time.Since(start))
 			}
 			return nil, r.err
 		}

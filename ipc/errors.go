@@ -177,7 +177,7 @@ func (e *BTSPRequiredError) Error() string {
 		s += " by " + e.Endpoint
 	}
 	if e.Failed != nil {
-		return s + ", and the BTSP handshake with the family seed failed; nothing was sent in cleartext after the demand: " + e.Failed.Error()
+		return s + ", and no BTSP session could be opened with the family seed; nothing was sent in cleartext after the demand: " + e.Failed.Error()
 	}
 	if e.Family != "" && e.Claimed {
 		return fmt.Sprintf("%s, which says it is of family %q: its name does not carry that family, and a peer's own word never picks a seed (none was used); "+
@@ -224,6 +224,26 @@ func (e *DialError) Unwrap() error { return e.Err }
 // ErrNotAddress is returned by ParseEndpoint for a string that names no
 // address (for example a primal name), so that callers can resolve it by name.
 var ErrNotAddress = errors.New("not an address")
+
+// refusedForSecurity reports whether err says the peer or its session
+// failed a security check, not only that time ran out: a BTSP handshake
+// that failed otherwise than by timeout, a refused session frame, a
+// foreign peer. (A *BTSPRequiredError is the peer's demand; whether the
+// attempt to meet it was refused or ran out of time is in its Failed.)
+func refusedForSecurity(err error) bool {
+	var (
+		hs *btsp.HandshakeError
+		fe *btsp.FrameError
+		fp *ForeignPeerError
+	)
+	switch {
+	case errors.As(err, &hs):
+		return hs.Reason != btsp.ReasonTimeout
+	case errors.As(err, &fe), errors.As(err, &fp):
+		return true
+	}
+	return false
+}
 
 // SecurityFailure reports whether err is a refusal for security reasons
 // (the CLI's exit 5, the history's "refused"): a BTSP demand with no seed

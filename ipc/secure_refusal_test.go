@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -297,4 +298,37 @@ func trimTrace(s string) string {
 		b.WriteString(l + "\n")
 	}
 	return b.String()
+}
+
+// TestDeadlineDuringReconnectIsATimeout: a call whose deadline ends while
+// the BTSP reconnect its refusal called for waits on a silent peer ends
+// with *ipc.TimeoutError (exit 4), never with the *ipc.ClosedError of the
+// reconnect cut by that same deadline (exit 3, or 5 around a handshake
+// error), which raced with it.
+func TestDeadlineDuringReconnectIsATimeout(t *testing.T) {
+	h, err := ipctest.ListenHostileBTSP(filepath.Join(tempDir(t), "p.sock"), &ipctest.HostileBTSP{Hello: ipctest.HelloSilent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ep, err := ipc.ParseEndpoint(h.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := 0
+	for i := range 8 {
+		c := mustDial(t, ep, ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), Prefix: ipc.PrefixOff}})
+		ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+		_, err := c.Call(ctx, "health.liveness", nil)
+		cancel()
+		c.Close()
+		var te *ipc.TimeoutError
+		if !errors.As(err, &te) {
+			closed++
+			t.Logf("run %d: %T: %v", i, err, err)
+		}
+	}
+	if closed > 0 {
+		t.Errorf("%d of 8 calls cut by their deadline during the reconnect did not end with *ipc.TimeoutError", closed)
+	}
 }
