@@ -120,7 +120,7 @@ type Conn struct {
 	mu       sync.Mutex
 	pending  map[uint64]*pendingCall
 	settled  idRing // answered ids, to tell duplicates
-	timedOut idRing // abandoned ids, to tell stale answers
+	timedOut idRing // abandoned ids (timed out, not resent), to tell stale answers
 	closed   bool
 	closeErr error  // why the connection ended
 	peerErr  error  // an id-less error the peer sent (BTSP required, parse error...)
@@ -208,7 +208,9 @@ type notResentReporter interface {
 
 // failNotResent fails the calls of frames, requests written on a connection
 // the peer refused and not resent on the next one, with *NotResentError:
-// they may have reached the peer, and are never sent twice.
+// they may have reached the peer, and are never sent twice. Their ids join
+// the abandoned ones (timedOut): a late answer to one is stale, not an
+// answer to a call never sent.
 func (c *Conn) failNotResent(frames [][]byte, why string) {
 	for _, fr := range frames {
 		m, err := DecodeMessage(fr)
@@ -221,6 +223,7 @@ func (c *Conn) failNotResent(frames [][]byte, why string) {
 		p := c.pending[id]
 		if ok && p != nil {
 			delete(c.pending, id)
+			c.timedOut.add(id)
 		}
 		c.mu.Unlock()
 		c.trace(Note, fr, "not resent after the peer refused the connection ("+why+"): it may have reached the peer")

@@ -209,7 +209,7 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 					}
 				}
 			case c.timedOut.has(id):
-				m.Warning = fmt.Sprintf("stale_response_id: call %d had already timed out", id)
+				m.Warning = fmt.Sprintf("stale_response_id: call %d had already been given up (it timed out, or was not resent after a refusal)", id)
 			default:
 				m.Warning = fmt.Sprintf("unknown_response_id: no call %d was sent", id)
 				c.unknownIDs++

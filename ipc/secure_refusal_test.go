@@ -332,3 +332,57 @@ func TestDeadlineDuringReconnectIsATimeout(t *testing.T) {
 		t.Errorf("%d of 8 calls cut by their deadline during the reconnect did not end with *ipc.TimeoutError", closed)
 	}
 }
+
+// TestLateAnswerToANotResentCallIsStale: an answer that arrives for a
+// call failed as not resent names a call primalscope sent and gave up,
+// not one it never sent. The peer refuses two lines with -32002, then, on
+// the prefixed connection, sends answers for ids 1 and 2 before serving:
+// they were reported as "no call N was sent".
+func TestLateAnswerToANotResentCallIsStale(t *testing.T) {
+	var rc runCounter
+	cfg := ipctest.Config{Methods: rc.methods("m.a", "m.b", "m.c")}
+	cfg.Accept = func(c net.Conn, r *bufio.Reader) (ipc.Framer, bool) {
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		defer c.SetReadDeadline(time.Time{})
+		if b, err := r.Peek(2); err == nil && b[0] == 0xEC {
+			_, _ = r.Discard(2)
+			_, _ = c.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":"late"}` + "\n" + `{"jsonrpc":"2.0","id":2,"result":"late"}` + "\n"))
+			return nil, true
+		}
+		for range 2 {
+			if _, err := r.ReadBytes('\n'); err != nil {
+				return nil, false
+			}
+		}
+		_, _ = c.Write([]byte(ipctest.PrefixRequiredLine + "\n"))
+		return nil, false
+	}
+	s := startAt(t, "p.sock", cfg)
+	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Prefix: ipc.PrefixAuto, Memory: ipc.NewEndpointMemory()}})
+	errs := make(chan error, 2)
+	for _, m := range []string{"m.a", "m.b"} {
+		go func() {
+			_, err := c.Call(ctxT(t, 5*time.Second), m, nil)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		var nr *ipc.NotResentError
+		if err := <-errs; !errors.As(err, &nr) {
+			t.Fatalf("want *ipc.NotResentError, got %T: %v", err, err)
+		}
+	}
+	if _, err := c.Call(ctxT(t, 5*time.Second), "m.c", nil); err != nil {
+		t.Fatalf("m.c: %v", err)
+	}
+	for range 2 {
+		select {
+		case m := <-c.Incoming():
+			if !strings.HasPrefix(m.Warning, "stale_response_id") {
+				t.Errorf("a late answer to a call not resent: warning %q, want stale_response_id", m.Warning)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the late answers were not delivered")
+		}
+	}
+}
