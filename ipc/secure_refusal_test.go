@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"path/filepath"
 	"strings"
@@ -385,4 +386,49 @@ func TestLateAnswerToANotResentCallIsStale(t *testing.T) {
 			t.Fatal("the late answers were not delivered")
 		}
 	}
+}
+
+// TestReconnectOutOfTimeSendsNothingInCleartext: as
+// TestFailedReconnectSendsNothingInCleartext, with a reconnect that runs
+// out of time (the peer never answers the hello, the first call's
+// deadline ends it): the call that waited is not written on the refused
+// connection, and ends as the timeout it is (exit 4), not a refusal.
+func TestReconnectOutOfTimeSendsNothingInCleartext(t *testing.T) {
+	var rc runCounter
+	silent := func(c net.Conn, r *bufio.Reader) (ipc.Framer, bool) {
+		_, _ = io.Copy(io.Discard, r) // never answers, until the client hangs up
+		return nil, false
+	}
+	s := startAt(t, "p.sock", ipctest.Config{Methods: rc.methods("m.first", "m.second"),
+		Accept: ipctest.LenientRefusal(ipctest.BTSPRequiredLine, 1, silent)})
+	c := mustDial(t, s.Endpoint(), ipc.Options{Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), Prefix: ipc.PrefixOff}})
+	first := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctxT(t, 400*time.Millisecond), "m.first", nil)
+		first <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the reconnect is under way
+	_, err2 := c.Call(ctxT(t, 5*time.Second), "m.second", nil)
+	err1 := <-first
+	var te *ipc.TimeoutError
+	if !errors.As(err1, &te) {
+		t.Errorf("m.first: want *ipc.TimeoutError, got %T: %v", err1, err1)
+	}
+	var be *ipc.BTSPRequiredError
+	if !errors.As(err2, &be) || !isTimeout(err2) {
+		t.Errorf("m.second: want *ipc.BTSPRequiredError carrying the timeout, got %T: %v", err2, err2)
+	}
+	time.Sleep(200 * time.Millisecond)
+	for _, m := range []string{"m.first", "m.second"} {
+		if n := rc.get(m); n != 0 {
+			t.Errorf("%s ran %d time(s) on the peer: it was sent in cleartext after the peer demanded BTSP", m, n)
+		}
+	}
+}
+
+// isTimeout reports whether err carries a timeout (a net.Error-style
+// Timeout method anywhere in its chain).
+func isTimeout(err error) bool {
+	var to interface{ Timeout() bool }
+	return errors.As(err, &to) && to.Timeout()
 }
