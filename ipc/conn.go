@@ -120,7 +120,7 @@ type Conn struct {
 	mu       sync.Mutex
 	pending  map[uint64]*pendingCall
 	settled  idRing // answered ids, to tell duplicates
-	timedOut idRing // abandoned ids, to tell stale answers
+	timedOut idRing // abandoned ids (timed out, not resent), to tell stale answers
 	closed   bool
 	closeErr error  // why the connection ended
 	peerErr  error  // an id-less error the peer sent (BTSP required, parse error...)
@@ -208,7 +208,9 @@ type notResentReporter interface {
 
 // failNotResent fails the calls of frames, requests written on a connection
 // the peer refused and not resent on the next one, with *NotResentError:
-// they may have reached the peer, and are never sent twice.
+// they may have reached the peer, and are never sent twice. Their ids join
+// the abandoned ones (timedOut): a late answer to one is stale, not an
+// answer to a call never sent.
 func (c *Conn) failNotResent(frames [][]byte, why string) {
 	for _, fr := range frames {
 		m, err := DecodeMessage(fr)
@@ -221,6 +223,7 @@ func (c *Conn) failNotResent(frames [][]byte, why string) {
 		p := c.pending[id]
 		if ok && p != nil {
 			delete(c.pending, id)
+			c.timedOut.add(id)
 		}
 		c.mu.Unlock()
 		c.trace(Note, fr, "not resent after the peer refused the connection ("+why+"): it may have reached the peer")
@@ -404,6 +407,12 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 		if p != nil {
 			c.forget(id, false)
 		}
+		var be *BTSPRequiredError
+		if errors.As(err, &be) {
+			// The peer demanded BTSP and none could be opened: nothing was
+			// written (see secureFramer.refuseWrites).
+			return nil, be
+		}
 		if errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil {
 			te := c.ctxErr(context.DeadlineExceeded, req, time.Since(start))
 			if t, ok := te.(*TimeoutError); ok {
@@ -440,11 +449,15 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 	case r := <-p.ch:
 		if r.err != nil {
 			var ce *ClosedError
-			if ctx.Err() != nil && errors.As(r.err, &ce) {
+			if errors.As(r.err, &ce) && deadlinePassed(ctx) && !refusedForSecurity(r.err) {
 				// The deadline passed as the connection ended (a write
-				// cut by the deadline ends it too): the call timed out.
+				// cut by the deadline ends it too, and so does a
+				// reconnect cut by it, as a handshake timeout or a failed
+				// dial): the call timed out. The clock says so: a socket's
+				// deadline, set from ctx's, may fire a hair before ctx
+				// reports it. A refusal for security stays what it is.
 				c.forget(id, true)
-				return nil, c.ctxErr(ctx.Err(), req, time.Since(start))
+				return nil, c.ctxErr(context.DeadlineExceeded, req, time.Since(start))
 			}
 			return nil, r.err
 		}

@@ -16,6 +16,10 @@ import (
 // pushes held within the byte budget and delivered, the connection's end.
 
 func (c *Conn) readLoop() {
+	// demand is the peer's BTSP demand the connection ended on (a secure
+	// framer whose reconnect with BTSP failed): the calls in flight get the
+	// whole story, and every later call is refused with it.
+	var demand *BTSPRequiredError
 	defer func() {
 		c.mu.Lock()
 		if !c.closed {
@@ -26,6 +30,9 @@ func (c *Conn) readLoop() {
 		for id, p := range c.pending {
 			p.ch <- result{err: err}
 			delete(c.pending, id)
+		}
+		if demand != nil && c.peerErr == nil {
+			c.peerErr = demand
 		}
 		c.mu.Unlock()
 		if c.handlerCancel != nil {
@@ -52,6 +59,7 @@ func (c *Conn) readLoop() {
 		frame, err := c.f.ReadFrame()
 		if err != nil {
 			hand()
+			_ = errors.As(err, &demand)
 			c.mu.Lock()
 			if !c.closed {
 				c.closed = true
@@ -201,7 +209,7 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 					}
 				}
 			case c.timedOut.has(id):
-				m.Warning = fmt.Sprintf("stale_response_id: call %d had already timed out", id)
+				m.Warning = fmt.Sprintf("stale_response_id: call %d had already been given up (it timed out, or was not resent after a refusal)", id)
 			default:
 				m.Warning = fmt.Sprintf("unknown_response_id: no call %d was sent", id)
 				c.unknownIDs++

@@ -125,17 +125,18 @@ func (e *ClosedError) Unwrap() error { return e.Cause }
 
 // NotResentError is returned for a call whose request was written on a
 // connection the peer then refused (BTSP required, riboCipher prefix
-// required or refused), when it was not the first message on it: the
-// refusal proves only the first unprocessed, so this request may have
-// reached the peer (a lenient peer reads on) and is not sent again, never
-// twice. Only the first request is resent on the new connection.
+// required), when more than one request was written on it: the refusal
+// does not say which line it answers, so this request may have reached
+// the peer (a lenient peer reads on) and is not sent again, never twice.
+// A request is resent on the new connection only when it was the only one
+// written on the refused one.
 type NotResentError struct {
 	Method  string
 	Refusal string // what the peer refused, as the trace says it
 }
 
 func (e *NotResentError) Error() string {
-	return fmt.Sprintf("%s: not resent: the peer refused the connection it was written on (%s) after the first request; "+
+	return fmt.Sprintf("%s: not resent: the peer refused the connection it was written on (%s) with more than one request on it; "+
 		"this one may have reached the peer, so it is not sent again (retry it yourself if it is safe to repeat)", e.Method, e.Refusal)
 }
 
@@ -165,12 +166,18 @@ type BTSPRequiredError struct {
 	// Unbound says a seed was set with no family (OwnFamily ""): it was
 	// not offered to Family, which the user did not give it for.
 	Unbound bool
+	// Failed is how the BTSP handshake tried with the seed after the
+	// peer's demand failed (nil when none was tried).
+	Failed error
 }
 
 func (e *BTSPRequiredError) Error() string {
 	s := "BTSP handshake required"
 	if e.Endpoint != "" {
 		s += " by " + e.Endpoint
+	}
+	if e.Failed != nil {
+		return s + ", and no BTSP session could be opened with the family seed; nothing was sent in cleartext after the demand: " + e.Failed.Error()
 	}
 	if e.Family != "" && e.Claimed {
 		return fmt.Sprintf("%s, which says it is of family %q: its name does not carry that family, and a peer's own word never picks a seed (none was used); "+
@@ -194,11 +201,15 @@ func (e *BTSPRequiredError) Error() string {
 	return s + ": set FAMILY_SEED or pass --family-seed-file (or --btsp-cipher null to send cleartext on purpose)"
 }
 
-func (e *BTSPRequiredError) Unwrap() error {
-	if e.Peer == nil {
-		return nil
+func (e *BTSPRequiredError) Unwrap() []error {
+	var errs []error
+	if e.Peer != nil {
+		errs = append(errs, e.Peer)
 	}
-	return e.Peer
+	if e.Failed != nil {
+		errs = append(errs, e.Failed)
+	}
+	return errs
 }
 
 // DialError is returned when a transport cannot be opened.
@@ -213,6 +224,26 @@ func (e *DialError) Unwrap() error { return e.Err }
 // ErrNotAddress is returned by ParseEndpoint for a string that names no
 // address (for example a primal name), so that callers can resolve it by name.
 var ErrNotAddress = errors.New("not an address")
+
+// refusedForSecurity reports whether err says the peer or its session
+// failed a security check, not only that time ran out: a BTSP handshake
+// that failed otherwise than by timeout, a refused session frame, a
+// foreign peer. (A *BTSPRequiredError is the peer's demand; whether the
+// attempt to meet it was refused or ran out of time is in its Failed.)
+func refusedForSecurity(err error) bool {
+	var (
+		hs *btsp.HandshakeError
+		fe *btsp.FrameError
+		fp *ForeignPeerError
+	)
+	switch {
+	case errors.As(err, &hs):
+		return hs.Reason != btsp.ReasonTimeout
+	case errors.As(err, &fe), errors.As(err, &fp):
+		return true
+	}
+	return false
+}
 
 // SecurityFailure reports whether err is a refusal for security reasons
 // (the CLI's exit 5, the history's "refused"): a BTSP demand with no seed

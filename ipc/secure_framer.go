@@ -22,21 +22,24 @@ import (
 // until the peer's first answer settles how to speak to it, it keeps what
 // was written, and when that answer refuses the connection ("BTSP handshake
 // required" with a seed at hand, -32002 to a raw request, a parse error to
-// a prefixed one when it was the only message) it reconnects accordingly
-// and resends the first message only: a refusal proves only that the line
-// it answered was not processed (the primals of ECOSYSTEM-FACTS.md refuse
-// and close after the first line, but a lenient peer may read and process
-// the lines after it). Every other message written on the refused
-// connection is not resent: the Conn fails its call with a
-// *NotResentError (it may have reached the peer). A close
-// proves nothing: it is never followed by a resend. The reconnect runs
-// within the deadline of the call whose message it resends. Once settled
-// it is a thin pass-through.
+// a prefixed one; each with a null id, see classify) it reconnects
+// accordingly and resends what the resend rule (resendable) allows: the
+// one request written, when it was the only one. Every message written on
+// the refused connection and not resent fails its call with a
+// *NotResentError (it may have reached the peer). A close proves nothing:
+// it is never followed by a resend. The reconnect runs within the deadline
+// of the call whose message it resends; when it fails, nothing more is
+// written (refuseWrites). Once settled it is a thin pass-through.
 type secureFramer struct {
 	d *secureDialer
 
 	settled atomic.Bool // no more reconnects; cur no longer changes
 	closed  atomic.Bool
+	// failed, once set (always before settled), says why nothing more is
+	// written: the peer refused the connection and the reconnect failed,
+	// or the peer demanded BTSP and none is opened (see refuseWrites).
+	// Every write then fails with it, and it matches errNotWritten.
+	failed atomic.Pointer[framerFailure]
 	// wdl is the write deadline (Unix nanoseconds, 0 for none), so a
 	// writer waiting for a reconnect in progress still honours it.
 	wdl atomic.Int64
@@ -82,6 +85,25 @@ type secureFramer struct {
 
 type framerBox struct{ f Framer }
 
+type framerFailure struct{ err error }
+
+// refuseWrites puts the framer in its failed state (see failed): from now
+// on no message is written, whatever waits in lockBy. Called with mu held,
+// before settle.
+func (f *secureFramer) refuseWrites(why error) {
+	if f.failed.Load() == nil {
+		f.failed.Store(&framerFailure{err: fmt.Errorf("%w: %w", errNotWritten, why)})
+	}
+}
+
+// writeSettled writes p on a settled connection, unless it failed.
+func (f *secureFramer) writeSettled(p []byte) error {
+	if fl := f.failed.Load(); fl != nil {
+		return fl.err
+	}
+	return f.load().WriteFrame(p)
+}
+
 func (f *secureFramer) setCur(fr Framer) { f.cur.Store(&framerBox{fr}) }
 func (f *secureFramer) load() Framer     { return f.cur.Load().f }
 
@@ -119,14 +141,15 @@ func (f *secureFramer) SessionSecurity() (SessionSecurity, bool) {
 // discover (the peer may have refused the connection and closed it).
 func (f *secureFramer) WriteFrame(p []byte) error {
 	if f.settled.Load() {
-		return f.load().WriteFrame(p)
+		return f.writeSettled(p)
 	}
 	if err := f.lockBy(); err != nil {
 		return err
 	}
 	defer f.mu.Unlock()
+	f.applyWriteDeadline()
 	if f.settled.Load() {
-		return f.load().WriteFrame(p)
+		return f.writeSettled(p)
 	}
 	if !f.noSend {
 		if len(f.written) >= maxResendFrames || f.wbytes+len(p) > maxResendBytes {
@@ -148,6 +171,21 @@ func (f *secureFramer) WriteFrame(p []byte) error {
 
 func isPeerGone(err error) bool {
 	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// applyWriteDeadline sets the write deadline (wdl) on the connection in
+// use: a writer that waited in lockBy through a reconnect set it on the
+// connection that was replaced. Called with mu held.
+func (f *secureFramer) applyWriteDeadline() {
+	wd, ok := f.load().(WriteDeadliner)
+	if !ok {
+		return
+	}
+	if dl := f.wdl.Load(); dl != 0 {
+		_ = wd.SetWriteDeadline(time.Unix(0, dl))
+	} else {
+		_ = wd.SetWriteDeadline(time.Time{})
+	}
 }
 
 // lockBy takes mu, giving up when the write deadline passes first: the
@@ -228,9 +266,16 @@ func (f *secureFramer) ReadFrame() ([]byte, error) {
 			f.mu.Unlock()
 			return frame, nil
 		}
+		refusal := f.decoded.Error
 		f.decoded = nil // the frame is not delivered
 		f.dropUnproven(why)
-		if rerr := f.reconnect(act, why, frame); rerr != nil {
+		if rerr := f.reconnect(act, why, frame, refusal); rerr != nil {
+			// The refused connection is the peer's "no": nothing more goes
+			// on it (a writer waiting in lockBy would otherwise write its
+			// request there, in cleartext after a BTSP demand), and none
+			// opens in its place.
+			f.refuseWrites(rerr)
+			_ = f.load().Close()
 			f.settle()
 			f.mu.Unlock()
 			return nil, rerr
@@ -243,18 +288,29 @@ func (f *secureFramer) ReadFrame() ([]byte, error) {
 // (see notResent). Called before the Conn's first read.
 func (f *secureFramer) setNotResent(fn func(frames [][]byte, why string)) { f.notResent = fn }
 
-// dropUnproven keeps, of what was written on a refused connection, only
-// the first message, the one the refusal proves unprocessed; the others
-// are handed to notResent (their calls fail: they may have reached the
-// peer) and never sent again. Called with mu held.
+// resendable is the resend rule, one for every refusal (a BTSP demand,
+// -32002, a parse error to a prefixed line; each only with a null id, see
+// classify): a refusal says that the peer refused a line of the
+// connection, not which one. Only when exactly one request was written on
+// it is that request proven unprocessed, and resent on the new
+// connection. With more, nothing is resent: the primals of
+// ECOSYSTEM-FACTS.md refuse the first line and close, but a peer that
+// reads on, or lets some methods through in cleartext and refuses others
+// (some BearDog builds do), may be running any of them. Called with mu
+// held.
+func (f *secureFramer) resendable() bool { return !f.noSend && len(f.written) == 1 }
+
+// dropUnproven applies the resend rule (resendable) before a reconnect:
+// when more than one message was written on the refused connection, none
+// is kept; they are handed to notResent (their calls fail: they may have
+// reached the peer) and never sent again. Called with mu held.
 func (f *secureFramer) dropUnproven(why string) {
-	if len(f.written) <= 1 {
+	if len(f.written) == 0 || f.resendable() {
 		return
 	}
-	rest := f.written[1:]
-	f.written = f.written[:1:1]
-	f.wbytes = len(f.written[0])
-	f.d.note(fmt.Sprintf("%d more message(s) were written on the refused connection: NOT resent (the refusal proves only the first unprocessed; a lenient peer may have processed the others)", len(rest)))
+	rest := f.written
+	f.written, f.wbytes, f.firstDL = nil, 0, 0
+	f.d.note(fmt.Sprintf("%d messages were written on the refused connection: NOT resent (a refusal does not say which line it answers; the peer may be running any of them)", len(rest)))
 	if f.notResent != nil {
 		f.notResent(rest, why)
 	}
@@ -318,11 +374,25 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 	if derr != nil {
 		return actAccept, "" // not JSON: proves nothing, changes nothing
 	}
+	// A refusal of the connection answers no call: its id is null (as a
+	// BTSP demand, a riboCipher primal's "prefix required" and a parse
+	// error are). An error that names a request's id is that call's own
+	// answer, whatever its code (a server may use -32002 for its own
+	// errors, and one that lets some methods through in cleartext demands
+	// BTSP for others by their id): the peer read the request and may be
+	// running the others; nothing is sent again.
+	connLevel := len(m.ID) == 0 || string(m.ID) == "null"
 	if m.Error != nil && m.Error.IsBTSPRequired() {
 		d.remember(func(ef *EndpointFacts) { ef.BTSPRequired = true })
-		if len(d.seeds) > 0 && !f.noSend {
+		if connLevel && len(d.seeds) > 0 && !f.noSend {
 			return actBTSP, "the peer demands a BTSP handshake"
 		}
+		// No handshake follows: nothing more goes on this connection. The
+		// Conn refuses every call once it reads a null-id demand (one with
+		// an id is that call's answer, delivered to it, and the calls in
+		// flight may still be answered); a writer that waited in lockBy
+		// meanwhile must not slip out in cleartext first.
+		f.refuseWrites(&BTSPRequiredError{Endpoint: d.name, Peer: m.Error})
 		return actAccept, ""
 	}
 	if m.Error == nil && (m.Kind == KindNotification || m.Kind == KindEvent || m.Kind == KindRequest) {
@@ -335,12 +405,6 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 	if m.Error != nil {
 		code = m.Error.Code
 	}
-	// A refusal of the connection answers no call: its id is null (as a
-	// riboCipher primal's "prefix required" and a parse error are). An
-	// error that names our request's id is the call's own answer, whatever
-	// its code (a server may use -32002 for its own errors): the call was
-	// processed, and is never sent again.
-	connLevel := len(m.ID) == 0 || string(m.ID) == "null"
 	switch {
 	case auto && !p.prefix && code == -32002 && connLevel:
 		// The peer refused the connection for want of the prefix: nothing
@@ -352,11 +416,12 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 		return actAccept, ""
 	case auto && p.prefix && code == -32700 && connLevel:
 		// The prefixed line could not be parsed: the prefix is not wanted.
-		// Only a single request is proven unprocessed by it, and only when
-		// it is the only one: a peer that answers a parse error reads on,
-		// and answers the lines after the first on this connection.
+		// A parse error reconnects only when the resend rule resends
+		// (resendable): a peer that answers a parse error reads on, and
+		// answers the lines after the first on this connection, so with
+		// more written the connection is kept and nothing is failed.
 		d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
-		if !f.noSend && len(f.written) == 1 && !f.tried[plan{}] {
+		if f.resendable() && !f.tried[plan{}] {
 			return actNoPrefix, "the peer answered the riboCipher prefix with a parse error (-32700)"
 		}
 		return actAccept, ""
@@ -370,8 +435,11 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 }
 
 // reconnect replaces the connection as act says and resends what was
-// written. Called with mu held; the writer waits meanwhile.
-func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
+// written. Called with mu held; the writer waits meanwhile. A BTSP
+// handshake that fails after the peer's demand (refusal) is a
+// *BTSPRequiredError carrying how it failed: the Conn then refuses every
+// later call (exit 5, or 4 when the time ran out).
+func (f *secureFramer) reconnect(act action, why string, frame []byte, refusal *RPCError) error {
 	d := f.d
 	// The refusal itself never reaches the Conn: trace it here.
 	if d.opts.Trace != nil {
@@ -403,7 +471,10 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
 	case actBTSP:
 		sf, err := d.handshake(ctx, d.facts())
 		if err != nil {
-			return fmt.Errorf("reconnecting with BTSP after the peer demanded it: %w", err)
+			if f.closed.Load() {
+				return os.ErrClosed
+			}
+			return &BTSPRequiredError{Endpoint: d.name, Peer: refusal, Failed: err}
 		}
 		next, desc, sess = sf.load(), sf.desc, sf.sess
 		f.keyConfirm = sf.keyConfirm
@@ -424,14 +495,29 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte) error {
 	f.setCur(next)
 	f.desc, f.sess = desc, sess
 	_ = old.Close()
+	// Close may have come while the new connection was opened (it closed
+	// the old one): nothing goes out after it. Past the deadline, nobody
+	// waits for the answer. (A Close from now on closes next.)
+	if f.closed.Load() {
+		_ = next.Close()
+		return os.ErrClosed
+	}
+	if len(f.written) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("not resent after reconnecting: %w %w", errNotWritten, context.Cause(ctx))
+	}
+	// The resend is bounded by the same deadline: a peer that stops
+	// reading would otherwise hold it, and mu, until Close.
+	if wd, ok := next.(WriteDeadliner); ok {
+		_ = wd.SetWriteDeadline(dl)
+		defer func() { _ = wd.SetWriteDeadline(time.Time{}) }()
+	}
 	for _, w := range f.written {
 		if err := next.WriteFrame(w); err != nil && !isPeerGone(err) {
 			return fmt.Errorf("resending after reconnecting: %w", err)
 		}
-	}
-	if f.closed.Load() {
-		_ = next.Close()
-		return os.ErrClosed
 	}
 	return nil
 }

@@ -57,13 +57,14 @@ func TestReconnectBoundedByTheCallersDeadline(t *testing.T) {
 	}
 }
 
-// TestRefusalResendsOnlyTheFirstRequest: a refusal of the connection
+// TestRefusalWithManyWrittenResendsNone: a refusal of the connection
 // ("BTSP handshake required", or -32002 for want of the riboCipher prefix,
-// id null) proves only the line it answered unprocessed. Against a lenient
-// peer that refuses the first line but processes the lines after it, only
-// the first request is resent on the new connection; the others fail with
-// *ipc.NotResentError, and no request reaches the peer twice.
-func TestRefusalResendsOnlyTheFirstRequest(t *testing.T) {
+// id null) does not say which line it answered. Against a lenient peer
+// that refuses the first line but processes the lines after it, with three
+// requests written none is resent on the new connection: all three fail
+// with *ipc.NotResentError, no request reaches the peer twice, and the new
+// connection serves the next call.
+func TestRefusalWithManyWrittenResendsNone(t *testing.T) {
 	seed := []byte(testFamilySeed)
 	for _, tc := range []struct {
 		name string
@@ -79,7 +80,7 @@ func TestRefusalResendsOnlyTheFirstRequest(t *testing.T) {
 			var mu sync.Mutex
 			runs := map[string]int{}
 			methods := map[string]ipctest.HandlerFunc{}
-			for _, m := range []string{"m.a", "m.b", "m.c"} {
+			for _, m := range []string{"m.a", "m.b", "m.c", "m.d"} {
 				methods[m] = func(context.Context, json.RawMessage) (any, error) {
 					mu.Lock()
 					runs[m]++
@@ -91,7 +92,7 @@ func TestRefusalResendsOnlyTheFirstRequest(t *testing.T) {
 			var trace traceLog
 			c := mustDial(t, s.Endpoint(), ipc.Options{Trace: trace.add, Security: tc.sec})
 			errs := make(chan error, 3)
-			for m := range methods {
+			for _, m := range []string{"m.a", "m.b", "m.c"} {
 				go func() {
 					_, err := c.Call(ctxT(t, 5*time.Second), m, nil)
 					errs <- err
@@ -113,15 +114,19 @@ func TestRefusalResendsOnlyTheFirstRequest(t *testing.T) {
 					t.Errorf("unexpected error %T: %v", err, err)
 				}
 			}
-			if ok != 1 || notResent != 2 {
-				t.Errorf("%d call(s) answered, %d not resent; want 1 and 2", ok, notResent)
+			if ok != 0 || notResent != 3 {
+				t.Errorf("%d call(s) answered, %d not resent; want 0 and 3", ok, notResent)
+			}
+			if _, err := c.Call(ctxT(t, 5*time.Second), "m.d", nil); err != nil {
+				t.Errorf("m.d on the new connection: %v", err)
 			}
 			// The lenient peer processes what it read on the refused
-			// connection a little later: wait for all three, then count.
+			// connection after the line it refused: wait for those two
+			// and m.d, then count.
 			deadline := time.Now().Add(2 * time.Second)
 			for {
 				mu.Lock()
-				total := runs["m.a"] + runs["m.b"] + runs["m.c"]
+				total := runs["m.a"] + runs["m.b"] + runs["m.c"] + runs["m.d"]
 				mu.Unlock()
 				if total >= 3 || time.Now().After(deadline) {
 					break
@@ -136,8 +141,8 @@ func TestRefusalResendsOnlyTheFirstRequest(t *testing.T) {
 					t.Errorf("%s reached the peer %d times; a request is never sent twice", m, n)
 				}
 			}
-			if !strings.Contains(trace.String(), "resending 1 message") {
-				t.Errorf("the trace does not say one message is resent:\n%s", trace.String())
+			if !strings.Contains(trace.String(), "resending 0 message") {
+				t.Errorf("the trace does not say no message is resent:\n%s", trace.String())
 			}
 		})
 	}

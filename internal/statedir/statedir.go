@@ -187,13 +187,23 @@ func Open(path string, flag int, perm fs.FileMode) (f *os.File, info fs.FileInfo
 // on them) and again once open, and it is opened O_NONBLOCK (a named pipe
 // put there in a race is not waited on). A refusal is an *UnsafeError; a
 // missing file or folder matches fs.ErrNotExist. root itself is followed:
-// a user's own link to the state folder is fine.
+// a user's own link to the state folder is fine. A name with a "..", "."
+// or empty step is refused (*UnsafeError) before anything is opened.
 func ReadFile(root, name string, limit int64) ([]byte, error) {
+	parts := strings.Split(name, "/")
+	for _, p := range parts {
+		// openat(dfd, "..") leaves the folder whatever O_NOFOLLOW says; an
+		// empty step (a leading, doubled or trailing slash) or "." names no
+		// file of the state folder either.
+		if p == "" || p == "." || p == ".." {
+			return nil, &UnsafeError{Path: filepath.Join(root, filepath.FromSlash(name)),
+				Why: fmt.Sprintf("the name %q has a step %q (only plain names below the state folder are read)", name, p)}
+		}
+	}
 	dfd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: root, Err: err}
 	}
-	parts := strings.Split(name, "/")
 	for i, p := range parts[:len(parts)-1] {
 		fd, err := unix.Openat(dfd, p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		unix.Close(dfd)

@@ -226,3 +226,31 @@ func TestReadFileFollowsNoLinkBelowTheRoot(t *testing.T) {
 		t.Fatal("ReadFile waited on a named pipe")
 	}
 }
+
+// TestReadFileRefusesDotSteps: a name with a "..", "." or empty step is
+// refused (ErrUnsafe) before anything is opened: openat(dfd, "..") leaves
+// the state folder, whatever O_NOFOLLOW says. "../outside/r.json" read a
+// file beside the state folder.
+func TestReadFileRefusesDotSteps(t *testing.T) {
+	parent := t.TempDir()
+	state := filepath.Join(parent, "state")
+	for _, d := range []string{filepath.Join(state, "d"), filepath.Join(parent, "outside")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{filepath.Join(parent, "outside", "r.json"), filepath.Join(state, "d", "r.json")} {
+		if err := os.WriteFile(f, []byte("{}"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"../outside/r.json", "d/../../outside/r.json", "./d/r.json", "d/./r.json",
+		"d//r.json", "/d/r.json", "d/r.json/", "", ".", ".."} {
+		if b, err := ReadFile(state, name, 64); !errors.Is(err, ErrUnsafe) {
+			t.Errorf("%q: %q, %v; want ErrUnsafe", name, b, err)
+		}
+	}
+	if b, err := ReadFile(state, "d/r.json", 64); err != nil || string(b) != "{}" {
+		t.Fatalf("d/r.json: %q, %v", b, err)
+	}
+}
