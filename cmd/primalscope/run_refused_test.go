@@ -88,6 +88,7 @@ func TestRunEventStreamRefusedMidwayExits5(t *testing.T) {
 `)
 	env := runEnv(t)
 	env["FAMILY_SEED"] = sessionTestSeed
+	env["FAMILY_ID"] = "westgate" // a seed is offered only to its family's sockets
 	start := time.Now()
 	r := runCLI(t, env, "", "--socket-dir", dir, "run", "--json", "--timeout", "10s", book)
 	if r.code != exitSecurity {
@@ -114,6 +115,7 @@ func TestRunEventStreamRefusedMidwayExits5(t *testing.T) {
     expect:
       event: {from: beardog-eastgate, match: 'true', within: 5s}
 `)
+	env["FAMILY_ID"] = "eastgate" // the seed offered there is not eastgate's
 	r = runCLI(t, env, "", "--socket-dir", dir, "run", "--json", "--timeout", "10s", early)
 	if r.code != exitSecurity {
 		t.Fatalf("refused as it connects: want exit %d, got %d\n%s%s", exitSecurity, r.code, r.stdout, r.stderr)
