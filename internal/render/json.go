@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/colorprofile"
@@ -234,7 +235,15 @@ func (p *printer) errAt(msg string) error {
 }
 
 // skipWS skips whitespace and returns the next byte without consuming it.
+// The usual case (no whitespace: compact input) is inlined.
 func (p *printer) skipWS() (byte, bool) {
+	if b := p.buf[p.pos:p.end]; len(b) > 0 && b[0] > ' ' {
+		return b[0], true
+	}
+	return p.skipWSSlow()
+}
+
+func (p *printer) skipWSSlow() (byte, bool) {
 	for {
 		for p.pos < p.end {
 			c := p.buf[p.pos]
@@ -255,21 +264,19 @@ func (p *printer) skipWS() (byte, bool) {
 	}
 }
 
-const spaces = "                                                                                                                                "
+// newlineIndent is a newline and the widest indentation newline writes
+// (maxIndentLevels levels of MaxIndent spaces): a line's start is one
+// append of a prefix of it.
+var newlineIndent = "\n" + strings.Repeat(" ", maxIndentLevels*MaxIndent)
 
 func (p *printer) newline(depth int) {
 	if p.indent == 0 {
 		return
 	}
-	p.out = append(p.out, '\n')
 	if depth > maxIndentLevels {
 		depth = maxIndentLevels
 	}
-	for n := depth * p.indent; n > 0; {
-		k := min(n, len(spaces))
-		p.out = append(p.out, spaces[:k]...)
-		n -= k
-	}
+	p.out = append(p.out, newlineIndent[:1+depth*p.indent]...)
 }
 
 func (p *printer) punct(c byte) {
@@ -385,24 +392,34 @@ func (p *printer) value() error {
 				}
 				continue
 			case c == '"':
-				if err := p.str(clString); err != nil {
-					return err
+				if !p.strFast(clString) {
+					if err := p.str(clString); err != nil {
+						return err
+					}
 				}
 			case c == '-' || (c >= '0' && c <= '9'):
-				if err := p.number(); err != nil {
-					return err
+				if !p.numberFast() {
+					if err := p.number(); err != nil {
+						return err
+					}
 				}
 			case c == 't':
-				if err := p.literal("true", clTrue); err != nil {
-					return err
+				if !p.literalFast("true", clTrue) {
+					if err := p.literal("true", clTrue); err != nil {
+						return err
+					}
 				}
 			case c == 'f':
-				if err := p.literal("false", clFalse); err != nil {
-					return err
+				if !p.literalFast("false", clFalse) {
+					if err := p.literal("false", clFalse); err != nil {
+						return err
+					}
 				}
 			case c == 'n':
-				if err := p.literal("null", clNull); err != nil {
-					return err
+				if !p.literalFast("null", clNull) {
+					if err := p.literal("null", clNull); err != nil {
+						return err
+					}
 				}
 			default:
 				return p.errAt(fmt.Sprintf("unexpected %s, expected a value", quoteByte(c)))
@@ -452,8 +469,10 @@ func (p *printer) member() error {
 	if c != '"' {
 		return p.errAt(fmt.Sprintf("unexpected %s, expected a member name", quoteByte(c)))
 	}
-	if err := p.str(clKey); err != nil {
-		return err
+	if !p.strFast(clKey) {
+		if err := p.str(clKey); err != nil {
+			return err
+		}
 	}
 	c, ok = p.skipWS()
 	if !ok {
@@ -501,11 +520,12 @@ func (p *printer) str(cl class) error {
 			return p.errAt("unexpected end of input in string")
 		}
 		lim := min(p.end, p.pos+maxChunk)
+		b := p.buf[:lim]
 		i := p.pos
-		for i < lim && strByte[p.buf[i]] {
+		for i < len(b) && strByte[b[i]] {
 			i++
 		}
-		p.out = append(p.out, p.buf[p.pos:i]...)
+		p.out = append(p.out, b[p.pos:i]...)
 		p.pos = i
 		if i == lim {
 			p.maybeFlush()
@@ -579,15 +599,21 @@ func (p *printer) peek() (byte, bool) {
 func (p *printer) digits() int {
 	n := 0
 	for {
-		c, ok := p.peek()
-		if !ok || c < '0' || c > '9' {
+		lim := min(p.end, p.pos+maxChunk)
+		b := p.buf[:lim]
+		i := p.pos
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		p.out = append(p.out, b[p.pos:i]...)
+		n += i - p.pos
+		p.pos = i
+		if i < lim {
 			return n
 		}
-		p.out = append(p.out, c)
-		p.pos++
-		n++
-		if n&(maxChunk-1) == 0 {
-			p.maybeFlush()
+		p.maybeFlush()
+		if i == p.end && !p.fill(1) {
+			return n
 		}
 	}
 }
@@ -636,11 +662,148 @@ func (p *printer) delimited() error {
 	if !ok {
 		return nil
 	}
-	if (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		c == '.' || c == '-' || c == '+' || c == '_' {
+	if glued[c] {
 		return p.errAt(fmt.Sprintf("unexpected %s after a value", quoteByte(c)))
 	}
 	return nil
+}
+
+// glued[b] is true for the bytes that may not follow a number or literal
+// (they would be more of a word).
+var glued = func() (t [256]bool) {
+	for b := range 256 {
+		c := byte(b)
+		t[b] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			c == '.' || c == '-' || c == '+' || c == '_'
+	}
+	return t
+}()
+
+// The fast paths below print a token that is whole in the buffer and
+// valid, in one scan and one copy; they report whether they did. When
+// they do not (the token runs past what is buffered, needs escaping, or is
+// invalid), nothing is consumed or written and the general method prints
+// it, fills the buffer, escapes and reports errors. Both write the same
+// bytes (TestJSONMatchesReference, FuzzJSONMatchesReference).
+
+// ended reports whether a token ending at i (exclusive) is delimited: the
+// next byte is buffered and may follow a value, or the input ends there.
+func (p *printer) ended(i int) bool {
+	if i < p.end {
+		return !glued[p.buf[i]]
+	}
+	return p.eof
+}
+
+// strFast prints the string at p.pos if it is whole in the buffer, no
+// longer than maxChunk and needs no change: printable ASCII, valid
+// escapes and, unless for a terminal, UTF-8 runes above U+009F.
+func (p *printer) strFast(cl class) bool {
+	b := p.buf[:min(p.end, p.pos+maxChunk)]
+	j := p.pos + 1
+	for {
+		for j < len(b) && strByte[b[j]] {
+			j++
+		}
+		if j >= len(b) {
+			return false
+		}
+		switch c := b[j]; {
+		case c == '"':
+			p.setClass(cl)
+			p.out = append(p.out, b[p.pos:j+1]...)
+			p.pos = j + 1
+			return true
+		case c == '\\':
+			if j+1 >= len(b) {
+				return false
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(b) || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) || !isHex(b[j+5]) {
+					return false
+				}
+				j += 6
+			default:
+				return false
+			}
+		case c >= utf8.RuneSelf && !p.terminal:
+			r, size := utf8.DecodeRune(b[j:])
+			if r <= 0x9f || (r == utf8.RuneError && size == 1) {
+				return false
+			}
+			j += size
+		default:
+			return false
+		}
+	}
+}
+
+// numberFast prints the number at p.pos if it is whole in the buffer and
+// valid.
+func (p *printer) numberFast() bool {
+	b := p.buf[:min(p.end, p.pos+maxChunk)]
+	i := p.pos
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return false
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		k := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == k {
+			return false
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		k := i
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == k {
+			return false
+		}
+	}
+	if i == len(b) && len(b) < p.end || !p.ended(i) {
+		return false
+	}
+	p.setClass(clNumber)
+	p.out = append(p.out, b[p.pos:i]...)
+	p.pos = i
+	return true
+}
+
+// literalFast prints word (true, false, null) if it is at p.pos, whole in
+// the buffer and delimited.
+func (p *printer) literalFast(word string, cl class) bool {
+	i := p.pos + len(word)
+	if i > p.end || string(p.buf[p.pos:i]) != word || !p.ended(i) {
+		return false
+	}
+	p.setClass(cl)
+	p.out = append(p.out, word...)
+	p.pos = i
+	return true
 }
 
 func (p *printer) literal(word string, cl class) error {
