@@ -237,3 +237,32 @@ func TestCutNeverSplitsASecret(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyJudgeKeepsAnObjectsKeys: the keys of the objects of a large
+// answer are judged once each, however many objects repeat them (the keys
+// of bench/ndjsonpeer's bench.sample, of which "delta" and "state" took
+// the same slot of the cache before, and were judged on every object).
+func TestKeyJudgeKeepsAnObjectsKeys(t *testing.T) {
+	keys := []string{"id", "name", "ok", "load", "delta", "parent", "state", "tags", "note", "password"}
+	var doc []byte
+	var spans [][2]int
+	for range 1000 {
+		for _, k := range keys {
+			open := len(doc)
+			doc = append(doc, '"')
+			doc = append(doc, k...)
+			spans = append(spans, [2]int{open, len(doc)})
+			doc = append(doc, `":1,`...)
+		}
+	}
+	var kj keyJudge
+	for n, sp := range spans {
+		want := keys[n%len(keys)] == "password"
+		if got := kj.secret(doc, sp[0], sp[1]); got != want {
+			t.Fatalf("key %q: secret %v, want %v", keys[n%len(keys)], got, want)
+		}
+	}
+	if kj.misses > len(keys) {
+		t.Fatalf("%d keys judged for %d objects of %d keys: the cache does not keep them", kj.misses, 1000, len(keys))
+	}
+}

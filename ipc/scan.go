@@ -26,14 +26,29 @@ func skipWS(b []byte, i int) int {
 
 func scanErr(i int, what string) error { return fmt.Errorf("invalid JSON at byte %d: %s", i, what) }
 
+// stringPlain[c] is true for the bytes a string holds as they are (all but
+// the quote, the backslash and control characters): skipString passes over
+// runs of them in a tight loop.
+var stringPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // skipString returns the index after the string starting at b[i] == '"',
 // and whether it contains escapes.
 func skipString(b []byte, i int) (int, bool, error) {
 	i++
 	esc := false
-	for i < len(b) {
-		c := b[i]
-		switch {
+	for {
+		for i < len(b) && stringPlain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
+		switch c := b[i]; {
 		case c == '"':
 			return i + 1, esc, nil
 		case c == '\\':
@@ -57,10 +72,8 @@ func skipString(b []byte, i int) (int, bool, error) {
 			default:
 				return 0, false, scanErr(i, "bad escape")
 			}
-		case c < 0x20:
+		default: // c < 0x20
 			return 0, false, scanErr(i, "control character in string")
-		default:
-			i++
 		}
 	}
 	return 0, false, scanErr(i, "unterminated string")
