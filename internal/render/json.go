@@ -235,12 +235,21 @@ func (p *printer) errAt(msg string) error {
 }
 
 // skipWS skips whitespace and returns the next byte without consuming it.
-// The usual case (no whitespace: compact input) is inlined.
 func (p *printer) skipWS() (byte, bool) {
-	if b := p.buf[p.pos:p.end]; len(b) > 0 && b[0] > ' ' {
-		return b[0], true
+	if c := p.next(); c > ' ' {
+		return c, true
 	}
 	return p.skipWSSlow()
+}
+
+// next returns the next byte, or 0 when none is buffered. Callers check it
+// before calling skipWS (which the compiler does not inline): the usual
+// case, no whitespace (compact input), then costs no call.
+func (p *printer) next() byte {
+	if p.pos < p.end {
+		return p.buf[p.pos]
+	}
+	return 0
 }
 
 func (p *printer) skipWSSlow() (byte, bool) {
@@ -360,7 +369,10 @@ func (p *printer) value() error {
 	wantValue := true
 	for {
 		if wantValue {
-			c, ok := p.skipWS()
+			c, ok := p.next(), true
+			if c <= ' ' {
+				c, ok = p.skipWS()
+			}
 			if !ok {
 				return p.errAt("unexpected end of input, expected a value")
 			}
@@ -375,7 +387,10 @@ func (p *printer) value() error {
 				if c == '[' {
 					closer = ']'
 				}
-				c2, ok := p.skipWS()
+				c2, ok := p.next(), true
+				if c2 <= ' ' {
+					c2, ok = p.skipWS()
+				}
 				if !ok {
 					return p.errAt(errUnexpectedEOF.Error())
 				}
@@ -430,7 +445,10 @@ func (p *printer) value() error {
 		if len(p.stack) == 0 {
 			return nil
 		}
-		c, ok := p.skipWS()
+		c, ok := p.next(), true
+		if c <= ' ' {
+			c, ok = p.skipWS()
+		}
 		if !ok {
 			return p.errAt(errUnexpectedEOF.Error())
 		}
@@ -462,7 +480,10 @@ func (p *printer) value() error {
 
 // member prints an object member's name and colon.
 func (p *printer) member() error {
-	c, ok := p.skipWS()
+	c, ok := p.next(), true
+	if c <= ' ' {
+		c, ok = p.skipWS()
+	}
 	if !ok {
 		return p.errAt("unexpected end of input, expected a member name")
 	}
@@ -474,7 +495,10 @@ func (p *printer) member() error {
 			return err
 		}
 	}
-	c, ok = p.skipWS()
+	c, ok = p.next(), true
+	if c <= ' ' {
+		c, ok = p.skipWS()
+	}
 	if !ok {
 		return p.errAt("unexpected end of input, expected :")
 	}
