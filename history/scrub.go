@@ -194,9 +194,20 @@ func (sc *scrubber) scrubText(s string) string {
 
 // stringEnd returns the index of the quote that closes the JSON string
 // opened at doc[open], or len(doc) when doc ends first (a cut document).
+// A short string is walked once, passing over each escape as a pair (the
+// quote that ends it is the first one not escaped), where a call to
+// bytes.IndexByte a quote costs more; a long one goes from quote to quote.
 func stringEnd(doc []byte, open int) int {
 	j := open + 1
-	for {
+	for lim := min(len(doc), j+32); j < lim; j++ {
+		switch doc[j] {
+		case '"':
+			return j
+		case '\\':
+			j++
+		}
+	}
+	for j < len(doc) {
 		k := bytes.IndexByte(doc[j:], '"')
 		if k < 0 {
 			return len(doc)
@@ -211,6 +222,25 @@ func stringEnd(doc []byte, open int) int {
 		}
 		j = q + 1
 	}
+	return len(doc)
+}
+
+// indexQuote returns the index of the first '"' in doc[i:] (an index into
+// doc), or -1. The next quote of a document of small values is a few bytes
+// away, where a loop is cheaper than a call to bytes.IndexByte.
+func indexQuote(doc []byte, i int) int {
+	for k := i; k < len(doc) && k < i+16; k++ {
+		if doc[k] == '"' {
+			return k
+		}
+	}
+	if i+16 >= len(doc) {
+		return -1
+	}
+	if q := bytes.IndexByte(doc[i+16:], '"'); q >= 0 {
+		return i + 16 + q
+	}
+	return -1
 }
 
 func skipSpace(doc []byte, i int) int {
@@ -372,10 +402,10 @@ func redactScan(doc []byte, sc *scrubber, text bool, vals *[]string) []byte {
 	}
 	n := len(doc)
 	for i := 0; i < n; {
-		q := bytes.IndexByte(doc[i:], '"')
+		q := indexQuote(doc, i)
 		open := n
 		if q >= 0 {
-			open = i + q
+			open = q
 		}
 		sc.scrub(&p, doc, i, open, gapWith, !text)
 		if q < 0 {
