@@ -179,9 +179,13 @@ func skipContainer(b []byte, i, depth int) (int, error) {
 			if i >= len(b) || b[i] != '"' {
 				return 0, scanErr(i, "want a member name")
 			}
-			var err error
-			if i, _, err = skipString(b, i); err != nil {
-				return 0, err
+			if j := plainStringEnd(b, i); j > 0 {
+				i = j
+			} else {
+				var err error
+				if i, _, err = skipString(b, i); err != nil {
+					return 0, err
+				}
 			}
 			i = skipWS(b, i)
 			if i >= len(b) || b[i] != ':' {
@@ -206,6 +210,10 @@ func skipContainer(b []byte, i, depth int) (int, error) {
 			}
 			continue
 		case c == '"':
+			if j := plainStringEnd(b, i); j > 0 {
+				i = j
+				break
+			}
 			var err error
 			if i, _, err = skipString(b, i); err != nil {
 				return 0, err
@@ -237,6 +245,20 @@ func skipContainer(b []byte, i, depth int) (int, error) {
 			break
 		}
 	}
+}
+
+// plainStringEnd returns the index after the string opened at b[i] if it
+// holds no escape and no control character (most do), else 0: skipString
+// then checks it. Small enough to be inlined in the container loop.
+func plainStringEnd(b []byte, i int) int {
+	j := i + 1
+	for j < len(b) && stringPlain[b[j]] {
+		j++
+	}
+	if j < len(b) && b[j] == '"' {
+		return j + 1
+	}
+	return 0
 }
 
 func closerOf(c byte) byte {
