@@ -3,6 +3,7 @@ package render
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,4 +177,29 @@ func FuzzJSONMatchesReference(f *testing.F) {
 			sameAsReference(t, data, o)
 		}
 	})
+}
+
+// BenchmarkCallAnswerReference10MB and BenchmarkCallAnswerColourReference10MB
+// print callDoc with the printer before the single-pass loop (the oracle
+// of refprinter_test.go), beside BenchmarkCallAnswer10MB and
+// BenchmarkCallAnswerColour10MB in the same binary: the before and after
+// of issue 23's printer on one machine state.
+func BenchmarkCallAnswerReference10MB(b *testing.B) {
+	benchReference(b, Options{Indent: DefaultIndent})
+}
+
+func BenchmarkCallAnswerColourReference10MB(b *testing.B) {
+	th := themes.Dark()
+	benchReference(b, Options{Indent: DefaultIndent, Colors: &th.JSON, Profile: colorprofile.TrueColor})
+}
+
+func benchReference(b *testing.B, opts Options) {
+	doc := callDoc()
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := refJSONBytes(io.Discard, doc, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
