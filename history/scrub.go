@@ -225,24 +225,6 @@ func stringEnd(doc []byte, open int) int {
 	return len(doc)
 }
 
-// indexQuote returns the index of the first '"' in doc[i:] (an index into
-// doc), or -1. The next quote of a document of small values is a few bytes
-// away, where a loop is cheaper than a call to bytes.IndexByte.
-func indexQuote(doc []byte, i int) int {
-	for k := i; k < len(doc) && k < i+16; k++ {
-		if doc[k] == '"' {
-			return k
-		}
-	}
-	if i+16 >= len(doc) {
-		return -1
-	}
-	if q := bytes.IndexByte(doc[i+16:], '"'); q >= 0 {
-		return i + 16 + q
-	}
-	return -1
-}
-
 func skipSpace(doc []byte, i int) int {
 	for i < len(doc) && (doc[i] == ' ' || doc[i] == '\t' || doc[i] == '\n' || doc[i] == '\r') {
 		i++
@@ -402,16 +384,34 @@ func redactScan(doc []byte, sc *scrubber, text bool, vals *[]string) []byte {
 	}
 	n := len(doc)
 	for i := 0; i < n; {
-		q := indexQuote(doc, i)
-		open := n
-		if q >= 0 {
-			open = q
+		// The next quote and the end of its string are a few bytes away in
+		// a document of small values: loops find them, in this function
+		// (calls to bytes.IndexByte or stringEnd a string cost more); a far
+		// quote, a long string or an escape is left to those.
+		open := i
+		for open < n && open < i+16 && doc[open] != '"' {
+			open++
 		}
-		sc.scrub(&p, doc, i, open, gapWith, !text)
-		if q < 0 {
+		if open < n && doc[open] != '"' {
+			if k := bytes.IndexByte(doc[open:], '"'); k >= 0 {
+				open += k
+			} else {
+				open = n
+			}
+		}
+		if sc != nil {
+			sc.scrub(&p, doc, i, open, gapWith, !text)
+		}
+		if open >= n {
 			break
 		}
-		end := stringEnd(doc, open)
+		end := open + 1
+		for end < n && end < open+32 && doc[end] != '"' && doc[end] != '\\' {
+			end++
+		}
+		if end >= n || doc[end] != '"' {
+			end = stringEnd(doc, open)
+		}
 		if end < n {
 			if j := skipSpace(doc, end+1); j < n && doc[j] == ':' && keys.secret(doc, open, end) {
 				vs := skipSpace(doc, j+1)
@@ -424,7 +424,9 @@ func redactScan(doc []byte, sc *scrubber, text bool, vals *[]string) []byte {
 				continue
 			}
 		}
-		sc.scrub(&p, doc, open+1, end, Redacted, false)
+		if sc != nil {
+			sc.scrub(&p, doc, open+1, end, Redacted, false)
+		}
 		i = end + 1
 	}
 	return p.result()
