@@ -166,8 +166,10 @@ const longLineReserve = 16
 // (the pages of a new large allocation are not touched until used), so a
 // 10 MB line costs about 10 MB, where the 1 MiB chunks copied into a line
 // of its size cost twice that (the peak RSS of a call printing a 10 MB
-// answer). A line that fills less than a quarter of its reservation is
-// copied out, so that a short line does not hold a large buffer. A line
+// answer). A line that fills less than half of its reservation is copied
+// out, so that a line never holds more than twice its size (in a process
+// whose memory is reused, such as the TUI, a new allocation is cleared,
+// and so touched, whole). A line
 // longer than the reservation goes on in chunks of longLine bytes, copied
 // once into a buffer of its exact size. The bytes after the newline
 // become the buffer's content, as readLine leaves them.
@@ -199,7 +201,7 @@ func (f *LineFramer) readLongLine() ([]byte, error) {
 				}
 				var line []byte
 				switch {
-				case chunks == nil && end >= len(chunk)/4:
+				case chunks == nil && end >= len(chunk)/2:
 					line = chunk[:end:end] // the reservation is the line
 				default:
 					line = make([]byte, total+end)
