@@ -301,3 +301,26 @@ func BenchmarkDiffAlignWorst(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRedactSmallObjects4MiB redacts 4 MiB (the default entry limit)
+// of an answer of many small objects, the shape of bench/ndjsonpeer's
+// bench.sample: what recording a 10 MB answer scans on the call path.
+func BenchmarkRedactSmallObjects4MiB(b *testing.B) {
+	var doc bytes.Buffer
+	doc.WriteString(`[`)
+	for i := 0; doc.Len() < DefaultEntryLimit; i++ {
+		if i > 0 {
+			doc.WriteByte(',')
+		}
+		fmt.Fprintf(&doc, `{"id":%d,"name":"beta-%d","ok":%t,"load":%d.%d,"delta":%d,"parent":null,"state":"alive","tags":["iota","eta"],"note":"said \"hi\"\tat start"}`,
+			i, i*7%100000, i%3 != 0, i%100, i%1000, i%2001-1000)
+	}
+	data := doc.Bytes()[:DefaultEntryLimit]
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if out := redactScan(data, nil, false, nil); len(out) != len(data) {
+			b.Fatal("a document without secrets changed")
+		}
+	}
+}

@@ -250,3 +250,80 @@ func TestLiteralSentUnderASecretKeyIsNoSecret(t *testing.T) {
 		t.Fatalf("result recorded as %s", got)
 	}
 }
+
+// TestKeyJudgeKeepsAnObjectsKeys: the keys of the objects of a large
+// answer are judged once each, however many objects repeat them (the keys
+// of bench/ndjsonpeer's bench.sample, of which "delta" and "state" took
+// the same slot of the cache before, and were judged on every object).
+func TestKeyJudgeKeepsAnObjectsKeys(t *testing.T) {
+	keys := []string{"id", "name", "ok", "load", "delta", "parent", "state", "tags", "note", "password"}
+	var doc []byte
+	var spans [][2]int
+	for range 1000 {
+		for _, k := range keys {
+			open := len(doc)
+			doc = append(doc, '"')
+			doc = append(doc, k...)
+			spans = append(spans, [2]int{open, len(doc)})
+			doc = append(doc, `":1,`...)
+		}
+	}
+	var kj keyJudge
+	for n, sp := range spans {
+		want := keys[n%len(keys)] == "password"
+		if got := kj.secret(doc, sp[0], sp[1]); got != want {
+			t.Fatalf("key %q: secret %v, want %v", keys[n%len(keys)], got, want)
+		}
+	}
+	if kj.misses > len(keys) {
+		t.Fatalf("%d keys judged for %d objects of %d keys: the cache does not keep them", kj.misses, 1000, len(keys))
+	}
+}
+
+// TestStringEnd: the closing quote is the first one not escaped, for short
+// strings (walked) and long ones (quote to quote), escapes at every place
+// of the walk's end, and strings cut by the end of the document.
+func TestStringEnd(t *testing.T) {
+	// want: the first quote after open preceded by an even run of
+	// backslashes, as the quote-to-quote search has always found it.
+	want := func(doc []byte, open int) int {
+		for q := open + 1; q < len(doc); q++ {
+			if doc[q] != '"' {
+				continue
+			}
+			bs := 0
+			for b := q - 1; b > open && doc[b] == '\\'; b-- {
+				bs++
+			}
+			if bs%2 == 0 {
+				return q
+			}
+		}
+		return len(doc)
+	}
+	pieces := []string{`a`, `\\`, `\"`, `"`, `\`, `é`, `\u0022`}
+	for n := 0; n < 3000; n++ {
+		var b strings.Builder
+		b.WriteString(`x"`)
+		for k, x := 0, uint(n); k < 12+n%40; k++ {
+			b.WriteString(pieces[(x+uint(k*k))%uint(len(pieces))])
+			x = x*7 + 3
+		}
+		doc := []byte(b.String())
+		for cut := 2; cut <= len(doc); cut += 1 + n%5 {
+			if got, w := stringEnd(doc[:cut], 1), want(doc[:cut], 1); got != w {
+				t.Fatalf("stringEnd(%q, 1) = %d, want %d", doc[:cut], got, w)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		doc  string
+		want int
+	}{
+		{`"abc"`, 4}, {`"a\"b"`, 5}, {`"a\\"b"`, 4}, {`"` + strings.Repeat("a", 31) + `\"` + strings.Repeat("b", 40) + `"`, 74}, {`"ab`, 3}, {`"a\`, 3},
+	} {
+		if got := stringEnd([]byte(tc.doc), 0); got != tc.want {
+			t.Errorf("stringEnd(%q) = %d, want %d", tc.doc, got, tc.want)
+		}
+	}
+}

@@ -149,31 +149,46 @@ func (f *LineFramer) FrameBuffered() bool {
 	}
 }
 
-// longLine is the buffer size past which a line is read in chunks
-// (readLongLine) rather than into a buffer that doubles.
+// longLine is the buffer size past which a line is read into a
+// reservation (readLongLine) rather than into a buffer that doubles.
 const longLine = 1 << 20
 
+// longLineReserve is how many times the first longLine bytes of a long
+// line readLongLine reserves for it, at most (never more than the frame
+// limit allows).
+const longLineReserve = 16
+
 // readLongLine reads the rest of a line that fills the buffer (f.r == 0,
-// no newline in buf[:w], len(buf) >= longLine) in chunks of longLine bytes,
-// then copies it once into a buffer of its exact size. Doubling the buffer
-// instead touched twice the memory (a 10 MB line: buffers of 64 KiB to
-// 16 MiB, 32 MiB in all, the last two alive at once); this touches the
-// chunks and the line, about twice the line. The bytes after the newline
+// no newline in buf[:w], len(buf) >= longLine). It reserves one buffer of
+// longLineReserve times what has come (16 MiB for the usual 1 MiB, at
+// most the frame limit) and reads the line into it, where it stays: no
+// copy. A fresh reservation costs memory only as far as it is written
+// (the pages of a new large allocation are not touched until used), so a
+// 10 MB line costs about 10 MB, where the 1 MiB chunks copied into a line
+// of its size cost twice that (the peak RSS of a call printing a 10 MB
+// answer). A line that fills less than half of its reservation is copied
+// out, so that a line never holds more than twice its size (in a process
+// whose memory is reused, such as the TUI, a new allocation is cleared,
+// and so touched, whole). A line
+// longer than the reservation goes on in chunks of longLine bytes, copied
+// once into a buffer of its exact size. The bytes after the newline
 // become the buffer's content, as readLine leaves them.
 func (f *LineFramer) readLongLine() ([]byte, error) {
-	chunks := [][]byte{f.buf[:f.w]}
-	total := f.w
+	size := int64(f.w) * longLineReserve
+	if lim := f.max + 1; size > lim {
+		size = lim
+	}
+	if size <= int64(f.w) {
+		size = int64(f.w) + longLine
+	}
+	first := make([]byte, size)
+	n := copy(first, f.buf[:f.w])
 	f.buf, f.r, f.w = nil, 0, 0
+	chunks := [][]byte(nil)
+	chunk := first
+	total := 0 // bytes in chunks
 	for {
-		if f.rerr != nil {
-			err := f.rerr
-			if total > 0 && errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("peer closed in the middle of a message (%d bytes without a newline): %w", total, io.ErrUnexpectedEOF)
-			}
-			return nil, err
-		}
-		chunk := make([]byte, longLine)
-		n, empty := 0, 0
+		empty := 0
 		for n < len(chunk) && f.rerr == nil {
 			m, err := f.rd.Read(chunk[n:])
 			if err != nil {
@@ -184,12 +199,18 @@ func (f *LineFramer) readLongLine() ([]byte, error) {
 				if int64(total+end) > f.max {
 					return nil, &FrameTooLargeError{Limit: f.max}
 				}
-				line := make([]byte, total+end)
-				k := 0
-				for _, c := range chunks {
-					k += copy(line[k:], c)
+				var line []byte
+				switch {
+				case chunks == nil && end >= len(chunk)/2:
+					line = chunk[:end:end] // the reservation is the line
+				default:
+					line = make([]byte, total+end)
+					k := 0
+					for _, c := range chunks {
+						k += copy(line[k:], c)
+					}
+					copy(line[k:], chunk[:end])
 				}
-				copy(line[k:], chunk[:end])
 				rest := chunk[end+1 : n+m]
 				f.buf = make([]byte, max(lineBufSize, len(rest)))
 				f.w = copy(f.buf, rest)
@@ -205,8 +226,16 @@ func (f *LineFramer) readLongLine() ([]byte, error) {
 				}
 			}
 		}
+		if f.rerr != nil {
+			err := f.rerr
+			if total+n > 0 && errors.Is(err, io.EOF) {
+				return nil, fmt.Errorf("peer closed in the middle of a message (%d bytes without a newline): %w", total+n, io.ErrUnexpectedEOF)
+			}
+			return nil, err
+		}
 		chunks = append(chunks, chunk[:n])
 		total += n
+		chunk, n = make([]byte, longLine), 0
 	}
 }
 

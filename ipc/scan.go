@@ -26,14 +26,29 @@ func skipWS(b []byte, i int) int {
 
 func scanErr(i int, what string) error { return fmt.Errorf("invalid JSON at byte %d: %s", i, what) }
 
+// stringPlain[c] is true for the bytes a string holds as they are (all but
+// the quote, the backslash and control characters): skipString passes over
+// runs of them in a tight loop.
+var stringPlain = func() (t [256]bool) {
+	for c := 0x20; c < 256; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
 // skipString returns the index after the string starting at b[i] == '"',
 // and whether it contains escapes.
 func skipString(b []byte, i int) (int, bool, error) {
 	i++
 	esc := false
-	for i < len(b) {
-		c := b[i]
-		switch {
+	for {
+		for i < len(b) && stringPlain[b[i]] {
+			i++
+		}
+		if i >= len(b) {
+			break
+		}
+		switch c := b[i]; {
 		case c == '"':
 			return i + 1, esc, nil
 		case c == '\\':
@@ -57,10 +72,8 @@ func skipString(b []byte, i int) (int, bool, error) {
 			default:
 				return 0, false, scanErr(i, "bad escape")
 			}
-		case c < 0x20:
+		default: // c < 0x20
 			return 0, false, scanErr(i, "control character in string")
-		default:
-			i++
 		}
 	}
 	return 0, false, scanErr(i, "unterminated string")
@@ -127,6 +140,13 @@ func skipValue(b []byte, i, depth int) (int, error) {
 			return 0, errDepth
 		}
 		return skipContainer(b, i, depth+1)
+	}
+	return skipScalar(b, i)
+}
+
+// skipScalar returns the index after the literal or number at b[i].
+func skipScalar(b []byte, i int) (int, error) {
+	switch c := b[i]; {
 	case c == 't':
 		return skipLiteral(b, i, "true")
 	case c == 'f':
@@ -139,24 +159,33 @@ func skipValue(b []byte, i, depth int) (int, error) {
 	return 0, scanErr(i, "unexpected character")
 }
 
+// skipContainer returns the index after the array or object at b[i],
+// nested depth deep. It is one loop over the container and everything in
+// it, with a stack of the closers of the containers open (a call a nested
+// container, as before, cost as much as the values: a 10 MB answer of
+// small objects is mostly containers and short values).
 func skipContainer(b []byte, i, depth int) (int, error) {
-	obj := b[i] == '{'
-	close := byte(']')
-	if obj {
-		close = '}'
-	}
+	var small [32]byte
+	open := append(small[:0], closerOf(b[i])) // the closers of the open containers
 	i = skipWS(b, i+1)
-	if i < len(b) && b[i] == close {
+	if i < len(b) && b[i] == open[0] {
 		return i + 1, nil
 	}
 	for {
-		var err error
-		if obj {
+		// At a member (in an object) or a value (in an array): the first
+		// of the innermost container, or one after a comma.
+		close := open[len(open)-1]
+		if close == '}' {
 			if i >= len(b) || b[i] != '"' {
 				return 0, scanErr(i, "want a member name")
 			}
-			if i, _, err = skipString(b, i); err != nil {
-				return 0, err
+			if j := plainStringEnd(b, i); j > 0 {
+				i = j
+			} else {
+				var err error
+				if i, _, err = skipString(b, i); err != nil {
+					return 0, err
+				}
 			}
 			i = skipWS(b, i)
 			if i >= len(b) || b[i] != ':' {
@@ -164,21 +193,79 @@ func skipContainer(b []byte, i, depth int) (int, error) {
 			}
 			i = skipWS(b, i+1)
 		}
-		if i, err = skipValue(b, i, depth); err != nil {
-			return 0, err
-		}
-		i = skipWS(b, i)
 		if i >= len(b) {
 			return 0, scanErr(i, "unexpected end")
 		}
-		if b[i] == close {
-			return i + 1, nil
+		switch c := b[i]; {
+		case c == '{' || c == '[':
+			if depth+len(open)-1 >= maxScanDepth {
+				return 0, errDepth
+			}
+			open = append(open, closerOf(c))
+			i = skipWS(b, i+1)
+			if i < len(b) && b[i] == open[len(open)-1] {
+				open = open[:len(open)-1]
+				i++
+				break // an empty container: a value
+			}
+			continue
+		case c == '"':
+			if j := plainStringEnd(b, i); j > 0 {
+				i = j
+				break
+			}
+			var err error
+			if i, _, err = skipString(b, i); err != nil {
+				return 0, err
+			}
+		default:
+			var err error
+			if i, err = skipScalar(b, i); err != nil {
+				return 0, err
+			}
 		}
-		if b[i] != ',' {
-			return 0, scanErr(i, "want ',' or the end")
+		// After a value: a comma, or the end of containers.
+		for {
+			i = skipWS(b, i)
+			if i >= len(b) {
+				return 0, scanErr(i, "unexpected end")
+			}
+			if b[i] == open[len(open)-1] {
+				open = open[:len(open)-1]
+				i++
+				if len(open) == 0 {
+					return i, nil
+				}
+				continue
+			}
+			if b[i] != ',' {
+				return 0, scanErr(i, "want ',' or the end")
+			}
+			i = skipWS(b, i+1)
+			break
 		}
-		i = skipWS(b, i+1)
 	}
+}
+
+// plainStringEnd returns the index after the string opened at b[i] if it
+// holds no escape and no control character (most do), else 0: skipString
+// then checks it. Small enough to be inlined in the container loop.
+func plainStringEnd(b []byte, i int) int {
+	j := i + 1
+	for j < len(b) && stringPlain[b[j]] {
+		j++
+	}
+	if j < len(b) && b[j] == '"' {
+		return j + 1
+	}
+	return 0
+}
+
+func closerOf(c byte) byte {
+	if c == '{' {
+		return '}'
+	}
+	return ']'
 }
 
 // scanTopObject calls member for every member of the object b holds

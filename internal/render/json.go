@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/colorprofile"
@@ -130,6 +131,7 @@ type printer struct {
 	hl       *Highlighter
 	cur      class
 	stack    []byte
+	state    state
 	terminal bool
 }
 
@@ -235,6 +237,13 @@ func (p *printer) errAt(msg string) error {
 
 // skipWS skips whitespace and returns the next byte without consuming it.
 func (p *printer) skipWS() (byte, bool) {
+	if p.pos < p.end && p.buf[p.pos] > ' ' {
+		return p.buf[p.pos], true
+	}
+	return p.skipWSSlow()
+}
+
+func (p *printer) skipWSSlow() (byte, bool) {
 	for {
 		for p.pos < p.end {
 			c := p.buf[p.pos]
@@ -255,21 +264,19 @@ func (p *printer) skipWS() (byte, bool) {
 	}
 }
 
-const spaces = "                                                                                                                                "
+// newlineIndent is a newline and the widest indentation newline writes
+// (maxIndentLevels levels of MaxIndent spaces): a line's start is one
+// append of a prefix of it.
+var newlineIndent = "\n" + strings.Repeat(" ", maxIndentLevels*MaxIndent)
 
 func (p *printer) newline(depth int) {
 	if p.indent == 0 {
 		return
 	}
-	p.out = append(p.out, '\n')
 	if depth > maxIndentLevels {
 		depth = maxIndentLevels
 	}
-	for n := depth * p.indent; n > 0; {
-		k := min(n, len(spaces))
-		p.out = append(p.out, spaces[:k]...)
-		n -= k
-	}
+	p.out = append(p.out, newlineIndent[:1+depth*p.indent]...)
 }
 
 func (p *printer) punct(c byte) {
@@ -348,125 +355,335 @@ func completeRunes(b []byte) int {
 	return len(b)
 }
 
-// value prints one JSON value at p.pos (after whitespace).
+// state is where the printer is between two tokens of a value.
+type state uint8
+
+const (
+	stValue state = iota // a value is next
+	stOpen               // after [ or {: its closer, or its first element
+	stKey                // a member's name is next
+	stColon              // the colon after a member's name
+	stAfter              // after a value: a comma, a closer, or the value's end
+)
+
+// value prints one JSON value at p.pos (after whitespace). The fast loop
+// prints every token that is whole in the buffer and printed as it is;
+// step prints the next token whatever it is (filling the buffer, escaping,
+// reporting errors), and the fast loop takes over again after it. Both
+// move between the same states and write the same bytes.
 func (p *printer) value() error {
-	wantValue := true
+	p.state = stValue
 	for {
-		if wantValue {
-			c, ok := p.skipWS()
-			if !ok {
-				return p.errAt("unexpected end of input, expected a value")
+		if p.fast() {
+			return nil
+		}
+		done, err := p.step()
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// fast prints tokens from p.pos while they are whole in the buffer and need
+// no change (see plainString, plainNumber, plainLiteral), with the state
+// in local variables: the 10 MB answer of small values is a few million
+// tokens. It stops at a token boundary before the first token it cannot
+// print so, and reports whether the value ended.
+func (p *printer) fast() bool {
+	var (
+		b      = p.buf[:p.end]
+		i      = p.pos
+		out    = p.out
+		cur    = p.cur
+		st     = p.state
+		stack  = p.stack
+		hl     = p.hl
+		indent = p.indent
+		term   = p.terminal
+		eof    = p.eof
+		done   bool
+	)
+	// setClass and newline are written out below, on the local state (a
+	// closure would keep out and cur in memory).
+loop:
+	for {
+		if st == stAfter {
+			if len(out) >= outBufSize {
+				p.out = out
+				p.flush()
+				out = p.out
 			}
-			switch {
-			case c == '{' || c == '[':
-				if len(p.stack) >= MaxDepth {
-					return p.errAt(fmt.Sprintf("nested deeper than %d", MaxDepth))
-				}
-				p.punct(c)
-				p.stack = append(p.stack, c)
-				closer := byte('}')
-				if c == '[' {
-					closer = ']'
-				}
-				c2, ok := p.skipWS()
-				if !ok {
-					return p.errAt(errUnexpectedEOF.Error())
-				}
-				if c2 == closer {
-					p.punct(c2)
-					p.stack = p.stack[:len(p.stack)-1]
-					break
-				}
-				p.newline(len(p.stack))
-				if c == '{' {
-					if err := p.member(); err != nil {
-						return err
-					}
-				}
-				continue
-			case c == '"':
-				if err := p.str(clString); err != nil {
-					return err
-				}
-			case c == '-' || (c >= '0' && c <= '9'):
-				if err := p.number(); err != nil {
-					return err
-				}
-			case c == 't':
-				if err := p.literal("true", clTrue); err != nil {
-					return err
-				}
-			case c == 'f':
-				if err := p.literal("false", clFalse); err != nil {
-					return err
-				}
-			case c == 'n':
-				if err := p.literal("null", clNull); err != nil {
-					return err
-				}
-			default:
-				return p.errAt(fmt.Sprintf("unexpected %s, expected a value", quoteByte(c)))
+			if len(stack) == 0 {
+				done = true
+				break
 			}
 		}
-		// After a value.
+		for i < len(b) && b[i] <= ' ' {
+			switch b[i] {
+			case ' ', '\t', '\r':
+				i++
+			case '\n':
+				i++
+				p.line++
+				p.lineStart = p.base + int64(i)
+			default:
+				break loop // a control byte: step reports it
+			}
+		}
+		if i >= len(b) {
+			break // step fills the buffer or reports the end
+		}
+		c := b[i]
+		switch st {
+		case stValue:
+			switch {
+			case c == '"':
+				j := plainString(b, i, term)
+				if j < 0 {
+					break loop
+				}
+				if hl != nil && cur != clString {
+					out = append(out, hl.sgr[clString]...)
+					cur = clString
+				}
+				out = append(out, b[i:j]...)
+				i, st = j, stAfter
+			case c == '{' || c == '[':
+				if len(stack) >= MaxDepth {
+					break loop
+				}
+				if hl != nil && cur != clPunct {
+					out = append(out, hl.sgr[clPunct]...)
+					cur = clPunct
+				}
+				out = append(out, c)
+				stack = append(stack, c)
+				i, st = i+1, stOpen
+			case c == '-' || (c >= '0' && c <= '9'):
+				j := plainNumber(b, i, eof)
+				if j < 0 {
+					break loop
+				}
+				if hl != nil && cur != clNumber {
+					out = append(out, hl.sgr[clNumber]...)
+					cur = clNumber
+				}
+				out = append(out, b[i:j]...)
+				i, st = j, stAfter
+			case c == 't' && plainLiteral(b, i, "true", eof):
+				if hl != nil && cur != clTrue {
+					out = append(out, hl.sgr[clTrue]...)
+					cur = clTrue
+				}
+				out = append(out, "true"...)
+				i, st = i+4, stAfter
+			case c == 'f' && plainLiteral(b, i, "false", eof):
+				if hl != nil && cur != clFalse {
+					out = append(out, hl.sgr[clFalse]...)
+					cur = clFalse
+				}
+				out = append(out, "false"...)
+				i, st = i+5, stAfter
+			case c == 'n' && plainLiteral(b, i, "null", eof):
+				if hl != nil && cur != clNull {
+					out = append(out, hl.sgr[clNull]...)
+					cur = clNull
+				}
+				out = append(out, "null"...)
+				i, st = i+4, stAfter
+			default:
+				break loop
+			}
+		case stOpen:
+			top := stack[len(stack)-1]
+			if c == closerOf(top) {
+				if hl != nil && cur != clPunct {
+					out = append(out, hl.sgr[clPunct]...)
+					cur = clPunct
+				}
+				out = append(out, c)
+				stack = stack[:len(stack)-1]
+				i, st = i+1, stAfter
+				continue
+			}
+			if indent > 0 {
+				out = append(out, newlineIndent[:1+min(len(stack), maxIndentLevels)*indent]...)
+			}
+			st = stValue
+			if top == '{' {
+				st = stKey
+			}
+		case stKey:
+			if c != '"' {
+				break loop
+			}
+			j := plainString(b, i, term)
+			if j < 0 {
+				break loop
+			}
+			if hl != nil && cur != clKey {
+				out = append(out, hl.sgr[clKey]...)
+				cur = clKey
+			}
+			out = append(out, b[i:j]...)
+			i, st = j, stColon
+		case stColon:
+			if c != ':' {
+				break loop
+			}
+			if hl != nil && cur != clPunct {
+				out = append(out, hl.sgr[clPunct]...)
+				cur = clPunct
+			}
+			out = append(out, ':')
+			if indent > 0 {
+				out = append(out, ' ')
+			}
+			i, st = i+1, stValue
+		case stAfter:
+			top := stack[len(stack)-1]
+			switch c {
+			case ',':
+				if hl != nil && cur != clPunct {
+					out = append(out, hl.sgr[clPunct]...)
+					cur = clPunct
+				}
+				out = append(out, ',')
+				if indent > 0 {
+					out = append(out, newlineIndent[:1+min(len(stack), maxIndentLevels)*indent]...)
+				}
+				i, st = i+1, stValue
+				if top == '{' {
+					st = stKey
+				}
+			case closerOf(top):
+				stack = stack[:len(stack)-1]
+				if indent > 0 {
+					out = append(out, newlineIndent[:1+min(len(stack), maxIndentLevels)*indent]...)
+				}
+				if hl != nil && cur != clPunct {
+					out = append(out, hl.sgr[clPunct]...)
+					cur = clPunct
+				}
+				out = append(out, c)
+				i = i + 1
+			default:
+				break loop
+			}
+		}
+	}
+	p.pos, p.out, p.cur, p.state, p.stack = i, out, cur, st, stack
+	return done
+}
+
+// step prints the next token of the value in p.state, whatever it is, and
+// reports whether the value ended.
+func (p *printer) step() (bool, error) {
+	switch p.state {
+	case stValue:
+		c, ok := p.skipWS()
+		if !ok {
+			return false, p.errAt("unexpected end of input, expected a value")
+		}
+		var err error
+		switch {
+		case c == '{' || c == '[':
+			if len(p.stack) >= MaxDepth {
+				return false, p.errAt(fmt.Sprintf("nested deeper than %d", MaxDepth))
+			}
+			p.punct(c)
+			p.stack = append(p.stack, c)
+			p.state = stOpen
+			return false, nil
+		case c == '"':
+			err = p.str(clString)
+		case c == '-' || (c >= '0' && c <= '9'):
+			err = p.number()
+		case c == 't':
+			err = p.literal("true", clTrue)
+		case c == 'f':
+			err = p.literal("false", clFalse)
+		case c == 'n':
+			err = p.literal("null", clNull)
+		default:
+			return false, p.errAt(fmt.Sprintf("unexpected %s, expected a value", quoteByte(c)))
+		}
+		p.state = stAfter
+		return false, err
+	case stOpen:
+		top := p.stack[len(p.stack)-1]
+		c, ok := p.skipWS()
+		if !ok {
+			return false, p.errAt(errUnexpectedEOF.Error())
+		}
+		if c == closerOf(top) {
+			p.punct(c)
+			p.stack = p.stack[:len(p.stack)-1]
+			p.state = stAfter
+			return false, nil
+		}
+		p.newline(len(p.stack))
+		p.state = stValue
+		if top == '{' {
+			p.state = stKey
+		}
+	case stKey:
+		c, ok := p.skipWS()
+		if !ok {
+			return false, p.errAt("unexpected end of input, expected a member name")
+		}
+		if c != '"' {
+			return false, p.errAt(fmt.Sprintf("unexpected %s, expected a member name", quoteByte(c)))
+		}
+		p.state = stColon
+		return false, p.str(clKey)
+	case stColon:
+		c, ok := p.skipWS()
+		if !ok {
+			return false, p.errAt("unexpected end of input, expected :")
+		}
+		if c != ':' {
+			return false, p.errAt(fmt.Sprintf("unexpected %s, expected :", quoteByte(c)))
+		}
+		p.punct(':')
+		if p.indent > 0 {
+			p.out = append(p.out, ' ')
+		}
+		p.state = stValue
+	case stAfter:
 		p.maybeFlush()
 		if len(p.stack) == 0 {
-			return nil
+			return true, nil
 		}
 		c, ok := p.skipWS()
 		if !ok {
-			return p.errAt(errUnexpectedEOF.Error())
+			return false, p.errAt(errUnexpectedEOF.Error())
 		}
 		top := p.stack[len(p.stack)-1]
 		switch {
 		case c == ',':
 			p.punct(',')
 			p.newline(len(p.stack))
+			p.state = stValue
 			if top == '{' {
-				if err := p.member(); err != nil {
-					return err
-				}
+				p.state = stKey
 			}
-			wantValue = true
-		case (top == '{' && c == '}') || (top == '[' && c == ']'):
+		case c == closerOf(top):
 			p.stack = p.stack[:len(p.stack)-1]
 			p.newline(len(p.stack))
 			p.punct(c)
-			wantValue = false
 		default:
-			closer := "]"
-			if top == '{' {
-				closer = "}"
-			}
-			return p.errAt(fmt.Sprintf("unexpected %s, expected , or %s", quoteByte(c), closer))
+			return false, p.errAt(fmt.Sprintf("unexpected %s, expected , or %s", quoteByte(c), string(closerOf(top))))
 		}
 	}
+	return false, nil
 }
 
-// member prints an object member's name and colon.
-func (p *printer) member() error {
-	c, ok := p.skipWS()
-	if !ok {
-		return p.errAt("unexpected end of input, expected a member name")
+func closerOf(open byte) byte {
+	if open == '{' {
+		return '}'
 	}
-	if c != '"' {
-		return p.errAt(fmt.Sprintf("unexpected %s, expected a member name", quoteByte(c)))
-	}
-	if err := p.str(clKey); err != nil {
-		return err
-	}
-	c, ok = p.skipWS()
-	if !ok {
-		return p.errAt("unexpected end of input, expected :")
-	}
-	if c != ':' {
-		return p.errAt(fmt.Sprintf("unexpected %s, expected :", quoteByte(c)))
-	}
-	p.punct(':')
-	if p.indent > 0 {
-		p.out = append(p.out, ' ')
-	}
-	return nil
+	return ']'
 }
 
 func quoteByte(c byte) string {
@@ -501,11 +718,12 @@ func (p *printer) str(cl class) error {
 			return p.errAt("unexpected end of input in string")
 		}
 		lim := min(p.end, p.pos+maxChunk)
+		b := p.buf[:lim]
 		i := p.pos
-		for i < lim && strByte[p.buf[i]] {
+		for i < len(b) && strByte[b[i]] {
 			i++
 		}
-		p.out = append(p.out, p.buf[p.pos:i]...)
+		p.out = append(p.out, b[p.pos:i]...)
 		p.pos = i
 		if i == lim {
 			p.maybeFlush()
@@ -579,15 +797,21 @@ func (p *printer) peek() (byte, bool) {
 func (p *printer) digits() int {
 	n := 0
 	for {
-		c, ok := p.peek()
-		if !ok || c < '0' || c > '9' {
+		lim := min(p.end, p.pos+maxChunk)
+		b := p.buf[:lim]
+		i := p.pos
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		p.out = append(p.out, b[p.pos:i]...)
+		n += i - p.pos
+		p.pos = i
+		if i < lim {
 			return n
 		}
-		p.out = append(p.out, c)
-		p.pos++
-		n++
-		if n&(maxChunk-1) == 0 {
-			p.maybeFlush()
+		p.maybeFlush()
+		if i == p.end && !p.fill(1) {
+			return n
 		}
 	}
 }
@@ -636,11 +860,132 @@ func (p *printer) delimited() error {
 	if !ok {
 		return nil
 	}
-	if (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		c == '.' || c == '-' || c == '+' || c == '_' {
+	if glued[c] {
 		return p.errAt(fmt.Sprintf("unexpected %s after a value", quoteByte(c)))
 	}
 	return nil
+}
+
+// glued[b] is true for the bytes that may not follow a number or literal
+// (they would be more of a word).
+var glued = func() (t [256]bool) {
+	for b := range 256 {
+		c := byte(b)
+		t[b] = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			c == '.' || c == '-' || c == '+' || c == '_'
+	}
+	return t
+}()
+
+// plainString returns the index after the string opened at b[i] (a '"')
+// if it is whole in b, no longer than maxChunk and printed as it is:
+// printable ASCII, valid escapes and, unless for a terminal, UTF-8 runes
+// above U+009F. Otherwise it returns -1 (str prints it).
+func plainString(b []byte, i int, terminal bool) int {
+	b = b[:min(len(b), i+maxChunk)]
+	j := i + 1
+	for {
+		for j < len(b) && strByte[b[j]] {
+			j++
+		}
+		if j >= len(b) {
+			return -1
+		}
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1
+		case c == '\\':
+			if j+1 >= len(b) {
+				return -1
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(b) || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) || !isHex(b[j+5]) {
+					return -1
+				}
+				j += 6
+			default:
+				return -1
+			}
+		case c >= utf8.RuneSelf && !terminal:
+			r, size := utf8.DecodeRune(b[j:])
+			if r <= 0x9f || (r == utf8.RuneError && size == 1) {
+				return -1
+			}
+			j += size
+		default:
+			return -1
+		}
+	}
+}
+
+// plainNumber returns the index after the number at b[i] if it is valid,
+// no longer than maxChunk and delimited within b (or b ends there and eof
+// says the input does). Otherwise it returns -1 (number prints it or
+// reports the fault).
+func plainNumber(b []byte, i int, eof bool) int {
+	w := b[:min(len(b), i+maxChunk)]
+	if i < len(w) && w[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(w):
+		return -1
+	case w[i] == '0':
+		i++
+	case w[i] >= '1' && w[i] <= '9':
+		for i < len(w) && w[i] >= '0' && w[i] <= '9' {
+			i++
+		}
+	default:
+		return -1
+	}
+	if i < len(w) && w[i] == '.' {
+		i++
+		k := i
+		for i < len(w) && w[i] >= '0' && w[i] <= '9' {
+			i++
+		}
+		if i == k {
+			return -1
+		}
+	}
+	if i < len(w) && (w[i] == 'e' || w[i] == 'E') {
+		i++
+		if i < len(w) && (w[i] == '+' || w[i] == '-') {
+			i++
+		}
+		k := i
+		for i < len(w) && w[i] >= '0' && w[i] <= '9' {
+			i++
+		}
+		if i == k {
+			return -1
+		}
+	}
+	if !delimitedAt(b, i, eof) || i == len(w) && len(w) < len(b) {
+		return -1
+	}
+	return i
+}
+
+// plainLiteral reports whether word (true, false, null) is at b[i] and
+// delimited.
+func plainLiteral(b []byte, i int, word string, eof bool) bool {
+	j := i + len(word)
+	return j <= len(b) && string(b[i:j]) == word && delimitedAt(b, j, eof)
+}
+
+// delimitedAt reports whether a token ending at b[i] is delimited: the
+// next byte is in b and may follow a value, or b ends there and eof says
+// the input does.
+func delimitedAt(b []byte, i int, eof bool) bool {
+	if i < len(b) {
+		return !glued[b[i]]
+	}
+	return eof
 }
 
 func (p *printer) literal(word string, cl class) error {
