@@ -51,6 +51,13 @@ type Options struct {
 	// Insecure skips TLS certificate verification of wss:// peers (the
 	// CLI's --insecure). Off by default.
 	Insecure bool
+	// ReadPace, when set, has a socket connection read at most once per
+	// ReadPace while the peer sends less than a read takes (what arrived
+	// meanwhile is read in one go): for a connection that only listens,
+	// where a flood of small messages would otherwise wake the reader once
+	// a message. It delays what arrives by up to ReadPace; a peer sending
+	// faster is read as fast as before. 0 reads at once (calls want that).
+	ReadPace time.Duration
 }
 
 // Request is one call or notification with full control over the envelope.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/events"
@@ -214,7 +215,7 @@ func (l *listener) source(t *target) events.Source {
 		Dial: func(ctx context.Context, _ func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			// The source's own trace hook turns connection notes into
 			// events; here they are in the trace pane already.
-			c, err := cl.open(ctx, d, nil)
+			c, err := cl.open(ctx, d, nil, listenReadPace)
 			if err == nil {
 				last.set(c)
 			}
@@ -223,6 +224,14 @@ func (l *listener) source(t *target) events.Source {
 	}
 	return keyed{Source: ts, key: key, feed: feed, last: last, crashDir: l.pc.cfg.CrashDir}
 }
+
+// listenReadPace is how often at most a listening connection reads while
+// its peer sends little (ipc.Options.ReadPace): under a flood of small
+// notifications the reader, the source and the feed then wake about a
+// hundred times a second rather than once a notification. It is a third
+// of a frame at the default FPS: what arrives is on screen up to that
+// much later, and the connection only listens (no call waits on it).
+const listenReadPace = 10 * time.Millisecond
 
 // lastConn is the connection a TargetSource dialled last. The source
 // reports what a connection brought before it dials the next one, so

@@ -1,0 +1,149 @@
+package ipc
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingConn counts the reads that reach the socket.
+type countingConn struct {
+	net.Conn
+	reads atomic.Int64
+}
+
+func (c *countingConn) Read(b []byte) (int, error) {
+	c.reads.Add(1)
+	return c.Conn.Read(b)
+}
+
+// unixPair is a connected pair of Unix sockets (loopback only).
+func unixPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("unix", filepath.Join(t.TempDir(), "p.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		done <- c
+	}()
+	client, err = net.Dial("unix", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case server = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no accept")
+	}
+	if server == nil {
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return client, server
+}
+
+// TestReadPaceBatchesATrickle: a peer sending a line a millisecond is read
+// in a few reads per pace, not one read a line, and every line arrives in
+// order. (Without ReadPace it takes about one read a line.)
+func TestReadPaceBatchesATrickle(t *testing.T) {
+	for _, pace := range []time.Duration{0, 25 * time.Millisecond} {
+		client, server := unixPair(t)
+		cc := &countingConn{Conn: client}
+		f := NetFramer(paced(cc, pace), 0)
+		const n = 100
+		go func() {
+			for i := 0; i < n; i++ {
+				server.Write([]byte(`{"jsonrpc":"2.0","method":"tick","params":{"seq":` + string(rune('0'+i%10)) + `}}` + "\n"))
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		for i := 0; i < n; i++ {
+			fr, err := f.ReadFrame()
+			if err != nil {
+				t.Fatalf("pace %v: line %d: %v", pace, i, err)
+			}
+			if want := `"seq":` + string(rune('0'+i%10)); !bytes.Contains(fr, []byte(want)) {
+				t.Fatalf("pace %v: line %d is %s, want %s in it", pace, i, fr, want)
+			}
+		}
+		reads := cc.reads.Load()
+		t.Logf("pace %v: %d reads for %d lines", pace, reads, n)
+		if pace > 0 && reads > 20 {
+			t.Fatalf("pace %v: %d reads for %d lines sent over about 100 ms; want a few a pace (≤ 20)", pace, reads, n)
+		}
+		if pace == 0 && reads < 20 {
+			// The trickle really is one that unpaced reads take line by line
+			// (else the paced case proves nothing).
+			t.Fatalf("unpaced: only %d reads for %d lines sent a millisecond apart", reads, n)
+		}
+	}
+}
+
+// TestReadPaceKeepsUpWithAFastPeer: a read that fills its buffer is
+// followed at once, so a peer sending faster than a buffer a pace is read
+// as fast as it sends.
+func TestReadPaceKeepsUpWithAFastPeer(t *testing.T) {
+	client, server := unixPair(t)
+	p := paced(client, 200*time.Millisecond)
+	const size = 4 << 20
+	go func() {
+		server.Write(bytes.Repeat([]byte("x"), size))
+		server.Close()
+	}()
+	start := time.Now()
+	buf := make([]byte, 4096)
+	got := 0
+	for {
+		n, err := p.Read(buf)
+		got += n
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got != size {
+		t.Fatalf("read %d bytes, want %d", got, size)
+	}
+	// Over a thousand reads of a full buffer: paced, they would take
+	// minutes; a handful of short reads may each wait a pace.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("4 MiB took %v to read with a 200 ms pace: full reads were paced", d)
+	}
+}
+
+// TestReadPaceCloseEndsTheWait: closing the connection ends a read that
+// waits for its pace at once, with the closed connection's error.
+func TestReadPaceCloseEndsTheWait(t *testing.T) {
+	client, server := unixPair(t)
+	p := paced(client, time.Hour)
+	server.Write([]byte("a\n"))
+	buf := make([]byte, 64)
+	if _, err := p.Read(buf); err != nil { // short: the next read waits an hour
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Read(buf)
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	p.Close()
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("a read after Close succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end the paced read's wait")
+	}
+}

@@ -1,0 +1,105 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// TestFeedFrameBuffers: the feed hands a frame's items over in one
+// message, in order, capped at its max (the rest wait for the next frame),
+// and reuses the buffer the model gave back, cleared, instead of growing a
+// new one each frame; a feedMsg the feed did not make is never reused or
+// cleared (tests and benchmarks apply their own slices again).
+func TestFeedFrameBuffers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFeed(64, 20*time.Millisecond)
+	f.max = 5
+	for i := 0; i < 7; i++ {
+		if !f.push(i) {
+			t.Fatal("the feed refused an item with room")
+		}
+	}
+	first := f.next(ctx)().(feedMsg)
+	if !first.fromFeed || fmt.Sprint(first.items) != "[0 1 2 3 4]" {
+		t.Fatalf("first frame %v (fromFeed %v), want [0 1 2 3 4] from the feed", first.items, first.fromFeed)
+	}
+	buf := &first.items[:1][0]
+	f.giveBack(first.items)
+	if first.items[0] != nil {
+		t.Fatal("a buffer given back still holds its items")
+	}
+	second := f.next(ctx)().(feedMsg)
+	if fmt.Sprint(second.items) != "[5 6]" {
+		t.Fatalf("second frame %v, want [5 6]", second.items)
+	}
+	if &second.items[0] != buf {
+		t.Fatal("the second frame did not reuse the buffer given back")
+	}
+
+	m := benchModel(t, 120, 35)
+	own := []any{TraceFrame{Source: "p", Dir: ipc.In, Data: []byte(`{}`)}}
+	m.update(feedMsg{items: own})
+	if own[0] == nil {
+		t.Fatal("update cleared a feedMsg the feed did not make")
+	}
+}
+
+// TestAbsorbReusesFrameBuffers: a frame of trace frames and lines is
+// handed to the panes in buffers the model keeps: once they have grown,
+// applying another frame of the same size allocates nothing for them
+// (they grew anew every frame: 480 bytes a notification under a flood).
+func TestAbsorbReusesFrameBuffers(t *testing.T) {
+	m := benchModel(t, 120, 35)
+	items := make([]any, 0, 600)
+	for i := 0; i < 300; i++ {
+		items = append(items, TraceFrame{Time: fixedNow(), Source: "p", Dir: ipc.In, Size: 2, Data: []byte(`{}`)})
+	}
+	m.absorb(items)
+	frames := &m.frameBuf[:1][0]
+	m.absorb(items)
+	if &m.frameBuf[:1][0] != frames {
+		t.Fatal("the trace frames' buffer was not reused from one frame to the next")
+	}
+	if m.frameBuf[:1][0].Data != nil {
+		t.Fatal("the kept buffer still holds the last frame's trace frames")
+	}
+}
+
+// TestListenConnectionsArePaced: the connections the TUI listens on read
+// at most once per listenReadPace while the peer sends little (a flood of
+// small notifications is read in batches); the connections calls use read
+// at once (an answer waits for nothing).
+func TestListenConnectionsArePaced(t *testing.T) {
+	_, tg := startPrimal(t)
+	paces := make(chan time.Duration, 8)
+	cfg := goldenConfig("dark")
+	cfg.NoListen, cfg.MaxListen = false, 4
+	cfg.Dial = func(ctx context.Context, d *discovery.Target, opts ipc.Options) (*ipc.Conn, error) {
+		paces <- opts.ReadPace
+		return defaultDialer(ctx, d, opts)
+	}
+	m, _ := testModel(t, cfg)
+	m.update(feedMsg{items: added(tg)})
+	select {
+	case p := <-paces:
+		if p != listenReadPace || p <= 0 {
+			t.Fatalf("the listener dialled with ReadPace %v, want %v", p, listenReadPace)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener did not dial")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := m.pc.client.send(ctx, tg, ipc.Request{Method: "crypto.sign_ed25519", Params: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-paces; p != 0 {
+		t.Fatalf("a call's connection was dialled with ReadPace %v, want 0", p)
+	}
+}
