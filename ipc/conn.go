@@ -551,7 +551,8 @@ func (c *Conn) write(ctx context.Context, frame []byte) error {
 
 func (c *Conn) trace(d Direction, data []byte, warning string) {
 	if c.opts.Trace != nil {
-		c.opts.Trace(TraceEvent{Time: time.Now(), Dir: d, Data: data, Size: len(data), Warning: warning})
+		// A frame read (In) is a Message's Raw, which no one changes.
+		c.opts.Trace(TraceEvent{Time: time.Now(), Dir: d, Data: data, Size: len(data), Warning: warning, Kept: d == In})
 	}
 }
 

@@ -68,6 +68,11 @@ type Message struct {
 	Time      time.Time       `json:"time"`
 	// Warning is a protocol deviation noticed while decoding ("" when none).
 	Warning string `json:"warning,omitempty"`
+	// JSONChecked says DecodeMessage read the frame as a JSON object: ID,
+	// Params, Result and Data, when set, are each valid JSON (its scanner
+	// validates as encoding/json does), so a consumer need not check them
+	// again. False for a Message made any other way.
+	JSONChecked bool `json:"-"`
 }
 
 // ErrNotObject is returned by DecodeMessage for a frame that is valid JSON but
@@ -135,6 +140,7 @@ func DecodeMessage(frame []byte) (*Message, error) {
 		m.ID, m.Params, m.Result, m.Data = nil, nil, nil, nil
 		return m, fmt.Errorf("decode message: %w", err)
 	}
+	m.JSONChecked = true
 	str := func(field string, raw json.RawMessage, dst *string) (bool, error) {
 		if raw == nil || isNull(raw) {
 			return false, nil

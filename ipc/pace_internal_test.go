@@ -147,3 +147,22 @@ func TestReadPaceCloseEndsTheWait(t *testing.T) {
 		t.Fatal("Close did not end the paced read's wait")
 	}
 }
+
+// TestDecodeMessageJSONChecked: a frame DecodeMessage read as an object is
+// marked checked (its members are valid JSON, which FromMessage then need
+// not check again); one it could not read is not.
+func TestDecodeMessageJSONChecked(t *testing.T) {
+	for frame, want := range map[string]bool{
+		`{"jsonrpc":"2.0","method":"tick","params":{"seq":1}}`: true,
+		`{"type":"NewMail","data":[1,2]}`:                      true,
+		`{"jsonrpc":"2.0","method":"tick","params":{"seq":}}`:  false,
+		`[1,2]`:                             false,
+		`{"id":1,"id":2,"result":null}`:     false,
+		`{"method":"tick","params":{"a":1}`: false,
+	} {
+		m, _ := DecodeMessage([]byte(frame))
+		if m.JSONChecked != want {
+			t.Errorf("%s: JSONChecked %v, want %v", frame, m.JSONChecked, want)
+		}
+	}
+}

@@ -3,10 +3,14 @@
 package tui
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"net"
+	"os"
+	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -34,43 +38,110 @@ func floodLine(b []byte, seq int) []byte {
 // model's Update (events and trace panes, header counters). Drawing is
 // not in it (BenchmarkEventStreamFrame). A peer writes b.N notifications,
 // one write each, 10,000 a second paced by a 1 ms ticker as bench/flood's
-// flooder does (so the wall time per op is 100 µs whatever the cost); an
-// op is one notification. cpu-ns/op is what counts: the process's CPU
-// time (user and system, every thread) less the writer's own thread,
-// per notification. lost/op counts those dropped on the way (the feed or
+// flooder does, from a process of its own (so the wall time per op is
+// 100 µs whatever the cost); an op is one notification. cpu-ns/op is what
+// counts: the process's CPU time (user and system, every thread) per
+// notification. lost/op counts those dropped on the way (the feed or
 // the connection could not keep up): they cost less than the rest.
 func BenchmarkNotificationToRing(b *testing.B) {
-	dir := b.TempDir()
-	path := filepath.Join(dir, "aflood.sock")
-	ln, err := net.Listen("unix", path)
+	path := filepath.Join(b.TempDir(), "aflood.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// The peer is another process (this test binary, as the writer): its
+	// CPU is not the TUI's, and its ticker does not wake this one.
+	writer := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFloodWriterProcess$")
+	writer.Env = append(os.Environ(), floodWriterEnv+"="+path)
+	toWriter, err := writer.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
+	fromWriter, err := writer.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := writer.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		toWriter.Close() // the writer ends when its stdin does
+		writer.Wait()
+	}()
+	ready := make([]byte, 9)
+	if _, err := io.ReadFull(fromWriter, ready[:6]); err != nil || string(ready[:6]) != "ready\n" {
+		b.Fatalf("the writer did not start: %q %v", ready, err)
+	}
+
+	cfg := Config{Theme: "dark", Now: fixedNow, Getenv: func(string) string { return "" }, MaxListen: 4}
+	m := newModel(ctx, cfg)
+	m.manualFeed = true
+	defer func() {
+		cancel()
+		m.listen.close()
+		m.pc.client.close()
+	}()
+	m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
+	tg := discovered("unix://"+path, "aflood", "unix://"+path, discovery.StateLive)
+	m.update(feedMsg{items: added(tg)})
+	// Wait until the writer has the listener's connection.
+	if _, err := io.ReadFull(fromWriter, ready[:9]); err != nil || string(ready[:9]) != "accepted\n" {
+		b.Fatalf("the listener did not connect: %v", err)
+	}
+	ev := m.events()
+	got := func() uint64 { return ev.ring.total + ev.feedLost + ev.peerLost }
+	base := got()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	fmt.Fprintln(toWriter, b.N)
+	want := base + uint64(b.N)
+	deadline := time.Now().Add(time.Minute + time.Duration(b.N)*time.Second/floodRate)
+	for got() < want {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d notifications arrived", got()-base, b.N)
+		}
+		m.update(m.feed.next(ctx)())
+	}
+	cpu := processCPU() - cpu0
+	b.StopTimer()
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(ev.feedLost+ev.peerLost)/float64(b.N), "lost/op")
+}
+
+// floodWriterEnv names the socket TestFloodWriterProcess serves.
+const floodWriterEnv = "PRIMALSCOPE_BENCH_FLOOD_WRITER"
+
+// TestFloodWriterProcess is BenchmarkNotificationToRing's peer, run as a
+// process of its own (it does nothing in a test run): it serves the
+// socket the environment names, says "ready", and once a connection came
+// "accepted"; then for each count N read from stdin it writes N
+// notifications, one write each, floodRate a second paced by a 1 ms ticker
+// (as bench/flood's flooder). It ends when stdin ends.
+func TestFloodWriterProcess(t *testing.T) {
+	path := os.Getenv(floodWriterEnv)
+	if path == "" {
+		t.Skip("the benchmark's writer process")
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer ln.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	start := make(chan int)
-	served := make(chan struct{})
-	writerCPU := make(chan time.Duration, 1)
-	go func() {
-		defer close(served)
-		c, err := ln.Accept()
+	fmt.Println("ready")
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Println("accepted")
+	in := bufio.NewScanner(os.Stdin)
+	buf := make([]byte, 0, 256)
+	tk := time.NewTicker(time.Millisecond)
+	defer tk.Stop()
+	for in.Scan() {
+		n, err := strconv.Atoi(in.Text())
 		if err != nil {
-			return
+			t.Fatal(err)
 		}
-		defer c.Close()
-		n, ok := <-start
-		if !ok {
-			return
-		}
-		// The writer's CPU is not the TUI's: it runs on a thread of its
-		// own, measured and taken off.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		t0 := threadCPU()
-		buf := make([]byte, 0, 256)
-		tk := time.NewTicker(time.Millisecond)
-		defer tk.Stop()
 		begin := time.Now()
 		for i := 0; i < n; {
 			now := <-tk.C
@@ -82,68 +153,16 @@ func BenchmarkNotificationToRing(b *testing.B) {
 				}
 			}
 		}
-		writerCPU <- threadCPU() - t0
-		<-ctx.Done()
-	}()
-
-	cfg := Config{Theme: "dark", Now: fixedNow, Getenv: func(string) string { return "" }, MaxListen: 4}
-	m := newModel(ctx, cfg)
-	m.manualFeed = true
-	defer func() {
-		cancel()
-		m.listen.close()
-		m.pc.client.close()
-		<-served
-	}()
-	m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
-	tg := discovered("unix://"+path, "aflood", "unix://"+path, discovery.StateLive)
-	m.update(feedMsg{items: added(tg)})
-	// Wait until the listener's connection is up (the peer accepted).
-	deadline := time.Now().Add(10 * time.Second)
-	for !m.listen.group.Running(tg.ID) {
-		if time.Now().After(deadline) {
-			b.Fatal("the listener did not start")
-		}
-		time.Sleep(time.Millisecond)
 	}
-	ev := m.events()
-	got := func() uint64 { return ev.ring.total + ev.feedLost + ev.peerLost }
-	base := got()
-	b.ReportAllocs()
-	b.ResetTimer()
-	cpu0 := processCPU()
-	start <- b.N
-	want := base + uint64(b.N)
-	deadline = time.Now().Add(time.Minute)
-	for got() < want {
-		if time.Now().After(deadline) {
-			b.Fatalf("after a minute %d of %d notifications arrived", got()-base, b.N)
-		}
-		m.update(m.feed.next(ctx)())
-	}
-	cpu := processCPU() - cpu0
-	b.StopTimer()
-	select {
-	case w := <-writerCPU:
-		cpu -= w
-	case <-time.After(10 * time.Second):
-		b.Fatal("the writer did not finish")
-	}
-	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	b.ReportMetric(float64(ev.feedLost+ev.peerLost)/float64(b.N), "lost/op")
 }
 
 // floodRate is bench/flood's: notifications a second.
 const floodRate = 10000
 
-// processCPU and threadCPU are the user and system CPU time of the process
-// and of the calling thread so far.
-func processCPU() time.Duration { return rusage(syscall.RUSAGE_SELF) }
-func threadCPU() time.Duration  { return rusage(1) } // RUSAGE_THREAD
-
-func rusage(who int) time.Duration {
+// processCPU is the user and system CPU time of the process so far.
+func processCPU() time.Duration {
 	var ru syscall.Rusage
-	if syscall.Getrusage(who, &ru) != nil {
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())

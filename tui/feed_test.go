@@ -103,3 +103,20 @@ func TestListenConnectionsArePaced(t *testing.T) {
 		t.Fatalf("a call's connection was dialled with ReadPace %v, want 0", p)
 	}
 }
+
+// TestTraceDataKeepsReadFrames: a frame a connection read (Kept) and
+// small is kept as it is, not copied again; one it may reuse (written
+// frames) or a large one is copied, bounded.
+func TestTraceDataKeepsReadFrames(t *testing.T) {
+	frame := []byte(`{"jsonrpc":"2.0","method":"tick","params":{}}`)
+	if d := traceData(ipc.TraceEvent{Dir: ipc.In, Data: frame, Kept: true}); &d[0] != &frame[0] || string(d) != string(frame) {
+		t.Fatal("a kept frame read was copied")
+	}
+	if d := traceData(ipc.TraceEvent{Dir: ipc.Out, Data: frame}); &d[0] == &frame[0] || string(d) != string(frame) {
+		t.Fatal("a frame that may be reused was not copied")
+	}
+	big := make([]byte, 10, maxEventData+1)
+	if d := traceData(ipc.TraceEvent{Dir: ipc.In, Data: big, Kept: true}); &d[0] == &big[0] {
+		t.Fatal("a frame in a large buffer was kept whole")
+	}
+}

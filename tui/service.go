@@ -297,7 +297,7 @@ func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.T
 		Persistent: true,
 		ReadPace:   pace,
 		Trace: func(ev ipc.TraceEvent) {
-			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
+			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: traceData(ev), Warning: ev.Warning})
 			if trace != nil {
 				trace(ev)
 			}
