@@ -167,3 +167,33 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkEventStreamFrame2k is BenchmarkEventStreamFrame with 2,000
+// targets listed (bench/flood's screen): one frame's worth of events
+// applied and the whole screen drawn, targets pane included.
+func BenchmarkEventStreamFrame2k(b *testing.B) {
+	m := benchModel(b, 120, 35)
+	m.update(feedMsg{items: crowdTargets(2000)})
+	const perFrame = 10000 / DefaultFPS
+	items := make([]any, perFrame)
+	for i := range items {
+		items[i] = tailLine(fixedNow(), "aflood", "", EvNotification, "telemetry.tick", []byte(`{"seq":12345,"source":"aflood","value":7}`), nil)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m.update(feedMsg{items: items})
+		_ = m.render()
+	}
+}
+
+// crowdTargets is discovery's news of n live targets.
+func crowdTargets(n int) []any {
+	ds := make([]*discovery.Target, n)
+	for i := range ds {
+		addr := fmt.Sprintf("unix:///run/biomeos/crowd%04d.sock", i)
+		ds[i] = discovered(addr, fmt.Sprintf("crowd%04d", i), addr, discovery.StateLive)
+		ds[i].Probe.Latency = time.Duration(i%50) * 100 * time.Microsecond
+	}
+	return added(ds...)
+}

@@ -3,8 +3,13 @@ package tui
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unsafe"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
@@ -118,5 +123,55 @@ func TestTraceDataKeepsReadFrames(t *testing.T) {
 	big := make([]byte, 10, maxEventData+1)
 	if d := traceData(ipc.TraceEvent{Dir: ipc.In, Data: big, Kept: true}); &d[0] == &big[0] {
 		t.Fatal("a frame in a large buffer was kept whole")
+	}
+}
+
+// TestTargetsRowsDrawnOnceUntilChanged: a frame that changes nothing in
+// the targets pane reuses its rows as drawn (a flood on the events tail
+// redraws the screen 30 times a second); a target that changes, the
+// cursor, the width and the theme each draw the rows they touch again.
+func TestTargetsRowsDrawnOnceUntilChanged(t *testing.T) {
+	m := benchModel(t, 120, 35)
+	m.update(feedMsg{items: crowdTargets(50)})
+	p := m.panes[pTargets].(*targetsPane)
+	screen := m.render()
+	if len(p.drawn) == 0 {
+		t.Fatal("no rows kept as drawn")
+	}
+	first := unsafe.StringData(p.drawn[1].s)
+	m.update(feedMsg{items: []any{tailLine(fixedNow(), "aflood", "", EvNotification, "tick", []byte(`{}`), nil)}})
+	if m.render() == screen {
+		t.Fatal("the event did not show")
+	}
+	if unsafe.StringData(p.drawn[1].s) != first {
+		t.Fatal("a row nothing changed was drawn again")
+	}
+	// The target of row 1 changes: its latency shows.
+	k := p.rows[1].key
+	d := *m.pc.targets[k].Target
+	pr := *d.Probe
+	pr.Latency = 987 * time.Millisecond
+	d.Probe = &pr
+	m.update(feedMsg{items: []any{changed(&d)}})
+	if !strings.Contains(m.render(), "987") {
+		t.Fatal("a changed target's row was not drawn again")
+	}
+	m.setFocus(pTargets)
+	before := p.sel
+	m.update(press("j")[0])
+	if p.sel == before {
+		t.Fatal("j did not move the targets cursor")
+	}
+	name := m.pc.targets[p.rows[p.sel].key].Name
+	for _, l := range strings.Split(ansi.Strip(m.render()), "\n") {
+		if strings.Contains(l, "›") && !strings.Contains(l, name) {
+			t.Fatalf("the cursor's row %q is not %s's", l, name)
+		}
+	}
+	m.update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	for _, l := range strings.Split(m.render(), "\n") {
+		if ansi.StringWidth(l) > 100 {
+			t.Fatalf("a row drawn for the old width: %q", l)
+		}
 	}
 }
