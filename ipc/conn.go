@@ -121,6 +121,9 @@ type bufferedFramer interface {
 type Conn struct {
 	f    Framer
 	opts Options
+	// names are the short strings the reader decoded last (methods,
+	// "2.0"), shared by the messages that repeat them; reader only.
+	names nameCache
 
 	nextID atomic.Uint64
 

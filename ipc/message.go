@@ -83,7 +83,13 @@ var ErrNotObject = errors.New("message is not a JSON object")
 // the lean NDJSON wire alike: responses with or without "jsonrpc", numeric or
 // string ids, notifications, server-initiated requests and {type,data} events.
 // On error the returned Message is still usable (Kind KindInvalid, Raw set).
-func DecodeMessage(frame []byte) (*Message, error) {
+func DecodeMessage(frame []byte) (*Message, error) { return decodeMessage(frame, nil) }
+
+// decodeMessage is DecodeMessage taking its short strings (jsonrpc,
+// method, type, sessionId, pool) from names when it has them: a
+// connection's messages repeat a few, and a flood made two strings a
+// message. names may be nil.
+func decodeMessage(frame []byte, names *nameCache) (*Message, error) {
 	m := &Message{Raw: frame, Kind: KindInvalid}
 	trimmed := bytes.TrimSpace(frame)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -145,7 +151,7 @@ func DecodeMessage(frame []byte) (*Message, error) {
 		if raw == nil || isNull(raw) {
 			return false, nil
 		}
-		v, err := unquote(raw)
+		v, err := names.unquote(raw)
 		if err != nil {
 			return false, fmt.Errorf("decode message: %q is not a string", field)
 		}

@@ -166,3 +166,40 @@ func TestDecodeMessageJSONChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeSharesNames: messages decoded on one connection share the
+// strings they repeat (method, jsonrpc) instead of allocating them each
+// time, and still decode every name right, escaped or not.
+func TestDecodeSharesNames(t *testing.T) {
+	var names nameCache
+	frame := []byte(`{"jsonrpc":"2.0","method":"telemetry.tick","params":{"seq":1}}`)
+	if _, err := decodeMessage(frame, &names); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := decodeMessage(frame, &names); err != nil {
+			t.Fatal(err)
+		}
+	})
+	plain := testing.AllocsPerRun(100, func() {
+		if _, err := DecodeMessage(frame); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > plain-2 {
+		t.Fatalf("%v allocations a message with the names shared, %v without: want two fewer", allocs, plain)
+	}
+	for frame, method := range map[string]string{
+		`{"method":"a.b","params":{}}`:      "a.b",
+		`{"method":"a\u002eb","params":{}}`: "a.b",
+		`{"method":"é","params":{}}`:        "é",
+		`{"method":"a.c","params":{}}`:      "a.c",
+	} {
+		for range 2 {
+			m, err := decodeMessage([]byte(frame), &names)
+			if err != nil || m.Method != method {
+				t.Fatalf("%s: method %q (%v), want %q", frame, m.Method, err, method)
+			}
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/themes"
 )
 
 // TestFeedFrameBuffers: the feed hands a frame's items over in one
@@ -173,5 +174,38 @@ func TestTargetsRowsDrawnOnceUntilChanged(t *testing.T) {
 		if ansi.StringWidth(l) > 100 {
 			t.Fatalf("a row drawn for the old width: %q", l)
 		}
+	}
+}
+
+// TestBoxEdgesKept: a box's borders are drawn once for what they show and
+// reused; a new title, note, width or focus draws them anew, the same as
+// drawing them fresh.
+func TestBoxEdgesKept(t *testing.T) {
+	st := newStyles(themes.Default(true))
+	body := []string{"a", "b"}
+	first := st.box(40, 4, "Events · all", "12 of 100", true, body)
+	if len(st.edges) != 2 {
+		t.Fatalf("%d borders kept after one box, want its top and bottom", len(st.edges))
+	}
+	again := st.box(40, 4, "Events · all", "12 of 100", true, body)
+	if strings.Join(again, "\n") != strings.Join(first, "\n") {
+		t.Fatal("a box drawn again from kept borders differs")
+	}
+	for _, c := range []struct {
+		w            int
+		title, right string
+		focused      bool
+	}{{40, "Events · all", "13 of 100", true}, {40, "Trace", "12 of 100", true}, {50, "Events · all", "12 of 100", true}, {40, "Events · all", "12 of 100", false}} {
+		kept := st.box(c.w, 4, c.title, c.right, c.focused, body)
+		fresh := newStyles(themes.Default(true)).box(c.w, 4, c.title, c.right, c.focused, body)
+		if strings.Join(kept, "\n") != strings.Join(fresh, "\n") {
+			t.Fatalf("%+v: drawn with kept borders %q, fresh %q", c, kept, fresh)
+		}
+	}
+	for i := 0; i < 3*maxEdges; i++ {
+		st.box(40, 4, fmt.Sprint(i), "", false, body)
+	}
+	if len(st.edges) > maxEdges {
+		t.Fatalf("%d borders kept, more than %d", len(st.edges), maxEdges)
 	}
 }
