@@ -203,3 +203,36 @@ func TestDecodeSharesNames(t *testing.T) {
 		}
 	}
 }
+
+// linesReader gives short lines without end, each read filling as much of
+// the room it is given as the cap allows (a peer flooding the socket).
+type linesReader struct{ cap int }
+
+func (r linesReader) Read(p []byte) (int, error) {
+	n := min(len(p), r.cap)
+	for i := range n {
+		p[i] = "{\"a\":1}\n"[i%8]
+	}
+	return n, nil
+}
+
+// TestLineFramerGrowsForAFlood: a peer that fills the read buffer at
+// every read has it grow to floodBufSize (a flood read in fewer, bigger
+// reads); one whose reads come back short keeps the small buffer.
+func TestLineFramerGrowsForAFlood(t *testing.T) {
+	for _, c := range []struct {
+		cap  int
+		want int
+	}{{1 << 30, floodBufSize}, {512, lineBufSize}} {
+		f := NewLineFramer(linesReader{c.cap}, io.Discard, nil, 0)
+		for i := 0; i < 100000; i++ {
+			fr, err := f.ReadFrame()
+			if err != nil || string(fr) != `{"a":1}` {
+				t.Fatalf("frame %d: %q %v", i, fr, err)
+			}
+		}
+		if len(f.buf) != c.want {
+			t.Fatalf("reads of up to %d bytes: buffer %d, want %d", c.cap, len(f.buf), c.want)
+		}
+	}
+}

@@ -84,10 +84,12 @@ func TestAbsorbReusesFrameBuffers(t *testing.T) {
 func TestListenConnectionsArePaced(t *testing.T) {
 	_, tg := startPrimal(t)
 	paces := make(chan time.Duration, 8)
+	held := make(chan int, 8)
 	cfg := goldenConfig("dark")
 	cfg.NoListen, cfg.MaxListen = false, 4
 	cfg.Dial = func(ctx context.Context, d *discovery.Target, opts ipc.Options) (*ipc.Conn, error) {
 		paces <- opts.ReadPace
+		held <- opts.IncomingBuffer
 		return defaultDialer(ctx, d, opts)
 	}
 	m, _ := testModel(t, cfg)
@@ -97,6 +99,9 @@ func TestListenConnectionsArePaced(t *testing.T) {
 		if p != listenReadPace || p <= 0 {
 			t.Fatalf("the listener dialled with ReadPace %v, want %v", p, listenReadPace)
 		}
+		if n := <-held; n != listenIncoming {
+			t.Fatalf("the listener dialled with IncomingBuffer %d, want %d (a pace's worth of a flood)", n, listenIncoming)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listener did not dial")
 	}
@@ -105,8 +110,8 @@ func TestListenConnectionsArePaced(t *testing.T) {
 	if _, err := m.pc.client.send(ctx, tg, ipc.Request{Method: "crypto.sign_ed25519", Params: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if p := <-paces; p != 0 {
-		t.Fatalf("a call's connection was dialled with ReadPace %v, want 0", p)
+	if p, n := <-paces, <-held; p != 0 || n != 0 {
+		t.Fatalf("a call's connection was dialled with ReadPace %v and IncomingBuffer %d, want 0 and 0 (the defaults)", p, n)
 	}
 }
 

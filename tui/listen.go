@@ -215,7 +215,7 @@ func (l *listener) source(t *target) events.Source {
 		Dial: func(ctx context.Context, _ func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			// The source's own trace hook turns connection notes into
 			// events; here they are in the trace pane already.
-			c, err := cl.open(ctx, d, nil, listenReadPace)
+			c, err := cl.open(ctx, d, nil, true)
 			if err == nil {
 				last.set(c)
 			}
@@ -226,12 +226,18 @@ func (l *listener) source(t *target) events.Source {
 }
 
 // listenReadPace is how often at most a listening connection reads while
-// its peer sends little (ipc.Options.ReadPace): under a flood of small
-// notifications the reader, the source and the feed then wake about a
-// hundred times a second rather than once a notification. It is a third
-// of a frame at the default FPS: what arrives is on screen up to that
-// much later, and the connection only listens (no call waits on it).
-const listenReadPace = 10 * time.Millisecond
+// its peer sends little (ipc.Options.ReadPace): one frame at the default
+// FPS. Under a flood of small notifications the reader, the source and
+// the feed then wake about 30 times a second rather than once a
+// notification (a third of the TUI's CPU under bench/flood went to
+// waking). What arrives is on screen up to a frame later; the connection
+// only listens (no call waits on it), and keys are not slowed.
+const listenReadPace = time.Second / DefaultFPS
+
+// listenIncoming is how many pushed messages a listening connection holds
+// unread (ipc.Options.IncomingBuffer): a pace's worth arrives at once, and
+// at 100,000 a second that is 3,300.
+const listenIncoming = 8192
 
 // lastConn is the connection a TargetSource dialled last. The source
 // reports what a connection brought before it dials the next one, so

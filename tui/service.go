@@ -223,7 +223,7 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 		// (it reconnects inside), so it gets the client's, not the call's.
 		dctx = c.ctx
 	}
-	cn, err := c.open(dctx, t, nil, 0)
+	cn, err := c.open(dctx, t, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -283,8 +283,10 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 // open dials a new connection to t (not kept: conn keeps the ones calls
 // use) through the one dialer, which decides its security and wire; every
 // frame goes to the trace pane, and then to trace when it is not nil.
-// pace is ipc.Options.ReadPace (0 for a connection that calls).
-func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent), pace time.Duration) (*ipc.Conn, error) {
+// listen says the connection only listens: it reads at most once per
+// listenReadPace while the peer sends little, and holds more unread
+// (listenIncoming); a connection that calls reads at once.
+func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent), listen bool) (*ipc.Conn, error) {
 	dt, err := dialTarget(t)
 	if err != nil {
 		return nil, err
@@ -295,13 +297,15 @@ func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.T
 	// (or when it failed) sends nothing in cleartext to a family-scoped name.
 	o := dial.Options{
 		Persistent: true,
-		ReadPace:   pace,
 		Trace: func(ev ipc.TraceEvent) {
 			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: traceData(ev), Warning: ev.Warning})
 			if trace != nil {
 				trace(ev)
 			}
 		},
+	}
+	if listen {
+		o.ReadPace, o.IncomingBuffer = listenReadPace, listenIncoming
 	}
 	if c.dial != nil {
 		return c.dial(ctx, t, c.dialer.IPCOptions(dt, o))
