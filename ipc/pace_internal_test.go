@@ -236,3 +236,37 @@ func TestLineFramerGrowsForAFlood(t *testing.T) {
 		}
 	}
 }
+
+// TestReadPaceShrinksForABusyPeer: after a read that found much more than
+// paceBudget, the next wait is cut in proportion, so what waits in the
+// socket stays small and a flooding peer's writes are not blocked on a
+// full socket for a whole pace.
+func TestReadPaceShrinksForABusyPeer(t *testing.T) {
+	client, server := unixPair(t)
+	p := paced(client, 2*time.Second)
+	// All of it waits in the socket before the first read, which takes it
+	// in one go (short of the buffer).
+	if _, err := server.Write(bytes.Repeat([]byte("x"), 10*paceBudget)); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64*paceBudget)
+	got, err := p.Read(buf)
+	if err != nil || got < 5*paceBudget {
+		t.Fatalf("first read: %d bytes, %v; want all %d waiting", got, err, 10*paceBudget)
+	}
+	server.Write([]byte("y"))
+	start := time.Now()
+	for {
+		n, err := p.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 && buf[n-1] == 'y' {
+			break
+		}
+	}
+	// At most 2 s × budget / what the last read found (≤ 2 s / 5 = 400 ms).
+	if d := time.Since(start); d > 1200*time.Millisecond {
+		t.Fatalf("the next read waited %v after a read of %d bytes; the 2 s pace should have shrunk to 400 ms or less", d, got)
+	}
+}

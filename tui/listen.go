@@ -226,17 +226,19 @@ func (l *listener) source(t *target) events.Source {
 }
 
 // listenReadPace is how often at most a listening connection reads while
-// its peer sends little (ipc.Options.ReadPace): one frame at the default
-// FPS. Under a flood of small notifications the reader, the source and
-// the feed then wake about 30 times a second rather than once a
-// notification (a third of the TUI's CPU under bench/flood went to
-// waking). What arrives is on screen up to a frame later; the connection
-// only listens (no call waits on it), and keys are not slowed.
-const listenReadPace = time.Second / DefaultFPS
+// its peer sends little (ipc.Options.ReadPace): under a flood of small
+// notifications the reader, the source and the feed then wake about a
+// hundred times a second rather than once a notification (a third of the
+// TUI's CPU under bench/flood went to waking). What arrives is on screen
+// up to that much later; the connection only listens (no call waits on
+// it), and keys are not slowed. Not longer: the socket fills meanwhile,
+// and at a frame (33 ms) a flood of 10,000 a second filled it and slowed
+// the flooder to 7,800 a second.
+const listenReadPace = 10 * time.Millisecond
 
 // listenIncoming is how many pushed messages a listening connection holds
-// unread (ipc.Options.IncomingBuffer): a pace's worth arrives at once, and
-// at 100,000 a second that is 3,300.
+// unread (ipc.Options.IncomingBuffer): what a paced read finds arrives at
+// once (ipc's default, 1,024, is a pace's worth at 100,000 a second).
 const listenIncoming = 8192
 
 // lastConn is the connection a TargetSource dialled last. The source
