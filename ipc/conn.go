@@ -51,6 +51,13 @@ type Options struct {
 	// Insecure skips TLS certificate verification of wss:// peers (the
 	// CLI's --insecure). Off by default.
 	Insecure bool
+	// ReadPace, when set, has a socket connection read at most once per
+	// ReadPace while the peer sends less than a read takes (what arrived
+	// meanwhile is read in one go): for a connection that only listens,
+	// where a flood of small messages would otherwise wake the reader once
+	// a message. It delays what arrives by up to ReadPace; a peer sending
+	// faster is read as fast as before. 0 reads at once (calls want that).
+	ReadPace time.Duration
 }
 
 // Request is one call or notification with full control over the envelope.
@@ -114,6 +121,9 @@ type bufferedFramer interface {
 type Conn struct {
 	f    Framer
 	opts Options
+	// names are the short strings the reader decoded last (methods,
+	// "2.0"), shared by the messages that repeat them; reader only.
+	names nameCache
 
 	nextID atomic.Uint64
 
@@ -592,7 +602,8 @@ func (c *Conn) write(ctx context.Context, frame []byte) error {
 
 func (c *Conn) trace(d Direction, data []byte, warning string) {
 	if c.opts.Trace != nil {
-		c.opts.Trace(TraceEvent{Time: time.Now(), Dir: d, Data: data, Size: len(data), Warning: warning})
+		// A frame read (In) is a Message's Raw, which no one changes.
+		c.opts.Trace(TraceEvent{Time: time.Now(), Dir: d, Data: data, Size: len(data), Warning: warning, Kept: d == In})
 	}
 }
 

@@ -165,7 +165,7 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 		m, ok, derr = pd.takeDecoded(frame)
 	}
 	if !ok {
-		m, derr = DecodeMessage(frame)
+		m, derr = decodeMessage(frame, &c.names)
 	}
 	m.Time = time.Now()
 	if derr != nil {

@@ -504,3 +504,35 @@ func TestAbstractAndTCPDial(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTraceKeptOnlyForFramesRead: the trace marks the frames a Conn read
+// as kept (each is a Message's Raw, never reused: a consumer may hold the
+// slice), and never the frames it wrote (a reused write buffer).
+func TestTraceKeptOnlyForFramesRead(t *testing.T) {
+	s := start(t, ipctest.Config{Methods: beardog().Config().Methods})
+	var mu sync.Mutex
+	kept := map[ipc.Direction][]bool{}
+	c := dial(t, s, ipc.Options{Trace: func(e ipc.TraceEvent) {
+		mu.Lock()
+		kept[e.Dir] = append(kept[e.Dir], e.Kept)
+		mu.Unlock()
+	}})
+	if _, err := c.Call(ctxT(t, 5*time.Second), "health.liveness", nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(kept[ipc.In]) == 0 || len(kept[ipc.Out]) == 0 {
+		t.Fatalf("traced %v", kept)
+	}
+	for _, k := range kept[ipc.In] {
+		if !k {
+			t.Fatal("a frame read was not marked kept")
+		}
+	}
+	for _, k := range kept[ipc.Out] {
+		if k {
+			t.Fatal("a frame written was marked kept")
+		}
+	}
+}

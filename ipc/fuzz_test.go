@@ -34,6 +34,14 @@ func FuzzDecodeMessage(f *testing.F) {
 			}
 		}
 		_, _ = m.NumericID()
+		if m.JSONChecked {
+			// Consumers take these as valid JSON without checking again.
+			for _, v := range []json.RawMessage{m.ID, m.Params, m.Result, m.Data} {
+				if v != nil && !json.Valid(v) {
+					t.Fatalf("JSONChecked with a member that is not JSON: %q", v)
+				}
+			}
+		}
 		if m.Kind != KindInvalid {
 			if _, err := json.Marshal(m); err != nil {
 				t.Fatalf("message does not re-encode: %v", err)

@@ -69,6 +69,11 @@ type Message struct {
 	Time      time.Time       `json:"time"`
 	// Warning is a protocol deviation noticed while decoding ("" when none).
 	Warning string `json:"warning,omitempty"`
+	// JSONChecked says DecodeMessage read the frame as a JSON object: ID,
+	// Params, Result and Data, when set, are each valid JSON (its scanner
+	// validates as encoding/json does), so a consumer need not check them
+	// again. False for a Message made any other way.
+	JSONChecked bool `json:"-"`
 }
 
 // ErrNotObject is returned by DecodeMessage for a frame that is valid JSON but
@@ -79,7 +84,13 @@ var ErrNotObject = errors.New("message is not a JSON object")
 // the lean NDJSON wire alike: responses with or without "jsonrpc", numeric or
 // string ids, notifications, server-initiated requests and {type,data} events.
 // On error the returned Message is still usable (Kind KindInvalid, Raw set).
-func DecodeMessage(frame []byte) (*Message, error) {
+func DecodeMessage(frame []byte) (*Message, error) { return decodeMessage(frame, nil) }
+
+// decodeMessage is DecodeMessage taking its short strings (jsonrpc,
+// method, type, sessionId, pool) from names when it has them: a
+// connection's messages repeat a few, and a flood made two strings a
+// message. names may be nil.
+func decodeMessage(frame []byte, names *nameCache) (*Message, error) {
 	m := &Message{Raw: frame, Kind: KindInvalid}
 	trimmed := bytes.TrimSpace(frame)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -136,11 +147,12 @@ func DecodeMessage(frame []byte) (*Message, error) {
 		m.ID, m.Params, m.Result, m.Data = nil, nil, nil, nil
 		return m, fmt.Errorf("decode message: %w", err)
 	}
+	m.JSONChecked = true
 	str := func(field string, raw json.RawMessage, dst *string) (bool, error) {
 		if raw == nil || isNull(raw) {
 			return false, nil
 		}
-		v, err := unquote(raw)
+		v, err := names.unquote(raw)
 		if err != nil {
 			return false, fmt.Errorf("decode message: %q is not a string", field)
 		}

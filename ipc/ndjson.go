@@ -17,19 +17,27 @@ const DefaultMaxFrame = 64 << 20
 // LineFramer frames newline-delimited JSON (JSON-RPC NDJSON and the lean wire)
 // over any byte stream. Blank lines are skipped and a trailing "\r" is dropped.
 type LineFramer struct {
-	rd    io.Reader
-	buf   []byte // unread data is buf[r:w]
-	r, w  int
-	rerr  error // a read error, returned once the buffered lines are used up
-	wr    io.Writer
-	c     io.Closer
-	max   int64
-	wbuf  []byte
-	wmu   sync.Mutex
-	once  sync.Once
-	cerr  error
-	extra func(context.Context) error // additional close work (stdio: reap the process within ctx)
+	rd   io.Reader
+	buf  []byte // unread data is buf[r:w]
+	r, w int
+	rerr error // a read error, returned once the buffered lines are used up
+	// filled says the last read filled all the room it was given: the
+	// peer sends faster than the buffer takes; it grows (to floodBufSize)
+	// so that a flood is read in fewer, bigger reads.
+	filled bool
+	wr     io.Writer
+	c      io.Closer
+	max    int64
+	wbuf   []byte
+	wmu    sync.Mutex
+	once   sync.Once
+	cerr   error
+	extra  func(context.Context) error // additional close work (stdio: reap the process within ctx)
 }
+
+// floodBufSize is how far the read buffer grows for a peer that fills it
+// at every read (a flood of short lines), past what its lines need.
+const floodBufSize = 64 << 10
 
 // lineBufSize is the read buffer a framer starts with; it doubles while
 // a line does not fit. Small: a process holds one per open connection
@@ -124,7 +132,16 @@ func (f *LineFramer) readLine() ([]byte, error) {
 			copy(nb, f.buf[:f.w])
 			f.buf = nb
 		}
+		if f.filled && len(f.buf) < floodBufSize && f.w < len(f.buf)/2 {
+			// The last read filled the buffer: the peer sends more than it
+			// takes. A bigger one reads a flood in fewer syscalls.
+			nb := make([]byte, min(2*len(f.buf), floodBufSize))
+			copy(nb, f.buf[:f.w])
+			f.buf = nb
+		}
+		room := len(f.buf) - f.w
 		n, err := f.rd.Read(f.buf[f.w:])
+		f.filled = n == room
 		f.w += n
 		if err != nil {
 			f.rerr = err

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -208,7 +209,7 @@ func dialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) 
 	}
 	id, isUnix, err := peerIdentity(c, ep)
 	if !isUnix {
-		return c, nil
+		return paced(c, opts.ReadPace), nil
 	}
 	name := opts.Endpoint
 	if name == "" {
@@ -228,5 +229,14 @@ func dialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) 
 		c.Close()
 		return nil, &ForeignPeerError{Endpoint: name, Peer: id}
 	}
-	return c, nil
+	return paced(c, opts.ReadPace), nil
+}
+
+// paced is c read at most once per pace (Options.ReadPace), or c itself
+// when pace is 0.
+func paced(c net.Conn, pace time.Duration) net.Conn {
+	if pace <= 0 {
+		return c
+	}
+	return newPacedConn(c, pace)
 }

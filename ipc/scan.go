@@ -322,7 +322,23 @@ func scanTopObject(b []byte, member func(name, value []byte) error) error {
 }
 
 // unquote decodes a raw JSON string token (quotes included).
-func unquote(raw []byte) (string, error) {
+func unquote(raw []byte) (string, error) { return (*nameCache)(nil).unquote(raw) }
+
+// nameCache holds the last few short strings a connection decoded, so
+// that the next message naming the same method (or "2.0") shares the
+// string instead of allocating its own. Only the reading goroutine uses
+// it; nil caches nothing.
+type nameCache struct {
+	s    [8]string
+	next int
+}
+
+// maxCachedName bounds the strings a nameCache holds.
+const maxCachedName = 64
+
+// unquote decodes a raw JSON string token (quotes included), taking a
+// simple one (no escape, ASCII) from the cache when it is there.
+func (nc *nameCache) unquote(raw []byte) (string, error) {
 	if len(raw) < 2 || raw[0] != '"' {
 		return "", errors.New("not a string")
 	}
@@ -335,7 +351,18 @@ func unquote(raw []byte) (string, error) {
 		}
 	}
 	if simple {
-		return string(inner), nil
+		if nc == nil || len(inner) > maxCachedName {
+			return string(inner), nil
+		}
+		for _, s := range nc.s {
+			if s == string(inner) { // compared without a copy
+				return s, nil
+			}
+		}
+		s := string(inner)
+		nc.s[nc.next] = s
+		nc.next = (nc.next + 1) % len(nc.s)
+		return s, nil
 	}
 	var s string
 	err := json.Unmarshal(raw, &s)

@@ -83,4 +83,9 @@ type TraceEvent struct {
 	Size int `json:"size"`
 	// Warning names a protocol deviation seen in this frame, if any.
 	Warning string `json:"warning,omitempty"`
+	// Kept says Data is a frame a Conn read and handed on in a Message
+	// (its Raw): its bytes are never reused nor changed, so a consumer
+	// may keep the slice rather than copy it. False when Data may be a
+	// buffer its producer reuses (frames written, other transports).
+	Kept bool `json:"-"`
 }

@@ -2,6 +2,7 @@ package tui
 
 import (
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"charm.land/lipgloss/v2"
@@ -24,6 +25,41 @@ type styles struct {
 	cursor lipgloss.Style
 	// pre-rendered border pieces: [focused][piece]
 	vbar [2]string
+	// edges are box's top and bottom borders as drawn last, by what they
+	// are drawn from: most panes' borders do not change from one frame to
+	// the next, and drawing them was a fifth of a frame.
+	edgesMu sync.Mutex
+	edges   map[edgeKey]string
+}
+
+// edgeKey is what a box's top (title, right) or bottom (bottom set) border
+// is drawn from.
+type edgeKey struct {
+	w, f         int
+	title, right string
+	bottom       bool
+}
+
+// maxEdges bounds styles.edges: a few panes, each with a couple of titles
+// (a right-hand note with live figures changes every frame).
+const maxEdges = 64
+
+// edge is the border k draws, from the cache or drawn by draw.
+func (s *styles) edge(k edgeKey, draw func() string) string {
+	s.edgesMu.Lock()
+	e, ok := s.edges[k]
+	s.edgesMu.Unlock()
+	if ok {
+		return e
+	}
+	e = draw()
+	s.edgesMu.Lock()
+	if s.edges == nil || len(s.edges) >= maxEdges {
+		s.edges = make(map[edgeKey]string, maxEdges)
+	}
+	s.edges[k] = e
+	s.edgesMu.Unlock()
+	return e
 }
 
 func newStyles(t themes.Theme) *styles {
@@ -73,10 +109,26 @@ func (s *styles) box(w, h int, title, right string, focused bool, body []string)
 	if focused {
 		f = 1
 	}
-	bs := s.border[f]
 	inner := w - 2
 	out := make([]string, 0, h)
-	// Top: ╭ title ───── right ╮
+	out = append(out, s.edge(edgeKey{w: w, f: f, title: title, right: right}, func() string { return s.top(w, f, title, right) }))
+	for i := 0; i < h-2; i++ {
+		line := ""
+		if i < len(body) {
+			line = body[i]
+		}
+		out = append(out, s.vbar[f]+fit(line, inner)+s.vbar[f])
+	}
+	out = append(out, s.edge(edgeKey{w: w, f: f, bottom: true}, func() string {
+		return s.border[f].Render("╰" + strings.Repeat("─", inner) + "╯")
+	}))
+	return out
+}
+
+// top draws a box's top border w cells wide: ╭ title ───── right ╮.
+func (s *styles) top(w, f int, title, right string) string {
+	bs := s.border[f]
+	inner := w - 2
 	t := ""
 	tw := 0
 	if title != "" {
@@ -109,16 +161,7 @@ func (s *styles) box(w, h int, title, right string, focused bool, body []string)
 		top.WriteString(r)
 	}
 	top.WriteString(bs.Render("╮"))
-	out = append(out, fit(top.String(), w))
-	for i := 0; i < h-2; i++ {
-		line := ""
-		if i < len(body) {
-			line = body[i]
-		}
-		out = append(out, s.vbar[f]+fit(line, inner)+s.vbar[f])
-	}
-	out = append(out, bs.Render("╰"+strings.Repeat("─", inner)+"╯"))
-	return out
+	return fit(top.String(), w)
 }
 
 // scrollInto returns an offset that keeps sel visible in h rows.

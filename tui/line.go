@@ -72,6 +72,17 @@ func boundedCopy(p []byte) []byte {
 	return append([]byte(nil), p...)
 }
 
+// traceData is what a trace frame keeps of ev's bytes: the frame itself
+// when it is one the connection will never change (ev.Kept) and holds no
+// more than maxEventData, else a bounded copy (a flood's frames were
+// each copied once more here).
+func traceData(ev ipc.TraceEvent) []byte {
+	if ev.Kept && cap(ev.Data) <= maxEventData {
+		return ev.Data[:len(ev.Data):len(ev.Data)]
+	}
+	return boundedCopy(ev.Data)
+}
+
 // newLine makes the tail line of an event about the target key.
 func newLine(key string, e events.Event) line {
 	if e.Time.IsZero() {

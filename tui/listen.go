@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/internal/events"
@@ -214,7 +215,7 @@ func (l *listener) source(t *target) events.Source {
 		Dial: func(ctx context.Context, _ func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			// The source's own trace hook turns connection notes into
 			// events; here they are in the trace pane already.
-			c, err := cl.open(ctx, d, nil)
+			c, err := cl.open(ctx, d, nil, true)
 			if err == nil {
 				last.set(c)
 			}
@@ -223,6 +224,22 @@ func (l *listener) source(t *target) events.Source {
 	}
 	return keyed{Source: ts, key: key, feed: feed, last: last, crashDir: l.pc.cfg.CrashDir}
 }
+
+// listenReadPace is how often at most a listening connection reads while
+// its peer sends little (ipc.Options.ReadPace): under a flood of small
+// notifications the reader, the source and the feed then wake about a
+// hundred times a second rather than once a notification (a third of the
+// TUI's CPU under bench/flood went to waking). What arrives is on screen
+// up to that much later; the connection only listens (no call waits on
+// it), and keys are not slowed. Not longer: the socket fills meanwhile,
+// and at a frame (33 ms) a flood of 10,000 a second filled it and slowed
+// the flooder to 7,800 a second.
+const listenReadPace = 10 * time.Millisecond
+
+// listenIncoming is how many pushed messages a listening connection holds
+// unread (ipc.Options.IncomingBuffer): what a paced read finds arrives at
+// once (ipc's default, 1,024, is a pace's worth at 100,000 a second).
+const listenIncoming = 8192
 
 // lastConn is the connection a TargetSource dialled last. The source
 // reports what a connection brought before it dials the next one, so

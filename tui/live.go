@@ -45,10 +45,16 @@ func (m *model) absorb(items []any) tea.Cmd {
 	// of the tail).
 	var appeared, left []string
 	var cmds []tea.Cmd
-	// The lines go out in a buffer the model reuses frame after frame
-	// (10,000 events a second would allocate it 30 times a second).
-	live := liveMsg{lines: m.lineBuf[:0]}
-	defer func() { m.lineBuf = live.lines[:0] }()
+	// The lines and trace frames go out in buffers the model reuses frame
+	// after frame (10,000 events a second would allocate them 30 times a
+	// second, growing each: 480 bytes a notification for the frames).
+	live := liveMsg{lines: m.lineBuf[:0], frames: m.frameBuf[:0]}
+	defer func() {
+		// What they hold is let go (the panes copied what they keep).
+		clear(live.lines)
+		clear(live.frames)
+		m.lineBuf, m.frameBuf = live.lines[:0], live.frames[:0]
+	}()
 	for _, it := range items {
 		switch x := it.(type) {
 		case discovery.Event:

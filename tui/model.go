@@ -35,9 +35,11 @@ type model struct {
 
 	// described marks BTSP targets the TUI asked to describe itself.
 	described map[string]bool
-	// lineBuf carries a frame's lines to the panes (see liveMsg).
-	lineBuf []line
-	rate    rateMeter
+	// lineBuf and frameBuf carry a frame's lines and trace frames to the
+	// panes (see liveMsg).
+	lineBuf  []line
+	frameBuf []TraceFrame
+	rate     rateMeter
 
 	// quitting is set while the user is asked to confirm a quit that
 	// would lose something (see quitGuard).
@@ -171,6 +173,9 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case feedMsg:
 		cmd := m.absorb(msg.items)
+		if msg.fromFeed {
+			m.feed.giveBack(msg.items)
+		}
 		return tea.Batch(m.listenPass(), cmd, m.nextFeed())
 	case describedMsg:
 		return m.onDescribed(msg)

@@ -48,6 +48,21 @@ type targetsPane struct {
 	// one waits.
 	settling  int
 	unsettled bool
+	// drawn is the rows drawn last, by their place on screen (see
+	// cachedRow): a frame that changes nothing in the pane (a flood on
+	// the events tail redraws the screen 30 times a second) reuses them.
+	drawn []drawnRow
+}
+
+// drawnRow is a row as drawn: row's output for these arguments. A target
+// is a snapshot (a change makes a new one), so the same pointer draws the
+// same row.
+type drawnRow struct {
+	t            *target
+	st           *styles
+	w            int
+	sel, focused bool
+	s            string
 }
 
 // selectSettle is how long the cursor rests on a target before it becomes
@@ -462,9 +477,22 @@ func (p *targetsPane) body() []string {
 			out = append(out, st.Title.Render("▾ "+render.Sanitize(r.header)))
 			continue
 		}
-		out = append(out, p.row(st, p.pc.targets[r.key], w, i == p.sel, p.focused()))
+		out = append(out, p.cachedRow(i-p.off, st, p.pc.targets[r.key], w, i == p.sel, p.focused()))
 	}
 	return out
+}
+
+// cachedRow is row, drawn again only when what it draws from changed
+// since it was drawn at screen row at (rows past it are let go).
+func (p *targetsPane) cachedRow(at int, st *styles, t *target, w int, sel, focused bool) string {
+	if at >= len(p.drawn) {
+		p.drawn = append(p.drawn, make([]drawnRow, at+1-len(p.drawn))...)
+	}
+	d := &p.drawn[at]
+	if d.t != t || d.st != st || d.w != w || d.sel != sel || d.focused != focused || t == nil {
+		*d = drawnRow{t: t, st: st, w: w, sel: sel, focused: focused, s: p.row(st, t, w, sel, focused)}
+	}
+	return d.s
 }
 
 // row draws one target in w cells: the cursor and health dot, the name

@@ -29,6 +29,9 @@ type feed struct {
 	droppedEvents atomic.Uint64
 	frame         time.Duration
 	max           int
+	// spare is the items buffer of the last frame, given back (giveBack).
+	spareMu sync.Mutex
+	spare   []any
 }
 
 func newFeed(size int, frame time.Duration) *feed {
@@ -59,11 +62,18 @@ func (f *feed) pushWait(ctx context.Context, x any) {
 	}
 }
 
-// feedMsg is a frame's worth of live items.
-type feedMsg struct{ items []any }
+// feedMsg is a frame's worth of live items. fromFeed says items is the
+// feed's own buffer, given back once they are applied.
+type feedMsg struct {
+	items    []any
+	fromFeed bool
+}
 
 // next waits for the first item, gathers what else arrives within one frame,
-// and returns them together. It blocks (costing nothing) while idle.
+// and returns them together. It blocks (costing nothing) while idle. While
+// the frame lasts it sleeps and then takes what came: one wake-up a frame,
+// not one an item (a flood pushes thousands a second). The items go out in
+// the buffer the model gave back after the last frame (giveBack).
 func (f *feed) next(ctx context.Context) tea.Cmd {
 	return func() tea.Msg {
 		var first any
@@ -72,21 +82,42 @@ func (f *feed) next(ctx context.Context) tea.Cmd {
 		case <-ctx.Done():
 			return nil
 		}
-		items := []any{first}
+		items := append(f.takeSpare(), first)
 		t := time.NewTimer(f.frame)
 		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
 		for len(items) < f.max {
 			select {
 			case x := <-f.ch:
 				items = append(items, x)
 				continue
-			case <-t.C:
-			case <-ctx.Done():
+			default:
 			}
 			break
 		}
-		return feedMsg{items: items}
+		return feedMsg{items: items, fromFeed: true}
 	}
+}
+
+// takeSpare is the buffer giveBack kept (nil when none), emptied.
+func (f *feed) takeSpare() []any {
+	f.spareMu.Lock()
+	defer f.spareMu.Unlock()
+	s := f.spare
+	f.spare = nil
+	return s[:0]
+}
+
+// giveBack keeps a frame's items buffer, once the model is done with it,
+// for the next frame (they are cleared: the buffer holds nothing alive).
+func (f *feed) giveBack(items []any) {
+	clear(items)
+	f.spareMu.Lock()
+	f.spare = items[:0]
+	f.spareMu.Unlock()
 }
 
 // client owns the connections the TUI calls through. It is used only from
@@ -192,7 +223,7 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 		// (it reconnects inside), so it gets the client's, not the call's.
 		dctx = c.ctx
 	}
-	cn, err := c.open(dctx, t, nil)
+	cn, err := c.open(dctx, t, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +283,10 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 // open dials a new connection to t (not kept: conn keeps the ones calls
 // use) through the one dialer, which decides its security and wire; every
 // frame goes to the trace pane, and then to trace when it is not nil.
-func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent)) (*ipc.Conn, error) {
+// listen says the connection only listens: it reads at most once per
+// listenReadPace while the peer sends little, and holds more unread
+// (listenIncoming); a connection that calls reads at once.
+func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent), listen bool) (*ipc.Conn, error) {
 	dt, err := dialTarget(t)
 	if err != nil {
 		return nil, err
@@ -264,11 +298,14 @@ func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.T
 	o := dial.Options{
 		Persistent: true,
 		Trace: func(ev ipc.TraceEvent) {
-			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: boundedCopy(ev.Data), Warning: ev.Warning})
+			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: traceData(ev), Warning: ev.Warning})
 			if trace != nil {
 				trace(ev)
 			}
 		},
+	}
+	if listen {
+		o.ReadPace, o.IncomingBuffer = listenReadPace, listenIncoming
 	}
 	if c.dial != nil {
 		return c.dial(ctx, t, c.dialer.IPCOptions(dt, o))

@@ -195,6 +195,9 @@ type Options struct {
 	// IncomingBuffer is how many pushed messages wait unread (0: ipc's
 	// default).
 	IncomingBuffer int
+	// ReadPace is ipc.Options.ReadPace: a connection that only listens
+	// reads at most once per ReadPace while the peer sends little.
+	ReadPace time.Duration
 	// Persistent asks for a connection that outlives hiccups where the
 	// transport allows it: a ws:// target gets a Holon-RPC session that
 	// reconnects with backoff and keeps its heartbeat (the TUI's listeners).
@@ -214,7 +217,7 @@ func (d *Dialer) IPCOptions(t Target, o Options) ipc.Options {
 	return ipc.Options{
 		Wire: d.Wire(t), MaxFrame: d.s.MaxFrame, Endpoint: t.Label(), ConnectTimeout: d.s.ConnectTimeout,
 		Security: d.Security(t), Insecure: d.s.Insecure,
-		Trace: o.Trace, Handler: o.Handler, IncomingBuffer: o.IncomingBuffer,
+		Trace: o.Trace, Handler: o.Handler, IncomingBuffer: o.IncomingBuffer, ReadPace: o.ReadPace,
 		Peer: ipc.PeerPolicy{Observe: o.Observe != nil, Seen: o.Observe},
 	}
 }

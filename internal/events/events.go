@@ -228,6 +228,14 @@ func rawOrString(b []byte) json.RawMessage {
 	return s
 }
 
+// rawOrNull returns b, known to be valid JSON, or null when empty.
+func rawOrNull(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(b)
+}
+
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b

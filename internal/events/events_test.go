@@ -361,3 +361,23 @@ func TestReplyGoesToTheConnectionThatAsked(t *testing.T) {
 		t.Fatal("the second connection got no answer")
 	}
 }
+
+// TestFromMessagePayload: a notification the connection decoded (and so
+// validated) keeps its params as they came; one made any other way is
+// still checked, and params that are not JSON become a JSON string.
+func TestFromMessagePayload(t *testing.T) {
+	m, err := ipc.DecodeMessage([]byte(`{"jsonrpc":"2.0","method":"tick","params":{"seq":1, "v":[true]}}`))
+	if err != nil || !m.JSONChecked {
+		t.Fatalf("decode: %v (checked %v)", err, m.JSONChecked)
+	}
+	if ev := events.FromMessage("p", m); string(ev.Payload) != `{"seq":1, "v":[true]}` || ev.Name != "tick" {
+		t.Fatalf("decoded notification: %s %s", ev.Name, ev.Payload)
+	}
+	hand := &ipc.Message{Kind: ipc.KindNotification, Method: "tick", Params: []byte(`{"seq":`)}
+	if ev := events.FromMessage("p", hand); string(ev.Payload) != `"{\"seq\":"` {
+		t.Fatalf("unchecked params that are not JSON: payload %s, want them as a JSON string", ev.Payload)
+	}
+	if ev := events.FromMessage("p", &ipc.Message{Kind: ipc.KindEvent, Type: "e", JSONChecked: true}); string(ev.Payload) != "null" {
+		t.Fatalf("an event without data: payload %s, want null", ev.Payload)
+	}
+}

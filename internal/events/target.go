@@ -382,11 +382,17 @@ func (t *TargetSource) deliver(ctx context.Context, c *ipc.Conn, seq uint64, m *
 // warning and (the start of) the frame ({"warning", "frame"}).
 func FromMessage(source string, m *ipc.Message) Event {
 	ev := Event{Source: source, Time: m.Time}
+	payload := rawOrString
+	if m.JSONChecked {
+		// The connection's scanner validated the frame: checking the
+		// payload again cost a tenth of a notification's way to the screen.
+		payload = rawOrNull
+	}
 	switch m.Kind {
 	case ipc.KindNotification:
-		ev.Kind, ev.Name, ev.Payload = KindNotification, m.Method, rawOrString(m.Params)
+		ev.Kind, ev.Name, ev.Payload = KindNotification, m.Method, payload(m.Params)
 	case ipc.KindEvent:
-		ev.Kind, ev.Name, ev.Payload = KindEvent, m.Type, rawOrString(m.Data)
+		ev.Kind, ev.Name, ev.Payload = KindEvent, m.Type, payload(m.Data)
 	case ipc.KindRequest:
 		b, _ := json.Marshal(map[string]json.RawMessage{"id": rawOrString(m.ID), "params": rawOrString(m.Params)})
 		ev.Kind, ev.Name, ev.Payload = KindRequest, m.Method, b

@@ -1,0 +1,216 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/themes"
+)
+
+// TestFeedFrameBuffers: the feed hands a frame's items over in one
+// message, in order, capped at its max (the rest wait for the next frame),
+// and reuses the buffer the model gave back, cleared, instead of growing a
+// new one each frame; a feedMsg the feed did not make is never reused or
+// cleared (tests and benchmarks apply their own slices again).
+func TestFeedFrameBuffers(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := newFeed(64, 20*time.Millisecond)
+	f.max = 5
+	for i := 0; i < 7; i++ {
+		if !f.push(i) {
+			t.Fatal("the feed refused an item with room")
+		}
+	}
+	first := f.next(ctx)().(feedMsg)
+	if !first.fromFeed || fmt.Sprint(first.items) != "[0 1 2 3 4]" {
+		t.Fatalf("first frame %v (fromFeed %v), want [0 1 2 3 4] from the feed", first.items, first.fromFeed)
+	}
+	buf := &first.items[:1][0]
+	f.giveBack(first.items)
+	if first.items[0] != nil {
+		t.Fatal("a buffer given back still holds its items")
+	}
+	second := f.next(ctx)().(feedMsg)
+	if fmt.Sprint(second.items) != "[5 6]" {
+		t.Fatalf("second frame %v, want [5 6]", second.items)
+	}
+	if &second.items[0] != buf {
+		t.Fatal("the second frame did not reuse the buffer given back")
+	}
+
+	m := benchModel(t, 120, 35)
+	own := []any{TraceFrame{Source: "p", Dir: ipc.In, Data: []byte(`{}`)}}
+	m.update(feedMsg{items: own})
+	if own[0] == nil {
+		t.Fatal("update cleared a feedMsg the feed did not make")
+	}
+}
+
+// TestAbsorbReusesFrameBuffers: a frame of trace frames and lines is
+// handed to the panes in buffers the model keeps: once they have grown,
+// applying another frame of the same size allocates nothing for them
+// (they grew anew every frame: 480 bytes a notification under a flood).
+func TestAbsorbReusesFrameBuffers(t *testing.T) {
+	m := benchModel(t, 120, 35)
+	items := make([]any, 0, 600)
+	for i := 0; i < 300; i++ {
+		items = append(items, TraceFrame{Time: fixedNow(), Source: "p", Dir: ipc.In, Size: 2, Data: []byte(`{}`)})
+	}
+	m.absorb(items)
+	frames := &m.frameBuf[:1][0]
+	m.absorb(items)
+	if &m.frameBuf[:1][0] != frames {
+		t.Fatal("the trace frames' buffer was not reused from one frame to the next")
+	}
+	if m.frameBuf[:1][0].Data != nil {
+		t.Fatal("the kept buffer still holds the last frame's trace frames")
+	}
+}
+
+// TestListenConnectionsArePaced: the connections the TUI listens on read
+// at most once per listenReadPace while the peer sends little (a flood of
+// small notifications is read in batches); the connections calls use read
+// at once (an answer waits for nothing).
+func TestListenConnectionsArePaced(t *testing.T) {
+	_, tg := startPrimal(t)
+	paces := make(chan time.Duration, 8)
+	held := make(chan int, 8)
+	cfg := goldenConfig("dark")
+	cfg.NoListen, cfg.MaxListen = false, 4
+	cfg.Dial = func(ctx context.Context, d *discovery.Target, opts ipc.Options) (*ipc.Conn, error) {
+		paces <- opts.ReadPace
+		held <- opts.IncomingBuffer
+		return defaultDialer(ctx, d, opts)
+	}
+	m, _ := testModel(t, cfg)
+	m.update(feedMsg{items: added(tg)})
+	select {
+	case p := <-paces:
+		if p != listenReadPace || p <= 0 {
+			t.Fatalf("the listener dialled with ReadPace %v, want %v", p, listenReadPace)
+		}
+		if n := <-held; n != listenIncoming {
+			t.Fatalf("the listener dialled with IncomingBuffer %d, want %d (a pace's worth of a flood)", n, listenIncoming)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener did not dial")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := m.pc.client.send(ctx, tg, ipc.Request{Method: "crypto.sign_ed25519", Params: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if p, n := <-paces, <-held; p != 0 || n != 0 {
+		t.Fatalf("a call's connection was dialled with ReadPace %v and IncomingBuffer %d, want 0 and 0 (the defaults)", p, n)
+	}
+}
+
+// TestTraceDataKeepsReadFrames: a frame a connection read (Kept) and
+// small is kept as it is, not copied again; one it may reuse (written
+// frames) or a large one is copied, bounded.
+func TestTraceDataKeepsReadFrames(t *testing.T) {
+	frame := []byte(`{"jsonrpc":"2.0","method":"tick","params":{}}`)
+	if d := traceData(ipc.TraceEvent{Dir: ipc.In, Data: frame, Kept: true}); &d[0] != &frame[0] || string(d) != string(frame) {
+		t.Fatal("a kept frame read was copied")
+	}
+	if d := traceData(ipc.TraceEvent{Dir: ipc.Out, Data: frame}); &d[0] == &frame[0] || string(d) != string(frame) {
+		t.Fatal("a frame that may be reused was not copied")
+	}
+	big := make([]byte, 10, maxEventData+1)
+	if d := traceData(ipc.TraceEvent{Dir: ipc.In, Data: big, Kept: true}); &d[0] == &big[0] {
+		t.Fatal("a frame in a large buffer was kept whole")
+	}
+}
+
+// TestTargetsRowsDrawnOnceUntilChanged: a frame that changes nothing in
+// the targets pane reuses its rows as drawn (a flood on the events tail
+// redraws the screen 30 times a second); a target that changes, the
+// cursor, the width and the theme each draw the rows they touch again.
+func TestTargetsRowsDrawnOnceUntilChanged(t *testing.T) {
+	m := benchModel(t, 120, 35)
+	m.update(feedMsg{items: crowdTargets(50)})
+	p := m.panes[pTargets].(*targetsPane)
+	screen := m.render()
+	if len(p.drawn) == 0 {
+		t.Fatal("no rows kept as drawn")
+	}
+	first := unsafe.StringData(p.drawn[1].s)
+	m.update(feedMsg{items: []any{tailLine(fixedNow(), "aflood", "", EvNotification, "tick", []byte(`{}`), nil)}})
+	if m.render() == screen {
+		t.Fatal("the event did not show")
+	}
+	if unsafe.StringData(p.drawn[1].s) != first {
+		t.Fatal("a row nothing changed was drawn again")
+	}
+	// The target of row 1 changes: its latency shows.
+	k := p.rows[1].key
+	d := *m.pc.targets[k].Target
+	pr := *d.Probe
+	pr.Latency = 987 * time.Millisecond
+	d.Probe = &pr
+	m.update(feedMsg{items: []any{changed(&d)}})
+	if !strings.Contains(m.render(), "987") {
+		t.Fatal("a changed target's row was not drawn again")
+	}
+	m.setFocus(pTargets)
+	before := p.sel
+	m.update(press("j")[0])
+	if p.sel == before {
+		t.Fatal("j did not move the targets cursor")
+	}
+	name := m.pc.targets[p.rows[p.sel].key].Name
+	for _, l := range strings.Split(ansi.Strip(m.render()), "\n") {
+		if strings.Contains(l, "›") && !strings.Contains(l, name) {
+			t.Fatalf("the cursor's row %q is not %s's", l, name)
+		}
+	}
+	m.update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	for _, l := range strings.Split(m.render(), "\n") {
+		if ansi.StringWidth(l) > 100 {
+			t.Fatalf("a row drawn for the old width: %q", l)
+		}
+	}
+}
+
+// TestBoxEdgesKept: a box's borders are drawn once for what they show and
+// reused; a new title, note, width or focus draws them anew, the same as
+// drawing them fresh.
+func TestBoxEdgesKept(t *testing.T) {
+	st := newStyles(themes.Default(true))
+	body := []string{"a", "b"}
+	first := st.box(40, 4, "Events · all", "12 of 100", true, body)
+	if len(st.edges) != 2 {
+		t.Fatalf("%d borders kept after one box, want its top and bottom", len(st.edges))
+	}
+	again := st.box(40, 4, "Events · all", "12 of 100", true, body)
+	if strings.Join(again, "\n") != strings.Join(first, "\n") {
+		t.Fatal("a box drawn again from kept borders differs")
+	}
+	for _, c := range []struct {
+		w            int
+		title, right string
+		focused      bool
+	}{{40, "Events · all", "13 of 100", true}, {40, "Trace", "12 of 100", true}, {50, "Events · all", "12 of 100", true}, {40, "Events · all", "12 of 100", false}} {
+		kept := st.box(c.w, 4, c.title, c.right, c.focused, body)
+		fresh := newStyles(themes.Default(true)).box(c.w, 4, c.title, c.right, c.focused, body)
+		if strings.Join(kept, "\n") != strings.Join(fresh, "\n") {
+			t.Fatalf("%+v: drawn with kept borders %q, fresh %q", c, kept, fresh)
+		}
+	}
+	for i := 0; i < 3*maxEdges; i++ {
+		st.box(40, 4, fmt.Sprint(i), "", false, body)
+	}
+	if len(st.edges) > maxEdges {
+		t.Fatalf("%d borders kept, more than %d", len(st.edges), maxEdges)
+	}
+}
