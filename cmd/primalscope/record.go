@@ -48,13 +48,20 @@ const (
 // section when it holds this version of the file (a one-shot call then
 // does not parse the whole file: its cost does not grow with the targets a
 // user adds), else from the file read whole.
-func (a *app) historySettings() config.History {
+func (a *app) historySettings() config.History { return a.callSettings().History }
+
+// callSettings is what a one-shot call reads of the config file ([history],
+// discovery.trust_uids, the families' seed files): from the file read whole
+// when it has been, else from the cache of them when it holds this version
+// of the file (a call then does not parse the whole file: its cost does not
+// grow with the targets a user adds), else from the file read whole.
+func (a *app) callSettings() config.CallSettings {
 	if !a.cfgLoaded() {
-		if h, ok := config.HistoryDefault(a.getenv); ok {
-			return h
+		if cs, ok := config.CallDefault(a.getenv); ok {
+			return cs
 		}
 	}
-	return a.config().History
+	return config.CallSettingsOf(a.config())
 }
 
 // historyOff says whether calls go unrecorded: --no-history, or
@@ -162,9 +169,8 @@ func (a *app) knownSecrets() []string {
 	if a.demoSeed != nil {
 		files = append(files, a.demoSeed.file)
 	}
-	cfg := a.config()
-	for id := range cfg.Families {
-		files = append(files, cfg.SeedFile(id)) // other families' seeds
+	for _, f := range a.callSettings().SeedFiles {
+		files = append(files, f) // other families' seeds
 	}
 	for _, f := range files {
 		if f == "" {

@@ -132,14 +132,14 @@ func (a *app) familySeeds(sec *ipc.Security) error {
 		return ipc.NewSeed(s), nil
 	}
 	book := map[string]ipc.Seed{}
-	if cfg := a.config(); len(cfg.Families) > 0 {
-		ids := make([]string, 0, len(cfg.Families))
-		for id := range cfg.Families {
+	if files := a.callSettings().SeedFiles; len(files) > 0 {
+		ids := make([]string, 0, len(files))
+		for id := range files {
 			ids = append(ids, id)
 		}
 		sort.Strings(ids) // the first bad file is the same one every run
 		for _, id := range ids {
-			sd, err := read(fmt.Sprintf("config [families.%s] seed_file", id), cfg.SeedFile(id))
+			sd, err := read(fmt.Sprintf("config [families.%s] seed_file", id), files[id])
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,7 @@ func (a *app) trustedUIDs() ([]uint32, error) {
 		}
 		out = append(out, uid)
 	}
-	for _, u := range a.config().Discovery.TrustUIDs {
+	for _, u := range a.callSettings().TrustUIDs {
 		uid, err := ipc.ParseTrustedUser(u)
 		if err != nil {
 			fmt.Fprintln(a.io.err, "primalscope: warning: config: discovery.trust_uids: "+render.Sanitize(err.Error())+" (ignored)")

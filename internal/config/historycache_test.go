@@ -1,8 +1,10 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -63,7 +65,8 @@ func TestHistoryCacheFormat(t *testing.T) {
 	off := false
 	for _, h := range []History{{}, {Enabled: &off, Path: "/a b/\"q\"\n\x1b[31m.db", MaxRows: 7, MaxBytes: 1 << 20, EntryLimit: 4096}} {
 		id := fileID{Path: "/c/config.toml\n", Dev: 1, Ino: 2, Size: 3, Mtime: -4, Ctime: 5}
-		gid, gh, ok := decodeHistoryCache(encodeHistoryCache(id, h))
+		gid, gcs, ok := decodeHistoryCache(encodeHistoryCache(id, CallSettings{History: h}))
+		gh := gcs.History
 		if !ok || gid != id || !historyEqual(gh, h) || gh.Path != h.Path {
 			t.Fatalf("%+v %+v %v", gid, gh, ok)
 		}
@@ -72,5 +75,65 @@ func TestHistoryCacheFormat(t *testing.T) {
 		if _, _, ok := decodeHistoryCache([]byte(bad)); ok {
 			t.Errorf("%q taken", bad)
 		}
+	}
+}
+
+// TestCallCacheKeepsTrustAndSeeds: the users trusted to serve sockets and
+// the families' seed files are kept with [history], read back the same
+// (any bytes in a path), and a cache with a malformed line is not taken.
+func TestCallCacheKeepsTrustAndSeeds(t *testing.T) {
+	id := fileID{Path: "/c/config.toml", Dev: 1, Ino: 2, Size: 3, Mtime: 4, Ctime: 5}
+	cs := CallSettings{TrustUIDs: Users{"1001", "ada lovelace", "\"q\""},
+		SeedFiles: map[string]string{"eastgate": "/k/east seed\n", "west\x1b": "/k/w"}}
+	gid, got, ok := decodeHistoryCache(encodeHistoryCache(id, cs))
+	if !ok || gid != id || !callSettingsEqual(got, cs) {
+		t.Fatalf("read back %+v %v, want %+v", got, ok, cs)
+	}
+	if _, got, ok := decodeHistoryCache(encodeHistoryCache(id, CallSettings{})); !ok || len(got.TrustUIDs) != 0 || len(got.SeedFiles) != 0 {
+		t.Fatalf("empty settings read back as %+v %v", got, ok)
+	}
+	enc := string(encodeHistoryCache(id, cs))
+	for _, bad := range []string{
+		strings.Replace(enc, `"eastgate" `, `"eastgate"`, 1),
+		strings.Replace(enc, `"1001" `, `1001 `, 1),
+		strings.Replace(enc, "config-history 2", "config-history 1", 1),
+	} {
+		if _, _, ok := decodeHistoryCache([]byte(bad)); ok {
+			t.Errorf("taken: %q", bad)
+		}
+	}
+}
+
+// TestCallDefaultFromAWholeRead: once the file was read whole, a call's
+// settings (trust_uids, families' seed files resolved beside the file)
+// come from the cache, equal to the file's; a big config file of targets
+// costs a call no parse.
+func TestCallDefaultFromAWholeRead(t *testing.T) {
+	home := t.TempDir()
+	getenv := func(k string) string { return map[string]string{"HOME": home}[k] }
+	path := filepath.Join(home, ".config", "primalscope", "config.toml")
+	os.MkdirAll(filepath.Dir(path), 0o700)
+	var b strings.Builder
+	b.WriteString("[discovery]\ntrust_uids = [1001, \"ada\"]\n[families.eastgate]\nseed_file = \"east.seed\"\n")
+	for i := range 200 {
+		fmt.Fprintf(&b, "[[target]]\nname = \"t%d\"\nendpoint = \"/run/t%d.sock\"\n", i, i)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := CallDefault(getenv); ok {
+		t.Fatal("settings taken before the file was ever read whole")
+	}
+	c, err := LoadDefault(getenv)
+	if err != nil || len(c.Warnings()) > 0 {
+		t.Fatalf("%v %v", err, c.Warnings())
+	}
+	SaveHistoryCache(getenv, c)
+	cs, ok := CallDefault(getenv)
+	if !ok || !callSettingsEqual(cs, CallSettingsOf(c)) {
+		t.Fatalf("cached %+v %v, want %+v", cs, ok, CallSettingsOf(c))
+	}
+	if cs.SeedFiles["eastgate"] != filepath.Join(filepath.Dir(path), "east.seed") || len(cs.TrustUIDs) != 2 {
+		t.Fatalf("settings %+v", cs)
 	}
 }
