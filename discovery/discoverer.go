@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -356,7 +357,7 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, hooks
 	}
 	found := runSources(sctx, d.DefaultSources(), addErr)
 
-	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: hooks.onProbe, probes: map[string]*Probe{}}
+	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: hooks.onProbe, probes: map[string]*Probe{}, published: map[string]*Target{}}
 	if untilJudged {
 		p.cut = newCutSignal()
 	}
@@ -388,12 +389,24 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, hooks
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	next := map[string]*Target{}
-	for _, t := range targets {
+	next := make(map[string]*Target, len(targets))
+	for i, t := range targets {
 		if pr := p.probes[t.ID]; pr != nil {
 			t.Probe = pr
 		}
 		d.finishTarget(t)
+		// One copy of each target between sweeps: the one already handed
+		// out when this sweep learnt nothing new of it, else the one this
+		// sweep's onProbe was given when it is the same. (A watcher keeps
+		// what it last sent, and so does its consumer: 2,000 targets
+		// re-probed every few seconds were held twice, each with its own
+		// probe.)
+		if old := d.prev[t.ID]; old != nil && sameButTimes(old, t) {
+			t = old
+		} else if pub := p.published[t.ID]; pub != nil && reflect.DeepEqual(pub, t) {
+			t = pub
+		}
+		targets[i] = t
 		next[t.ID] = t
 	}
 	d.prev = next
@@ -469,8 +482,10 @@ type probeRun struct {
 
 	mu     sync.Mutex
 	probes map[string]*Probe
-	stale  []probeJob // first probes that found their target stale
-	wg     sync.WaitGroup
+	// published is what onProbe was given of each target (when set).
+	published map[string]*Target
+	stale     []probeJob // first probes that found their target stale
+	wg        sync.WaitGroup
 
 	// cut, for SweepUntilJudged, ends the waits of silent targets once
 	// every other probe has ended.
@@ -584,13 +599,19 @@ func (p *probeRun) publish(j probeJob, r Probe) {
 	case !j.spec.Full && j.carry != nil:
 		r = carryOver(r, j.carry)
 	}
-	p.mu.Lock()
-	p.probes[j.t.ID] = &r
-	p.mu.Unlock()
+	var tc *Target
 	if p.onProbe != nil {
-		tc := j.t.clone()
+		tc = j.t.clone()
 		tc.Probe = &r
 		p.d.finishTarget(tc)
+	}
+	p.mu.Lock()
+	p.probes[j.t.ID] = &r
+	if tc != nil {
+		p.published[j.t.ID] = tc
+	}
+	p.mu.Unlock()
+	if tc != nil {
 		p.onProbe(tc)
 	}
 }
@@ -687,6 +708,38 @@ func carryOver(r Probe, prev *Probe) Probe {
 	}
 	r.Calls = calls
 	return r
+}
+
+// sameButTimes reports whether b is a as a later sweep saw it, with
+// nothing learnt but times: when the probe ran, how long its connect and
+// its calls took. (Diff, what watchers are told of, leaves out more.)
+func sameButTimes(a, b *Target) bool {
+	if a == b {
+		return true
+	}
+	at, bt := *a, *b
+	at.Probe, bt.Probe = nil, nil
+	if !reflect.DeepEqual(at, bt) {
+		return false
+	}
+	if a.Probe == nil || b.Probe == nil {
+		return a.Probe == b.Probe
+	}
+	ap, bp := *a.Probe, *b.Probe
+	if len(ap.Calls) != len(bp.Calls) {
+		return false
+	}
+	for k, ac := range ap.Calls {
+		bc, ok := bp.Calls[k]
+		ac.Latency, bc.Latency = 0, 0
+		if !ok || ac != bc {
+			return false
+		}
+	}
+	ap.At, bp.At = time.Time{}, time.Time{}
+	ap.Connect, bp.Connect, ap.Latency, bp.Latency = 0, 0, 0, 0
+	ap.Calls, bp.Calls = nil, nil
+	return reflect.DeepEqual(ap, bp)
 }
 
 // finishTarget applies what the probe learned: the identity's name and
