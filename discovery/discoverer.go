@@ -485,6 +485,8 @@ type probeRun struct {
 	// published is what onProbe was given of each target (when set).
 	published map[string]*Target
 	stale     []probeJob // first probes that found their target stale
+	queue     []probeJob // probes asked for, no worker has taken yet
+	workers   int        // goroutines taking them (at most MaxOpen)
 	wg        sync.WaitGroup
 
 	// cut, for SweepUntilJudged, ends the waits of silent targets once
@@ -525,38 +527,77 @@ type probeJob struct {
 	stale Probe  // a verdict with a timeout, while wait decides whether to believe it
 	// second: a second look at a stale verdict in doubt.
 	second bool
+	// first: a first probe this sweep, watched for the cut; queued: when
+	// it was asked for.
+	first  bool
+	queued time.Time
 }
 
+// run probes j's target: queued, and taken by one of at most MaxOpen
+// workers (the prober's places), not a goroutine a target waiting for a
+// place (2,000 of them, 16 MB of stacks, at every sweep of a crowd).
 func (p *probeRun) run(j probeJob) {
 	p.wg.Add(1)
-	first := j.spec.cut == nil && !j.second
-	if first && p.cut != nil {
+	j.first = j.spec.cut == nil && !j.second
+	if j.first && p.cut != nil {
 		j.spec.cut = p.cut
 		p.pending.Add(1)
 	}
-	go func() {
-		defer p.wg.Done()
-		began := time.Now()
-		r := p.d.prober.Probe(p.ctx, j.spec)
-		if first && p.cut != nil {
-			if !r.CutOff && r.State != StateStale && !r.Incomplete {
-				took := int64(time.Since(began))
-				for old := p.slowest.Load(); took > old && !p.slowest.CompareAndSwap(old, took); old = p.slowest.Load() {
-				}
-			}
-			p.lastDone.Store(time.Now().UnixNano())
-			p.pending.Add(-1)
-		}
-		if r.State == StateStale || r.State == StateLive && r.Full && r.timedOut() {
-			// Decided in wait, once the others are done.
-			j.stale = r
-			p.mu.Lock()
-			p.stale = append(p.stale, j)
+	j.queued = time.Now()
+	p.mu.Lock()
+	p.queue = append(p.queue, j)
+	spawn := p.workers < p.d.prober.opts.MaxOpen
+	if spawn {
+		p.workers++
+	}
+	p.mu.Unlock()
+	if spawn {
+		go p.work()
+	}
+}
+
+// work probes queued targets, in order, until none is left.
+func (p *probeRun) work() {
+	for {
+		p.mu.Lock()
+		if len(p.queue) == 0 {
+			p.queue = nil // the next ones start a fresh array
+			p.workers--
 			p.mu.Unlock()
 			return
 		}
-		p.publish(j, r)
-	}()
+		j := p.queue[0]
+		p.queue[0] = probeJob{}
+		p.queue = p.queue[1:]
+		p.mu.Unlock()
+		p.probeOne(j)
+	}
+}
+
+// probeOne probes j's target and records the verdict (or keeps it for
+// wait, when it is in doubt).
+func (p *probeRun) probeOne(j probeJob) {
+	defer p.wg.Done()
+	first, began := j.first, j.queued
+	r := p.d.prober.Probe(p.ctx, j.spec)
+	if first && p.cut != nil {
+		if !r.CutOff && r.State != StateStale && !r.Incomplete {
+			took := int64(time.Since(began))
+			for old := p.slowest.Load(); took > old && !p.slowest.CompareAndSwap(old, took); old = p.slowest.Load() {
+			}
+		}
+		p.lastDone.Store(time.Now().UnixNano())
+		p.pending.Add(-1)
+	}
+	if r.State == StateStale || r.State == StateLive && r.Full && r.timedOut() {
+		// Decided in wait, once the others are done.
+		j.stale = r
+		p.mu.Lock()
+		p.stale = append(p.stale, j)
+		p.mu.Unlock()
+		return
+	}
+	p.publish(j, r)
 }
 
 // patience fires p.cut when the probes still running are the silent

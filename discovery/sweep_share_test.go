@@ -1,6 +1,8 @@
 package discovery
 
 import (
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -58,5 +60,34 @@ func TestSweepKeepsOneCopyOfAnUnchangedTarget(t *testing.T) {
 	}
 	if g := third["goes"]; g != nil && (g == first["goes"] || g.State() == StateLive) {
 		t.Errorf("third sweep: goes stopped but is kept as it was (%s)", g.State())
+	}
+}
+
+// TestSweepGoroutinesBoundedByPlaces: a sweep of many targets runs at
+// most MaxOpen goroutines for its probes, not one a target waiting for a
+// place (a crowd of 2,000 had 2,000 stacks at every sweep).
+func TestSweepGoroutinesBoundedByPlaces(t *testing.T) {
+	// Not parallel: the goroutines of other tests' sweeps would count.
+	const places, silent = 3, 12
+	c := smallCrowd(t, 0, silent)
+	d := New(Options{Getenv: func(string) string { return "" }, SocketDirs: []string{c.Dir}, NoProc: true, NoRegistries: true,
+		Probe: ProbeOptions{StaleTimeout: 300 * time.Millisecond, MaxOpen: places}})
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Sweep(ctxT(t), nil)
+		done <- err
+	}()
+	time.Sleep(150 * time.Millisecond) // the first places are taken, the rest wait
+	buf := make([]byte, 1<<20)
+	dump := string(buf[:runtime.Stack(buf, true)])
+	<-done
+	n := 0
+	for _, g := range strings.Split(dump, "\n\n") {
+		if strings.Contains(g, "discovery.(*probeRun)") && !strings.Contains(g, "(*probeRun).wait") {
+			n++
+		}
+	}
+	if n > places {
+		t.Errorf("%d goroutines probe for a sweep of %d targets with %d places:\n%s", n, silent, places, dump)
 	}
 }
