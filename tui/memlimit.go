@@ -16,7 +16,7 @@ import (
 // stacks (TestCrowdLiveHeap checks twice theirs fits): at 36 MiB, with
 // 2,000 targets holding about 28 MiB of both, it ran without end under a
 // flood (42 % CPU), hence 96 MiB. With them at about 23 MiB, 64 MiB keeps
-// the flood's CPU where 96 MiB had it (28.6 against 29.3 %, five runs
+// the flood's CPU where 96 MiB had it (28.6 against 29.0 %, five runs
 // each, alternated) and the idle process 10–15 MB smaller (BENCHMARKS.md,
 // "TUI memory with 2,000 targets").
 const memoryFloor = 64 << 20
