@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -356,7 +357,7 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, hooks
 	}
 	found := runSources(sctx, d.DefaultSources(), addErr)
 
-	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: hooks.onProbe, probes: map[string]*Probe{}}
+	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: hooks.onProbe, probes: map[string]*Probe{}, published: map[string]*Target{}}
 	if untilJudged {
 		p.cut = newCutSignal()
 	}
@@ -388,12 +389,24 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, hooks
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	next := map[string]*Target{}
-	for _, t := range targets {
+	next := make(map[string]*Target, len(targets))
+	for i, t := range targets {
 		if pr := p.probes[t.ID]; pr != nil {
 			t.Probe = pr
 		}
 		d.finishTarget(t)
+		// One copy of each target between sweeps: the one already handed
+		// out when this sweep learnt nothing new of it, else the one this
+		// sweep's onProbe was given when it is the same. (A watcher keeps
+		// what it last sent, and so does its consumer: 2,000 targets
+		// re-probed every few seconds were held twice, each with its own
+		// probe.)
+		if old := d.prev[t.ID]; old != nil && sameButTimes(old, t) {
+			t = old
+		} else if pub := p.published[t.ID]; pub != nil && reflect.DeepEqual(pub, t) {
+			t = pub
+		}
+		targets[i] = t
 		next[t.ID] = t
 	}
 	d.prev = next
@@ -469,8 +482,12 @@ type probeRun struct {
 
 	mu     sync.Mutex
 	probes map[string]*Probe
-	stale  []probeJob // first probes that found their target stale
-	wg     sync.WaitGroup
+	// published is what onProbe was given of each target (when set).
+	published map[string]*Target
+	stale     []probeJob // first probes that found their target stale
+	queue     []probeJob // probes asked for, no worker has taken yet
+	workers   int        // goroutines taking them (at most MaxOpen)
+	wg        sync.WaitGroup
 
 	// cut, for SweepUntilJudged, ends the waits of silent targets once
 	// every other probe has ended.
@@ -510,38 +527,77 @@ type probeJob struct {
 	stale Probe  // a verdict with a timeout, while wait decides whether to believe it
 	// second: a second look at a stale verdict in doubt.
 	second bool
+	// first: a first probe this sweep, watched for the cut; queued: when
+	// it was asked for.
+	first  bool
+	queued time.Time
 }
 
+// run probes j's target: queued, and taken by one of at most MaxOpen
+// workers (the prober's places), not a goroutine a target waiting for a
+// place (2,000 of them, 16 MB of stacks, at every sweep of a crowd).
 func (p *probeRun) run(j probeJob) {
 	p.wg.Add(1)
-	first := j.spec.cut == nil && !j.second
-	if first && p.cut != nil {
+	j.first = j.spec.cut == nil && !j.second
+	if j.first && p.cut != nil {
 		j.spec.cut = p.cut
 		p.pending.Add(1)
 	}
-	go func() {
-		defer p.wg.Done()
-		began := time.Now()
-		r := p.d.prober.Probe(p.ctx, j.spec)
-		if first && p.cut != nil {
-			if !r.CutOff && r.State != StateStale && !r.Incomplete {
-				took := int64(time.Since(began))
-				for old := p.slowest.Load(); took > old && !p.slowest.CompareAndSwap(old, took); old = p.slowest.Load() {
-				}
-			}
-			p.lastDone.Store(time.Now().UnixNano())
-			p.pending.Add(-1)
-		}
-		if r.State == StateStale || r.State == StateLive && r.Full && r.timedOut() {
-			// Decided in wait, once the others are done.
-			j.stale = r
-			p.mu.Lock()
-			p.stale = append(p.stale, j)
+	j.queued = time.Now()
+	p.mu.Lock()
+	p.queue = append(p.queue, j)
+	spawn := p.workers < p.d.prober.opts.MaxOpen
+	if spawn {
+		p.workers++
+	}
+	p.mu.Unlock()
+	if spawn {
+		go p.work()
+	}
+}
+
+// work probes queued targets, in order, until none is left.
+func (p *probeRun) work() {
+	for {
+		p.mu.Lock()
+		if len(p.queue) == 0 {
+			p.queue = nil // the next ones start a fresh array
+			p.workers--
 			p.mu.Unlock()
 			return
 		}
-		p.publish(j, r)
-	}()
+		j := p.queue[0]
+		p.queue[0] = probeJob{}
+		p.queue = p.queue[1:]
+		p.mu.Unlock()
+		p.probeOne(j)
+	}
+}
+
+// probeOne probes j's target and records the verdict (or keeps it for
+// wait, when it is in doubt).
+func (p *probeRun) probeOne(j probeJob) {
+	defer p.wg.Done()
+	first, began := j.first, j.queued
+	r := p.d.prober.Probe(p.ctx, j.spec)
+	if first && p.cut != nil {
+		if !r.CutOff && r.State != StateStale && !r.Incomplete {
+			took := int64(time.Since(began))
+			for old := p.slowest.Load(); took > old && !p.slowest.CompareAndSwap(old, took); old = p.slowest.Load() {
+			}
+		}
+		p.lastDone.Store(time.Now().UnixNano())
+		p.pending.Add(-1)
+	}
+	if r.State == StateStale || r.State == StateLive && r.Full && r.timedOut() {
+		// Decided in wait, once the others are done.
+		j.stale = r
+		p.mu.Lock()
+		p.stale = append(p.stale, j)
+		p.mu.Unlock()
+		return
+	}
+	p.publish(j, r)
 }
 
 // patience fires p.cut when the probes still running are the silent
@@ -584,13 +640,19 @@ func (p *probeRun) publish(j probeJob, r Probe) {
 	case !j.spec.Full && j.carry != nil:
 		r = carryOver(r, j.carry)
 	}
-	p.mu.Lock()
-	p.probes[j.t.ID] = &r
-	p.mu.Unlock()
+	var tc *Target
 	if p.onProbe != nil {
-		tc := j.t.clone()
+		tc = j.t.clone()
 		tc.Probe = &r
 		p.d.finishTarget(tc)
+	}
+	p.mu.Lock()
+	p.probes[j.t.ID] = &r
+	if tc != nil {
+		p.published[j.t.ID] = tc
+	}
+	p.mu.Unlock()
+	if tc != nil {
 		p.onProbe(tc)
 	}
 }
@@ -687,6 +749,38 @@ func carryOver(r Probe, prev *Probe) Probe {
 	}
 	r.Calls = calls
 	return r
+}
+
+// sameButTimes reports whether b is a as a later sweep saw it, with
+// nothing learnt but times: when the probe ran, how long its connect and
+// its calls took. (Diff, what watchers are told of, leaves out more.)
+func sameButTimes(a, b *Target) bool {
+	if a == b {
+		return true
+	}
+	at, bt := *a, *b
+	at.Probe, bt.Probe = nil, nil
+	if !reflect.DeepEqual(at, bt) {
+		return false
+	}
+	if a.Probe == nil || b.Probe == nil {
+		return a.Probe == b.Probe
+	}
+	ap, bp := *a.Probe, *b.Probe
+	if len(ap.Calls) != len(bp.Calls) {
+		return false
+	}
+	for k, ac := range ap.Calls {
+		bc, ok := bp.Calls[k]
+		ac.Latency, bc.Latency = 0, 0
+		if !ok || ac != bc {
+			return false
+		}
+	}
+	ap.At, bp.At = time.Time{}, time.Time{}
+	ap.Connect, bp.Connect, ap.Latency, bp.Latency = 0, 0, 0, 0
+	ap.Calls, bp.Calls = nil, nil
+	return reflect.DeepEqual(ap, bp)
 }
 
 // finishTarget applies what the probe learned: the identity's name and

@@ -11,7 +11,15 @@ import (
 // little (2,000 targets, the rings full): the garbage collector works to
 // keep the process near it rather than let its heap double first, and
 // gives back to the system what a sweep's burst of probes took.
-const memoryFloor = 96 << 20
+//
+// It must leave the collector room over the live heap and the goroutine
+// stacks (TestCrowdLiveHeap checks twice theirs fits): at 36 MiB, with
+// 2,000 targets holding about 28 MiB of both, it ran without end under a
+// flood (42 % CPU), hence 96 MiB. With them at about 23 MiB, 64 MiB keeps
+// the flood's CPU where 96 MiB had it (28.6 against 29.0 %, five runs
+// each, alternated) and the idle process 10–15 MB smaller (BENCHMARKS.md,
+// "TUI memory with 2,000 targets").
+const memoryFloor = 64 << 20
 
 // memoryLimitFor is the soft limit for a live heap of live bytes: the
 // floor, or what GOGC=100 lets the heap grow to (twice the live heap)

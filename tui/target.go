@@ -34,10 +34,11 @@ type target struct {
 	// rowW is rowWant(t), worked out once (the targets pane sums it over
 	// every target at every change).
 	rowW int
-	// filterWords is words(), worked out when first filtered (held in
-	// the target: one pointer less to follow for each of 10,000 targets
-	// at every keystroke in the filter).
-	filterWords filterWords
+	// fw is words(), worked out when first filtered. It is shared by the
+	// snapshots of a target listed alike (sameListing), so that the
+	// targets pane's sorted list, which outlives them, holds it and not
+	// a snapshot.
+	fw *filterWords
 }
 
 // filterWords is the text the targets pane's filter matches, lower case:
@@ -47,16 +48,24 @@ type filterWords struct {
 	set                      bool
 }
 
+// wordsRef is where words() is kept, worked out or not yet.
+func (t *target) wordsRef() *filterWords {
+	if t.fw == nil {
+		t.fw = &filterWords{}
+	}
+	return t.fw
+}
+
 // words is what the filter matches against, lowered once for every
 // keystroke after (the snapshot does not change).
 func (t *target) words() *filterWords {
-	if !t.filterWords.set {
+	if !t.wordsRef().set {
 		name := strings.ToLower(t.Name)
 		af := strings.ToLower(strings.Join(t.Aliases, " ")) + " " + strings.ToLower(t.Family)
-		t.filterWords = filterWords{name: name, aliasesFamily: af,
+		*t.fw = filterWords{name: name, aliasesFamily: af,
 			all: name + " " + af + " " + strings.ToLower(t.Pool) + " " + strings.ToLower(string(t.Kind)), set: true}
 	}
-	return &t.filterWords
+	return t.fw
 }
 
 // learnt is what describing a target through the TUI's own connection
@@ -73,6 +82,9 @@ type learnt struct {
 // describe it.
 func newTarget(d *discovery.Target, old *target) *target {
 	t := &target{Target: d, h: healthOf(d)}
+	if old != nil && sameListing(old.Target, d) {
+		t.fw = old.wordsRef()
+	}
 	t.rowW = rowWant(t)
 	if old != nil && t.probeCaps() == nil && old.caps() != nil && t.BTSP() {
 		// keep what the TUI learnt itself through the handshake
