@@ -238,8 +238,11 @@ const listenReadPace = 10 * time.Millisecond
 
 // listenIncoming is how many pushed messages a listening connection holds
 // unread (ipc.Options.IncomingBuffer): what a paced read finds arrives at
-// once (ipc's default, 1,024, is a pace's worth at 100,000 a second).
-const listenIncoming = 8192
+// once, and 1,024 is a pace's worth at 100,000 a second. A channel's
+// buffer is allocated whole: 8,192 (tried) held 14 MiB more over 256
+// listened targets (TestCrowdLiveHeap: 15.4 → 29.1 MiB), with the same
+// flood CPU and keys on bench/flood (two rounds each, load 0.4–0.8).
+const listenIncoming = 1024
 
 // lastConn is the connection a TargetSource dialled last. The source
 // reports what a connection brought before it dials the next one, so
