@@ -51,6 +51,11 @@ const (
 	maxLineStdio    = 4 << 20
 	maxConns        = 64 // connections at once
 	maxInflight     = 64 // requests of one connection answered at once
+	// maxInflightAll bounds the requests answered at once over every
+	// connection of one listener together: with requests up to 4 MiB,
+	// what a mock holds stays near 1 GiB at worst (64 connections of 64
+	// would hold 16 GiB).
+	maxInflightAll = 256
 )
 
 // CleartextError is a mock of a BTSP-only target asked to serve on a wire
@@ -137,14 +142,14 @@ func (m *Mock) Serve(l Listen) (*Server, error) {
 		}
 		hs, err := peer.ListenHolon(addr, peer.HolonConfig{Path: "/" + path, Dispatch: m.dispatch, SpeakFirst: l.SpeakFirst,
 			HelloTimeout: 3 * time.Second, MaxMessage: maxRequestBytes, Lenient: true, MaxConns: maxConns,
-			Concurrent: true, MaxInflight: maxInflight})
+			Concurrent: true, MaxInflight: maxInflight, MaxInflightTotal: maxInflightAll})
 		if err != nil {
 			return nil, inUse(ep.String(), err)
 		}
 		return &Server{Endpoint: hs.Endpoint(), closer: hs}, nil
 	}
 	cfg := peer.Config{Dispatch: m.dispatch, Lean: l.Wire == WireLean, MaxLine: maxRequestBytes, Concurrent: true,
-		MaxInflight: maxInflight, MaxConns: maxConns}
+		MaxInflight: maxInflight, MaxInflightTotal: maxInflightAll, MaxConns: maxConns}
 	switch {
 	case len(l.Seed) > 0:
 		cfg.Accept = peer.RiboCipher(peer.PrefixOptional, m.opts.Name, peer.BTSPGate(btsp.ServerConfig{Seed: l.Seed}, false))

@@ -61,6 +61,9 @@ type HolonConfig struct {
 	// leaves. Handlers end with their connection.
 	Concurrent  bool
 	MaxInflight int
+	// MaxInflightTotal bounds the messages handled at once over every
+	// connection together (Concurrent servers; 0: no bound), as Config's.
+	MaxInflightTotal int
 }
 
 // netConnKey carries an upgraded request's network connection in its
@@ -89,6 +92,9 @@ type HolonServer struct {
 	beatsReceived  atomic.Int64 // client heartbeats received
 	protocolFaults atomic.Int64
 	calls          atomic.Int64
+	// all holds a place for every message being handled, over every
+	// connection (HolonConfig.MaxInflightTotal); nil: no bound.
+	all chan struct{}
 }
 
 // HolonConn is one client connection to a HolonServer.
@@ -113,6 +119,9 @@ func ListenHolon(addr string, cfg HolonConfig) (*HolonServer, error) {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	s := &HolonServer{cfg: cfg, ln: ln, conns: map[*HolonConn]struct{}{}}
+	if cfg.Concurrent && cfg.MaxInflightTotal > 0 {
+		s.all = make(chan struct{}, cfg.MaxInflightTotal)
+	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
 	mux.HandleFunc(cfg.Path, s.handle)
@@ -314,11 +323,20 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 			if slots != nil && !acquireSlot(ctx, slots, raw) {
 				return
 			}
+			if s.all != nil && !acquireSlot(ctx, s.all, raw) {
+				if slots != nil {
+					<-slots
+				}
+				return
+			}
 			hwg.Add(1)
 			go func() {
 				defer hwg.Done()
 				if slots != nil {
 					defer func() { <-slots }()
+				}
+				if s.all != nil {
+					defer func() { <-s.all }()
 				}
 				if !c.dispatch(ctx, data) {
 					cancel() // ends the read, and the connection

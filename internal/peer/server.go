@@ -74,6 +74,10 @@ type Config struct {
 	// (Concurrent servers; 0: no bound). A full connection is not read
 	// until one finishes or the client hangs up.
 	MaxInflight int
+	// MaxInflightTotal bounds the requests handled at once over every
+	// connection of the server together (Concurrent servers; 0: no bound):
+	// a connection waits, unread, for a place as for one of its own.
+	MaxInflightTotal int
 	// MaxConns bounds the connections served at once (0: no bound); a
 	// connection past it is closed at once.
 	MaxConns int
@@ -115,6 +119,9 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	calls  atomic.Int64
+	// all holds a place for every request being handled, over every
+	// connection (Config.MaxInflightTotal); nil: no bound.
+	all chan struct{}
 }
 
 // ServerConn is one client connection to a Server.
@@ -167,6 +174,9 @@ func serve(ln net.Listener, cfg Config) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, Addr: ln.Addr().String(), conns: map[*ServerConn]struct{}{}, ctx: ctx, cancel: cancel}
+	if cfg.MaxInflightTotal > 0 {
+		s.all = make(chan struct{}, cfg.MaxInflightTotal)
+	}
 	s.acc = Serve(ln, s.serveConn)
 	return s
 }
@@ -315,11 +325,20 @@ func (sc *ServerConn) serve() {
 			if slots != nil && !sc.acquire(slots) {
 				return
 			}
+			if s.all != nil && !sc.acquire(s.all) {
+				if slots != nil {
+					<-slots
+				}
+				return
+			}
 			hwg.Add(1)
 			go func() {
 				defer hwg.Done()
 				if slots != nil {
 					defer func() { <-slots }()
+				}
+				if s.all != nil {
+					defer func() { <-s.all }()
 				}
 				sc.dispatch(m, true)
 			}()
