@@ -168,7 +168,14 @@ func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 			d.note("the endpoint requires BTSP (" + why + ") and no family seed is set: not connecting")
 			return nil, &BTSPRequiredError{Endpoint: d.name}
 		}
-		d.warn("sending CLEARTEXT to an endpoint that requires BTSP (" + why + "), as --btsp-cipher null asks: no family seed is set, nothing is protected")
+		switch {
+		case d.foreign != "" && d.sec.Family == "" && !d.sec.Seed.IsZero():
+			d.warn("sending CLEARTEXT to an endpoint that requires BTSP (" + why + "), as --btsp-cipher null asks: the seed set was given with no family and is not offered to family " + d.foreign + ", nothing is protected")
+		case d.foreign != "":
+			d.warn("sending CLEARTEXT to an endpoint that requires BTSP (" + why + "), as --btsp-cipher null asks: no seed is known for family " + d.foreign + ", nothing is protected")
+		default:
+			d.warn("sending CLEARTEXT to an endpoint that requires BTSP (" + why + "), as --btsp-cipher null asks: no family seed is set, nothing is protected")
+		}
 		d.forcedCleartext = true
 	}
 	return d.cleartext(ctx, facts)

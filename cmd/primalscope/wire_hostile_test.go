@@ -192,6 +192,16 @@ func TestBTSPNoSeedSendsNothing(t *testing.T) {
 	if conns := h.Received(); len(conns) != 1 || !bytes.Contains(conns[0], []byte("health.liveness")) {
 		t.Fatalf("cleartext on purpose: %q", conns)
 	}
+	if !strings.Contains(r.stderr, "no seed is known for family westgate") {
+		t.Errorf("the warning should name the family no seed is known for:\n%s", r.stderr)
+	}
+	// A seed given with no family is withheld from westgate: the warning
+	// says so, not that no seed is set.
+	env["FAMILY_SEED"] = "an-unbound-seed-0123456789abcdef"
+	r, _ = timed(t, env, "call", "--no-history", "--btsp-cipher", "null", "--socket-dir", dir, "beardog-westgate", "health.liveness")
+	if !strings.Contains(r.stderr, "CLEARTEXT") || !strings.Contains(r.stderr, "given with no family and is not offered to family westgate") {
+		t.Errorf("--btsp-cipher null with an unbound seed: the warning should say the seed was withheld:\n%s", r.stderr)
+	}
 }
 
 // TestBTSPReadmeExampleFirstContact: the README's example, first contact
