@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
+	"math"
 	"time"
 
 	"github.com/ecoPrimals/primalscope/internal/human"
@@ -93,50 +93,76 @@ func (c *Conn) readLoop() {
 // an escaped "\u0037" is "7". why says, for the trace, what was wrong.
 func (c *Conn) matchID(raw json.RawMessage) (id uint64, ok bool, why string) {
 	t := bytes.TrimSpace(raw)
-	shown := string(cut(t, 40))
 	holon := c.opts.Wire == WireHolon
 	switch {
 	case len(t) == 0:
 		return 0, false, "an answer without an id"
 	case t[0] == '"':
+		if !holon {
+			return 0, false, "id " + shownID(t) + " is a string; primalscope sent numeric ids (matched by exact value and type)"
+		}
+		// The common answer, "7": digits only, so valid JSON and its own
+		// value (no allocation); anything else is unescaped first.
+		if len(t) >= 2 && t[len(t)-1] == '"' && allDigits(t[1:len(t)-1]) {
+			n, ok := canonicalUint(t[1 : len(t)-1])
+			if !ok {
+				return 0, false, "id " + shownID(t) + " is not one primalscope sent"
+			}
+			return n, true, ""
+		}
 		var s string
 		if json.Unmarshal(t, &s) != nil {
-			return 0, false, "id " + shown + " is not a valid JSON string"
+			return 0, false, "id " + shownID(t) + " is not a valid JSON string"
 		}
-		if !holon {
-			return 0, false, "id " + shown + " is a string; primalscope sent numeric ids (matched by exact value and type)"
-		}
-		n, ok := canonicalUint(s)
+		n, ok := canonicalUint([]byte(s))
 		if !ok {
-			return 0, false, "id " + shown + " is not one primalscope sent"
+			return 0, false, "id " + shownID(t) + " is not one primalscope sent"
 		}
 		return n, true, ""
 	case t[0] == '-' || t[0] >= '0' && t[0] <= '9':
 		if holon {
-			return 0, false, "id " + shown + " is a number; primalscope sent string ids (matched by exact value and type)"
+			return 0, false, "id " + shownID(t) + " is a number; primalscope sent string ids (matched by exact value and type)"
 		}
-		n, ok := canonicalUint(string(t))
+		n, ok := canonicalUint(t)
 		if !ok {
-			return 0, false, "id " + shown + " is not one primalscope sent (ids are integers, matched as written)"
+			return 0, false, "id " + shownID(t) + " is not one primalscope sent (ids are integers, matched as written)"
 		}
 		return n, true, ""
 	}
-	return 0, false, "id " + shown + " is neither a string nor a number"
+	return 0, false, "id " + shownID(t) + " is neither a string nor a number"
+}
+
+// shownID is an id as a trace shows it: its first 40 bytes.
+func shownID(t []byte) string { return string(cut(t, 40)) }
+
+// allDigits reports whether b is decimal digits only (empty included).
+func allDigits(b []byte) bool {
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // canonicalUint parses s as primalscope writes ids: decimal digits, no sign,
 // no leading zero.
-func canonicalUint(s string) (uint64, bool) {
-	if s == "" || len(s) > 20 || (s[0] == '0' && len(s) > 1) {
+func canonicalUint(s []byte) (uint64, bool) {
+	if len(s) == 0 || len(s) > 20 || (s[0] == '0' && len(s) > 1) {
 		return 0, false
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
+	var n uint64
+	for _, c := range s {
+		if c < '0' || c > '9' {
 			return 0, false
 		}
+		d := uint64(c - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false // past uint64
+		}
+		n = n*10 + d
 	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	return n, err == nil
+	return n, true
 }
 
 func errString(err error) string {
