@@ -83,7 +83,7 @@ mid-way), whatever else failed.`,
 	fl.BoolVar(&f.tap, "tap", false, "print TAP version 14 instead of the text report")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object a step instead of the text report")
 	fl.BoolVar(&f.failFast, "fail-fast", false, "stop at the first failed step")
-	fl.BoolVar(&f.coverage, "coverage", false, "list, per target (however spelled), which of its provided methods the books called, in the report")
+	fl.BoolVar(&f.coverage, "coverage", false, "list, per target (however spelled), which of its provided methods the books called, in the report (and the --junit file)")
 	return cmd
 }
 
@@ -160,7 +160,8 @@ func (a *app) runBooks(ctx context.Context, paths []string, f runFlags) error {
 		}
 	}
 	if f.coverage {
-		// In the report (JSON, text, TAP comments), where CI reads it.
+		// In the report (JSON, text, TAP comments) and the JUnit file (a
+		// testsuite "coverage"), where CI reads it.
 		r.ReportCoverage(cov.report(ctx))
 	}
 	if tap != nil {

@@ -533,11 +533,36 @@ func TestRunCoverageKeysTheResolvedTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The three steps, and the coverage's suite: a testcase per target.
 	var x struct {
-		Tests int `xml:"tests,attr"`
+		Tests  int `xml:"tests,attr"`
+		Suites []struct {
+			Name  string `xml:"name,attr"`
+			Tests int    `xml:"tests,attr"`
+			Props []struct {
+				Name  string `xml:"name,attr"`
+				Value string `xml:"value,attr"`
+			} `xml:"properties>property"`
+			Cases []struct {
+				Name string `xml:"name,attr"`
+				Out  string `xml:"system-out"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
 	}
-	if err := xml.Unmarshal(raw, &x); err != nil || x.Tests != 3 {
-		t.Errorf("JUnit: %v, %d tests\n%s", err, x.Tests, raw)
+	if err := xml.Unmarshal(raw, &x); err != nil || x.Tests != 4 || len(x.Suites) != 2 {
+		t.Fatalf("JUnit: %v, %d tests\n%s", err, x.Tests, raw)
+	}
+	cs := x.Suites[1]
+	if cs.Name != "coverage" || cs.Tests != 1 || len(cs.Cases) != 1 || cs.Cases[0].Name != "ledger" ||
+		!strings.Contains(cs.Cases[0].Out, "(one target: unix:"+real+"): 2 of ") || !strings.Contains(cs.Cases[0].Out, "not called: ") {
+		t.Errorf("JUnit coverage suite %+v\n%s", cs, raw)
+	}
+	props := map[string]string{}
+	for _, p := range cs.Props {
+		props[p.Name] = p.Value
+	}
+	if props["coverage.1.called"] != "ledger.entry.create, ledger.entry.list" || props["coverage.1.provided_called"] != "2" {
+		t.Errorf("JUnit coverage properties %v", props)
 	}
 }
 

@@ -231,6 +231,9 @@ func diffLine(c history.Change) string {
 // reports read it): a testsuite per book, a testcase per step.
 type JUnit struct {
 	suites []junitSuite
+	// coverage is the run's --coverage, when it was reported: a
+	// testsuite of its own after the books'.
+	coverage *junitSuite
 }
 
 type junitSuites struct {
@@ -241,14 +244,27 @@ type junitSuites struct {
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
+// The elements are in the order the JUnit schema gives them (properties,
+// testcases, system-out), which some readers insist on.
 type junitSuite struct {
-	Name     string      `xml:"name,attr"`
-	File     string      `xml:"file,attr,omitempty"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Skipped  int         `xml:"skipped,attr"`
-	Time     string      `xml:"time,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name       string           `xml:"name,attr"`
+	File       string           `xml:"file,attr,omitempty"`
+	Tests      int              `xml:"tests,attr"`
+	Failures   int              `xml:"failures,attr"`
+	Skipped    int              `xml:"skipped,attr"`
+	Time       string           `xml:"time,attr"`
+	Properties *junitProperties `xml:"properties,omitempty"`
+	Cases      []junitCase      `xml:"testcase"`
+	SystemOut  string           `xml:"system-out,omitempty"`
+}
+
+type junitProperties struct {
+	Props []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
 }
 
 type junitCase struct {
@@ -258,6 +274,7 @@ type junitCase struct {
 	Time      string        `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
 	Skipped   *junitSkipped `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
 }
 
 type junitFailure struct {
@@ -307,7 +324,10 @@ func (j *JUnit) BookDone(b *Book, rs []StepResult, d time.Duration) {
 // Write writes the XML document.
 func (j *JUnit) Write(w io.Writer) error {
 	doc := junitSuites{Suites: j.suites}
-	for _, s := range j.suites {
+	if j.coverage != nil {
+		doc.Suites = append(doc.Suites[:len(doc.Suites):len(doc.Suites)], *j.coverage)
+	}
+	for _, s := range doc.Suites {
 		doc.Tests += s.Tests
 		doc.Failures += s.Failures
 		doc.Skipped += s.Skipped
@@ -390,16 +410,26 @@ func (rs Reporters) Coverage(cov []TargetCoverage) {
 	}
 }
 
+// Details are the lines every report prints under t's Summary (unescaped:
+// each report escapes them its own way).
+func (t TargetCoverage) Details() []string {
+	var out []string
+	if len(t.NotCalled) > 0 {
+		out = append(out, "not called: "+strings.Join(t.NotCalled, ", "))
+	}
+	if len(t.NotListed) > 0 {
+		out = append(out, "called, not in its list: "+strings.Join(t.NotListed, ", "))
+	}
+	return out
+}
+
 // Coverage prints the coverage after the books' reports.
 func (t *Text) Coverage(cov []TargetCoverage) {
 	fmt.Fprintln(t.W, "coverage:")
 	for _, c := range cov {
 		fmt.Fprintf(t.W, "  %s\n", safe(c.Summary()))
-		if len(c.NotCalled) > 0 {
-			fmt.Fprintf(t.W, "    not called: %s\n", safe(strings.Join(c.NotCalled, ", ")))
-		}
-		if len(c.NotListed) > 0 {
-			fmt.Fprintf(t.W, "    called, not in its list: %s\n", safe(strings.Join(c.NotListed, ", ")))
+		for _, l := range c.Details() {
+			fmt.Fprintf(t.W, "    %s\n", safe(l))
 		}
 	}
 }
@@ -426,13 +456,66 @@ func (t *TAP) Coverage(cov []TargetCoverage) {
 	fmt.Fprintln(t.W, "# coverage:")
 	for _, c := range cov {
 		fmt.Fprintf(t.W, "#   %s\n", tapComment(c.Summary()))
-		if len(c.NotCalled) > 0 {
-			fmt.Fprintf(t.W, "#     not called: %s\n", tapComment(strings.Join(c.NotCalled, ", ")))
-		}
-		if len(c.NotListed) > 0 {
-			fmt.Fprintf(t.W, "#     called, not in its list: %s\n", tapComment(strings.Join(c.NotListed, ", ")))
+		for _, l := range c.Details() {
+			fmt.Fprintf(t.W, "#     %s\n", tapComment(l))
 		}
 	}
+}
+
+// Coverage adds a testsuite "coverage" after the books': a passing
+// testcase per target whose system-out says what the text report says of
+// it (the test report views of GitLab, GitHub and Jenkins show a
+// testcase's output), the suite's system-out all of it, and its
+// properties the same as values (coverage.N.target, .spellings,
+// .endpoint, .called, .provided, .provided_called, .not_called,
+// .not_listed; lists comma-separated, N from 1 in the report's order).
+// Every text is escaped as the rest of the XML is (xmlText); encoding/xml
+// escapes markup, so a name holding "]]>" or a quote stays text.
+func (j *JUnit) Coverage(cov []TargetCoverage) {
+	s := &junitSuite{Name: "coverage", Time: secs(0), Properties: &junitProperties{}}
+	var all strings.Builder
+	all.WriteString("coverage:\n")
+	if len(cov) == 0 {
+		all.WriteString("  no target was called\n")
+	}
+	prop := func(n int, key, v string) {
+		s.Properties.Props = append(s.Properties.Props, junitProperty{Name: fmt.Sprintf("coverage.%d.%s", n, key), Value: xmlText(v)})
+	}
+	for i, c := range cov {
+		var out strings.Builder
+		out.WriteString(c.Summary() + "\n")
+		for _, l := range c.Details() {
+			out.WriteString("  " + l + "\n")
+		}
+		all.WriteString(indentLines(out.String(), "  "))
+		s.Tests++
+		s.Cases = append(s.Cases, junitCase{Name: xmlText(c.Target), Classname: "coverage", Time: secs(0), SystemOut: xmlText(out.String())})
+		n := i + 1
+		prop(n, "target", c.Target)
+		prop(n, "spellings", strings.Join(c.Spellings, ", "))
+		prop(n, "endpoint", c.Endpoint)
+		prop(n, "called", strings.Join(c.Called, ", "))
+		prop(n, "provided", fmt.Sprint(c.Provided))
+		prop(n, "provided_called", fmt.Sprint(c.ProvidedCalled))
+		prop(n, "not_called", strings.Join(c.NotCalled, ", "))
+		prop(n, "not_listed", strings.Join(c.NotListed, ", "))
+	}
+	if len(s.Properties.Props) == 0 {
+		s.Properties = nil
+	}
+	s.SystemOut = xmlText(all.String())
+	j.coverage = s
+}
+
+// indentLines puts prefix before every line of s.
+func indentLines(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		if l != "" {
+			b.WriteString(prefix + l)
+		}
+	}
+	return b.String()
 }
 
 // tapComment is text for a TAP comment line: one line, escaped.
