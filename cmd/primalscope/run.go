@@ -48,7 +48,10 @@ every wire, and check what comes back (expect: result, error, error_message,
 equals with ignore paths, under_ms, event). Templates {{ jq }} and if:
 read {vars, env, steps: {NAME: {result, error, ms, outcome, status}}};
 expect.result, retry.until and an event's match are jq over the answer
-and read the run as $vars, $env, $steps ('.id == $steps.create.result.id').
+and read the run as $vars, $env, $steps ('.id == $steps.create.result.id');
+expect.result and retry.until read a JSON-RPC error answer as $error
+({code, message, data}; null for a result), so a retry waits out an
+error ('$error.code != -32001') or waits for one.
 order: dependencies sorts the steps by the operation_dependencies the
 targets declare. See README ("Runbooks") for the format.
 

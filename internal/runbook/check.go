@@ -81,12 +81,12 @@ func compileAll(b *Book) (map[*Step]*compiled, error) {
 			}
 		}
 		if s.Expect.Result != "" {
-			if c.result, err = compileExpr(s.at("expect"), s.Expect.Result); err != nil {
+			if c.result, err = compileAnswerExpr(s.at("expect"), s.Expect.Result); err != nil {
 				return nil, err
 			}
 		}
 		if s.Retry != nil {
-			if c.until, err = compileExpr(s.at("retry"), s.Retry.Until); err != nil {
+			if c.until, err = compileAnswerExpr(s.at("retry"), s.Retry.Until); err != nil {
 				return nil, err
 			}
 		}

@@ -19,16 +19,31 @@ import (
 // index}, or, for expect.result, retry.until and an event's match, over the
 // answer. Every expression also reads the scope as the variables $vars,
 // $env, $steps, $item and $index: an expression over an answer compares it
-// with another step's as '.id == $steps.create.result.id'. A template is a
+// with another step's as '.id == $steps.create.result.id'. expect.result
+// and retry.until also read $error, the call's JSON-RPC error (null when it
+// answered a result, and . is null when it answered an error), so a retry
+// can wait out an error ('$error.code != -32001') or for one. A template is a
 // string holding {{ jq }} parts; a string that is one whole {{ }} keeps the
 // JSON type of its value.
 
 // scopeVars are the jq variables every expression may read.
 var scopeVars = []string{"$vars", "$env", "$steps", "$item", "$index"}
 
-// scopeValues are scopeVars' values in a scope (nil: none).
-func scopeValues(scope map[string]any) []any {
-	return []any{scope["vars"], scope["env"], scope["steps"], scope["item"], scope["index"]}
+// answerVars are those an expression judging a call's answer
+// (expect.result, retry.until) reads: the scope's, and $error, the
+// answer's JSON-RPC error ({code, message, data}, as .steps.NAME.error
+// holds it) or null when it answered a result. Elsewhere $error is no
+// variable: naming it is exit 2, found before anything is sent.
+var answerVars = append(scopeVars[:len(scopeVars):len(scopeVars)], "$error")
+
+// scopeValues are scopeVars' values in a scope (nil: none), and $error's
+// for an expression over an answer.
+func scopeValues(scope map[string]any, answer bool) []any {
+	v := []any{scope["vars"], scope["env"], scope["steps"], scope["item"], scope["index"]}
+	if answer {
+		v = append(v, scope["error"])
+	}
+	return v
 }
 
 // maxExprOutputs bounds what one expression may yield.
@@ -37,9 +52,25 @@ const maxExprOutputs = 10_000
 type expr struct {
 	src  string
 	code *gojq.Code
+	// answer: it judges an answer and reads $error.
+	answer bool
 }
 
 func compileExpr(p Pos, src string) (*expr, error) {
+	return compileWith(p, src, false)
+}
+
+// compileAnswerExpr compiles an expression judging a call's answer
+// (expect.result, retry.until): it also reads $error.
+func compileAnswerExpr(p Pos, src string) (*expr, error) {
+	return compileWith(p, src, true)
+}
+
+func compileWith(p Pos, src string, answer bool) (*expr, error) {
+	vars := scopeVars
+	if answer {
+		vars = answerVars
+	}
 	q, err := gojq.Parse(src)
 	if err != nil {
 		var pe *gojq.ParseError
@@ -49,17 +80,17 @@ func compileExpr(p Pos, src string) (*expr, error) {
 		}
 		return nil, errAt(p, "jq %q: %v", src, err)
 	}
-	code, err := gojq.Compile(q, gojq.WithVariables(scopeVars))
+	code, err := gojq.Compile(q, gojq.WithVariables(vars))
 	if err != nil {
 		return nil, errAt(p, "jq %q: %v", src, err)
 	}
-	return &expr{src: src, code: code}, nil
+	return &expr{src: src, code: code, answer: answer}, nil
 }
 
 // eval runs the expression over in, with scope's variables, and returns
 // its first output (nil when it yields none).
 func (e *expr) eval(ctx context.Context, in any, scope map[string]any) (any, error) {
-	iter := e.code.RunWithContext(ctx, in, scopeValues(scope)...)
+	iter := e.code.RunWithContext(ctx, in, scopeValues(scope, e.answer)...)
 	v, ok := iter.Next()
 	if !ok {
 		return nil, nil

@@ -403,20 +403,7 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	if s.Name != "" {
 		// outcome says how the call ended (a transport failure has no
 		// result and no error either), status the step's verdict.
-		rec = map[string]any{"result": jqValue(ans.Result), "error": nil, "ms": res.Ms, "outcome": string(ans.Outcome)}
-		if ans.Error != nil {
-			// As jq reads JSON (a code is a number jq compares, not a Go
-			// int64 it does not know): through its JSON form.
-			e := map[string]any{"code": nil, "message": nil, "data": nil}
-			if raw, err := json.Marshal(ans.Error); err == nil {
-				if m, ok := jqValue(raw).(map[string]any); ok {
-					for k, v := range m {
-						e[k] = v
-					}
-				}
-			}
-			rec["error"] = e
-		}
+		rec = map[string]any{"result": jqValue(ans.Result), "error": errValue(ans.Error), "ms": res.Ms, "outcome": string(ans.Outcome)}
 		sc.steps[s.Name] = rec
 	}
 	if note != "" { // retry.until never held: the step fails, whatever else holds
@@ -437,6 +424,36 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 		}
 	}
 	return done(Pass, "")
+}
+
+// errValue is a JSON-RPC error as expressions read it ($error,
+// .steps.NAME.error): {code, message, data}, every key present; nil for
+// none. As jq reads JSON (a code is a number jq compares, not a Go int64
+// it does not know): through its JSON form.
+func errValue(re *history.RPCError) any {
+	if re == nil {
+		return nil
+	}
+	e := map[string]any{"code": nil, "message": nil, "data": nil}
+	if raw, err := json.Marshal(re); err == nil {
+		if m, ok := jqValue(raw).(map[string]any); ok {
+			for k, v := range m {
+				e[k] = v
+			}
+		}
+	}
+	return e
+}
+
+// answerScope is in with $error bound to ans's error: what expect.result
+// and retry.until read beside the result.
+func answerScope(in map[string]any, ans Answer) map[string]any {
+	out := make(map[string]any, len(in)+1)
+	for k, v := range in {
+		out[k] = v
+	}
+	out["error"] = errValue(ans.Error)
+	return out
 }
 
 // render expands the step's templates into the call to make.
@@ -486,7 +503,11 @@ func (r *Runner) render(ctx context.Context, s *Step, in map[string]any) (Call, 
 
 // send makes the call, and again while retry.until does not hold, only if
 // the call is safe to repeat: marked idempotent in the book, or read-only
-// by the target's capability list. Never twice otherwise.
+// by the target's capability list. Never twice otherwise. until judges
+// every answer, a result (.) or a JSON-RPC error ($error): a peer that
+// answers "busy" until it is ready is waited out as one that answers
+// {"ready": false}. A call with no answer (unreachable, a timeout) is not
+// judged; a refusal ends the retry.
 func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call, in map[string]any) (Answer, int, string) {
 	ans := r.Caller.Call(ctx, call)
 	if s.Retry == nil {
@@ -501,8 +522,8 @@ func (r *Runner) send(ctx context.Context, s *Step, c *compiled, call Call, in m
 			return ans, attempts, ""
 		}
 		said := lastAnswer(ans)
-		if ans.Failure == nil && ans.Error == nil {
-			ok, _, err := c.until.truthy(ctx, jqValue(ans.Result), in)
+		if ans.Failure == nil {
+			ok, _, err := c.until.truthy(ctx, jqValue(ans.Result), answerScope(in, ans))
 			if err == nil && ok {
 				return ans, attempts, ""
 			}
@@ -602,7 +623,7 @@ func (r *Runner) judge(ctx context.Context, s *Step, c *compiled, ans Answer, in
 	}
 	if c.result != nil {
 		v := jqValue(ans.Result)
-		ok, got, err := c.result.truthy(ctx, v, in)
+		ok, got, err := c.result.truthy(ctx, v, answerScope(in, ans))
 		if err != nil {
 			return fmt.Sprintf("expect.result: %v", err), nil, ans.Result
 		}
