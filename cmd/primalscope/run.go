@@ -45,7 +45,8 @@ func (a *app) runCmd() *cobra.Command {
 		Short: "Run runbooks: checked, repeatable JSON-RPC calls (for CI)",
 		Long: `Run each BOOK (YAML): its steps call targets as primalscope call does, over
 every wire, and check what comes back (expect: result, error, error_message,
-equals with ignore paths, under_ms, event). Templates {{ jq }} and if:
+equals with ignore paths, under_ms, event; equals on an expected error
+compares only the fields it names: {code: -32601}). Templates {{ jq }} and if:
 read {vars, env, steps: {NAME: {result, error, ms, outcome, status}}};
 expect.result, retry.until and an event's match are jq over the answer
 and read the run as $vars, $env, $steps ('.id == $steps.create.result.id');

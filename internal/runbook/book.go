@@ -93,8 +93,8 @@ func (s *Step) Label() string {
 	return s.Method
 }
 
-// Expect is what must hold of a step's answer. With no Error, Error message
-// or Equals asked for, the call must succeed.
+// Expect is what must hold of a step's answer. With no Error or
+// ErrorMessage asked for, the call must succeed.
 type Expect struct {
 	// Result is a jq expression over the result that must be true.
 	Result string
@@ -102,7 +102,10 @@ type Expect struct {
 	Error *int64
 	// ErrorMessage is a regular expression the error message must match.
 	ErrorMessage *regexp.Regexp
-	// Equals is the result compared structurally, Ignore's paths aside.
+	// Equals is the result compared structurally, Ignore's paths aside;
+	// when an error is expected (Error, ErrorMessage) and came, the
+	// error's fields it names (an object: code, message, data), each
+	// compared whole, the others not compared.
 	Equals    any
 	HasEquals bool
 	Ignore    []string

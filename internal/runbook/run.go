@@ -643,6 +643,9 @@ func (r *Runner) judge(ctx context.Context, s *Step, c *compiled, ans Answer, in
 		got := ans.Result
 		if ans.Error != nil {
 			got, _ = json.Marshal(ans.Error)
+			if named, ok := wantV.(map[string]any); ok {
+				got = namedFields(got, named)
+			}
 		}
 		diff, err := history.Match(want, got, e.Ignore)
 		if err != nil {
@@ -657,6 +660,28 @@ func (r *Runner) judge(ctx context.Context, s *Step, c *compiled, ans Answer, in
 	}
 	_ = in
 	return "", nil, nil
+}
+
+// namedFields is the error object errJSON with only the keys named in
+// want: equals on an error compares the fields it names (code, message,
+// data), each whole as equals compares (ignore paths aside), so
+// {code: -32601} holds whatever a peer says in its message or adds as data.
+// A named key the error lacks stays a difference.
+func namedFields(errJSON json.RawMessage, want map[string]any) json.RawMessage {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(errJSON, &m); err != nil {
+		return errJSON
+	}
+	for k := range m {
+		if _, ok := want[k]; !ok {
+			delete(m, k)
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return errJSON
+	}
+	return out
 }
 
 func short(v any) string {
