@@ -47,7 +47,8 @@ func (a *app) runCmd() *cobra.Command {
 every wire, and check what comes back (expect: result, error, error_message,
 equals with ignore paths, under_ms, event; equals on an expected error
 compares only the fields it names: {code: -32601}). Templates {{ jq }} and if:
-read {vars, env, steps: {NAME: {result, error, ms, outcome, status}}};
+read {vars, env, steps: {NAME: {result, error, ms, outcome, status}}}
+(a for_each step's adds items: every item's outcome, in item order);
 expect.result, retry.until and an event's match are jq over the answer
 and read the run as $vars, $env, $steps ('.id == $steps.create.result.id');
 expect.result and retry.until read a JSON-RPC error answer as $error

@@ -70,7 +70,8 @@ type Step struct {
 	// Skip, when set, skips the step with this reason.
 	Skip string
 	// ForEach is a template giving a list; the step runs once per item,
-	// with .item and .index bound.
+	// with .item and .index bound; .steps.NAME is then the last item's
+	// outcome with items, every item's.
 	ForEach string
 	// Expect holds what must hold of the answer.
 	Expect Expect

@@ -16,7 +16,8 @@ import (
 
 // An expression is jq (gojq, the engine --jq and the TUI's filter use) over
 // the run's scope: {vars, env, steps: {NAME: {result, error, ms, outcome, status}}, item,
-// index}, or, for expect.result, retry.until and an event's match, over the
+// index} (a for_each step's outcome also holds items, each item's
+// outcome in item order), or, for expect.result, retry.until and an event's match, over the
 // answer. Every expression also reads the scope as the variables $vars,
 // $env, $steps, $item and $index: an expression over an answer compares it
 // with another step's as '.id == $steps.create.result.id'. expect.result

@@ -116,7 +116,15 @@ type Runner struct {
 	secrets []string
 	known   map[string]bool // secrets, as a set: true for our own (env, sent)
 	caps    map[string]*capability.Capabilities
+	// itemsBytes bounds the answers a for_each step keeps for later steps
+	// (0: maxItemsBytes); tests set it small.
+	itemsBytes int
 }
+
+// maxItemsBytes bounds the answers (results, errors' messages and data)
+// one for_each step keeps in .steps.NAME.items, in all: as much as one
+// answer may be (ipc.DefaultMaxFrame), not 10,000 of them.
+const maxItemsBytes = 64 << 20
 
 // errStepTimeout is why a step's context ends when its own timeout: does.
 var errStepTimeout = errors.New("the step's timeout ran out")
@@ -265,7 +273,7 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 		return []StepResult{r.finish(b, base)}
 	}
 	if c.forEach == nil {
-		res := r.once(ctx, b, s, c, sc, base, nil, 0, false)
+		res, _ := r.once(ctx, b, s, c, sc, base, nil, 0, false)
 		return []StepResult{res}
 	}
 	list, err := c.forEach.render(ctx, sc.value(s, nil, 0, false))
@@ -283,19 +291,76 @@ func (r *Runner) step(ctx context.Context, b *Book, s *Step, i int, c *compiled,
 		return []StepResult{r.finish(b, base)}
 	}
 	var out []StepResult
+	var entries []any       // every item's outcome, in item order
+	var last map[string]any // the last item's whose call was made
+	kept, limit := 0, r.itemsBytes
+	if limit <= 0 {
+		limit = maxItemsBytes
+	}
 	for k, it := range items {
 		if ctx.Err() != nil {
 			break
 		}
 		res := base
 		res.Step = fmt.Sprintf("%s[%d]", s.Label(), k)
-		res = r.once(ctx, b, s, c, sc, res, it, k, true)
+		res, got := r.once(ctx, b, s, c, sc, res, it, k, true)
 		out = append(out, res)
+		if s.Name != "" {
+			entries = append(entries, itemEntry(k, it, res, got, &kept, limit))
+			if got.rec != nil {
+				last = got.rec
+			}
+		}
 		if r.FailFast && res.Status == Fail {
 			break
 		}
 	}
+	if last != nil {
+		// .steps.NAME: the last item's outcome, as it always was, and
+		// every item's as items. A copy: the last entry holds the same
+		// outcome, and a value holding itself would never end.
+		top := make(map[string]any, len(last)+1)
+		for k, v := range last {
+			top[k] = v
+		}
+		top["items"] = entries
+		sc.steps[s.Name] = top
+	}
 	return out
+}
+
+// itemEntry is one for_each item's outcome as .steps.NAME.items holds it:
+// {index, item, status, outcome, ms, result, error}, outcome, ms, result
+// and error null when its call was not made (an if: that was false, a
+// refusal says its outcome). Once an item's answer would take the step's
+// items past limit bytes of answers, its result and error, and every later
+// item's, are null and truncated is true.
+func itemEntry(index int, item any, res StepResult, got sent, kept *int, limit int) map[string]any {
+	e := map[string]any{"index": index, "item": item, "status": string(res.Status),
+		"outcome": nil, "ms": nil, "result": nil, "error": nil}
+	if res.Outcome != "" {
+		e["outcome"] = string(res.Outcome)
+	}
+	if got.rec == nil {
+		return e
+	}
+	e["outcome"], e["ms"] = got.rec["outcome"], got.rec["ms"]
+	if *kept+got.size > limit {
+		*kept = limit + 1 // every later item too: the kept ones are a prefix
+		e["truncated"] = true
+		return e
+	}
+	*kept += got.size
+	e["result"], e["error"] = got.rec["result"], got.rec["error"]
+	return e
+}
+
+// sent is what once says of the call it made: the outcome it recorded for
+// later steps (nil: no call was made, or the step has no name), and the
+// answer's size in bytes.
+type sent struct {
+	rec  map[string]any
+	size int
 }
 
 // unrun is the first step s reads (other than in its if:) that has no
@@ -327,15 +392,15 @@ func kindOf(v any) string {
 }
 
 // once runs one call of a step (one for_each item) and judges it.
-func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *scope, res StepResult, item any, index int, each bool) StepResult {
-	var rec map[string]any // the outcome later steps read, once the call was made
-	done := func(st Status, reason string) StepResult {
+func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *scope, res StepResult, item any, index int, each bool) (StepResult, sent) {
+	var got sent // got.rec: the outcome later steps read, once the call was made
+	done := func(st Status, reason string) (StepResult, sent) {
 		res.Status, res.Reason = st, reason
 		res = r.finish(b, res)
-		if rec != nil {
-			rec["status"] = string(st)
+		if got.rec != nil {
+			got.rec["status"] = string(st)
 		}
-		return res
+		return res, got
 	}
 	in := sc.value(s, item, index, each)
 	if c.ifExpr != nil {
@@ -403,8 +468,12 @@ func (r *Runner) once(ctx context.Context, b *Book, s *Step, c *compiled, sc *sc
 	if s.Name != "" {
 		// outcome says how the call ended (a transport failure has no
 		// result and no error either), status the step's verdict.
-		rec = map[string]any{"result": jqValue(ans.Result), "error": errValue(ans.Error), "ms": res.Ms, "outcome": string(ans.Outcome)}
-		sc.steps[s.Name] = rec
+		got.rec = map[string]any{"result": jqValue(ans.Result), "error": errValue(ans.Error), "ms": res.Ms, "outcome": string(ans.Outcome)}
+		got.size = len(ans.Result)
+		if ans.Error != nil {
+			got.size += len(ans.Error.Message) + len(ans.Error.Data)
+		}
+		sc.steps[s.Name] = got.rec
 	}
 	if note != "" { // retry.until never held: the step fails, whatever else holds
 		res.Saw = r.redact(ans.Result)
