@@ -3,9 +3,12 @@ package runbook
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"strings"
 	"testing"
+
+	"github.com/ecoPrimals/primalscope/history"
 )
 
 // junitDoc is what a CI system reads of a JUnit report.
@@ -104,5 +107,63 @@ func TestJUnitCarriesCoverageEscaped(t *testing.T) {
 	ju2.Write(&out)
 	if strings.Contains(out.String(), "coverage") {
 		t.Errorf("coverage without --coverage:\n%s", out.String())
+	}
+}
+
+// A secret a peer answers under a secret key of an error's data stays
+// hidden in the new places it can reach: a retry.until or expect.result
+// quoting $error (the reason), a for_each's items a later step would send
+// out of a secret key's place (refused, nothing sent, as for any outcome),
+// in every report, JUnit's coverage included.
+func TestSecretsInErrorsAndItemsStayHidden(t *testing.T) {
+	const tok = "tok-ERRDATA-0a1b2c3d4e"
+	book := `steps:
+  - name: login
+    call: evil auth.login
+    idempotent: true
+    retry: {until: '$error.data.token | error', times: 2, every: 1ms}
+  - name: quoted
+    call: evil auth.login
+    expect: {error: -32000, result: 'error("saw " + $error.data.token)'}
+  - name: each
+    for_each: '{{ [1, 2] }}'
+    call: evil auth.login
+    expect: {error: -32000, equals: {data: {token: x}}}
+  - name: leak
+    call: other echo
+    params: {x: "{{ .steps.each.items | tostring }}"}
+`
+	b, err := Parse("b.yaml", []byte(book))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &seqCaller{answers: []Answer{{Error: &history.RPCError{Code: -32000, Message: "denied", Data: json.RawMessage(`{"token":"` + tok + `"}`)}, Outcome: history.OutcomeError}}}
+	var text, js, tap bytes.Buffer
+	ju := &JUnit{}
+	tp := &TAP{W: &tap}
+	r := &Runner{Caller: c, Report: Reporters{&Text{W: &text}, &JSON{W: &js}, tp, ju}}
+	res, err := r.Run(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ReportCoverage([]TargetCoverage{{Target: "evil", Spellings: []string{"evil"}, Called: []string{"auth.login"}, Provided: -1}})
+	tp.End()
+	var x bytes.Buffer
+	if err := ju.Write(&x); err != nil {
+		t.Fatal(err)
+	}
+	if s := statusesOf(res); s != "login=fail quoted=fail each[0]=fail each[1]=fail leak=fail" {
+		t.Fatalf("statuses %s\n%s", s, text.String())
+	}
+	if len(c.calls) != 5 || res[4].Outcome != history.OutcomeRefused {
+		t.Fatalf("the items' secret went to another target: %d calls, %+v", len(c.calls), res[4])
+	}
+	if !strings.Contains(res[0].Reason, "retry.until: jq") || !strings.Contains(res[1].Reason, "saw [redacted]") {
+		t.Errorf("reasons %q, %q", res[0].Reason, res[1].Reason)
+	}
+	for name, out := range map[string]string{"text": text.String(), "json": js.String(), "tap": tap.String(), "junit": x.String()} {
+		if strings.Contains(out, tok) {
+			t.Errorf("the %s report shows the token:\n%s", name, out)
+		}
 	}
 }
