@@ -511,6 +511,15 @@ func parseExpect(v *node) (Expect, error) {
 		}
 		e.Event = ev
 	}
+	if r := v.vals["equals"]; r != nil && r.kind == kindMap && (e.Error != nil || e.ErrorMessage != nil) {
+		// equals on an error compares the fields it names: one an error
+		// never has (a typo: cod) would fail every run, found only then.
+		for _, k := range r.keys {
+			if k != "code" && k != "message" && k != "data" {
+				return e, errAt(r.kpos[k], "expect.equals on an error names its fields (code, message, data), not %q", k)
+			}
+		}
+	}
 	return e, nil
 }
 

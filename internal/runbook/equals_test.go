@@ -45,3 +45,20 @@ func rpcErrNoData(code int64, msg string) Answer {
 	a.Error.Data = nil
 	return a
 }
+
+// equals on an expected error naming a field no error has (a typo) is
+// exit 2 with its place, before anything is sent: it would fail every run.
+// On a result any key is fine.
+func TestEqualsOnAnErrorNamesItsFields(t *testing.T) {
+	be := bookErr(t, "steps:\n  - call: t a\n    expect:\n      error: -32601\n      equals: {cod: -32601}\n")
+	if be.Pos.Line != 5 || be.Pos.Column != 16 || !strings.Contains(be.Msg, `(code, message, data), not "cod"`) {
+		t.Errorf("%s", be)
+	}
+	b, err := Parse("b.yaml", []byte("steps:\n  - call: t a\n    expect: {equals: {cod: 1}}\n"))
+	if err == nil {
+		err = Check(b)
+	}
+	if err != nil {
+		t.Errorf("equals on a result: %v", err)
+	}
+}
