@@ -787,3 +787,69 @@ func TestRunStepTimeoutLongerThanTheDefault(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestRunErrorsAndItemsEndToEnd: against a real socket peer, a retry waits
+// out its "busy" error ($error in until), equals on an expected error
+// checks only the code (the peer's message and data differ from any
+// book's), a later step checks every for_each item's outcome, and the
+// --junit file carries the --coverage.
+func TestRunErrorsAndItemsEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	calls := 0
+	p := &peer.Primal{
+		Name: "worker", Version: "1.0.0", Domain: "worker", Format: peer.FormatStandard, Level3: true,
+		Groups: []peer.Group{{Type: "job", Methods: []string{"state", "cancel"}}},
+		Handlers: map[string]peer.HandlerFunc{
+			"job.state": func(context.Context, json.RawMessage) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				calls++
+				if calls <= 2 {
+					return nil, &ipc.RPCError{Code: -32001, Message: "busy, try later", Data: json.RawMessage(`{"retry_ms":10}`)}
+				}
+				return map[string]any{"done": true}, nil
+			},
+		},
+	}
+	srv, err := peer.StartPrimal(filepath.Join(dir, "worker.sock"), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	book := writeBook(t, dir, "e2e.yaml", `steps:
+  - name: state
+    call: worker job.state
+    idempotent: true
+    retry: {until: '$error.code != -32001', times: 5, every: 10ms}
+    expect: {result: .done}
+  - name: nope
+    call: worker job.nope
+    expect: {error: -32601, equals: {code: -32601}}
+  - name: each
+    for_each: '{{ ["a", "b"] }}'
+    call: worker job.state
+    params: {id: "{{ .item }}"}
+  - name: check
+    call: worker job.state
+    expect: {result: '$steps.each.items | map(.item) == ["a", "b"] and all(.status == "pass" and .result.done)'}
+`)
+	junit := filepath.Join(dir, "report.xml")
+	r := runCLI(t, runEnv(t), "", "--socket-dir", dir, "run", book, "--coverage", "--junit", junit)
+	if r.code != 0 {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	mu.Lock()
+	n := calls
+	mu.Unlock()
+	if n != 6 || !strings.Contains(r.stdout, "(3 calls)") {
+		t.Errorf("job.state called %d times, want 6 (3 for the retry, 2 items, the check):\n%s", n, r.stdout)
+	}
+	raw, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `<testsuite name="coverage"`) || !strings.Contains(string(raw), `<testcase name="worker" classname="coverage"`) {
+		t.Errorf("JUnit without the coverage:\n%s", raw)
+	}
+}
