@@ -174,3 +174,19 @@ func BenchmarkCallAnswerColour10MB(b *testing.B) {
 	th := themes.Dark()
 	benchCallAnswer(b, Options{Indent: DefaultIndent, Colors: &th.JSON, Profile: colorprofile.TrueColor})
 }
+
+// BenchmarkCallAnswer10MBOnePrinter is BenchmarkCallAnswer10MB on one
+// goroutine (what JSONBytes does with GOMAXPROCS=1), to compare with the
+// parts printed in parallel.
+func BenchmarkCallAnswer10MBOnePrinter(b *testing.B) {
+	doc := callDoc()
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p := newPrinter(io.Discard, Options{Indent: DefaultIndent})
+		p.buf, p.end, p.eof = doc, len(doc), true
+		if err := p.run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

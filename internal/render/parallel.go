@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"sync"
 
+	"github.com/ecoPrimals/primalscope/internal/jsoncut"
 	"github.com/ecoPrimals/primalscope/internal/textsafe"
 )
 
@@ -13,7 +14,7 @@ import (
 // object is cut into parts after the commas between its elements; the parts
 // are printed at once by a few goroutines into memory and written in order
 // by the caller's goroutine, between the container's brackets and commas.
-// The cuts are found by cutParts, a scan of strings and brackets only,
+// The cuts are found by jsoncut, a scan of strings and brackets only,
 // running ahead on its own goroutine.
 //
 // A part prints exactly the bytes the one printer would have printed there
@@ -32,17 +33,13 @@ const (
 	maxPartPrinters = 4         // goroutines printing parts, at most
 )
 
-// part is a run of a container's elements, from at to end: end is the
-// comma after them, or the container's closer in the last part.
+// part is a run of the container's elements (see jsoncut) being printed.
 type part struct {
-	at, end int
-	first   bool // right after the opening bracket
-	last    bool // ends at the closer (which is not checked here)
-	stop    bool // not printed: the one printer takes over at at
-	done    chan struct{}
-	out     []byte // the part's output, when ok
-	cur     class  // the colour class at the end of out
-	ok      bool
+	jsoncut.Part
+	done chan struct{} // closed when printed, or when not to be
+	out  []byte        // the part's output, when ok
+	cur  class         // the colour class at the end of out
+	ok   bool
 }
 
 // parallel prints the value at the start of the input, and the values
@@ -75,13 +72,17 @@ func (p *printer) parallel(n, size, most int) error {
 		defer wg.Done()
 		defer close(jobs)
 		defer close(order)
-		cutParts(b, o+1, size, most, quit, func(pt *part) bool {
+		jsoncut.Cut(b, o+1, size, most, quit, func(cp jsoncut.Part) bool {
+			pt := &part{Part: cp, done: make(chan struct{})}
+			if pt.Stop {
+				close(pt.done) // not printed: the one printer takes over
+			}
 			select {
 			case order <- pt:
 			case <-quit:
 				return false
 			}
-			if pt.stop {
+			if pt.Stop {
 				return false
 			}
 			select {
@@ -104,7 +105,7 @@ func (p *printer) parallel(n, size, most int) error {
 					select {
 					case buf = <-free:
 					default:
-						buf = make([]byte, 0, 2*(pt.end-pt.at)+1024)
+						buf = make([]byte, 0, 2*(pt.End-pt.At)+1024)
 					}
 					stack = p.printPart(pt, open, buf, stack)
 				}
@@ -121,11 +122,11 @@ func (p *printer) parallel(n, size, most int) error {
 
 	for pt := range order {
 		<-pt.done
-		if pt.ok && pt.last && b[pt.end] != closerOf(open) {
+		if pt.ok && pt.Last && b[pt.End] != closerOf(open) {
 			pt.ok = false // the one printer reports the wrong closer
 		}
 		if !pt.ok {
-			return p.takeOver(pt.at, pt.first, open)
+			return p.takeOver(pt.At, pt.First, open)
 		}
 		p.flush()
 		if p.werr == nil {
@@ -141,11 +142,11 @@ func (p *printer) parallel(n, size, most int) error {
 		case free <- pt.out[:0]:
 		default:
 		}
-		if pt.last {
+		if pt.Last {
 			p.stack = p.stack[:0]
 			p.newline(0)
-			p.punct(b[pt.end]) // sets p.pos past it
-			p.pos = pt.end + 1
+			p.punct(b[pt.End])
+			p.pos = pt.End + 1
 			p.state = stAfter
 			if len(bytes.TrimLeft(b[p.pos:], " \t\r\n")) > 0 {
 				p.line, p.lineStart = lineAt(b, p.pos)
@@ -156,7 +157,7 @@ func (p *printer) parallel(n, size, most int) error {
 		p.setClass(clPunct)
 		p.out = append(p.out, ',')
 	}
-	// The cutter ended without a last part: it cannot (see cutParts).
+	// The cutter ended without a last part: it cannot (see jsoncut.Cut).
 	return p.takeOver(len(b), false, open)
 }
 
@@ -194,8 +195,8 @@ func lineAt(b []byte, at int) (line int, start int64) {
 // stack is the goroutine's own, returned for the next part.
 func (p *printer) printPart(pt *part, open byte, buf, stack []byte) []byte {
 	q := printer{
-		buf:      p.buf[pt.at:pt.end],
-		end:      pt.end - pt.at,
+		buf:      p.buf[pt.At:pt.End],
+		end:      pt.End - pt.At,
 		eof:      true,
 		line:     1,
 		out:      buf,
@@ -212,86 +213,4 @@ func (p *printer) printPart(pt *part, open byte, buf, stack []byte) []byte {
 		pt.out, pt.cur, pt.ok = q.out, q.cur, true
 	}
 	return q.stack
-}
-
-// cutParts scans b from from, just inside a container's opening bracket,
-// and hands each part to emit in order, until emit returns false or quit
-// is closed. It follows strings (with their escapes) and brackets only:
-// the parts' printers check the rest. Its last part is the one ending at
-// the container's closer, or one marked stop: where the scan cannot go on
-// (the input ends inside the container) or a part would run past most
-// bytes. A part ends at the first comma between elements after size bytes.
-func cutParts(b []byte, from, size, most int, quit <-chan struct{}, emit func(*part) bool) {
-	start, depth := from, 1
-	mk := func(end int) *part {
-		return &part{at: start, end: end, first: start == from, done: make(chan struct{})}
-	}
-	stop := func() {
-		pt := mk(start)
-		pt.stop = true
-		close(pt.done)
-		emit(pt)
-	}
-	for i := from; i < len(b); i++ {
-		switch b[i] {
-		case '"':
-			j := stringEnd(b, i)
-			if j < 0 {
-				stop()
-				return
-			}
-			i = j
-		case '[', '{':
-			depth++
-		case ']', '}':
-			depth--
-			if depth == 0 {
-				pt := mk(i)
-				pt.last = true
-				emit(pt)
-				return
-			}
-		case ',':
-			if depth != 1 {
-				break
-			}
-			if i-start < size {
-				break
-			}
-			if !emit(mk(i)) {
-				return
-			}
-			start = i + 1
-			select {
-			case <-quit:
-				return
-			default:
-			}
-		}
-		if i-start > most {
-			stop()
-			return
-		}
-	}
-	stop()
-}
-
-// stringEnd returns the index of the quote that ends the string opened at
-// b[i], or -1 when the input ends first.
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; ; {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
-			return -1
-		}
-		j += k
-		bs := 0
-		for m := j - 1; m > i && b[m] == '\\'; m-- {
-			bs++
-		}
-		if bs%2 == 0 {
-			return j
-		}
-		j++
-	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/ecoPrimals/primalscope/internal/jsoncut"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 
@@ -142,8 +143,8 @@ func TestPartsPrintALargeDocumentAsTheOnePrinter(t *testing.T) {
 
 func TestPartsAreCutAndBounded(t *testing.T) {
 	doc := bigDoc(30000, 2)
-	var parts []*part
-	cutParts(doc, 1, partSize, maxPart, make(chan struct{}), func(pt *part) bool {
+	var parts []jsoncut.Part
+	jsoncut.Cut(doc, 1, partSize, maxPart, make(chan struct{}), func(pt jsoncut.Part) bool {
 		parts = append(parts, pt)
 		return true
 	})
@@ -151,23 +152,23 @@ func TestPartsAreCutAndBounded(t *testing.T) {
 		t.Fatalf("%d parts for %d bytes: the document was not cut", len(parts), len(doc))
 	}
 	last := parts[len(parts)-1]
-	if !last.last || last.stop || doc[last.end] != ']' {
-		t.Fatalf("the last part does not end at the closer: %+v", *last)
+	if !last.Last || last.Stop || doc[last.End] != ']' {
+		t.Fatalf("the last part does not end at the closer: %+v", last)
 	}
 	for i, pt := range parts[:len(parts)-1] {
-		if doc[pt.end] != ',' || pt.end-pt.at < partSize || pt.end-pt.at > maxPart {
-			t.Fatalf("part %d: %d..%d (%q)", i, pt.at, pt.end, doc[pt.end])
+		if doc[pt.End] != ',' || pt.End-pt.At < partSize || pt.End-pt.At > maxPart {
+			t.Fatalf("part %d: %d..%d (%q)", i, pt.At, pt.End, doc[pt.End])
 		}
 	}
 	// One element larger than the bound: the cutter stops at once, and
 	// the one printer prints the rest, streaming.
 	huge := []byte(`[1,[` + strings.Repeat(`"x",`, 600000) + `2]]`)
 	parts = parts[:0]
-	cutParts(huge, 1, 8, 1<<10, make(chan struct{}), func(pt *part) bool {
+	jsoncut.Cut(huge, 1, 8, 1<<10, make(chan struct{}), func(pt jsoncut.Part) bool {
 		parts = append(parts, pt)
 		return true
 	})
-	if n := len(parts); n == 0 || !parts[n-1].stop {
+	if n := len(parts); n == 0 || !parts[n-1].Stop {
 		t.Fatalf("a part past the bound did not stop the cutter: %d parts", n)
 	}
 	samePrint(t, "huge element", huge, Options{Indent: 2}, 2, 8, 1<<10)
