@@ -199,6 +199,7 @@ func (f *LineFramer) readLongLine() ([]byte, error) {
 		size = int64(f.w) + longLine
 	}
 	first := make([]byte, size)
+	defer hintHuge(first)()
 	n := copy(first, f.buf[:f.w])
 	f.buf, f.r, f.w = nil, 0, 0
 	chunks := [][]byte(nil)

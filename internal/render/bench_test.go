@@ -12,6 +12,7 @@ import (
 
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/ecoPrimals/primalscope/internal/sampledoc"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 
@@ -149,61 +150,7 @@ func TestWriteBenchDoc(t *testing.T) {
 // callDoc is a ~10 MB result of many small objects (numbers, booleans,
 // nulls, short strings), the shape of bench/ndjsonpeer's bench.sample that
 // bench/run.sh prints with `primalscope call` against jq (issue 23).
-var callDoc = sync.OnceValue(func() []byte { return genCallDoc(10 << 20) })
-
-func genCallDoc(size int) []byte {
-	words := []string{"alpha", "beta", "gamma", "delta", "épsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda", "mu"}
-	states := []string{"alive", "degraded", "starting", "stopped"}
-	x := uint64(0x2545F4914F6CDD1D)
-	next := func() uint64 {
-		x = x*6364136223846793005 + 1442695040888963407
-		return x >> 33
-	}
-	b := make([]byte, 0, size+256)
-	b = append(b, '[')
-	for i := 0; len(b) < size; i++ {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"id":`...)
-		b = strconv.AppendInt(b, int64(i), 10)
-		b = append(b, `,"name":"`...)
-		b = append(b, words[next()%uint64(len(words))]...)
-		b = append(b, '-')
-		b = strconv.AppendUint(b, next()%100000, 10)
-		b = append(b, `","ok":`...)
-		b = strconv.AppendBool(b, next()%3 != 0)
-		b = append(b, `,"load":`...)
-		b = strconv.AppendFloat(b, float64(next()%100000)/1000, 'f', -1, 64)
-		b = append(b, `,"delta":`...)
-		b = strconv.AppendInt(b, int64(next()%2001)-1000, 10)
-		b = append(b, `,"parent":`...)
-		if next()%4 == 0 {
-			b = strconv.AppendInt(b, int64(next()%uint64(i+1)), 10)
-		} else {
-			b = append(b, "null"...)
-		}
-		b = append(b, `,"state":"`...)
-		b = append(b, states[next()%uint64(len(states))]...)
-		b = append(b, `","tags":[`...)
-		for t := range int(next() % 4) {
-			if t > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, '"')
-			b = append(b, words[next()%uint64(len(words))]...)
-			b = append(b, '"')
-		}
-		b = append(b, `],"note":`...)
-		if next()%5 == 0 {
-			b = append(b, `"said \"hi\"\tat start"`...)
-		} else {
-			b = append(b, "null"...)
-		}
-		b = append(b, '}')
-	}
-	return append(b, ']')
-}
+var callDoc = sync.OnceValue(func() []byte { return sampledoc.Answer(10 << 20) })
 
 // benchCallAnswer prints callDoc from memory, as `primalscope call` prints
 // an answer (JSONBytes), to a writer that keeps nothing.
@@ -226,4 +173,20 @@ func BenchmarkCallAnswer10MB(b *testing.B) { benchCallAnswer(b, Options{Indent: 
 func BenchmarkCallAnswerColour10MB(b *testing.B) {
 	th := themes.Dark()
 	benchCallAnswer(b, Options{Indent: DefaultIndent, Colors: &th.JSON, Profile: colorprofile.TrueColor})
+}
+
+// BenchmarkCallAnswer10MBOnePrinter is BenchmarkCallAnswer10MB on one
+// goroutine (what JSONBytes does with GOMAXPROCS=1), to compare with the
+// parts printed in parallel.
+func BenchmarkCallAnswer10MBOnePrinter(b *testing.B) {
+	doc := callDoc()
+	b.SetBytes(int64(len(doc)))
+	b.ReportAllocs()
+	for b.Loop() {
+		p := newPrinter(io.Discard, Options{Indent: DefaultIndent})
+		p.buf, p.end, p.eof = doc, len(doc), true
+		if err := p.run(); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"unicode/utf8"
 
@@ -95,6 +96,11 @@ func JSONBytes(w io.Writer, data []byte, opts Options) error {
 	p.buf = data
 	p.end = len(data)
 	p.eof = true
+	if len(data) >= parallelMin {
+		if n := min(runtime.GOMAXPROCS(0), maxPartPrinters); n > 1 {
+			return p.finish(p.parallel(n, partSize, maxPart))
+		}
+	}
 	return p.run()
 }
 
@@ -133,6 +139,9 @@ type printer struct {
 	stack    []byte
 	state    state
 	terminal bool
+	// part: the input is a run of the elements of one container, cut after
+	// a comma (see parallel.go); its end, after an element, ends the value.
+	part bool
 }
 
 func newPrinter(w io.Writer, opts Options) *printer {
@@ -161,7 +170,7 @@ func newPrinter(w io.Writer, opts Options) *printer {
 var errUnexpectedEOF = errors.New("unexpected end of input")
 
 func (p *printer) flush() {
-	if len(p.out) == 0 {
+	if len(p.out) == 0 || p.w == nil { // no writer: a part printed in memory (parallel.go)
 		return
 	}
 	if p.werr == nil {
@@ -285,18 +294,32 @@ func (p *printer) punct(c byte) {
 	p.pos++
 }
 
-func (p *printer) run() error {
-	var err error
-	for err == nil {
+func (p *printer) run() error { return p.finish(p.values()) }
+
+// values prints the values from p.pos to the end of the input, each ended
+// by a newline, and returns the first syntax error.
+func (p *printer) values() error {
+	for {
 		if _, ok := p.skipWS(); !ok {
-			break
+			return nil
 		}
-		if err = p.value(); err == nil {
-			p.setClass(clNone)
-			p.out = append(p.out, '\n')
-			p.maybeFlush()
+		if err := p.value(); err != nil {
+			return err
 		}
+		p.endValue()
 	}
+}
+
+// endValue ends a value printed whole.
+func (p *printer) endValue() {
+	p.setClass(clNone)
+	p.out = append(p.out, '\n')
+	p.maybeFlush()
+}
+
+// finish ends the output after values has returned err: the rest of the
+// input after a syntax error, the last flush, and the error to report.
+func (p *printer) finish(err error) error {
 	if p.rerr != nil {
 		p.setClass(clNone)
 		p.flush()
@@ -373,6 +396,11 @@ const (
 // move between the same states and write the same bytes.
 func (p *printer) value() error {
 	p.state = stValue
+	return p.valueFrom()
+}
+
+// valueFrom goes on printing the value under way, from p.state.
+func (p *printer) valueFrom() error {
 	for {
 		if p.fast() {
 			return nil
@@ -657,6 +685,9 @@ func (p *printer) step() (bool, error) {
 		}
 		c, ok := p.skipWS()
 		if !ok {
+			if p.part && len(p.stack) == 1 {
+				return true, nil // the end of a part: its elements are printed
+			}
 			return false, p.errAt(errUnexpectedEOF.Error())
 		}
 		top := p.stack[len(p.stack)-1]
