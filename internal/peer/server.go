@@ -78,6 +78,12 @@ type Config struct {
 	// connection of the server together (Concurrent servers; 0: no bound):
 	// a connection waits, unread, for a place as for one of its own.
 	MaxInflightTotal int
+	// MaxInflightBytes bounds the bytes of the requests handled at once
+	// over every connection together (their lines or frames as they came;
+	// Concurrent servers; 0: no bound): a connection waits, unread, for
+	// room as for a place. A request larger than the bound waits for all
+	// of it.
+	MaxInflightBytes int64
 	// MaxConns bounds the connections served at once (0: no bound); a
 	// connection past it is closed at once.
 	MaxConns int
@@ -119,9 +125,9 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	calls  atomic.Int64
-	// all holds a place for every request being handled, over every
-	// connection (Config.MaxInflightTotal); nil: no bound.
-	all chan struct{}
+	// bounds hold a place and the size of every request being handled,
+	// over every connection (Config.MaxInflightTotal, MaxInflightBytes).
+	bounds serverBounds
 }
 
 // ServerConn is one client connection to a Server.
@@ -174,9 +180,7 @@ func serve(ln net.Listener, cfg Config) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, Addr: ln.Addr().String(), conns: map[*ServerConn]struct{}{}, ctx: ctx, cancel: cancel}
-	if cfg.MaxInflightTotal > 0 {
-		s.all = make(chan struct{}, cfg.MaxInflightTotal)
-	}
+	s.bounds = newServerBounds(cfg.MaxInflightTotal, cfg.MaxInflightBytes)
 	s.acc = Serve(ln, s.serveConn)
 	return s
 }
@@ -322,24 +326,14 @@ func (sc *ServerConn) serve() {
 		}
 		flush := sc.fr != nil || r.Buffered() == 0
 		if s.cfg.Concurrent {
-			if slots != nil && !sc.acquire(slots) {
-				return
-			}
-			if s.all != nil && !sc.acquire(s.all) {
-				if slots != nil {
-					<-slots
-				}
+			release, ok := s.bounds.admit(sc.ctx, slots, len(line), func() bool { return sc.gone(true) })
+			if !ok {
 				return
 			}
 			hwg.Add(1)
 			go func() {
 				defer hwg.Done()
-				if slots != nil {
-					defer func() { <-slots }()
-				}
-				if s.all != nil {
-					defer func() { <-s.all }()
-				}
+				defer release()
 				sc.dispatch(m, true)
 			}()
 			continue
@@ -381,31 +375,6 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 				sc.cancel()
 				<-done
 				return
-			}
-		}
-	}
-}
-
-// acquire takes one of slots for a request, waiting while they are all
-// taken; false when the connection ended first (the server stopped or the
-// client hung up), and then the request is not handled.
-func (sc *ServerConn) acquire(slots chan struct{}) bool {
-	select {
-	case slots <- struct{}{}:
-		return true
-	default:
-	}
-	t := time.NewTicker(hangupCheck)
-	defer t.Stop()
-	for {
-		select {
-		case slots <- struct{}{}:
-			return true
-		case <-sc.ctx.Done():
-			return false
-		case <-t.C:
-			if sc.gone(true) {
-				return false
 			}
 		}
 	}
