@@ -139,7 +139,8 @@ type ServerConn struct {
 	nextID  atomic.Uint64
 	pmu     sync.Mutex
 	pending map[string]chan *ipc.Message
-	fr      ipc.Framer // non-nil when serving through a handshake's framer
+	fr      ipc.Framer  // non-nil when serving through a handshake's framer
+	probed  atomic.Bool // gone sent its urgent byte (TCP)
 	// ctx ends when the client hangs up (a half-close still gets its
 	// answers), the server side closes it, or the server stops; its
 	// handlers get it.
@@ -326,7 +327,7 @@ func (sc *ServerConn) serve() {
 		}
 		flush := sc.fr != nil || r.Buffered() == 0
 		if s.cfg.Concurrent {
-			release, ok := s.bounds.admit(sc.ctx, slots, len(line), func() bool { return sc.gone(true) })
+			release, ok := s.bounds.admit(sc.ctx, slots, len(line), sc.gone)
 			if !ok {
 				return
 			}
@@ -361,6 +362,11 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 		return
 	default:
 	}
+	if sc.gone() { // over TCP, this sends the probe at once
+		sc.cancel()
+		<-done
+		return
+	}
 	t := time.NewTicker(hangupCheck)
 	defer t.Stop()
 	for {
@@ -371,7 +377,7 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 			<-done
 			return
 		case <-t.C:
-			if sc.gone(false) {
+			if sc.gone() {
 				sc.cancel()
 				<-done
 				return
@@ -383,11 +389,46 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 // gone reports whether the client has left, for a connection the server
 // is not reading: its read side ended with requests in flight, or every
 // slot is taken (full). A Unix socket says so (hungUp). Over TCP a client's
-// close and a half-close both arrive as a FIN, and only writing to it would
-// tell them apart (a closed client answers with a reset): a real primal
-// sends nothing unasked, so neither does this server, and a TCP client
-// that closed with calls in flight is seen when their answers are written.
-func (sc *ServerConn) gone(bool) bool { return hungUp(sc.c) }
+// close and a half-close both arrive as a FIN, and only sending to it tells
+// them apart (a closed client answers with a reset): once the FIN is in,
+// gone sends one urgent byte (urgentProbe), which a client that still
+// reads never sees in its stream, and the reset it draws from a client
+// that closed is seen at the next look. Without it a TCP client that
+// closed with calls in flight was seen only when their answers were
+// written: a delay fault of 30 s kept working 30 s for nobody.
+func (sc *ServerConn) gone() bool {
+	if hungUp(sc.c) {
+		return true
+	}
+	if _, tcp := sc.c.(*net.TCPConn); tcp && peerDoneSending(sc.c) && sc.probed.CompareAndSwap(false, true) {
+		return urgentProbe(sc.c) != nil
+	}
+	return false
+}
+
+// urgentProbe sends one byte of TCP urgent data (MSG_OOB) on c: a client
+// that reads its stream as usual (without SO_OOBINLINE, the default) never
+// reads it there, but a client that closed answers it with a reset, as it
+// answers any data. It is sent once a connection: a second urgent byte
+// would push the first into the stream.
+func urgentProbe(c net.Conn) error {
+	sysc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sysc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if cerr := rc.Control(func(fd uintptr) { serr = unix.Sendto(int(fd), []byte{0}, unix.MSG_OOB, nil) }); cerr != nil {
+		return cerr
+	}
+	if errors.Is(serr, unix.EAGAIN) {
+		return nil // the send buffer is full: no byte went, and the client is reading answers
+	}
+	return serr
+}
 
 // hungUp reports whether the client of c has closed the connection (or it
 // broke), whatever it sent before that the server has not read yet. A
