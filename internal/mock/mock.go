@@ -1,6 +1,6 @@
 // Package mock stands in for a primal: it answers what history recorded
 // of it, on the wire the primal spoke, with faults on demand (primalscope
-// mock). Its servers are internal/peer's, its matcher history.Match.
+// mock). Its servers are internal/peer's, its matcher history.MatchParams.
 package mock
 
 import (
@@ -149,8 +149,9 @@ func New(recs []Recording, opts Options) (*Mock, error) {
 }
 
 // sameParams reports whether params match recorded params: structurally,
-// ignored paths aside, and a recorded "[redacted]" matching any value (what
-// was sent there is not known).
+// ignored paths aside, params left out, null, {} and [] alike
+// (history.MatchParams), and a recorded "[redacted]" matching any value
+// (what was sent there is not known).
 func sameParams(recorded, params json.RawMessage, ignore []string) bool {
 	changes, err := paramsDiff(recorded, params, ignore)
 	return err == nil && len(changes) == 0
@@ -160,7 +161,7 @@ func sameParams(recorded, params json.RawMessage, ignore []string) bool {
 var redactedJSON = `"` + history.Redacted + `"`
 
 func paramsDiff(recorded, params json.RawMessage, ignore []string) ([]history.Change, error) {
-	changes, err := history.Match(orNull(recorded), orNull(params), ignore)
+	changes, err := history.MatchParams(recorded, params, ignore)
 	if err != nil {
 		return nil, err
 	}
