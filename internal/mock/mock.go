@@ -77,8 +77,11 @@ func ParseLatency(s string) (Latency, error) {
 
 // Options tune a mock.
 type Options struct {
-	// Name is the primal's name, for the capability list and identity.
-	Name string
+	// Name is the primal's name, for the capability list and identity;
+	// Aliases the other names it was recorded under (the capability list
+	// says them).
+	Name    string
+	Aliases []string
 	// Ignore lists params paths that never matter to matching.
 	Ignore []string
 	// ByMethod answers by method alone (--match method).
@@ -249,7 +252,7 @@ func (m *Mock) builtin(method string) (any, bool) {
 		sort.Strings(methods)
 		methods = compactStrings(methods)
 		return map[string]any{"primal": name, "version": "mock", "methods": methods, "protocol": "jsonrpc-2.0",
-			"mock": map[string]any{"of": name, "faults": m.faultState()}}, true
+			"mock": map[string]any{"of": name, "aliases": aliases(m.opts.Aliases), "faults": m.faultState()}}, true
 	case "identity.get":
 		return map[string]any{"primal": name, "version": "mock", "domain": "mock"}, true
 	case "health.liveness", "health.check":
@@ -274,6 +277,14 @@ func (m *Mock) faultState() []map[string]any {
 		out = append(out, map[string]any{"spec": f.Spec, "on": !f.Off})
 	}
 	return out
+}
+
+// aliases is a for JSON: [] rather than null for none.
+func aliases(a []string) []string {
+	if a == nil {
+		return []string{}
+	}
+	return a
 }
 
 func compactStrings(s []string) []string {
