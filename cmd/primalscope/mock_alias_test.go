@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ecoPrimals/primalscope/history"
 )
@@ -107,7 +108,11 @@ func TestMockOfARegistryOnlyTargetIsNamedAsRecorded(t *testing.T) {
     ]`) {
 				t.Errorf("recorded as %v, mock %s: capabilities.list should name toadstool, alias compute:\n%s", order, arg, caps.stdout)
 			}
-			if !strings.Contains(m.stderr(), "mock of toadstool (also called compute)") {
+			// The notice follows the endpoint.
+			for end := time.Now().Add(5 * time.Second); !strings.Contains(m.stderr(), "Ctrl-C stops") && time.Now().Before(end); {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if !strings.Contains(m.stderr(), "mock of toadstool (also called compute):") {
 				t.Errorf("recorded as %v, mock %s: the notice should name toadstool:\n%s", order, arg, m.stderr())
 			}
 			if code := m.stop(t); code != 0 {
