@@ -36,6 +36,9 @@ func newServerBounds(total int, maxBytes int64) serverBounds {
 // ended first (ctx ended, or gone, looked at every hangupCheck, says the
 // client left), and then nothing is held and the request is not handled.
 func (b serverBounds) admit(ctx context.Context, own chan struct{}, size int, gone func() bool) (release func(), ok bool) {
+	if own == nil && b.all == nil && b.bytes == nil {
+		return releaseNothing, true // no bound: nothing to take (nor to allocate)
+	}
 	n := int64(size)
 	if b.bytes != nil && n > b.maxBytes {
 		n = b.maxBytes
@@ -101,6 +104,8 @@ func (b serverBounds) admit(ctx context.Context, own chan struct{}, size int, go
 		give(own)
 	}, true
 }
+
+func releaseNothing() {}
 
 // watchGone is ctx, also ended once gone (looked at every hangupCheck)
 // reports the client left; stop ends the watching.
