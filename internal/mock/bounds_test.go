@@ -21,8 +21,16 @@ import (
 
 // One client pipelines 20k requests at a mock whose every answer is held
 // 30 s, then hangs up: the mock never holds more than its bound of them,
-// and lets go of all of them when the client is gone.
+// and lets go of all of them when the client is gone; over a Unix socket
+// and over TCP, where the full connection, unread, tells the client's close
+// from a half-close by its urgent byte (the held requests waited 30 s).
 func TestMockBoundsPipelinedRequestsAndEndsThemOnHangUp(t *testing.T) {
+	for _, ep := range []ipc.Endpoint{{Transport: ipc.Unix, Path: filepath.Join(t.TempDir(), "m.sock")}, {Transport: ipc.TCP, Address: "127.0.0.1:0"}} {
+		t.Run(string(ep.Transport), func(t *testing.T) { boundsAndHangUp(t, ep) })
+	}
+}
+
+func boundsAndHangUp(t *testing.T, ep ipc.Endpoint) {
 	f, err := ParseFault("*=delay:30s")
 	if err != nil {
 		t.Fatal(err)
@@ -31,14 +39,17 @@ func TestMockBoundsPipelinedRequestsAndEndsThemOnHangUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(t.TempDir(), "m.sock")
-	srv, err := m.Serve(Listen{Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: sock}, Wire: WireJSONRPC})
+	srv, err := m.Serve(Listen{Endpoint: ep, Wire: WireJSONRPC})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	before := runtime.NumGoroutine()
-	c, err := net.Dial("unix", sock)
+	network, addr := "unix", srv.Endpoint.Path
+	if ep.Transport == ipc.TCP {
+		network, addr = "tcp", srv.Endpoint.Address
+	}
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,8 @@ import (
 	"net"
 	"path/filepath"
 	"runtime"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 )
@@ -94,4 +96,63 @@ func TestClientCloseCancelsItsCallsInFlight(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A live TCP client whose connection stays full past fullProbe (its calls
+// are slow, more wait unread) is sent the urgent byte, and reads nothing
+// but its answers: every one, and no byte of the probe in its stream.
+func TestFullTCPClientReadsOnlyItsAnswers(t *testing.T) {
+	const n = 6
+	srv, err := ListenTCP("127.0.0.1:0", Config{Concurrent: true, MaxInflight: 2,
+		Dispatch: func(ctx context.Context, _ string, _ json.RawMessage) (any, error, Fault) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err(), FaultNone
+			case <-time.After(fullProbe + 200*time.Millisecond):
+				return "ok", nil, FaultNone
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := net.Dial("tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var want []byte
+	for i := 1; i <= n; i++ {
+		if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":`+string(rune('0'+i))+`,"method":"a.b"}`+"\n"); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, `{"jsonrpc":"2.0","id":`+string(rune('0'+i))+`,"result":"ok"}`+"\n"...)
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(c, got); err != nil {
+		t.Fatalf("read %q: %v", got, err)
+	}
+	// Answers of one pair may come in either order: compare them sorted.
+	if g, w := sortedLines(got), sortedLines(want); g != w {
+		t.Fatalf("a full, live client read %q; want its %d answers alone", got, n)
+	}
+	if !srvProbed(srv) {
+		t.Fatal("the connection was full past fullProbe and sent no probe: the test tests nothing")
+	}
+}
+
+func sortedLines(b []byte) string {
+	lines := strings.Split(string(b), "\n")
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func srvProbed(s *Server) bool {
+	for _, c := range s.Conns() {
+		if c.probed.Load() {
+			return true
+		}
+	}
+	return false
 }

@@ -273,7 +273,7 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 	raw, _ := r.Context().Value(netConnKey{}).(net.Conn)
 	// gone says, while the connection is not read, that its client is done
 	// sending: a WebSocket has no half-close, so that client left.
-	gone := func() bool { return raw != nil && peerDoneSending(raw) }
+	gone := func(time.Duration) bool { return raw != nil && peerDoneSending(raw) }
 	if s.cfg.BinaryFrame {
 		_ = ws.Write(ctx, websocket.MessageBinary, []byte{0xde, 0xad, 0xbe, 0xef})
 	}

@@ -33,9 +33,10 @@ func newServerBounds(total int, maxBytes int64) serverBounds {
 // count and its size in the server's bytes (a request larger than the byte
 // bound takes all of it), waiting while any is full, the connection unread
 // meanwhile. It returns how to give them back; ok=false when the connection
-// ended first (ctx ended, or gone, looked at every hangupCheck, says the
-// client left), and then nothing is held and the request is not handled.
-func (b serverBounds) admit(ctx context.Context, own chan struct{}, size int, gone func() bool) (release func(), ok bool) {
+// ended first (ctx ended, or gone, looked at every hangupCheck with how long
+// the wait has lasted, says the client left), and then nothing is held and
+// the request is not handled.
+func (b serverBounds) admit(ctx context.Context, own chan struct{}, size int, gone func(waited time.Duration) bool) (release func(), ok bool) {
 	if own == nil && b.all == nil && b.bytes == nil {
 		return releaseNothing, true // no bound: nothing to take (nor to allocate)
 	}
@@ -107,14 +108,16 @@ func (b serverBounds) admit(ctx context.Context, own chan struct{}, size int, go
 
 func releaseNothing() {}
 
-// watchGone is ctx, also ended once gone (looked at every hangupCheck)
-// reports the client left; stop ends the watching.
-func watchGone(ctx context.Context, gone func() bool) (context.Context, func()) {
+// watchGone is ctx, also ended once gone (looked at every hangupCheck, with
+// how long the watching has lasted) reports the client left; stop ends the
+// watching.
+func watchGone(ctx context.Context, gone func(waited time.Duration) bool) (context.Context, func()) {
 	wctx, cancel := context.WithCancel(ctx)
 	if gone == nil {
 		return wctx, cancel
 	}
 	done := make(chan struct{})
+	start := time.Now()
 	go func() {
 		defer close(done)
 		t := time.NewTicker(hangupCheck)
@@ -124,7 +127,7 @@ func watchGone(ctx context.Context, gone func() bool) (context.Context, func()) 
 			case <-wctx.Done():
 				return
 			case <-t.C:
-				if gone() {
+				if gone(time.Since(start)) {
 					cancel()
 					return
 				}

@@ -362,7 +362,7 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 		return
 	default:
 	}
-	if sc.gone() { // over TCP, this sends the probe at once
+	if sc.gone(0) { // over TCP, this sends the probe at once
 		sc.cancel()
 		<-done
 		return
@@ -377,7 +377,7 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 			<-done
 			return
 		case <-t.C:
-			if sc.gone() {
+			if sc.gone(0) {
 				sc.cancel()
 				<-done
 				return
@@ -387,24 +387,31 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 }
 
 // gone reports whether the client has left, for a connection the server
-// is not reading: its read side ended with requests in flight, or every
-// slot is taken (full). A Unix socket says so (hungUp). Over TCP a client's
-// close and a half-close both arrive as a FIN, and only sending to it tells
-// them apart (a closed client answers with a reset): once the FIN is in,
-// gone sends one urgent byte (urgentProbe), which a client that still
-// reads never sees in its stream, and the reset it draws from a client
-// that closed is seen at the next look. Without it a TCP client that
-// closed with calls in flight was seen only when their answers were
-// written: a delay fault of 30 s kept working 30 s for nobody.
-func (sc *ServerConn) gone() bool {
+// is not reading: its read side ended with requests in flight (full is 0),
+// or every slot has been taken for full. A Unix socket says so (hungUp).
+// Over TCP a client's close and a half-close both arrive as a FIN, and only
+// sending to it tells them apart (a closed client answers with a reset): once
+// the FIN is in, gone sends one urgent byte (urgentProbe), which a client
+// that still reads never sees in its stream, and the reset it draws from a
+// client that closed is seen at the next look. A full connection may see no
+// FIN at all (a client that closed with requests unsent waits for the
+// server to read them before its FIN goes), so one full for fullProbe is
+// sent the byte too. Without it a TCP client that closed with calls in
+// flight was seen only when their answers were written: a delay fault of
+// 30 s kept working 30 s for nobody.
+func (sc *ServerConn) gone(full time.Duration) bool {
 	if hungUp(sc.c) {
 		return true
 	}
-	if _, tcp := sc.c.(*net.TCPConn); tcp && peerDoneSending(sc.c) && sc.probed.CompareAndSwap(false, true) {
+	if _, tcp := sc.c.(*net.TCPConn); tcp && (full >= fullProbe || peerDoneSending(sc.c)) && sc.probed.CompareAndSwap(false, true) {
 		return urgentProbe(sc.c) != nil
 	}
 	return false
 }
+
+// fullProbe is how long a TCP connection waits unread for room before gone
+// sends its urgent byte without a FIN: past a burst of pipelined requests.
+const fullProbe = 500 * time.Millisecond
 
 // urgentProbe sends one byte of TCP urgent data (MSG_OOB) on c: a client
 // that reads its stream as usual (without SO_OOBINLINE, the default) never
