@@ -272,8 +272,13 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	raw, _ := r.Context().Value(netConnKey{}).(net.Conn)
 	// gone says, while the connection is not read, that its client is done
-	// sending: a WebSocket has no half-close, so that client left.
-	gone := func(time.Duration) bool { return raw != nil && peerDoneSending(raw) }
+	// sending (a WebSocket has no half-close, so that client left), or,
+	// full for fullProbe, that it answered the urgent byte with a reset (a
+	// client that closed with frames unsent sends no FIN while they wait).
+	var probed atomic.Bool
+	gone := func(full time.Duration) bool {
+		return raw != nil && (peerDoneSending(raw) || probeTCP(raw, &probed, full))
+	}
 	if s.cfg.BinaryFrame {
 		_ = ws.Write(ctx, websocket.MessageBinary, []byte{0xde, 0xad, 0xbe, 0xef})
 	}

@@ -400,11 +400,15 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 // flight was seen only when their answers were written: a delay fault of
 // 30 s kept working 30 s for nobody.
 func (sc *ServerConn) gone(full time.Duration) bool {
-	if hungUp(sc.c) {
-		return true
-	}
-	if _, tcp := sc.c.(*net.TCPConn); tcp && (full >= fullProbe || peerDoneSending(sc.c)) && sc.probed.CompareAndSwap(false, true) {
-		return urgentProbe(sc.c) != nil
+	return hungUp(sc.c) || probeTCP(sc.c, &sc.probed, full)
+}
+
+// probeTCP sends c its urgent byte (urgentProbe) when c is TCP, full for
+// fullProbe or its peer done sending, and probed says none went yet; true
+// when the send failed (the client is gone).
+func probeTCP(c net.Conn, probed *atomic.Bool, full time.Duration) bool {
+	if _, tcp := c.(*net.TCPConn); tcp && (full >= fullProbe || peerDoneSending(c)) && probed.CompareAndSwap(false, true) {
+		return urgentProbe(c) != nil
 	}
 	return false
 }
