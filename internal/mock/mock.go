@@ -109,6 +109,9 @@ type Mock struct {
 	rnd     *rand.Rand
 	served  int
 	missed  int
+	// maxBytes bounds the bytes of the requests answered at once over
+	// every connection of one server (maxInflightBytes; a test lowers it).
+	maxBytes int64
 }
 
 // class is the recordings of one call: one method, params equal but for
@@ -129,7 +132,7 @@ func New(recs []Recording, opts Options) (*Mock, error) {
 			return nil, fmt.Errorf("--ignore %q: not a path such as .a.b or .items[].id", p)
 		}
 	}
-	m := &Mock{opts: opts, methods: map[string][]*class{}, faults: opts.Faults, rnd: opts.Rand}
+	m := &Mock{opts: opts, methods: map[string][]*class{}, faults: opts.Faults, rnd: opts.Rand, maxBytes: maxInflightBytes}
 	if m.rnd == nil {
 		m.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6d6f636b))
 	}

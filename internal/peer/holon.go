@@ -98,7 +98,7 @@ type HolonServer struct {
 	calls          atomic.Int64
 	// bounds hold a place and the size of every message being handled,
 	// over every connection (HolonConfig.MaxInflightTotal, MaxInflightBytes).
-	bounds serverBounds
+	bounds Bounds
 }
 
 // HolonConn is one client connection to a HolonServer.
@@ -124,7 +124,7 @@ func ListenHolon(addr string, cfg HolonConfig) (*HolonServer, error) {
 	}
 	s := &HolonServer{cfg: cfg, ln: ln, conns: map[*HolonConn]struct{}{}}
 	if cfg.Concurrent {
-		s.bounds = newServerBounds(cfg.MaxInflightTotal, cfg.MaxInflightBytes)
+		s.bounds = NewBounds(cfg.MaxInflightTotal, cfg.MaxInflightBytes)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
@@ -332,7 +332,7 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if s.cfg.Concurrent {
-			release, ok := s.bounds.admit(ctx, slots, len(data), gone)
+			release, ok := s.bounds.Admit(ctx, slots, len(data), gone)
 			if !ok {
 				return
 			}

@@ -7,18 +7,21 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// serverBounds are a server's bounds on the requests it handles at once over
+// Bounds are a server's bounds on the requests it handles at once over
 // every connection together: how many (MaxInflightTotal) and how many bytes
 // they came in (MaxInflightBytes). A count alone let 256 requests of 4 MiB
-// each (1 GiB) be held at once.
-type serverBounds struct {
+// each (1 GiB) be held at once. The zero Bounds bound nothing; the mock's
+// stdio worker uses them too.
+type Bounds struct {
 	all      chan struct{}       // a place per request; nil: no bound
 	bytes    *semaphore.Weighted // a request's size; nil: no bound
 	maxBytes int64
 }
 
-func newServerBounds(total int, maxBytes int64) serverBounds {
-	var b serverBounds
+// NewBounds bounds total requests (0: no bound) of maxBytes bytes in all
+// (0: no bound).
+func NewBounds(total int, maxBytes int64) Bounds {
+	var b Bounds
 	if total > 0 {
 		b.all = make(chan struct{}, total)
 	}
@@ -28,15 +31,15 @@ func newServerBounds(total int, maxBytes int64) serverBounds {
 	return b
 }
 
-// admit takes what one request of size bytes needs before it is handled: a
+// Admit takes what one request of size bytes needs before it is handled: a
 // place in own (its connection's slots; nil: no bound), one in the server's
 // count and its size in the server's bytes (a request larger than the byte
 // bound takes all of it), waiting while any is full, the connection unread
 // meanwhile. It returns how to give them back; ok=false when the connection
 // ended first (ctx ended, or gone, looked at every hangupCheck with how long
-// the wait has lasted, says the client left), and then nothing is held and
-// the request is not handled.
-func (b serverBounds) admit(ctx context.Context, own chan struct{}, size int, gone func(waited time.Duration) bool) (release func(), ok bool) {
+// the wait has lasted, says the client left; gone may be nil), and then
+// nothing is held and the request is not handled.
+func (b Bounds) Admit(ctx context.Context, own chan struct{}, size int, gone func(waited time.Duration) bool) (release func(), ok bool) {
 	if own == nil && b.all == nil && b.bytes == nil {
 		return releaseNothing, true // no bound: nothing to take (nor to allocate)
 	}

@@ -127,7 +127,7 @@ type Server struct {
 	calls  atomic.Int64
 	// bounds hold a place and the size of every request being handled,
 	// over every connection (Config.MaxInflightTotal, MaxInflightBytes).
-	bounds serverBounds
+	bounds Bounds
 }
 
 // ServerConn is one client connection to a Server.
@@ -181,7 +181,7 @@ func serve(ln net.Listener, cfg Config) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, Addr: ln.Addr().String(), conns: map[*ServerConn]struct{}{}, ctx: ctx, cancel: cancel}
-	s.bounds = newServerBounds(cfg.MaxInflightTotal, cfg.MaxInflightBytes)
+	s.bounds = NewBounds(cfg.MaxInflightTotal, cfg.MaxInflightBytes)
 	s.acc = Serve(ln, s.serveConn)
 	return s
 }
@@ -327,7 +327,7 @@ func (sc *ServerConn) serve() {
 		}
 		flush := sc.fr != nil || r.Buffered() == 0
 		if s.cfg.Concurrent {
-			release, ok := s.bounds.admit(sc.ctx, slots, len(line), sc.gone)
+			release, ok := s.bounds.Admit(sc.ctx, slots, len(line), sc.gone)
 			if !ok {
 				return
 			}
