@@ -69,14 +69,19 @@ func MatchParams(expected, actual []byte, ignore []string) ([]Change, error) {
 
 // paramsOrNull is params, or null for every form of none.
 func paramsOrNull(p []byte) []byte {
+	if NoParams(p) {
+		return []byte("null")
+	}
+	return p
+}
+
+// NoParams reports whether params say a call has none (MatchParams's rule):
+// left out (nil or empty), null, {} or [].
+func NoParams(p []byte) bool {
 	t := bytes.TrimSpace(p)
-	if len(t) == 0 {
-		return []byte("null")
-	}
-	if n := len(t); n >= 2 && (t[0] == '{' && t[n-1] == '}' || t[0] == '[' && t[n-1] == ']') && len(bytes.TrimSpace(t[1:n-1])) == 0 {
-		return []byte("null")
-	}
-	return t
+	n := len(t)
+	return n == 0 || string(t) == "null" ||
+		n >= 2 && (t[0] == '{' && t[n-1] == '}' || t[0] == '[' && t[n-1] == ']') && len(bytes.TrimSpace(t[1:n-1])) == 0
 }
 
 // ValidPath reports whether p is a path Match can ignore.
