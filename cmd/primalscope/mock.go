@@ -514,7 +514,18 @@ func mockNames(entries []history.Entry) (name string, aliases []string) {
 		}
 		return names[i] < names[j]
 	})
-	if len(names) == 0 {
+	if len(names) == 0 { // only addresses: the target's own (one endpoint a mock)
+		for _, e := range entries {
+			if e.Endpoint != "" {
+				n := e.Endpoint
+				if i := strings.LastIndexByte(n, '/'); i >= 0 {
+					n = n[i+1:]
+				}
+				if n != "" {
+					return n, nil
+				}
+			}
+		}
 		return "mock", nil
 	}
 	return names[0], names[1:]

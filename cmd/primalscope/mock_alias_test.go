@@ -121,3 +121,27 @@ func TestMockOfARegistryOnlyTargetIsNamedAsRecorded(t *testing.T) {
 		}
 	}
 }
+
+// TestMockNamesAreTheSameInAnyOrder: the names a mock goes by come from
+// what was recorded, not from which call came last.
+func TestMockNamesAreTheSameInAnyOrder(t *testing.T) {
+	dir := t.TempDir()
+	fam := filepath.Join(dir, "beardog-fam1.sock")
+	for _, tc := range []struct {
+		entries []history.Entry
+		name    string
+		aliases []string
+	}{
+		{[]history.Entry{{Target: "compute", Endpoint: "tcp://127.0.0.1:9300", Method: "compute.status"}, {Target: "toadstool", Endpoint: "tcp://127.0.0.1:9300", Method: "compute.submit"}, {Target: "tcp://127.0.0.1:9300", Endpoint: "tcp://127.0.0.1:9300", Method: "health.liveness"}}, "toadstool", []string{"compute"}},
+		{[]history.Entry{{Target: fam, Endpoint: fam, Method: "crypto.sign"}, {Target: "beardog", Endpoint: fam, Method: "crypto.sign"}, {Target: "crypto", Endpoint: fam, Method: "crypto.sign"}}, "beardog", []string{"beardog-fam1", "crypto"}},
+		{[]history.Entry{{Target: "127.0.0.1:9300", Endpoint: "tcp://127.0.0.1:9300"}}, "127.0.0.1:9300", nil},
+	} {
+		for i := range tc.entries {
+			rotated := append(append([]history.Entry(nil), tc.entries[i:]...), tc.entries[:i]...)
+			name, aliases := mockNames(rotated)
+			if name != tc.name || !slices.Equal(aliases, tc.aliases) {
+				t.Errorf("mockNames(%v) = %q, %q; want %q, %q", rotated, name, aliases, tc.name, tc.aliases)
+			}
+		}
+	}
+}
