@@ -226,9 +226,9 @@ func TestMockClientCloseEndsTheWorkForIt(t *testing.T) {
 			if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":1,"method":"a.slow","params":{}}`+"\n"); err != nil {
 				t.Fatal(err)
 			}
-			waitWithin(t, 5*time.Second, "the call to be in flight", func() bool { return runtime.NumGoroutine() >= base+2 })
+			waitWithin(t, 5*time.Second, "the call to be in flight", func() bool { return handling() == 1 })
 			c.Close()
-			waitWithin(t, 3*time.Second, "the mock's goroutines to come back to the base after the client closed", func() bool { return runtime.NumGoroutine() <= base })
+			waitWithin(t, 3*time.Second, "the mock's goroutines to come back to the base after the client closed", func() bool { return handling() == 0 && runtime.NumGoroutine() <= base })
 		})
 	}
 }
