@@ -37,3 +37,24 @@ func TestMatchIgnorePaths(t *testing.T) {
 		}
 	}
 }
+
+// Params left out, null, {} and [] are one: no parameters; anything else
+// is compared as Match compares.
+func TestMatchParamsNoneIsOne(t *testing.T) {
+	none := []string{"", " ", "null", "{}", "[]", "{ }", " [\n] "}
+	for _, a := range none {
+		for _, b := range none {
+			if c, err := MatchParams([]byte(a), []byte(b), nil); err != nil || len(c) != 0 {
+				t.Errorf("MatchParams(%q, %q) = %v, %v: both are no parameters", a, b, c, err)
+			}
+		}
+		for _, other := range []string{`{"a":1}`, `[0]`, `0`, `""`, `[null]`} {
+			if c, err := MatchParams([]byte(a), []byte(other), nil); err != nil || len(c) == 0 {
+				t.Errorf("MatchParams(%q, %q) = %v, %v: want a change", a, other, c, err)
+			}
+		}
+	}
+	if c, err := MatchParams([]byte(`{"a":1,"b":2}`), []byte(`{"b":2,"a":1}`), nil); err != nil || len(c) != 0 {
+		t.Errorf("key order: %v, %v", c, err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -57,6 +58,11 @@ served in sequence (the Nth call gets the Nth answer, then the last again).
 The caller's id is always echoed. A request that matches nothing gets
 -32601 (method never recorded) or -32602 (params never recorded), and the
 nearest recorded params are shown as a diff on stderr and in --log.
+
+The mock goes by the name its target was recorded under (its socket's
+name, or for a target known only through a registry the name it was called
+by that is no capability of it), whichever call came last; capabilities.list
+lists the other names it was called by as aliases.
 
 It listens where TARGET was recorded (a socket nobody answers on is
 replaced), or at --listen: a Unix socket path, tcp://HOST:PORT,
@@ -208,7 +214,7 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 	if err != nil {
 		return err
 	}
-	name := mockNameOf(entries)
+	name, aliases := mockNames(entries)
 	newest.Endpoint, newest.Family, newest.Transport = rec.Endpoint, rec.Family, rec.Transport
 	var logw io.Writer = a.io.err
 	if f.log != "" {
@@ -220,7 +226,7 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 		logw = io.MultiWriter(a.io.err, lf)
 	}
 	recs := mock.FromHistory(entries)
-	m, err := mock.New(recs, mock.Options{Name: name, Ignore: f.ignore, ByMethod: f.match == "method",
+	m, err := mock.New(recs, mock.Options{Name: name, Aliases: aliases, Ignore: f.ignore, ByMethod: f.match == "method",
 		Latency: lat, Faults: faults, Log: logw, BTSPOnly: rec.BTSP})
 	if err != nil {
 		return usageErr(err)
@@ -255,8 +261,12 @@ func (a *app) mock(ctx context.Context, arg string, f mockFlags) error {
 	if len(l.Seed) > 0 {
 		btspNote = ", BTSP only"
 	}
-	fmt.Fprintf(a.io.err, "primalscope: mock of %s: %d recorded call(s) of %d method(s) on %s (%s%s); Ctrl-C stops\n",
-		render.Sanitize(name), len(recs), len(m.Methods()), render.Sanitize(srv.Endpoint.String()), l.Wire, btspNote)
+	also := ""
+	if len(aliases) > 0 {
+		also = " (also called " + strings.Join(aliases, ", ") + ")"
+	}
+	fmt.Fprintf(a.io.err, "primalscope: mock of %s%s: %d recorded call(s) of %d method(s) on %s (%s%s); Ctrl-C stops\n",
+		render.Sanitize(name), render.Sanitize(also), len(recs), len(m.Methods()), render.Sanitize(srv.Endpoint.String()), l.Wire, btspNote)
 	for _, ft := range faults {
 		fmt.Fprintf(a.io.err, "primalscope: mock: fault %s\n", render.Sanitize(ft.Spec))
 	}
@@ -447,29 +457,94 @@ func canonicalEndpoint(s string) string {
 	return ipc.Endpoint{Transport: ipc.Unix, Path: p}.String()
 }
 
-// mockNameOf names the target entries (newest first) are calls of: the
-// newest call's target that reached its socket by the socket's own name;
-// when every one went through a link to it (ai.sock -> squirrel.sock), the
-// socket's name ("squirrel").
-func mockNameOf(entries []history.Entry) string {
+// mockNames names the target entries are calls of from the names it was
+// recorded under, whichever call came last (one history, one name, in
+// whatever order its calls were made): the name it goes by, and the others
+// it was called by (its aliases), sorted.
+//
+// The names are the recorded TARGETs that are names (an address names
+// nothing, but a Unix socket's file names its primal) and the file name of
+// the socket the calls reached, links followed. The target goes by, first,
+// a name its socket's file is named after (squirrel for squirrel.sock
+// reached through ai.sock; beardog for beardog-<family>.sock); else a name
+// that is no domain of its recorded methods: a target known only through
+// the registry, over TCP, was called by its registered name (toadstool)
+// and by the capabilities the registry also finds it by (compute, the
+// domain of compute.status), and goes by the first; the first in byte
+// order among equals. It went by the newest call's TARGET: a mock of
+// toadstool whose last call was `call compute ...` registered and listed
+// itself as compute.
+func mockNames(entries []history.Entry) (name string, aliases []string) {
+	domains := map[string]bool{}
+	rank := map[string]int{}
+	var sockets []string
 	for _, e := range entries {
-		if filepath.Base(canonicalEndpoint(e.Endpoint)) == filepath.Base(e.Endpoint) {
-			return mockName(e)
+		if d, _, ok := strings.Cut(e.Method, "."); ok {
+			domains[d] = true
+		}
+		if ep, err := ipc.ParseEndpoint(canonicalEndpoint(e.Endpoint)); err == nil && ep.Transport == ipc.Unix {
+			base := strings.TrimSuffix(filepath.Base(ep.Path), ".sock")
+			sockets = append(sockets, base)
+			rank[base] = 0
 		}
 	}
-	return mockName(history.Entry{Target: canonicalEndpoint(entries[0].Endpoint)})
+	for _, e := range entries {
+		if n := recordedName(e.Target); n != "" {
+			if _, seen := rank[n]; !seen {
+				rank[n] = 2
+			}
+		}
+	}
+	for n := range rank {
+		switch {
+		case rank[n] == 0:
+		case slices.ContainsFunc(sockets, func(base string) bool { return strings.HasPrefix(base, n+"-") }):
+			rank[n] = 0 // NAME-<family>.sock
+		case !domains[n]:
+			rank[n] = 1
+		}
+	}
+	names := make([]string, 0, len(rank))
+	for n := range rank {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if rank[names[i]] != rank[names[j]] {
+			return rank[names[i]] < rank[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	if len(names) == 0 { // only addresses: the target's own (one endpoint a mock)
+		for _, e := range entries {
+			if e.Endpoint != "" {
+				n := e.Endpoint
+				if i := strings.LastIndexByte(n, '/'); i >= 0 {
+					n = n[i+1:]
+				}
+				if n != "" {
+					return n, nil
+				}
+			}
+		}
+		return "mock", nil
+	}
+	return names[0], names[1:]
 }
 
-// mockName is the primal's name for its capability list: the recorded
-// target's last path element, without .sock.
-func mockName(e history.Entry) string {
-	n := e.Target
+// recordedName is the name a recorded TARGET calls its primal: a name as
+// typed (NAME of NAME@FAMILY), a Unix socket's file name without .sock, the
+// pool of BUS/POOL; "" for other addresses (tcp://, ws://, stdio:...).
+func recordedName(target string) string {
+	if ep, err := ipc.ParseEndpoint(target); err == nil && ep.Transport != ipc.Unix {
+		return ""
+	}
+	n := target
 	if i := strings.LastIndexByte(n, '/'); i >= 0 {
 		n = n[i+1:]
 	}
 	n = strings.TrimSuffix(n, ".sock")
-	if n == "" {
-		n = "mock"
+	if i := strings.IndexByte(n, '@'); i > 0 {
+		n = n[:i]
 	}
 	return n
 }
@@ -679,7 +754,11 @@ func (a *app) mockVerify(ctx context.Context, arg string, f mockFlags) error {
 			skipped[e.Method]++
 			continue
 		}
-		k := e.Method + "\x00" + string(e.Params)
+		p := string(e.Params)
+		if history.NoParams(e.Params) {
+			p = "" // left out, null, {} and []: one call (as the mock matches them)
+		}
+		k := e.Method + "\x00" + p
 		if seen[k] {
 			continue
 		}

@@ -32,3 +32,24 @@ func TestMockVerifyStandsForOneTarget(t *testing.T) {
 		t.Fatalf("mock verify sent %d call(s) to a target it does not stand for", n-before)
 	}
 }
+
+// TestMockVerifySendsACallWithNoParamsOnce: a read recorded once without
+// params and once with {} is one call (params left out and {} mean the
+// same, as the mock matches them): verify sends it once, not twice.
+func TestMockVerifySendsACallWithNoParamsOnce(t *testing.T) {
+	dir := t.TempDir()
+	l := startLedger(t, dir, nil, map[string]any{"method_info": []any{map[string]any{"name": "ledger.entry.list", "read_only": true}}})
+	env := runEnv(t)
+	for _, params := range [][]string{nil, {"{}"}, {"[]"}} {
+		if r := runCLI(t, env, "", append([]string{"--socket-dir", dir, "call", "ledger", "ledger.entry.list"}, params...)...); r.code != 0 {
+			t.Fatalf("recording with params %q: %+v", params, r)
+		}
+	}
+	before := l.count("ledger.entry.list")
+	if r := runCLI(t, env, "", "--socket-dir", dir, "mock", "verify", "ledger"); r.code != 0 || strings.Count(r.stdout, "✓ ledger.entry.list") != 1 {
+		t.Fatalf("verify: want ledger.entry.list verified once, got %+v", r)
+	}
+	if n := l.count("ledger.entry.list") - before; n != 1 {
+		t.Fatalf("verify sent ledger.entry.list %d times: one call recorded with no params in three forms", n)
+	}
+}

@@ -14,15 +14,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"golang.org/x/sys/unix"
 
 	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/holon"
 )
 
 // One client pipelines 20k requests at a mock whose every answer is held
 // 30 s, then hangs up: the mock never holds more than its bound of them,
-// and lets go of all of them when the client is gone.
+// and lets go of all of them when the client is gone; over a Unix socket
+// and over TCP, where the full connection, unread, tells the client's close
+// from a half-close by its urgent byte (the held requests waited 30 s).
 func TestMockBoundsPipelinedRequestsAndEndsThemOnHangUp(t *testing.T) {
+	for _, ep := range []ipc.Endpoint{{Transport: ipc.Unix, Path: filepath.Join(t.TempDir(), "m.sock")}, {Transport: ipc.TCP, Address: "127.0.0.1:0"}} {
+		t.Run(string(ep.Transport), func(t *testing.T) { boundsAndHangUp(t, ep) })
+	}
+}
+
+func boundsAndHangUp(t *testing.T, ep ipc.Endpoint) {
 	f, err := ParseFault("*=delay:30s")
 	if err != nil {
 		t.Fatal(err)
@@ -31,14 +41,17 @@ func TestMockBoundsPipelinedRequestsAndEndsThemOnHangUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(t.TempDir(), "m.sock")
-	srv, err := m.Serve(Listen{Endpoint: ipc.Endpoint{Transport: ipc.Unix, Path: sock}, Wire: WireJSONRPC})
+	srv, err := m.Serve(Listen{Endpoint: ep, Wire: WireJSONRPC})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
 	before := runtime.NumGoroutine()
-	c, err := net.Dial("unix", sock)
+	network, addr := "unix", srv.Endpoint.Path
+	if ep.Transport == ipc.TCP {
+		network, addr = "tcp", srv.Endpoint.Address
+	}
+	c, err := net.Dial(network, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,4 +228,45 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// The same over Holon-RPC: a WebSocket client pipelines frames at a mock
+// whose every answer is held 30 s, then drops its connection (no close
+// frame) with frames unsent: the held requests end.
+func TestMockHolonFullConnectionEndsOnHangUp(t *testing.T) {
+	f, err := ParseFault("*=delay:30s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New([]Recording{{Method: "a.b", Params: json.RawMessage(`{}`), Result: json.RawMessage(`1`)}}, Options{Name: "x", Faults: []*Fault{f}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := m.Serve(Listen{Endpoint: ipc.Endpoint{Transport: ipc.WS, URL: "ws://127.0.0.1:0/rpc"}, Wire: WireHolon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	before := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, srv.Endpoint.URL, &websocket.DialOptions{Subprotocols: []string{holon.Subprotocol}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrote := make(chan struct{})
+	go func() { // blocks once the mock stops reading; ends when c closes
+		defer close(wrote)
+		pad := strings.Repeat("x", 4<<10)
+		for i := 0; i < 20000; i++ {
+			if err := c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":"%d","method":"a.b","params":{"p":%q}}`, i, pad)); err != nil {
+				return
+			}
+		}
+	}()
+	waitUntil(t, "the connection to fill", func() bool { return runtime.NumGoroutine() >= before+maxInflight })
+	time.Sleep(200 * time.Millisecond) // the writer blocked with frames unsent
+	c.CloseNow()
+	<-wrote
+	waitUntil(t, "the held requests to end after the client hung up", func() bool { return runtime.NumGoroutine() <= before+2 })
 }

@@ -159,7 +159,8 @@ func TestMockStdioAnswersConcurrently(t *testing.T) {
 
 // Over TCP a half-closed client (socat, nc -N: the request, then a FIN)
 // gets its delayed answer whole, and nothing else: no byte a real primal
-// would not send (a probe to tell a close from a half-close) leads it.
+// would not send leads it in its stream (the probe that tells a close from
+// a half-close is urgent data, read apart).
 func TestMockTCPHalfCloseGetsTheAnswerAlone(t *testing.T) {
 	m := slowFast(t, 300*time.Millisecond)
 	srv, err := m.Serve(Listen{Endpoint: ipc.Endpoint{Transport: ipc.TCP, Address: "127.0.0.1:0"}, Wire: WireJSONRPC})
@@ -190,5 +191,44 @@ func TestMockTCPHalfCloseGetsTheAnswerAlone(t *testing.T) {
 	}
 	if err := json.Unmarshal(all, &a); err != nil || a.ID != 7 || a.Result != "slow" {
 		t.Fatalf("a half-closed client got %q (%v)", all, err)
+	}
+}
+
+// A client that sends a call the mock delays (a 30 s delay fault) and closes
+// its connection: the mock stops working for it at once, and its goroutines
+// come back to what they were, over TCP (where a close was seen only when
+// the answer was written, 30 s later) and over a Unix socket.
+func TestMockClientCloseEndsTheWorkForIt(t *testing.T) {
+	for _, ep := range []ipc.Endpoint{{Transport: ipc.TCP, Address: "127.0.0.1:0"}, {Transport: ipc.Unix, Path: t.TempDir() + "/m.sock"}} {
+		t.Run(string(ep.Transport), func(t *testing.T) {
+			f, err := ParseFault("a.slow=delay:30s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := New([]Recording{{Method: "a.slow", Params: json.RawMessage(`{}`), Result: json.RawMessage(`"slow"`)}}, Options{Name: "x", Faults: []*Fault{f}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, err := m.Serve(Listen{Endpoint: ep, Wire: WireJSONRPC})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			network, addr := "tcp", srv.Endpoint.Address
+			if ep.Transport == ipc.Unix {
+				network, addr = "unix", srv.Endpoint.Path
+			}
+			base := runtime.NumGoroutine()
+			c, err := net.Dial(network, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(c, `{"jsonrpc":"2.0","id":1,"method":"a.slow","params":{}}`+"\n"); err != nil {
+				t.Fatal(err)
+			}
+			waitWithin(t, 5*time.Second, "the call to be in flight", func() bool { return handling() == 1 })
+			c.Close()
+			waitWithin(t, 3*time.Second, "the mock's goroutines to come back to the base after the client closed", func() bool { return handling() == 0 && runtime.NumGoroutine() <= base })
+		})
 	}
 }

@@ -1,6 +1,6 @@
 // Package mock stands in for a primal: it answers what history recorded
 // of it, on the wire the primal spoke, with faults on demand (primalscope
-// mock). Its servers are internal/peer's, its matcher history.Match.
+// mock). Its servers are internal/peer's, its matcher history.MatchParams.
 package mock
 
 import (
@@ -77,8 +77,11 @@ func ParseLatency(s string) (Latency, error) {
 
 // Options tune a mock.
 type Options struct {
-	// Name is the primal's name, for the capability list and identity.
-	Name string
+	// Name is the primal's name, for the capability list and identity;
+	// Aliases the other names it was recorded under (the capability list
+	// says them).
+	Name    string
+	Aliases []string
 	// Ignore lists params paths that never matter to matching.
 	Ignore []string
 	// ByMethod answers by method alone (--match method).
@@ -106,6 +109,9 @@ type Mock struct {
 	rnd     *rand.Rand
 	served  int
 	missed  int
+	// maxBytes bounds the bytes of the requests answered at once over
+	// every connection of one server (maxInflightBytes; a test lowers it).
+	maxBytes int64
 }
 
 // class is the recordings of one call: one method, params equal but for
@@ -126,7 +132,7 @@ func New(recs []Recording, opts Options) (*Mock, error) {
 			return nil, fmt.Errorf("--ignore %q: not a path such as .a.b or .items[].id", p)
 		}
 	}
-	m := &Mock{opts: opts, methods: map[string][]*class{}, faults: opts.Faults, rnd: opts.Rand}
+	m := &Mock{opts: opts, methods: map[string][]*class{}, faults: opts.Faults, rnd: opts.Rand, maxBytes: maxInflightBytes}
 	if m.rnd == nil {
 		m.rnd = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6d6f636b))
 	}
@@ -149,8 +155,9 @@ func New(recs []Recording, opts Options) (*Mock, error) {
 }
 
 // sameParams reports whether params match recorded params: structurally,
-// ignored paths aside, and a recorded "[redacted]" matching any value (what
-// was sent there is not known).
+// ignored paths aside, params left out, null, {} and [] alike
+// (history.MatchParams), and a recorded "[redacted]" matching any value
+// (what was sent there is not known).
 func sameParams(recorded, params json.RawMessage, ignore []string) bool {
 	changes, err := paramsDiff(recorded, params, ignore)
 	return err == nil && len(changes) == 0
@@ -160,7 +167,7 @@ func sameParams(recorded, params json.RawMessage, ignore []string) bool {
 var redactedJSON = `"` + history.Redacted + `"`
 
 func paramsDiff(recorded, params json.RawMessage, ignore []string) ([]history.Change, error) {
-	changes, err := history.Match(orNull(recorded), orNull(params), ignore)
+	changes, err := history.MatchParams(recorded, params, ignore)
 	if err != nil {
 		return nil, err
 	}
@@ -248,7 +255,7 @@ func (m *Mock) builtin(method string) (any, bool) {
 		sort.Strings(methods)
 		methods = compactStrings(methods)
 		return map[string]any{"primal": name, "version": "mock", "methods": methods, "protocol": "jsonrpc-2.0",
-			"mock": map[string]any{"of": name, "faults": m.faultState()}}, true
+			"mock": map[string]any{"of": name, "aliases": aliases(m.opts.Aliases), "faults": m.faultState()}}, true
 	case "identity.get":
 		return map[string]any{"primal": name, "version": "mock", "domain": "mock"}, true
 	case "health.liveness", "health.check":
@@ -273,6 +280,14 @@ func (m *Mock) faultState() []map[string]any {
 		out = append(out, map[string]any{"spec": f.Spec, "on": !f.Off})
 	}
 	return out
+}
+
+// aliases is a for JSON: [] rather than null for none.
+func aliases(a []string) []string {
+	if a == nil {
+		return []string{}
+	}
+	return a
 }
 
 func compactStrings(s []string) []string {

@@ -52,10 +52,13 @@ const (
 	maxConns        = 64 // connections at once
 	maxInflight     = 64 // requests of one connection answered at once
 	// maxInflightAll bounds the requests answered at once over every
-	// connection of one listener together: with requests up to 4 MiB,
-	// what a mock holds stays near 1 GiB at worst (64 connections of 64
-	// would hold 16 GiB).
-	maxInflightAll = 256
+	// connection of one listener together (64 connections of 64 would be
+	// 4,096), and maxInflightBytes their size: 256 requests of 4 MiB
+	// would still hold 1 GiB; at 64 MiB the requests in flight hold 64
+	// MiB (with one read and waiting for room on each connection, 256 MiB
+	// more at worst).
+	maxInflightAll   = 256
+	maxInflightBytes = 64 << 20
 )
 
 // CleartextError is a mock of a BTSP-only target asked to serve on a wire
@@ -142,14 +145,14 @@ func (m *Mock) Serve(l Listen) (*Server, error) {
 		}
 		hs, err := peer.ListenHolon(addr, peer.HolonConfig{Path: "/" + path, Dispatch: m.dispatch, SpeakFirst: l.SpeakFirst,
 			HelloTimeout: 3 * time.Second, MaxMessage: maxRequestBytes, Lenient: true, MaxConns: maxConns,
-			Concurrent: true, MaxInflight: maxInflight, MaxInflightTotal: maxInflightAll})
+			Concurrent: true, MaxInflight: maxInflight, MaxInflightTotal: maxInflightAll, MaxInflightBytes: m.maxBytes})
 		if err != nil {
 			return nil, inUse(ep.String(), err)
 		}
 		return &Server{Endpoint: hs.Endpoint(), closer: hs}, nil
 	}
 	cfg := peer.Config{Dispatch: m.dispatch, Lean: l.Wire == WireLean, MaxLine: maxRequestBytes, Concurrent: true,
-		MaxInflight: maxInflight, MaxInflightTotal: maxInflightAll, MaxConns: maxConns}
+		MaxInflight: maxInflight, MaxInflightTotal: maxInflightAll, MaxInflightBytes: m.maxBytes, MaxConns: maxConns}
 	switch {
 	case len(l.Seed) > 0:
 		cfg.Accept = peer.RiboCipher(peer.PrefixOptional, m.opts.Name, peer.BTSPGate(btsp.ServerConfig{Seed: l.Seed}, false))
@@ -265,7 +268,8 @@ func holder(path string) string {
 // sessionId is echoed, as a bus worker does for affinity.
 //
 // Requests are handled concurrently, as on a socket: at most maxInflight at
-// once (a full worker reads no more until one finishes), each answer
+// once, of maxInflightBytes in all (a full worker reads no more until one
+// finishes), each answer
 // written whole, one at a time. When in ends, the answers in flight still
 // go out; when ctx is done, or a close or cut fault hangs up, they end and
 // ServeStdio returns, once an answer being written when ctx ended is
@@ -298,6 +302,7 @@ func (m *Mock) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 	}()
 	w := &stdioOut{w: bufio.NewWriter(out), stop: cancel}
 	slots := make(chan struct{}, maxInflight)
+	bounds := peer.NewBounds(0, m.maxBytes) // one connection: its bytes (64 of 4 MiB would be 256 MiB)
 	var hwg sync.WaitGroup
 	defer hwg.Wait() // after cancel on every early return (defers run last first)
 	for {
@@ -329,15 +334,14 @@ func (m *Mock) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) erro
 		if msg.Kind != ipc.KindRequest {
 			continue
 		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			continue // the loop's next turn returns
+		release, ok := bounds.Admit(ctx, slots, len(line), nil)
+		if !ok {
+			continue // ctx ended: the loop's next turn returns
 		}
 		hwg.Add(1)
 		go func() {
 			defer hwg.Done()
-			defer func() { <-slots }()
+			defer release()
 			m.answerStdio(ctx, w, msg, line)
 		}()
 	}

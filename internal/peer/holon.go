@@ -64,6 +64,10 @@ type HolonConfig struct {
 	// MaxInflightTotal bounds the messages handled at once over every
 	// connection together (Concurrent servers; 0: no bound), as Config's.
 	MaxInflightTotal int
+	// MaxInflightBytes bounds the bytes of the messages handled at once
+	// over every connection together (Concurrent servers; 0: no bound), as
+	// Config's.
+	MaxInflightBytes int64
 }
 
 // netConnKey carries an upgraded request's network connection in its
@@ -92,9 +96,9 @@ type HolonServer struct {
 	beatsReceived  atomic.Int64 // client heartbeats received
 	protocolFaults atomic.Int64
 	calls          atomic.Int64
-	// all holds a place for every message being handled, over every
-	// connection (HolonConfig.MaxInflightTotal); nil: no bound.
-	all chan struct{}
+	// bounds hold a place and the size of every message being handled,
+	// over every connection (HolonConfig.MaxInflightTotal, MaxInflightBytes).
+	bounds Bounds
 }
 
 // HolonConn is one client connection to a HolonServer.
@@ -119,8 +123,8 @@ func ListenHolon(addr string, cfg HolonConfig) (*HolonServer, error) {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
 	s := &HolonServer{cfg: cfg, ln: ln, conns: map[*HolonConn]struct{}{}}
-	if cfg.Concurrent && cfg.MaxInflightTotal > 0 {
-		s.all = make(chan struct{}, cfg.MaxInflightTotal)
+	if cfg.Concurrent {
+		s.bounds = NewBounds(cfg.MaxInflightTotal, cfg.MaxInflightBytes)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	mux := http.NewServeMux()
@@ -267,6 +271,14 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 		slots = make(chan struct{}, s.cfg.MaxInflight)
 	}
 	raw, _ := r.Context().Value(netConnKey{}).(net.Conn)
+	// gone says, while the connection is not read, that its client is done
+	// sending (a WebSocket has no half-close, so that client left), or,
+	// full for fullProbe, that it answered the urgent byte with a reset (a
+	// client that closed with frames unsent sends no FIN while they wait).
+	var probed atomic.Bool
+	gone := func(full time.Duration) bool {
+		return raw != nil && (peerDoneSending(raw) || probeTCP(raw, &probed, full))
+	}
 	if s.cfg.BinaryFrame {
 		_ = ws.Write(ctx, websocket.MessageBinary, []byte{0xde, 0xad, 0xbe, 0xef})
 	}
@@ -320,24 +332,14 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if s.cfg.Concurrent {
-			if slots != nil && !acquireSlot(ctx, slots, raw) {
-				return
-			}
-			if s.all != nil && !acquireSlot(ctx, s.all, raw) {
-				if slots != nil {
-					<-slots
-				}
+			release, ok := s.bounds.Admit(ctx, slots, len(data), gone)
+			if !ok {
 				return
 			}
 			hwg.Add(1)
 			go func() {
 				defer hwg.Done()
-				if slots != nil {
-					defer func() { <-slots }()
-				}
-				if s.all != nil {
-					defer func() { <-s.all }()
-				}
+				defer release()
 				if !c.dispatch(ctx, data) {
 					cancel() // ends the read, and the connection
 				}
@@ -346,32 +348,6 @@ func (s *HolonServer) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		if !c.dispatch(ctx, data) {
 			return
-		}
-	}
-}
-
-// acquireSlot takes one of slots for a message, waiting while they are all
-// taken; false when the connection ended first: ctx ended, or its client
-// is done sending (a WebSocket has no half-close: that client left), which
-// raw's socket says while nobody reads it.
-func acquireSlot(ctx context.Context, slots chan struct{}, raw net.Conn) bool {
-	select {
-	case slots <- struct{}{}:
-		return true
-	default:
-	}
-	t := time.NewTicker(hangupCheck)
-	defer t.Stop()
-	for {
-		select {
-		case slots <- struct{}{}:
-			return true
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			if raw != nil && peerDoneSending(raw) {
-				return false
-			}
 		}
 	}
 }

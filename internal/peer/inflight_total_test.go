@@ -19,9 +19,11 @@ import (
 // run at once (the peak) and each request it saw.
 type gate struct {
 	running, peak atomic.Int64
-	release       chan struct{}
-	mu            sync.Mutex
-	seen          map[string]int
+	// bytes and peakBytes: the params' sizes of the handlers running.
+	bytes, peakBytes atomic.Int64
+	release          chan struct{}
+	mu               sync.Mutex
+	seen             map[string]int
 }
 
 func newGate() *gate { return &gate{release: make(chan struct{}), seen: map[string]int{}} }
@@ -30,6 +32,10 @@ func (g *gate) dispatch(ctx context.Context, _ string, params json.RawMessage) (
 	n := g.running.Add(1)
 	for p := g.peak.Load(); n > p && !g.peak.CompareAndSwap(p, n); p = g.peak.Load() {
 	}
+	b := g.bytes.Add(int64(len(params)))
+	for p := g.peakBytes.Load(); b > p && !g.peakBytes.CompareAndSwap(p, b); p = g.peakBytes.Load() {
+	}
+	defer g.bytes.Add(-int64(len(params)))
 	g.mu.Lock()
 	g.seen[string(params)]++
 	g.mu.Unlock()

@@ -78,6 +78,12 @@ type Config struct {
 	// connection of the server together (Concurrent servers; 0: no bound):
 	// a connection waits, unread, for a place as for one of its own.
 	MaxInflightTotal int
+	// MaxInflightBytes bounds the bytes of the requests handled at once
+	// over every connection together (their lines or frames as they came;
+	// Concurrent servers; 0: no bound): a connection waits, unread, for
+	// room as for a place. A request larger than the bound waits for all
+	// of it.
+	MaxInflightBytes int64
 	// MaxConns bounds the connections served at once (0: no bound); a
 	// connection past it is closed at once.
 	MaxConns int
@@ -119,9 +125,9 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	calls  atomic.Int64
-	// all holds a place for every request being handled, over every
-	// connection (Config.MaxInflightTotal); nil: no bound.
-	all chan struct{}
+	// bounds hold a place and the size of every request being handled,
+	// over every connection (Config.MaxInflightTotal, MaxInflightBytes).
+	bounds Bounds
 }
 
 // ServerConn is one client connection to a Server.
@@ -133,7 +139,8 @@ type ServerConn struct {
 	nextID  atomic.Uint64
 	pmu     sync.Mutex
 	pending map[string]chan *ipc.Message
-	fr      ipc.Framer // non-nil when serving through a handshake's framer
+	fr      ipc.Framer  // non-nil when serving through a handshake's framer
+	probed  atomic.Bool // gone sent its urgent byte (TCP)
 	// ctx ends when the client hangs up (a half-close still gets its
 	// answers), the server side closes it, or the server stops; its
 	// handlers get it.
@@ -174,9 +181,7 @@ func serve(ln net.Listener, cfg Config) *Server {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{cfg: cfg, Addr: ln.Addr().String(), conns: map[*ServerConn]struct{}{}, ctx: ctx, cancel: cancel}
-	if cfg.MaxInflightTotal > 0 {
-		s.all = make(chan struct{}, cfg.MaxInflightTotal)
-	}
+	s.bounds = NewBounds(cfg.MaxInflightTotal, cfg.MaxInflightBytes)
 	s.acc = Serve(ln, s.serveConn)
 	return s
 }
@@ -322,24 +327,14 @@ func (sc *ServerConn) serve() {
 		}
 		flush := sc.fr != nil || r.Buffered() == 0
 		if s.cfg.Concurrent {
-			if slots != nil && !sc.acquire(slots) {
-				return
-			}
-			if s.all != nil && !sc.acquire(s.all) {
-				if slots != nil {
-					<-slots
-				}
+			release, ok := s.bounds.Admit(sc.ctx, slots, len(line), sc.gone)
+			if !ok {
 				return
 			}
 			hwg.Add(1)
 			go func() {
 				defer hwg.Done()
-				if slots != nil {
-					defer func() { <-slots }()
-				}
-				if s.all != nil {
-					defer func() { <-s.all }()
-				}
+				defer release()
 				sc.dispatch(m, true)
 			}()
 			continue
@@ -367,6 +362,11 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 		return
 	default:
 	}
+	if sc.gone(0) { // over TCP, this sends the probe at once
+		sc.cancel()
+		<-done
+		return
+	}
 	t := time.NewTicker(hangupCheck)
 	defer t.Stop()
 	for {
@@ -377,7 +377,7 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 			<-done
 			return
 		case <-t.C:
-			if sc.gone(false) {
+			if sc.gone(0) {
 				sc.cancel()
 				<-done
 				return
@@ -386,39 +386,60 @@ func (sc *ServerConn) drain(hwg *sync.WaitGroup) {
 	}
 }
 
-// acquire takes one of slots for a request, waiting while they are all
-// taken; false when the connection ended first (the server stopped or the
-// client hung up), and then the request is not handled.
-func (sc *ServerConn) acquire(slots chan struct{}) bool {
-	select {
-	case slots <- struct{}{}:
-		return true
-	default:
-	}
-	t := time.NewTicker(hangupCheck)
-	defer t.Stop()
-	for {
-		select {
-		case slots <- struct{}{}:
-			return true
-		case <-sc.ctx.Done():
-			return false
-		case <-t.C:
-			if sc.gone(true) {
-				return false
-			}
-		}
-	}
+// gone reports whether the client has left, for a connection the server
+// is not reading: its read side ended with requests in flight (full is 0),
+// or every slot has been taken for full. A Unix socket says so (hungUp).
+// Over TCP a client's close and a half-close both arrive as a FIN, and only
+// sending to it tells them apart (a closed client answers with a reset): once
+// the FIN is in, gone sends one urgent byte (urgentProbe), which a client
+// that still reads never sees in its stream, and the reset it draws from a
+// client that closed is seen at the next look. A full connection may see no
+// FIN at all (a client that closed with requests unsent waits for the
+// server to read them before its FIN goes), so one full for fullProbe is
+// sent the byte too. Without it a TCP client that closed with calls in
+// flight was seen only when their answers were written: a delay fault of
+// 30 s kept working 30 s for nobody.
+func (sc *ServerConn) gone(full time.Duration) bool {
+	return hungUp(sc.c) || probeTCP(sc.c, &sc.probed, full)
 }
 
-// gone reports whether the client has left, for a connection the server
-// is not reading: its read side ended with requests in flight, or every
-// slot is taken (full). A Unix socket says so (hungUp). Over TCP a client's
-// close and a half-close both arrive as a FIN, and only writing to it would
-// tell them apart (a closed client answers with a reset): a real primal
-// sends nothing unasked, so neither does this server, and a TCP client
-// that closed with calls in flight is seen when their answers are written.
-func (sc *ServerConn) gone(bool) bool { return hungUp(sc.c) }
+// probeTCP sends c its urgent byte (urgentProbe) when c is TCP, full for
+// fullProbe or its peer done sending, and probed says none went yet; true
+// when the send failed (the client is gone).
+func probeTCP(c net.Conn, probed *atomic.Bool, full time.Duration) bool {
+	if _, tcp := c.(*net.TCPConn); tcp && (full >= fullProbe || peerDoneSending(c)) && probed.CompareAndSwap(false, true) {
+		return urgentProbe(c) != nil
+	}
+	return false
+}
+
+// fullProbe is how long a TCP connection waits unread for room before gone
+// sends its urgent byte without a FIN: past a burst of pipelined requests.
+const fullProbe = 500 * time.Millisecond
+
+// urgentProbe sends one byte of TCP urgent data (MSG_OOB) on c: a client
+// that reads its stream as usual (without SO_OOBINLINE, the default) never
+// reads it there, but a client that closed answers it with a reset, as it
+// answers any data. It is sent once a connection: a second urgent byte
+// would push the first into the stream.
+func urgentProbe(c net.Conn) error {
+	sysc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sysc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if cerr := rc.Control(func(fd uintptr) { serr = unix.Sendto(int(fd), []byte{0}, unix.MSG_OOB, nil) }); cerr != nil {
+		return cerr
+	}
+	if errors.Is(serr, unix.EAGAIN) {
+		return nil // the send buffer is full: no byte went, and the client is reading answers
+	}
+	return serr
+}
 
 // hungUp reports whether the client of c has closed the connection (or it
 // broke), whatever it sent before that the server has not read yet. A
