@@ -210,6 +210,14 @@ func NewConn(f Framer, opts Options) *Conn {
 	return c
 }
 
+// ctxWriter is a Framer that may resend a message later (secureFramer,
+// after the peer refused the connection it was written on): it is told
+// the context of the call that writes it, and resends it only while that
+// call still waits.
+type ctxWriter interface {
+	writeFrameCtx(ctx context.Context, p []byte) error
+}
+
 // notResentReporter is a Framer that may drop messages it was given
 // instead of resending them on a new connection (secureFramer).
 type notResentReporter interface {
@@ -586,7 +594,13 @@ func (c *Conn) write(ctx context.Context, frame []byte) error {
 		}
 	}
 	c.trace(Out, frame, "") // before the write, so the trace never shows an answer before its call
-	if err := c.f.WriteFrame(frame); err != nil {
+	var err error
+	if cw, ok := c.f.(ctxWriter); ok {
+		err = cw.writeFrameCtx(ctx, frame)
+	} else {
+		err = c.f.WriteFrame(frame)
+	}
+	if err != nil {
 		if errors.Is(err, errNotWritten) {
 			// Nothing reached the stream: only this call fails.
 			c.trace(Note, nil, "not sent: "+err.Error())
