@@ -431,9 +431,9 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 	case auto && p.prefix && code == -32700 && connLevel:
 		// The prefixed line could not be parsed: the prefix is not wanted.
 		// A parse error reconnects only when the resend rule resends
-		// (resendable): a peer that answers a parse error reads on, and
-		// answers the lines after the first on this connection, so with
-		// more written the connection is kept and nothing is failed.
+		// (resendable). With more written, it names none of them: the
+		// Conn settles the calls in flight (their answers by id, the
+		// rest as unattributed) and then closes the connection.
 		d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
 		if f.resendable() && !f.tried[plan{}] {
 			return actNoPrefix, "the peer answered the riboCipher prefix with a parse error (-32700)"
