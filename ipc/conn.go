@@ -132,10 +132,20 @@ type Conn struct {
 	settled  idRing // answered ids, to tell duplicates
 	timedOut idRing // abandoned ids (timed out, not resent), to tell stale answers
 	closed   bool
-	closeErr error  // why the connection ended
-	peerErr  error  // an id-less error the peer sent (BTSP required, parse error...)
-	invalid  int    // frames that were not JSON-RPC
-	lastBad  []byte // the most recent such frame, cut short
+	closeErr error // why the connection ended
+	peerErr  error // an id-less error the peer sent (BTSP required, parse error...)
+	// unattributed counts the errors with no id (a parse error...) the
+	// peer sent while more than one call was in flight, and unattrIn how
+	// many were in flight at the first: each answers one of them, and which
+	// cannot be told. From the first on, no new call is sent; the calls in
+	// flight keep the answers the peer gives them by id, and the last ones
+	// left, as many as such errors, fail with *UnattributedError (a peer
+	// answers every request it read: they are the ones it refused, or
+	// still runs); then the connection is closed (see settleUnattributedLocked).
+	unattributed int
+	unattrIn     int
+	invalid      int    // frames that were not JSON-RPC
+	lastBad      []byte // the most recent such frame, cut short
 	// unknownIDs counts answers to ids primalscope never sent; lastUnknown
 	// is the latest such id, cut short.
 	unknownIDs  int
@@ -208,6 +218,14 @@ func NewConn(f Framer, opts Options) *Conn {
 	}
 	go c.readLoop()
 	return c
+}
+
+// ctxWriter is a Framer that may resend a message later (secureFramer,
+// after the peer refused the connection it was written on): it is told
+// the context of the call that writes it, and resends it only while that
+// call still waits.
+type ctxWriter interface {
+	writeFrameCtx(ctx context.Context, p []byte) error
 }
 
 // notResentReporter is a Framer that may drop messages it was given
@@ -381,7 +399,9 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 // context.Canceled, *ClosedError, *BTSPRequiredError, *FrameTooLargeError
 // (wrapped in *ClosedError), *NotResentError (the peer refused the
 // connection after an earlier request: this one may have reached it and is
-// not sent again).
+// not sent again), *UnattributedError (the peer answered an error with no
+// id while several calls were in flight, and this one got no answer of its
+// own).
 func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, c.ctxErr(err, req, 0)
@@ -404,6 +424,13 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 	}
 	if c.closed {
 		err := c.closedErrLocked(0)
+		c.mu.Unlock()
+		return nil, err
+	}
+	if c.unattributed > 0 {
+		// The peer refused a request it did not name: the calls in flight
+		// are being settled, and nothing more goes on this connection.
+		err := &ClosedError{Cause: fmt.Errorf("not sent: %w", c.unattributedCauseLocked())}
 		c.mu.Unlock()
 		return nil, err
 	}
@@ -586,7 +613,13 @@ func (c *Conn) write(ctx context.Context, frame []byte) error {
 		}
 	}
 	c.trace(Out, frame, "") // before the write, so the trace never shows an answer before its call
-	if err := c.f.WriteFrame(frame); err != nil {
+	var err error
+	if cw, ok := c.f.(ctxWriter); ok {
+		err = cw.writeFrameCtx(ctx, frame)
+	} else {
+		err = c.f.WriteFrame(frame)
+	}
+	if err != nil {
 		if errors.Is(err, errNotWritten) {
 			// Nothing reached the stream: only this call fails.
 			c.trace(Note, nil, "not sent: "+err.Error())

@@ -28,7 +28,13 @@ func (c *Conn) readLoop() {
 		n := len(c.pending)
 		err := c.closedErrLocked(n)
 		for id, p := range c.pending {
-			p.ch <- result{err: err}
+			if c.unattributed > 0 {
+				// In flight when the peer refused a request it did not
+				// name: it may be this one.
+				p.ch <- result{err: c.unattributedErrLocked(p)}
+			} else {
+				p.ch <- result{err: err}
+			}
 			delete(c.pending, id)
 		}
 		if demand != nil && c.peerErr == nil {
@@ -210,9 +216,11 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 		if ok && p != nil {
 			foreign = busMismatch(p, m)
 		}
+		end := false
 		if ok && p != nil && foreign == "" {
 			delete(c.pending, id)
 			c.settled.add(id)
+			end = c.settleUnattributedLocked()
 		} else {
 			m.Kind = KindUnmatched
 			switch {
@@ -244,6 +252,9 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 		}
 		c.mu.Unlock()
 		c.trace(In, frame, m.Warning)
+		if end {
+			c.endUnattributed()
+		}
 		if m.Kind == KindResponse {
 			return answer{p: p, m: m, id: id}, true
 		}
@@ -265,7 +276,7 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 		// An error with a null or missing id: the peer could not tell which
 		// call it answers (a parse error) or is refusing the whole
 		// connection (BTSP required). It ends the call in flight when there
-		// is exactly one.
+		// is exactly one; with more, see Conn.unattributed.
 		c.trace(In, frame, "error without an id")
 		if m.Error != nil && m.Error.IsBTSPRequired() {
 			c.mu.Lock()
@@ -282,13 +293,32 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 		if m.Error != nil {
 			c.peerErr = m.Error
 		}
-		if len(c.pending) == 1 {
+		if len(c.pending) == 1 && c.unattributed == 0 {
 			for id, p := range c.pending {
 				delete(c.pending, id)
 				c.mu.Unlock()
 				p.ch <- result{m: m}
 				return answer{}, false
 			}
+		}
+		if len(c.pending) > 1 || c.unattributed > 0 {
+			// It answers one of the calls in flight, which cannot be
+			// told (a peer that closes after a parse error, as the stdio
+			// bus does, and one that reads on alike): see unattributed.
+			if c.unattributed == 0 {
+				c.unattrIn = len(c.pending)
+			}
+			c.unattributed++
+			n := len(c.pending)
+			end := c.settleUnattributedLocked()
+			c.mu.Unlock()
+			c.trace(Note, nil, fmt.Sprintf("the peer's error with no id answers one of the %d call(s) in flight, which cannot be told: "+
+				"no new call is sent on this connection; the calls answered by id keep their answers, the rest fail as unattributed (not resent), then it closes", n))
+			c.deliver(m)
+			if end {
+				c.endUnattributed()
+			}
+			return answer{}, false
 		}
 		c.mu.Unlock()
 		c.deliver(m)
@@ -315,6 +345,47 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 		c.deliver(m)
 	}
 	return answer{}, false
+}
+
+// settleUnattributedLocked fails the calls in flight once no more of them
+// are left than the peer sent errors with no id (see Conn.unattributed):
+// a peer answers each request it read, by id or, when it could not read
+// it, with such an error, so the calls left are the ones it refused, or
+// one it still runs; which of them cannot be told, so each fails with
+// *UnattributedError, and its id joins the abandoned ones (a late answer
+// is stale). It reports whether the connection is to be closed (then
+// endUnattributed, without c.mu). Called with c.mu held.
+func (c *Conn) settleUnattributedLocked() bool {
+	if c.unattributed == 0 || len(c.pending) > c.unattributed {
+		return false
+	}
+	for id, p := range c.pending {
+		p.ch <- result{err: c.unattributedErrLocked(p)}
+		delete(c.pending, id)
+		c.timedOut.add(id)
+	}
+	return true
+}
+
+// endUnattributed closes the connection once its calls are settled after
+// an error with no id: its stream holds a request the peer refused without
+// saying which, and nothing more is sent on it.
+func (c *Conn) endUnattributed() {
+	c.mu.Lock()
+	cause := c.unattributedCauseLocked()
+	c.mu.Unlock()
+	c.trace(Note, nil, "closing: "+cause.Error())
+	c.fail(cause)
+}
+
+func (c *Conn) unattributedErrLocked(p *pendingCall) error {
+	re, _ := c.peerErr.(*RPCError)
+	return &UnattributedError{Method: p.method, Peer: re, InFlight: c.unattrIn}
+}
+
+func (c *Conn) unattributedCauseLocked() error {
+	return fmt.Errorf("the peer answered %d error(s) with no id (the last: %v) while %d calls were in flight: which request it refused cannot be told, and the connection takes no new call",
+		c.unattributed, c.peerErr, c.unattrIn)
 }
 
 // busMismatch says how an answer's stdio bus routing fields contradict the

@@ -140,6 +140,25 @@ func (e *NotResentError) Error() string {
 		"this one may have reached the peer, so it is not sent again (retry it yourself if it is safe to repeat)", e.Method, e.Refusal)
 }
 
+// UnattributedError is returned for a call that was in flight when the
+// peer sent an error naming no call (an id null or absent: a parse error,
+// -32700, most often) while more than one call was in flight, and that
+// got no answer of its own: the peer's error may be this call's or
+// another's, so this request may have reached the peer, and the peer may
+// be running it. It is not sent again. The connection takes no new call
+// after such an error (it is closed once the calls in flight are settled).
+type UnattributedError struct {
+	Method   string
+	Peer     *RPCError // what the peer said, with no id
+	InFlight int       // calls in flight when it said so
+}
+
+func (e *UnattributedError) Error() string {
+	return fmt.Sprintf("%s: no answer of its own: the peer answered an error with no id (%v) while %d calls were in flight on the connection, "+
+		"so which request it refused cannot be told; this one may have reached the peer and is not sent again (retry it yourself if it is safe to repeat)",
+		e.Method, e.Peer, e.InFlight)
+}
+
 // FrameTooLargeError is returned when a peer sends a message longer than the
 // limit. The connection cannot be resynchronised and is closed.
 type FrameTooLargeError struct {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/user"
 	"strconv"
@@ -15,10 +16,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PeerPolicy says which local users may serve a Unix socket primalscope
+// PeerPolicy says which local users may serve a Unix socket, or a
+// loopback TCP port (127.0.0.0/8, ::1: the owner of the listening socket,
+// from the kernel's socket tables on Linux; see tcpowner.go), primalscope
 // speaks to. The zero value is the safe one: a socket served by anyone
 // but the user and root (or whose file belongs to anyone else) is refused
-// with *ForeignPeerError before a byte is sent.
+// with *ForeignPeerError before a byte is sent. A TCP port of another
+// address has no owner to check; a loopback port whose owner cannot be
+// read (no /proc) is reached, and said to be unchecked (the trace, and
+// Security.Warn for a call).
 type PeerPolicy struct {
 	// TrustUIDs are uids trusted besides the user's own and root, on top
 	// of Security.TrustUIDs (the run's --trust-uid and trust_uids).
@@ -31,6 +37,8 @@ type PeerPolicy struct {
 	// connection made (abstract ones included), before anything is sent.
 	// It may be called from several goroutines.
 	Seen func(PeerIdentity) `json:"-"`
+	// procNet is where the kernel's socket tables are read ("": /proc/net).
+	procNet string
 }
 
 // PeerIdentity is who serves a Unix socket, as the kernel says
@@ -189,7 +197,7 @@ func lookupUser(uid uint32) string {
 }
 
 // DialPeer connects a socket endpoint as DialStream does (within
-// opts.ConnectTimeout) and, for a Unix one, checks who serves it against
+// opts.ConnectTimeout) and, for a Unix one or a loopback TCP port, checks who serves it against
 // opts.Peer and opts.Security.TrustUIDs before the caller sends anything:
 // a foreign server is a *ForeignPeerError unless the policy only observes.
 // It is for wires that are not JSON-RPC (HTTP event streams, probes of
@@ -199,7 +207,7 @@ func DialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) 
 }
 
 // dialPeer connects a socket endpoint as DialStream does and then, for a
-// Unix one, checks who serves it against opts.Peer before anything is
+// Unix one or a loopback TCP port, checks who serves it against opts.Peer before anything is
 // sent: a foreign server is a *ForeignPeerError unless the policy only
 // observes.
 func dialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) {
@@ -207,21 +215,38 @@ func dialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	id, isUnix, err := peerIdentity(c, ep)
-	if !isUnix {
-		return paced(c, opts.ReadPace), nil
-	}
 	name := opts.Endpoint
 	if name == "" {
 		name = ep.String()
 	}
-	if err != nil {
-		c.Close()
-		return nil, &DialError{Endpoint: name, Err: fmt.Errorf("cannot tell who serves the socket: %w", err)}
-	}
 	pol := opts.Peer
 	pol.TrustUIDs = append(append([]uint32(nil), pol.TrustUIDs...), opts.Security.TrustUIDs...)
-	pol.judge(&id)
+	id, isUnix, err := peerIdentity(c, ep)
+	if !isUnix {
+		dst, loopback := tcpLoopback(c)
+		if !loopback {
+			// Another host's port, or this host's by a non-loopback
+			// address: no local user to check (tcpowner.go).
+			return paced(c, opts.ReadPace), nil
+		}
+		dir := pol.procNet
+		if dir == "" {
+			dir = procNetDir
+		}
+		id, err = tcpPeerIdentity(dir, dst, &pol)
+		if err != nil {
+			// Not checked: said loudly, never taken as checked. The
+			// connection is made as before this check existed.
+			uncheckedTCP(opts, name, dst, err, pol.Observe)
+			return paced(c, opts.ReadPace), nil
+		}
+	} else {
+		if err != nil {
+			c.Close()
+			return nil, &DialError{Endpoint: name, Err: fmt.Errorf("cannot tell who serves the socket: %w", err)}
+		}
+		pol.judge(&id)
+	}
 	if pol.Seen != nil {
 		pol.Seen(id)
 	}
@@ -230,6 +255,19 @@ func dialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) 
 		return nil, &ForeignPeerError{Endpoint: name, Peer: id}
 	}
 	return paced(c, opts.ReadPace), nil
+}
+
+// uncheckedTCP says that who serves the loopback TCP port dst could not be
+// told: to the trace, and, for a call (not a probe, which sends nothing
+// of the user's), to Security.Warn, where the user sees it.
+func uncheckedTCP(opts Options, name string, dst netip.AddrPort, why error, probe bool) {
+	s := fmt.Sprintf("who serves the loopback port %s is NOT checked (%v): any local user may be serving it", dst, why)
+	if opts.Trace != nil {
+		opts.Trace(TraceEvent{Time: time.Now(), Dir: Note, Warning: "WARNING: " + s})
+	}
+	if !probe && opts.Security.Warn != nil {
+		opts.Security.Warn(name + ": " + s)
+	}
 }
 
 // paced is c read at most once per pace (Options.ReadPace), or c itself

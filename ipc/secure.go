@@ -161,12 +161,10 @@ func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 				} else {
 					d.note("the endpoint requires BTSP (" + why + ") and no seed is known for family " + d.foreign + ": not connecting")
 				}
-				claimed := d.foreign == d.sec.ClaimedFamily && d.sec.TargetFamily == "" && !FamilyScoped(d.ep, d.foreign)
-				return nil, &BTSPRequiredError{Endpoint: d.name, Family: d.foreign, OwnFamily: d.sec.Family, Claimed: claimed,
-					Unbound: !claimed && d.sec.Family == "" && !d.sec.Seed.IsZero()}
+			} else {
+				d.note("the endpoint requires BTSP (" + why + ") and no family seed is set: not connecting")
 			}
-			d.note("the endpoint requires BTSP (" + why + ") and no family seed is set: not connecting")
-			return nil, &BTSPRequiredError{Endpoint: d.name}
+			return nil, d.refusal()
 		}
 		switch {
 		case d.foreign != "" && d.sec.Family == "" && !d.sec.Seed.IsZero():
@@ -179,6 +177,47 @@ func (d *secureDialer) open(ctx context.Context) (Framer, error) {
 		d.forcedCleartext = true
 	}
 	return d.cleartext(ctx, facts)
+}
+
+// refusal is the error of a dial that sends nothing because the endpoint
+// requires BTSP and no seed is offered to it (see Security.SeedFor).
+func (d *secureDialer) refusal() *BTSPRequiredError {
+	if d.foreign == "" {
+		return &BTSPRequiredError{Endpoint: d.name}
+	}
+	claimed := d.foreign == d.sec.ClaimedFamily && d.sec.TargetFamily == "" && !FamilyScoped(d.ep, d.foreign)
+	return &BTSPRequiredError{Endpoint: d.name, Family: d.foreign, OwnFamily: d.sec.Family, Claimed: claimed,
+		Unbound: !claimed && d.sec.Family == "" && !d.sec.Seed.IsZero()}
+}
+
+// SeedRefusal is the judgement a call to the socket ep (named name in
+// errors) meets before anything is sent, as a dial with s makes it: when
+// ep requires BTSP (s.RequireBTSP, s.FamilyScoped, or a family its name or
+// s says it belongs to) and no seed is offered to it (SeedFor: a seed
+// given with no family goes to no family's socket), the same
+// *BTSPRequiredError the dial returns, which says the family and how to
+// give or bind a seed for it (exit 5). nil when a seed is offered,
+// cleartext is asked for by name (--btsp-cipher null), or nothing known
+// before dialling says ep requires BTSP (a peer's demand is met, or
+// refused, when the call is made). What the endpoint memory learned is
+// not consulted.
+func (s *Security) SeedRefusal(ep Endpoint, name string) *BTSPRequiredError {
+	if ep.Transport != Unix && ep.Transport != Abstract && ep.Transport != TCP {
+		return nil // no BTSP on other transports
+	}
+	d := &secureDialer{ep: ep, sec: *s, name: name}
+	if d.name == "" {
+		d.name = ep.String()
+	}
+	seed, fam, known := s.SeedFor(ep)
+	d.seeds, d.family = seed.candidates(), fam
+	if !known {
+		d.foreign = fam
+	}
+	if req, _ := d.btspRequired(EndpointFacts{}); !req || len(d.seeds) > 0 || s.cleartextOnPurpose() {
+		return nil
+	}
+	return d.refusal()
 }
 
 // cleartext opens an unsettled cleartext connection (see secureFramer).

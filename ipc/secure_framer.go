@@ -72,6 +72,10 @@ type secureFramer struct {
 	// first message in written was sent under: its call's deadline, which
 	// bounds a reconnect that resends it.
 	firstDL int64
+	// firstCtx is the context of the call that wrote it (nil when written
+	// by WriteFrame, outside a call): once it ends, nobody waits for the
+	// message and it is not resent (see reconnect).
+	firstCtx context.Context
 
 	// notResent, set by the Conn before it reads, is told the messages
 	// written on a refused connection that are not resent (all but the
@@ -139,7 +143,12 @@ func (f *secureFramer) SessionSecurity() (SessionSecurity, bool) {
 // WriteFrame writes one message; before the connection is settled it is
 // kept for resending, and a failed write is left for the reading side to
 // discover (the peer may have refused the connection and closed it).
-func (f *secureFramer) WriteFrame(p []byte) error {
+func (f *secureFramer) WriteFrame(p []byte) error { return f.writeFrameCtx(nil, p) }
+
+// writeFrameCtx is WriteFrame for the call whose context is ctx (nil for
+// none): a message kept for resending is resent only while ctx lasts, and
+// one whose ctx ended while it waited for a reconnect is not written.
+func (f *secureFramer) writeFrameCtx(ctx context.Context, p []byte) error {
 	if f.settled.Load() {
 		return f.writeSettled(p)
 	}
@@ -147,16 +156,21 @@ func (f *secureFramer) WriteFrame(p []byte) error {
 		return err
 	}
 	defer f.mu.Unlock()
+	if ctx != nil && ctx.Err() != nil {
+		// It waited through a reconnect and its caller has gone.
+		return fmt.Errorf("waiting for the connection to settle: %w %w", errNotWritten, context.Cause(ctx))
+	}
 	f.applyWriteDeadline()
 	if f.settled.Load() {
 		return f.writeSettled(p)
 	}
 	if !f.noSend {
 		if len(f.written) >= maxResendFrames || f.wbytes+len(p) > maxResendBytes {
-			f.noSend, f.written, f.wbytes = true, nil, 0
+			f.noSend, f.written, f.wbytes, f.firstCtx = true, nil, 0, nil
 		} else {
 			if len(f.written) == 0 {
 				f.firstDL = f.wdl.Load()
+				f.firstCtx = ctx
 			}
 			f.written = append(f.written, append([]byte(nil), p...))
 			f.wbytes += len(p)
@@ -309,7 +323,7 @@ func (f *secureFramer) dropUnproven(why string) {
 		return
 	}
 	rest := f.written
-	f.written, f.wbytes, f.firstDL = nil, 0, 0
+	f.written, f.wbytes, f.firstDL, f.firstCtx = nil, 0, 0, nil
 	f.d.note(fmt.Sprintf("%d messages were written on the refused connection: NOT resent (a refusal does not say which line it answers; the peer may be running any of them)", len(rest)))
 	if f.notResent != nil {
 		f.notResent(rest, why)
@@ -342,7 +356,7 @@ func (f *secureFramer) readSettled() ([]byte, error) {
 
 // settle ends the unsettled phase. Called with mu held.
 func (f *secureFramer) settle() {
-	f.written, f.wbytes, f.firstDL = nil, 0, 0
+	f.written, f.wbytes, f.firstDL, f.firstCtx = nil, 0, 0, nil
 	f.settled.Store(true)
 }
 
@@ -417,9 +431,9 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 	case auto && p.prefix && code == -32700 && connLevel:
 		// The prefixed line could not be parsed: the prefix is not wanted.
 		// A parse error reconnects only when the resend rule resends
-		// (resendable): a peer that answers a parse error reads on, and
-		// answers the lines after the first on this connection, so with
-		// more written the connection is kept and nothing is failed.
+		// (resendable). With more written, it names none of them: the
+		// Conn settles the calls in flight (their answers by id, the
+		// rest as unattributed) and then closes the connection.
 		d.remember(func(ef *EndpointFacts) { no := false; ef.Prefix = &no })
 		if f.resendable() && !f.tried[plan{}] {
 			return actNoPrefix, "the peer answered the riboCipher prefix with a parse error (-32700)"
@@ -508,11 +522,35 @@ func (f *secureFramer) reconnect(act action, why string, frame []byte, refusal *
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("not resent after reconnecting: %w %w", errNotWritten, context.Cause(ctx))
 	}
+	// A call given up meanwhile (cancelled: with no deadline, nothing
+	// else ends its wait) is not sent again: its caller no longer waits
+	// for it, and a request reaches the peer only for someone who does.
+	// The new connection serves the calls that follow.
+	fc := f.firstCtx
+	if fc != nil && fc.Err() != nil {
+		d.note(fmt.Sprintf("the call was cancelled during the reconnect (%v): its request is NOT resent", context.Cause(fc)))
+		f.written, f.wbytes, f.firstDL, f.firstCtx = nil, 0, 0, nil
+		return nil
+	}
 	// The resend is bounded by the same deadline: a peer that stops
-	// reading would otherwise hold it, and mu, until Close.
+	// reading would otherwise hold it, and mu, until Close; and a cancel
+	// of its call cuts it short.
 	if wd, ok := next.(WriteDeadliner); ok {
 		_ = wd.SetWriteDeadline(dl)
-		defer func() { _ = wd.SetWriteDeadline(time.Time{}) }()
+		var stop func() bool
+		fired := make(chan struct{})
+		if fc != nil {
+			stop = context.AfterFunc(fc, func() {
+				_ = wd.SetWriteDeadline(time.Unix(1, 0))
+				close(fired)
+			})
+		}
+		defer func() {
+			if stop != nil && !stop() {
+				<-fired // its deadline is set: the reset below comes after it
+			}
+			_ = wd.SetWriteDeadline(time.Time{})
+		}()
 	}
 	for _, w := range f.written {
 		if err := next.WriteFrame(w); err != nil && !isPeerGone(err) {

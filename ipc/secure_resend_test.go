@@ -147,3 +147,82 @@ func TestRefusalWithManyWrittenResendsNone(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelledCallIsNotResentAfterReconnect: a call cancelled (no
+// deadline) while the connection reconnects after the peer's BTSP demand
+// is not sent again on the new connection: its caller has given it up, and
+// a request reaches a peer at most once, only while someone waits for it.
+// The peer (HostileBTSP, from ECOSYSTEM-FACTS.md) demands BTSP, then holds
+// the handshake until the call is cancelled; a later call is written on
+// the new connection after whatever the reconnect resent. The cancelled
+// request was resent there (the reconnect is bounded only by the call's
+// deadline, and a cancelled call has none).
+func TestCancelledCallIsNotResentAfterReconnect(t *testing.T) {
+	checkNoLeak(t)
+	helloRead := make(chan struct{}, 4)
+	release := make(chan struct{})
+	h, err := ipctest.ListenHostileBTSP(filepath.Join(tempDir(t), "p.sock"), &ipctest.HostileBTSP{
+		Seed: []byte(testFamilySeed),
+		BeforeHello: func() {
+			helloRead <- struct{}{}
+			select {
+			case <-release:
+			case <-time.After(5 * time.Second):
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ep, err := ipc.ParseEndpoint(h.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace traceLog
+	c := mustDial(t, ep, ipc.Options{Trace: trace.add,
+		Security: ipc.Security{Seed: ipc.NewSeed(testFamilySeed), Prefix: ipc.PrefixOff, Cipher: btsp.CipherNull}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, "m.once", nil)
+		done <- err
+	}()
+	select {
+	case <-helloRead:
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("the client never started the BTSP handshake")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the cancelled call: want context.Canceled, got %T: %v", err, err)
+		}
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("cancelling did not end the call")
+	}
+	close(release)
+	// Written on the new connection after anything the reconnect resent.
+	if _, err := c.Call(ctxT(t, 5*time.Second), "m.after", nil); err != nil {
+		t.Errorf("m.after on the reconnected connection: %v", err)
+	}
+	got := h.Received()
+	if len(got) < 2 {
+		t.Fatalf("the peer saw %d connection(s), want the refused one and the BTSP one", len(got))
+	}
+	if !strings.Contains(string(got[0]), `"m.once"`) {
+		t.Errorf("the first connection did not carry m.once: %q", got[0])
+	}
+	for i, b := range got[1:] {
+		if strings.Contains(string(b), `"m.once"`) {
+			t.Errorf("connection %d carried the cancelled m.once again after the reconnect:\n%s", i+2, trimTrace(trace.String()))
+		}
+	}
+	if !strings.Contains(trace.String(), "cancelled") {
+		t.Errorf("the trace does not say the cancelled call was not resent:\n%s", trimTrace(trace.String()))
+	}
+}

@@ -105,10 +105,10 @@ func (l *listener) stop(key string) {
 }
 
 // wanted reports whether t should be heard: it is spoken to (not a tarpc
-// sidecar, has an address, is not BTSP without a seed), and is live, a
-// holon, or the biomeOS API's event stream.
+// sidecar, has an address, is not BTSP without a seed offered to it: see
+// target.seeded), and is live, a holon, or the biomeOS API's event stream.
 func (l *listener) wanted(t *target) bool {
-	if t == nil || t.Kind == discovery.KindTarpc || t.endpoint() == "" || (t.BTSP() && !l.pc.cfg.CanBTSP) || l.gaveUp[t.ID] {
+	if t == nil || t.Kind == discovery.KindTarpc || t.endpoint() == "" || (t.BTSP() && !t.seeded()) || l.gaveUp[t.ID] {
 		return false
 	}
 	holon := t.Endpoint.Transport == ipc.WS || t.Endpoint.Transport == ipc.WSS

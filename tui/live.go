@@ -34,6 +34,77 @@ type describedMsg struct {
 	session *ipc.SessionSecurity
 }
 
+// judgedMsg is the one dialer's judgement of targets that demand BTSP
+// (see target.refusal), by target key.
+type judgedMsg map[string]judgement
+
+type judgement struct {
+	of      *discovery.Target // the snapshot judged
+	refusal *ipc.BTSPRequiredError
+}
+
+// judge has the targets that demand BTSP and were not judged yet judged
+// off Update (the judgement reads their directories): the seed their
+// calls get, or the refusal they meet. With no seed known at all
+// (Config.CanBTSP false) none is offered to any of them, and none is
+// judged: the caps pane says to set one.
+func (m *model) judge() tea.Cmd {
+	if !m.pc.cfg.CanBTSP {
+		return nil
+	}
+	var ts []*discovery.Target
+	for k, t := range m.pc.targets {
+		if t.BTSP() && !t.judged && !m.judging[k] {
+			m.judging[k] = true
+			ts = append(ts, t.Target)
+		}
+	}
+	if len(ts) == 0 {
+		return nil
+	}
+	cl := m.pc.client
+	return m.pc.safe(func() tea.Msg {
+		out := make(judgedMsg, len(ts))
+		for _, t := range ts {
+			out[t.ID] = judgement{of: t, refusal: cl.seedRefusal(t)}
+		}
+		return out
+	})
+}
+
+// onJudged keeps the judgements of targets still as they were judged
+// (the others are judged again), then lets the listener and the current
+// target's description use them.
+func (m *model) onJudged(msg judgedMsg) tea.Cmd {
+	for k, j := range msg {
+		delete(m.judging, k)
+		t := m.pc.targets[k]
+		if t == nil || !sameJudgement(t.Target, j.of) {
+			continue
+		}
+		nt := *t
+		nt.refusal, nt.judged = j.refusal, true
+		m.pc.targets[k] = &nt
+	}
+	m.listen.dirty = true
+	cmds := []tea.Cmd{m.broadcast(targetsMsg{}), m.broadcast(currentMsg{}), m.listenPass(), m.judge()}
+	if t := m.pc.target(); t != nil && msg[t.ID].of != nil {
+		cmds = append(cmds, m.describeLocked(t))
+	}
+	return tea.Batch(cmds...)
+}
+
+// describeLocked asks t, which demands BTSP, to describe itself through
+// the TUI's own connection, once, when the one dialer judged that its
+// calls get a seed.
+func (m *model) describeLocked(t *target) tea.Cmd {
+	if !t.BTSP() || t.caps() != nil || !t.seeded() || m.described[t.ID] {
+		return nil
+	}
+	m.described[t.ID] = true
+	return m.describe(t.Target)
+}
+
 // absorb applies a frame's worth of live items: targets that came, changed
 // and went (programContext.targets), and what live targets pushed (handed
 // to the panes in one liveMsg).
@@ -112,7 +183,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 	cmds = append(cmds, m.broadcast(live))
 	if changed {
 		m.listen.dirty = true
-		cmds = append(cmds, m.broadcast(targetsMsg{reorder: reorder}))
+		cmds = append(cmds, m.broadcast(targetsMsg{reorder: reorder}), m.judge())
 		// The targets pane's width follows its names.
 		m.layout()
 		if pc.target() == nil { // none yet (a target that left stays current)
@@ -180,9 +251,10 @@ func (m *model) selectTarget(key string) tea.Cmd {
 	m.pc.current, m.pc.gone = key, nil
 	m.listen.dirty = true
 	cmd := m.broadcast(currentMsg{changed: true})
-	if t := m.pc.target(); t != nil && t.BTSP() && t.caps() == nil && m.pc.cfg.CanBTSP && !m.described[key] {
-		m.described[key] = true
-		return tea.Batch(cmd, m.describe(t.Target))
+	if t := m.pc.target(); t != nil {
+		if d := m.describeLocked(t); d != nil {
+			return tea.Batch(cmd, d)
+		}
 	}
 	return cmd
 }

@@ -35,6 +35,8 @@ type model struct {
 
 	// described marks BTSP targets the TUI asked to describe itself.
 	described map[string]bool
+	// judging marks BTSP targets whose judgement (judge) is under way.
+	judging map[string]bool
 	// lineBuf and frameBuf carry a frame's lines and trace frames to the
 	// panes (see liveMsg).
 	lineBuf  []line
@@ -70,6 +72,7 @@ func newModel(ctx context.Context, cfg Config) *model {
 		feed:      newFeed(65536, time.Second/time.Duration(cfg.FPS)),
 		side:      pEvents,
 		described: map[string]bool{},
+		judging:   map[string]bool{},
 	}
 	pc.do = m.update
 	pc.ticks = func() bool { return !m.manualFeed }
@@ -179,6 +182,8 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		return tea.Batch(m.listenPass(), cmd, m.nextFeed())
 	case describedMsg:
 		return m.onDescribed(msg)
+	case judgedMsg:
+		return m.onJudged(msg)
 	case statusMsg:
 		if msg.err {
 			m.pc.setErr(msg.text)

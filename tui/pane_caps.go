@@ -356,6 +356,37 @@ func (p *capsPane) View() string {
 	return p.box(title, right, p.body(t))
 }
 
+// refusalLines say why calls to a target that demands BTSP are refused
+// before anything is sent (the one dialer's judgement, r), and how to give
+// or bind the seed of its family: what the call itself says (exit 5 in
+// the CLI), wrapped to w.
+func refusalLines(st *styles, r *ipc.BTSPRequiredError, w int) []string {
+	fam := render.Sanitize(human.Clip(r.Family, 64))
+	var why, how string
+	switch {
+	case r.Claimed:
+		why = "Calls are refused: it only says it is of family " + fam + " (its socket name does not carry it), and a peer's own word picks no seed."
+		how = "If you trust it, call it by its address, or by a socket name ending in -" + fam + ".sock."
+	case r.Unbound:
+		why = "Calls are refused: the family seed set was given with no family, and is not offered to family " + fam + "."
+		how = "If it is family " + fam + "'s seed, bind it: --family " + fam + " (or FAMILY_ID=" + fam + "); another family's seed goes in the config file: [families." + fam + "] seed_file."
+	case r.OwnFamily != "":
+		why = "Calls are refused: no seed is known for family " + fam + " (the seed set is family " + render.Sanitize(human.Clip(r.OwnFamily, 64)) + "'s)."
+		how = "Give it in the config file: [families." + fam + "] seed_file, or as your own: --family " + fam + " --family-seed-file FILE."
+	default:
+		why = "Calls are refused: no seed is known for family " + fam + "."
+		how = "Give it: --family " + fam + " with FAMILY_SEED (or --family-seed-file), or [families." + fam + "] seed_file in the config file."
+	}
+	var out []string
+	for _, l := range wrapText(why, w-2, w-2) {
+		out = append(out, st.Warn.Render("  "+l))
+	}
+	for _, l := range wrapText(how, w-2, w-2) {
+		out = append(out, st.Dim.Render("  "+l))
+	}
+	return out
+}
+
 func (p *capsPane) body(t *target) []string {
 	st := p.pc.st
 	w, h := p.inner()
@@ -372,14 +403,17 @@ func (p *capsPane) body(t *target) []string {
 	}
 	if p.tree(t) == nil {
 		out = append(out, "")
-		canBTSP := p.pc.cfg.CanBTSP
 		switch {
 		case t.Kind == discovery.KindTarpc:
 			out = append(out, st.Dim.Render("  A binary tarpc sidecar: listed, never spoken to."))
-		case t.BTSP() && canBTSP && t.errText() == "":
+		case t.BTSP() && t.seeded() && t.errText() == "":
 			out = append(out, st.Info.Render("  This socket demands a BTSP handshake: asking it with the family seed…"))
-		case t.BTSP() && canBTSP:
+		case t.BTSP() && t.seeded():
 			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake, which failed."))
+		case t.BTSP() && t.refusal != nil && t.refusal.Family != "":
+			out = append(out, refusalLines(st, t.refusal, w)...)
+		case t.BTSP() && !t.judged && p.pc.cfg.CanBTSP:
+			out = append(out, st.Info.Render("  This socket demands a BTSP handshake: looking for the seed of its family…"))
 		case t.BTSP():
 			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake before JSON-RPC."),
 				st.Dim.Render("  Set FAMILY_SEED (or --family-seed-file) to reach it."))
@@ -526,6 +560,8 @@ func capsTitle(st *styles, t *target) (string, string) {
 		parts = append(parts, "cleartext, BTSP skipped")
 	case weak != "":
 		parts = append(parts, "BTSP "+weak)
+	case t.BTSP() && t.refusal != nil && t.refusal.Family != "":
+		parts = append(parts, "BTSP, no seed: calls refused")
 	case t.BTSP():
 		parts = append(parts, "BTSP")
 	case t.caps() != nil && t.caps().TransportSecurity != nil:

@@ -182,6 +182,17 @@ func (c *client) secured(t *discovery.Target) bool {
 	return sec.RequireBTSP || sec.FamilyScoped
 }
 
+// seedRefusal is the one dialer's judgement of t (dial.SeedRefusal): the
+// refusal a call to t meets for want of a seed offered to it, nil when it
+// gets one. It reads t's directory: run it in a command, never in Update.
+func (c *client) seedRefusal(t *discovery.Target) *ipc.BTSPRequiredError {
+	dt, err := dialTarget(t)
+	if err != nil {
+		return nil // not dialled at all: the call says why
+	}
+	return c.dialer.SeedRefusal(dt)
+}
+
 // record is the history entry of a call made on t (recordFor), with what
 // the connection it went on says of its transport ("unix+ribocipher",
 // "unix+btsp(…)"), as the CLI records it: a replay or an exported command

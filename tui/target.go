@@ -34,6 +34,14 @@ type target struct {
 	// rowW is rowWant(t), worked out once (the targets pane sums it over
 	// every target at every change).
 	rowW int
+	// refusal is the one dialer's judgement of a target that demands BTSP
+	// (client.seedRefusal): the refusal its calls meet before anything is
+	// sent, for want of a seed offered to it (none known for its family,
+	// or one given with no family), nil when they get one. judged says it
+	// was made; it is made off Update (judgedMsg), and until then nothing
+	// is offered to the target (seeded).
+	refusal *ipc.BTSPRequiredError
+	judged  bool
 	// fw is words(), worked out when first filtered. It is shared by the
 	// snapshots of a target listed alike (sameListing), so that the
 	// targets pane's sorted list, which outlives them, holds it and not
@@ -86,6 +94,9 @@ func newTarget(d *discovery.Target, old *target) *target {
 		t.fw = old.wordsRef()
 	}
 	t.rowW = rowWant(t)
+	if old != nil && old.judged && sameJudgement(old.Target, d) {
+		t.refusal, t.judged = old.refusal, true
+	}
 	if old != nil && t.probeCaps() == nil && old.caps() != nil && t.BTSP() {
 		// keep what the TUI learnt itself through the handshake
 		t.learnt = learnt{identity: old.identityOf(), caps: old.caps(), session: old.learnt.session}
@@ -93,6 +104,17 @@ func newTarget(d *discovery.Target, old *target) *target {
 	}
 	return t
 }
+
+// sameJudgement reports whether the one dialer judges a and b alike (see
+// target.refusal): the same address, family and BTSP demand.
+func sameJudgement(a, b *discovery.Target) bool {
+	return a.Address == b.Address && a.Family == b.Family && a.BTSP() == b.BTSP()
+}
+
+// seeded reports whether a call to t, which demands BTSP, is offered a
+// family seed, as the one dialer judges it: false until the judgement is
+// made, so nothing is asked of the target before.
+func (t *target) seeded() bool { return t.judged && t.refusal == nil }
 
 // streamSpec says how the events package would watch t when it is the
 // biomeOS API's event stream (read as server-sent events), else nil.

@@ -65,6 +65,7 @@ func exitCode(err error) int {
 		re  *ipc.RPCError
 		ce  *ipc.ClosedError
 		nr  *ipc.NotResentError
+		ua  *ipc.UnattributedError
 		de  *ipc.DialError
 		nf  *discovery.NotFoundError
 		cn  *connectError
@@ -89,9 +90,11 @@ func exitCode(err error) int {
 		return exitConnect
 	case errors.As(err, &to), errors.Is(err, context.DeadlineExceeded):
 		return exitTimeout
-	case errors.As(err, &ce), errors.As(err, &nr):
+	case errors.As(err, &ce), errors.As(err, &nr), errors.As(err, &ua):
 		// nr: the peer refused the connection the request was written
-		// on, after its first request; the request was not resent.
+		// on, after its first request; the request was not resent. ua:
+		// the peer refused a request in flight without naming it, and
+		// this call got no answer of its own.
 		return exitConnect
 	case errors.As(err, &re):
 		return exitPeer

@@ -20,7 +20,8 @@ func TestExitCodeOrder(t *testing.T) {
 		{&ipc.DialError{Endpoint: "x", Err: &btsp.HandshakeError{Reason: btsp.ReasonTimeout}}, exitTimeout},
 		{&ipc.TimeoutError{Method: "m"}, exitTimeout},
 		{&ipc.ClosedError{Cause: errors.New("peer closed")}, exitConnect},
-		{&ipc.NotResentError{Method: "m", Refusal: "BTSP required"}, exitConnect}, // the transport broke under it; not 1
+		{&ipc.NotResentError{Method: "m", Refusal: "BTSP required"}, exitConnect},                          // the transport broke under it; not 1
+		{&ipc.UnattributedError{Method: "m", Peer: &ipc.RPCError{Code: -32700}, InFlight: 3}, exitConnect}, // no answer of its own: not the peer's answer (4), not 1
 		{&ipc.BTSPRequiredError{}, exitSecurity},
 		{fmt.Errorf("t: %w", &ipc.RPCError{Code: -32601}), exitPeer},
 		{usageErr(errors.New("bad")), exitUsage},

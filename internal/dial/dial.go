@@ -172,6 +172,19 @@ func (d *Dialer) Security(t Target) ipc.Security {
 	return sec
 }
 
+// SeedRefusal is the refusal a call to t meets before anything is sent
+// because t requires BTSP and no seed is offered to it (a seed given with
+// no family goes to no family's socket), the *ipc.BTSPRequiredError Dial
+// returns, saying how to give or bind the seed (--family, FAMILY_ID,
+// [families.<id>] in the config); nil when a call gets a seed, asks for
+// cleartext by name, or nothing known yet says t requires BTSP. It reads
+// t's directory (which families its name may carry): not for a UI's
+// update loop.
+func (d *Dialer) SeedRefusal(t Target) *ipc.BTSPRequiredError {
+	sec := d.Security(t)
+	return sec.SeedRefusal(t.Endpoint, t.Label())
+}
+
 // Wire is the wire the Dialer speaks to t: --wire when it names one, else
 // what t is known to speak, else JSON-RPC (Holon-RPC on ws://).
 func (d *Dialer) Wire(t Target) ipc.Wire {

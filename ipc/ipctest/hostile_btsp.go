@@ -80,6 +80,10 @@ type HostileBTSP struct {
 	// LengthPrefixedOnly makes a peer that closes without a word on a
 	// JSON-line hello.
 	LengthPrefixedOnly bool
+	// BeforeHello, when set, is called after a client hello is read and
+	// before it is answered: a test holds the handshake there (to act
+	// while the client waits for the server hello).
+	BeforeHello func()
 
 	acc  *peer.Acceptor
 	path string
@@ -197,6 +201,9 @@ func (h *HostileBTSP) serve(c net.Conn, rec io.Reader) {
 	var clientPubB64 string
 	_ = json.Unmarshal(hello["client_ephemeral_pub"], &clientPubB64)
 	clientPub, _ := base64.StdEncoding.DecodeString(clientPubB64)
+	if h.BeforeHello != nil {
+		h.BeforeHello()
+	}
 
 	switch h.Hello {
 	case HelloSilent:
