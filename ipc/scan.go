@@ -294,7 +294,7 @@ func scanTopObject(b []byte, member func(name, value []byte) error) error {
 				return scanErr(i, "want ':'")
 			}
 			i = skipWS(b, i+1)
-			vEnd, err := skipMemberValue(b, i)
+			vEnd, err := skipValue(b, i, 1)
 			if err != nil {
 				return err
 			}
