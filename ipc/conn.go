@@ -76,7 +76,9 @@ type Request struct {
 type Response struct {
 	ID     json.RawMessage `json:"id"`
 	Result json.RawMessage `json:"result,omitempty"`
-	Error  *RPCError       `json:"error,omitempty"`
+	// ResultCuts: see Message.ResultCuts.
+	ResultCuts []int     `json:"-"`
+	Error      *RPCError `json:"error,omitempty"`
 	// Raw is the whole response frame as the peer sent it.
 	Raw json.RawMessage `json:"-"`
 	// Sent is the whole request frame as primalscope sent it.
@@ -499,7 +501,7 @@ func (c *Conn) Send(ctx context.Context, req Request) (*Response, error) {
 			return nil, r.err
 		}
 		resp := &Response{
-			ID: r.m.ID, Result: r.m.Result, Error: r.m.Error, Raw: r.m.Raw, Sent: frame,
+			ID: r.m.ID, Result: r.m.Result, ResultCuts: r.m.ResultCuts, Error: r.m.Error, Raw: r.m.Raw, Sent: frame,
 			Elapsed: r.m.Time.Sub(start), Warning: r.m.Warning,
 		}
 		if resp.Error != nil {

@@ -119,7 +119,7 @@ func FuzzScanMatchesStdlib(f *testing.F) {
 		stdErr := json.Unmarshal(b, &members)
 		isObj := stdErr == nil && members != nil
 		got := map[string]json.RawMessage{}
-		err := scanTopObject(b, func(name, value []byte) error {
+		err := scanTopObject(b, func(name, value []byte, _ []int) error {
 			n, uerr := unquote(name)
 			if uerr != nil {
 				return uerr

@@ -16,7 +16,7 @@ func decodeRecordFast(b []byte) (key string, f EndpointFacts, ok bool) {
 	}
 	ok = true
 	seen := false
-	err := scanTopObject(b, func(name, value []byte) error {
+	err := scanTopObject(b, func(name, value []byte, _ []int) error {
 		switch memberName(name) {
 		case "endpoint":
 			k, good := plainString(value)
@@ -62,7 +62,7 @@ func decodeFacts(value []byte) (EndpointFacts, bool) {
 		return f, false
 	}
 	ok := true
-	err := scanTopObject(value, func(name, v []byte) error {
+	err := scanTopObject(value, func(name, v []byte, _ []int) error {
 		var good bool
 		switch memberName(name) {
 		case "prefix":

@@ -74,6 +74,11 @@ type Message struct {
 	// validates as encoding/json does), so a consumer need not check them
 	// again. False for a Message made any other way.
 	JSONChecked bool `json:"-"`
+	// ResultCuts are offsets in Result of commas between the elements of
+	// its array or object, one every 128 KiB or so, for a Result of 2 MiB
+	// or more that DecodeMessage checked: where a printer may cut it into
+	// parts (render.Options.Cuts). Nil otherwise.
+	ResultCuts []int `json:"-"`
 }
 
 // ErrNotObject is returned by DecodeMessage for a frame that is valid JSON but
@@ -112,7 +117,7 @@ func decodeMessage(frame []byte, names *nameCache) (*Message, error) {
 		}
 		*dst = value
 	}
-	err := scanTopObject(trimmed, func(name, value []byte) error {
+	err := scanTopObject(trimmed, func(name, value []byte, cuts []int) error {
 		switch string(name) {
 		case `"jsonrpc"`:
 			jsonrpc = value
@@ -123,7 +128,7 @@ func decodeMessage(frame []byte, names *nameCache) (*Message, error) {
 		case `"params"`:
 			m.Params = value
 		case `"result"`:
-			m.Result = value
+			m.Result, m.ResultCuts = value, cuts
 		case `"error"`:
 			errRaw = value
 		case `"type"`:

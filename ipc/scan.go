@@ -139,7 +139,7 @@ func skipValue(b []byte, i, depth int) (int, error) {
 		if depth >= maxScanDepth {
 			return 0, errDepth
 		}
-		return skipContainer(b, i, depth+1)
+		return skipContainer(b, i, depth+1, nil)
 	}
 	return skipScalar(b, i)
 }
@@ -164,7 +164,10 @@ func skipScalar(b []byte, i int) (int, error) {
 // it, with a stack of the closers of the containers open (a call a nested
 // container, as before, cost as much as the values: a 10 MB answer of
 // small objects is mostly containers and short values).
-func skipContainer(b []byte, i, depth int) (int, error) {
+//
+// cuts, when not nil, is told of the commas between the container's own
+// elements (see cutNotes).
+func skipContainer(b []byte, i, depth int, cuts *cutNotes) (int, error) {
 	var small [32]byte
 	open := append(small[:0], closerOf(b[i])) // the closers of the open containers
 	i = skipWS(b, i+1)
@@ -241,6 +244,10 @@ func skipContainer(b []byte, i, depth int) (int, error) {
 			if b[i] != ',' {
 				return 0, scanErr(i, "want ',' or the end")
 			}
+			if cuts != nil && len(open) == 1 && i-cuts.last >= cuts.every {
+				cuts.at = append(cuts.at, i)
+				cuts.last = i
+			}
 			i = skipWS(b, i+1)
 			break
 		}
@@ -271,7 +278,7 @@ func closerOf(c byte) byte {
 // scanTopObject calls member for every member of the object b holds
 // (whitespace around it allowed) with its raw name (quotes included) and raw
 // value. It fails if b is not exactly one valid JSON object.
-func scanTopObject(b []byte, member func(name, value []byte) error) error {
+func scanTopObject(b []byte, member func(name, value []byte, cuts []int) error) error {
 	i := skipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return scanErr(i, "not an object")
@@ -294,11 +301,11 @@ func scanTopObject(b []byte, member func(name, value []byte) error) error {
 				return scanErr(i, "want ':'")
 			}
 			i = skipWS(b, i+1)
-			vEnd, err := skipMemberValue(b, i)
+			vEnd, cuts, err := skipMemberValue(b, i)
 			if err != nil {
 				return err
 			}
-			if err := member(name, b[i:vEnd]); err != nil {
+			if err := member(name, b[i:vEnd], cuts); err != nil {
 				return err
 			}
 			i = skipWS(b, vEnd)
@@ -367,4 +374,40 @@ func (nc *nameCache) unquote(raw []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(raw, &s)
 	return s, err
+}
+
+// A large member value (a 10 MB result) is printed in parts on several
+// cores (render.Options.Cuts); where it can be cut is noted while it is
+// checked here, at no cost beyond a comparison a comma, rather than found
+// again by a second scan.
+const (
+	cutMin   = 2 << 20   // smaller values are not cut
+	cutEvery = 128 << 10 // a cut at the first comma after this many bytes
+)
+
+// cutNotes collects the offsets of commas between a container's own
+// elements, one at least every bytes after the last.
+type cutNotes struct {
+	at    []int
+	last  int
+	every int
+}
+
+// skipMemberValue is skipValue(b, i, 1) for a top-level member's value;
+// for an array or object of cutMin bytes or more it also returns where it
+// can be cut (the offsets, from b[i], of commas between its elements).
+func skipMemberValue(b []byte, i int) (int, []int, error) {
+	if len(b)-i < cutMin || (b[i] != '[' && b[i] != '{') {
+		end, err := skipValue(b, i, 1)
+		return end, nil, err
+	}
+	n := cutNotes{last: i, every: cutEvery}
+	end, err := skipContainer(b, i, 2, &n) // what skipValue(b, i, 1) does
+	if err != nil {
+		return 0, nil, err
+	}
+	for k := range n.at {
+		n.at[k] -= i
+	}
+	return end, n.at, nil
 }

@@ -116,7 +116,7 @@ func (a *app) call(ctx context.Context, targetArg, method, paramsArg string, f c
 	case err == nil:
 	case errors.As(err, &re) && resp != nil:
 		if f.raw {
-			if perr := a.printJSON(a.io.out, resp.Raw, true); perr != nil {
+			if perr := a.printJSON(a.io.out, resp.Raw, true, nil); perr != nil {
 				return perr
 			}
 		}
@@ -159,9 +159,9 @@ func (a *app) printAnswer(ctx context.Context, w io.Writer, resp *ipc.Response, 
 		return a.emitJSON(ctx, w, f.jq, doc, false)
 	}
 	if f.raw {
-		return a.printJSON(w, resp.Raw, true)
+		return a.printJSON(w, resp.Raw, true, nil)
 	}
-	return a.printJSON(w, resp.Result, false)
+	return a.printJSON(w, resp.Result, false, resp.ResultCuts)
 }
 
 // readParams reads PARAMS (inline JSON, @file or - for stdin) and checks it.
@@ -287,8 +287,10 @@ func positioned(data []byte, off int64, msg string) *JSONError {
 // plain and pretty otherwise. exact (for --raw) prints the bytes as the
 // peer sent them when there is no colour. On a terminal what a terminal
 // would act on, or that hides or reorders text, is escaped as JSON \u
-// escapes (the same value); piped, the JSON is written as it came.
-func (a *app) printJSON(w io.Writer, data json.RawMessage, exact bool) error {
+// escapes (the same value); piped, the JSON is written as it came. cuts,
+// when the caller has them (ipc.Response.ResultCuts), let a large value be
+// printed on several cores (render.Options.Cuts).
+func (a *app) printJSON(w io.Writer, data json.RawMessage, exact bool, cuts []int) error {
 	prof, err := a.colorProfile(w)
 	if err != nil {
 		return err
@@ -300,7 +302,7 @@ func (a *app) printJSON(w io.Writer, data json.RawMessage, exact bool) error {
 		_, err := io.WriteString(w, "\n")
 		return err
 	}
-	opts := render.Options{Indent: render.DefaultIndent, Profile: prof, Terminal: a.terminalSafe(w)}
+	opts := render.Options{Indent: render.DefaultIndent, Profile: prof, Terminal: a.terminalSafe(w), Cuts: cuts}
 	if prof > colorprofile.Ascii {
 		th, err := a.themeFor()
 		if err != nil {

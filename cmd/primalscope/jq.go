@@ -97,7 +97,7 @@ func (a *app) emitJSON(ctx context.Context, w io.Writer, jq jqFlag, data []byte,
 			_, err := w.Write(append(render.AppendSanitized(nil, bytes.TrimSpace(data), false), '\n'))
 			return err
 		}
-		return a.printJSON(w, data, false)
+		return a.printJSON(w, data, false, nil)
 	}
 	in, err := jqInput(data)
 	if err != nil {
@@ -142,7 +142,7 @@ func (a *app) emitJQValue(w io.Writer, v any, line bool) error {
 		_, err := w.Write(append(render.AppendSanitized(nil, b, false), '\n'))
 		return err
 	}
-	return a.printJSON(w, b, false)
+	return a.printJSON(w, b, false, nil)
 }
 
 // emitDoc is emitJSON for a Go value (a command's --json document).

@@ -242,7 +242,7 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags) error {
 		if !doc.Comparable {
 			fmt.Fprintf(a.io.err, "primalscope: the stored answer was cut (%s of it kept): no diff; the new answer follows\n",
 				human.Bytes(old.ResponseSize))
-			if err := a.printJSON(a.io.out, resp.Result, false); err != nil {
+			if err := a.printJSON(a.io.out, resp.Result, false, resp.ResultCuts); err != nil {
 				return err
 			}
 		} else {

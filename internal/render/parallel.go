@@ -4,95 +4,87 @@ import (
 	"bytes"
 	"sync"
 
-	"github.com/ecoPrimals/primalscope/internal/jsoncut"
 	"github.com/ecoPrimals/primalscope/internal/textsafe"
 )
 
 // Printing one large array or object on several cores.
 //
-// A document of parallelMin bytes or more that begins with an array or an
-// object is cut into parts after the commas between its elements; the parts
-// are printed at once by a few goroutines into memory and written in order
-// by the caller's goroutine, between the container's brackets and commas.
-// The cuts are found by jsoncut, a scan of strings and brackets only,
-// running ahead on its own goroutine.
+// When the caller knows where a document that is one array or object can
+// be cut (Options.Cuts: commas between its elements, as ipc's scan notes
+// them for a large result while checking it), its runs of elements between
+// the cuts are printed at once by a few goroutines into memory, and written
+// in order by the caller's goroutine between the container's brackets and
+// commas. Finding the cuts here would cost a second scan, as much CPU as
+// the checking scan: two cores would finish no sooner.
 //
 // A part prints exactly the bytes the one printer would have printed there
 // (its elements at depth 1, after the '[' or ','), so the output is the same
 // byte for byte; the tests check it against the one printer. A part that
-// does not print whole (a cut the scan got wrong, or invalid JSON there) is
-// never written: the one printer takes over from that part's start, in the
-// state it would have had there, to the end of the input, and so reports
-// the error as it always does. It takes over too where an element is too
-// large to cut around (maxPart), so what is held in memory stays bounded:
-// at most window parts' output.
+// does not print whole (a cut that was not between elements, or invalid
+// JSON there) is never written: the one printer takes over from that
+// part's start, in the state it would have had there, to the end of the
+// input, and so reports the error as it always does. It takes over too at a
+// part longer than maxPart (an element too large to cut around), so what is
+// held in memory stays bounded: at most window parts' output.
 const (
-	parallelMin     = 2 << 20   // smaller documents print on one goroutine
-	partSize        = 128 << 10 // a part ends at the first comma after this many bytes
-	maxPart         = 1 << 20   // a part that would be longer is printed by the one printer
-	maxPartPrinters = 4         // goroutines printing parts, at most
+	maxPart         = 1 << 20 // a longer part is printed by the one printer
+	maxPartPrinters = 4       // goroutines printing parts, at most
 )
 
-// part is a run of the container's elements (see jsoncut) being printed.
+// part is a run of the container's elements, from at to end: end is the
+// comma after them, or the container's closer in the last part.
 type part struct {
-	jsoncut.Part
-	done chan struct{} // closed when printed, or when not to be
-	out  []byte        // the part's output, when ok
-	cur  class         // the colour class at the end of out
-	ok   bool
+	at, end int
+	first   bool          // right after the opening bracket
+	last    bool          // ends at the closer (whose kind is checked when written)
+	done    chan struct{} // closed when printed
+	out     []byte        // the part's output, when ok
+	cur     class         // the colour class at the end of out
+	ok      bool
 }
 
 // parallel prints the value at the start of the input, and the values
-// after it, as values does, printing a large first container's parts on n
-// goroutines, in parts of about size bytes, at most most. It returns the
-// first syntax error, as values does.
-func (p *printer) parallel(n, size, most int) error {
+// after it, as values does; a first value that is an array or object cut
+// at cuts (offsets of commas between its elements, ascending) is printed in
+// parts on n goroutines, parts longer than most by the one printer. It
+// returns the first syntax error, as values does.
+func (p *printer) parallel(n int, cuts []int, most int) error {
 	b := p.buf[:p.end]
 	o := 0
-	for o < len(b) && (b[o] == ' ' || b[o] == '\t' || b[o] == '\r' || b[o] == '\n') {
+	for o < len(b) && isSpace(b[o]) {
 		o++
 	}
-	if o == len(b) || (b[o] != '[' && b[o] != '{') {
+	e := len(b) - 1 // the container's closer, if the input is one container
+	for e > o && isSpace(b[e]) {
+		e--
+	}
+	if o >= e || (b[o] != '[' && b[o] != '{') || !cutsFit(b, cuts, o, e) {
 		return p.values()
 	}
 	open := b[o]
+	parts := make([]*part, 0, len(cuts)+1)
+	at := o + 1
+	for k := 0; k <= len(cuts); k++ {
+		end := e
+		if k < len(cuts) {
+			end = cuts[k]
+		}
+		parts = append(parts, &part{at: at, end: end, first: k == 0, done: make(chan struct{})})
+		at = end + 1
+	}
+	parts[len(parts)-1].last = true
+
 	p.pos = o
 	p.punct(open) // as step prints it
 	p.stack = append(p.stack[:0], open)
 	p.state = stOpen
 
 	window := 2 * n
-	quit := make(chan struct{})
-	order := make(chan *part, window)
 	jobs := make(chan *part, window)
 	free := make(chan []byte, window+n)
+	quit := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1 + n)
-	go func() {
-		defer wg.Done()
-		defer close(jobs)
-		defer close(order)
-		jsoncut.Cut(b, o+1, size, most, quit, func(cp jsoncut.Part) bool {
-			pt := &part{Part: cp, done: make(chan struct{})}
-			if pt.Stop {
-				close(pt.done) // not printed: the one printer takes over
-			}
-			select {
-			case order <- pt:
-			case <-quit:
-				return false
-			}
-			if pt.Stop {
-				return false
-			}
-			select {
-			case jobs <- pt:
-				return true
-			case <-quit:
-				return false
-			}
-		})
-	}()
+	wg.Add(n)
 	for range n {
 		go func() {
 			defer wg.Done()
@@ -105,7 +97,7 @@ func (p *printer) parallel(n, size, most int) error {
 					select {
 					case buf = <-free:
 					default:
-						buf = make([]byte, 0, 2*(pt.End-pt.At)+1024)
+						buf = make([]byte, 0, 2*(pt.end-pt.at)+1024)
 					}
 					stack = p.printPart(pt, open, buf, stack)
 				}
@@ -115,18 +107,25 @@ func (p *printer) parallel(n, size, most int) error {
 	}
 	defer func() {
 		close(quit)
-		for range order { // lets the cutter end
-		}
+		close(jobs)
 		wg.Wait()
 	}()
 
-	for pt := range order {
+	next := 0 // the next part to give a printer
+	for k, pt := range parts {
+		for next < len(parts) && next-k < window && parts[next].end-parts[next].at <= most {
+			jobs <- parts[next]
+			next++
+		}
+		if k == next { // not given: longer than most
+			return p.takeOver(pt.at, pt.first, open)
+		}
 		<-pt.done
-		if pt.ok && pt.Last && b[pt.End] != closerOf(open) {
+		if pt.ok && pt.last && b[pt.end] != closerOf(open) {
 			pt.ok = false // the one printer reports the wrong closer
 		}
 		if !pt.ok {
-			return p.takeOver(pt.At, pt.First, open)
+			return p.takeOver(pt.at, pt.first, open)
 		}
 		p.flush()
 		if p.werr == nil {
@@ -142,11 +141,12 @@ func (p *printer) parallel(n, size, most int) error {
 		case free <- pt.out[:0]:
 		default:
 		}
-		if pt.Last {
+		pt.out = nil
+		if pt.last {
 			p.stack = p.stack[:0]
 			p.newline(0)
-			p.punct(b[pt.End])
-			p.pos = pt.End + 1
+			p.punct(b[pt.end])
+			p.pos = pt.end + 1
 			p.state = stAfter
 			if len(bytes.TrimLeft(b[p.pos:], " \t\r\n")) > 0 {
 				p.line, p.lineStart = lineAt(b, p.pos)
@@ -157,8 +157,21 @@ func (p *printer) parallel(n, size, most int) error {
 		p.setClass(clPunct)
 		p.out = append(p.out, ',')
 	}
-	// The cutter ended without a last part: it cannot (see jsoncut.Cut).
-	return p.takeOver(len(b), false, open)
+	return nil // not reached: the last part returns
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// cutsFit reports whether cuts are ascending commas strictly between o and e.
+func cutsFit(b []byte, cuts []int, o, e int) bool {
+	last := o
+	for _, c := range cuts {
+		if c <= last || c >= e || b[c] != ',' {
+			return false
+		}
+		last = c
+	}
+	return len(cuts) > 0
 }
 
 // takeOver goes on with the one printer from at, the start of a part, in
@@ -195,8 +208,8 @@ func lineAt(b []byte, at int) (line int, start int64) {
 // stack is the goroutine's own, returned for the next part.
 func (p *printer) printPart(pt *part, open byte, buf, stack []byte) []byte {
 	q := printer{
-		buf:      p.buf[pt.At:pt.End],
-		end:      pt.End - pt.At,
+		buf:      p.buf[pt.at:pt.end],
+		end:      pt.end - pt.at,
 		eof:      true,
 		line:     1,
 		out:      buf,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/charmbracelet/colorprofile"
 
-	"github.com/ecoPrimals/primalscope/internal/jsoncut"
 	"github.com/ecoPrimals/primalscope/themes"
 )
 
@@ -25,14 +24,54 @@ func onePrinter(data []byte, opts Options) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// partsPrinter prints data as JSONBytes does for a large document, with n
-// part printers and the part sizes given.
-func partsPrinter(data []byte, opts Options, n, size, most int) ([]byte, error) {
+// partsPrinter prints data as JSONBytes does with cuts, with n part
+// printers and parts of at most most bytes.
+func partsPrinter(data []byte, opts Options, n int, cuts []int, most int) ([]byte, error) {
 	var b bytes.Buffer
 	p := newPrinter(&b, opts)
 	p.buf, p.end, p.eof = data, len(data), true
-	err := p.finish(p.parallel(n, size, most))
+	err := p.finish(p.parallel(n, cuts, most))
 	return b.Bytes(), err
+}
+
+// elementCommas returns the commas between the elements of the container
+// doc holds, one at least every bytes after the last (what ipc's scan
+// notes), following strings and brackets; on input that is not one
+// container it returns what it found.
+func elementCommas(doc []byte, every int) []int {
+	var cuts []int
+	depth, last, inStr := 0, 0, false
+	for i := 0; i < len(doc); i++ {
+		c := doc[i]
+		switch {
+		case inStr && c == '\\':
+			i++
+		case inStr:
+			inStr = c != '"'
+		case c == '"':
+			inStr = true
+		case c == '[' || c == '{':
+			depth++
+		case c == ']' || c == '}':
+			depth--
+		case c == ',' && depth == 1 && i-last >= every:
+			cuts = append(cuts, i)
+			last = i
+		}
+	}
+	return cuts
+}
+
+// someCommas returns every comma whose index k makes (k/3+seed)%m == 0,
+// at any depth, in strings too: cuts that are often not between elements.
+func someCommas(doc []byte, seed, m int) []int {
+	var cuts []int
+	for k, c := range doc {
+		if c == ',' && (k/3+seed)%m == 0 {
+			cuts = append(cuts, k)
+		}
+	}
+	return cuts
 }
 
 func partsOptions() map[string]Options {
@@ -47,22 +86,24 @@ func partsOptions() map[string]Options {
 
 // samePrint fails t unless the parts printer writes what the one printer
 // writes for data, byte for byte, and returns the same error.
-func samePrint(t *testing.T, name string, data []byte, opts Options, n, size, most int) {
+func samePrint(t *testing.T, name string, data []byte, opts Options, n int, cuts []int, most int) {
 	t.Helper()
 	want, werr := onePrinter(data, opts)
-	got, gerr := partsPrinter(data, opts, n, size, most)
+	got, gerr := partsPrinter(data, opts, n, cuts, most)
 	if !bytes.Equal(got, want) {
 		i := 0
 		for i < len(got) && i < len(want) && got[i] == want[i] {
 			i++
 		}
-		t.Fatalf("%s (n=%d size=%d most=%d): output differs at byte %d of %d/%d:\n got …%q\nwant …%q",
-			name, n, size, most, i, len(got), len(want), got[max(0, i-40):min(len(got), i+40)], want[max(0, i-40):min(len(want), i+40)])
+		t.Fatalf("%s (n=%d cuts=%v most=%d): output differs at byte %d of %d/%d:\n got …%q\nwant …%q",
+			name, n, firstCuts(cuts), most, i, len(got), len(want), got[max(0, i-40):min(len(got), i+40)], want[max(0, i-40):min(len(want), i+40)])
 	}
 	if fmt.Sprint(gerr) != fmt.Sprint(werr) {
-		t.Fatalf("%s (n=%d size=%d most=%d): error %v, want %v", name, n, size, most, gerr, werr)
+		t.Fatalf("%s (n=%d cuts=%v most=%d): error %v, want %v", name, n, firstCuts(cuts), most, gerr, werr)
 	}
 }
+
+func firstCuts(cuts []int) []int { return cuts[:min(len(cuts), 20)] }
 
 func TestPartsPrintAsTheOnePrinter(t *testing.T) {
 	docs := map[string]string{
@@ -92,11 +133,13 @@ func TestPartsPrintAsTheOnePrinter(t *testing.T) {
 		"brackets in strings":  `[{"a":"[[[["},{"b":"]]]]"},{"c":"{{"}]`,
 	}
 	for name, doc := range docs {
+		d := []byte(doc)
+		cutsets := [][]int{elementCommas(d, 0), elementCommas(d, 3), elementCommas(d, 8), someCommas(d, 0, 1), someCommas(d, 1, 2), {1}, {len(d) - 1}}
 		for oname, opts := range partsOptions() {
 			for _, n := range []int{2, 3} {
-				for _, size := range []int{0, 1, 3, 8, 1 << 20} {
+				for _, cuts := range cutsets {
 					for _, most := range []int{4, 16, 1 << 20} {
-						samePrint(t, name+"/"+oname, []byte(doc), opts, n, size, most)
+						samePrint(t, name+"/"+oname, d, opts, n, cuts, most)
 					}
 				}
 			}
@@ -121,57 +164,33 @@ func bigDoc(n int, seed uint64) []byte {
 }
 
 func TestPartsPrintALargeDocumentAsTheOnePrinter(t *testing.T) {
-	doc := bigDoc(30000, 1) // about 4 MB: JSONBytes prints it in parts
-	if len(doc) < parallelMin {
-		t.Fatalf("the document is %d bytes, under parallelMin", len(doc))
+	doc := bigDoc(30000, 1) // about 4 MB
+	cuts := elementCommas(doc, 128<<10)
+	if len(cuts) < 20 {
+		t.Fatalf("%d cuts", len(cuts))
 	}
 	for oname, opts := range partsOptions() {
 		want, werr := onePrinter(doc, opts)
 		var got bytes.Buffer
+		opts.Cuts = cuts
 		gerr := JSONBytes(&got, doc, opts)
 		if werr != nil || gerr != nil || !bytes.Equal(got.Bytes(), want) {
-			t.Fatalf("%s: JSONBytes differs from the one printer (errors %v, %v; %d vs %d bytes)", oname, gerr, werr, got.Len(), len(want))
+			t.Fatalf("%s: JSONBytes with cuts differs from the one printer (errors %v, %v; %d vs %d bytes)", oname, gerr, werr, got.Len(), len(want))
 		}
-		// The same document broken near its end, and in its middle.
+		opts.Cuts = nil
+		// The same document broken near its end and in its middle, and
+		// cut where it should not be.
 		for _, at := range []int{len(doc) - 3, len(doc) / 2} {
 			bad := bytes.Clone(doc)
 			bad[at] = '}'
-			samePrint(t, oname+" broken", bad, opts, 2, partSize, maxPart)
+			samePrint(t, oname+" broken", bad, opts, 2, cuts, maxPart)
 		}
+		samePrint(t, oname+" cut in strings", doc, opts, 2, someCommas(doc, 0, 97), maxPart)
 	}
-}
-
-func TestPartsAreCutAndBounded(t *testing.T) {
-	doc := bigDoc(30000, 2)
-	var parts []jsoncut.Part
-	jsoncut.Cut(doc, 1, partSize, maxPart, make(chan struct{}), func(pt jsoncut.Part) bool {
-		parts = append(parts, pt)
-		return true
-	})
-	if len(parts) < len(doc)/(2*partSize) {
-		t.Fatalf("%d parts for %d bytes: the document was not cut", len(parts), len(doc))
-	}
-	last := parts[len(parts)-1]
-	if !last.Last || last.Stop || doc[last.End] != ']' {
-		t.Fatalf("the last part does not end at the closer: %+v", last)
-	}
-	for i, pt := range parts[:len(parts)-1] {
-		if doc[pt.End] != ',' || pt.End-pt.At < partSize || pt.End-pt.At > maxPart {
-			t.Fatalf("part %d: %d..%d (%q)", i, pt.At, pt.End, doc[pt.End])
-		}
-	}
-	// One element larger than the bound: the cutter stops at once, and
-	// the one printer prints the rest, streaming.
-	huge := []byte(`[1,[` + strings.Repeat(`"x",`, 600000) + `2]]`)
-	parts = parts[:0]
-	jsoncut.Cut(huge, 1, 8, 1<<10, make(chan struct{}), func(pt jsoncut.Part) bool {
-		parts = append(parts, pt)
-		return true
-	})
-	if n := len(parts); n == 0 || !parts[n-1].Stop {
-		t.Fatalf("a part past the bound did not stop the cutter: %d parts", n)
-	}
-	samePrint(t, "huge element", huge, Options{Indent: 2}, 2, 8, 1<<10)
+	// An element larger than the bound: the one printer prints from it on,
+	// streaming.
+	huge := []byte(`[1,[` + strings.Repeat(`"x",`, 60000) + `2],3,4]`)
+	samePrint(t, "huge element", huge, Options{Indent: 2}, 2, elementCommas(huge, 0), 1<<10)
 }
 
 type failingWriter struct{ n int }
@@ -185,16 +204,17 @@ func (w *failingWriter) Write(p []byte) (int, error) {
 
 func TestPartsPrintersEndWithTheCall(t *testing.T) {
 	doc := bigDoc(30000, 3)
+	cuts := elementCommas(doc, 128<<10)
 	base := runtime.NumGoroutine()
 	for _, w := range []*failingWriter{{n: 0}, {n: 3}, {n: 1 << 30}} {
-		err := JSONBytes(w, doc, Options{Indent: 2})
+		err := JSONBytes(w, doc, Options{Indent: 2, Cuts: cuts})
 		if w.n < 0 && (err == nil || !strings.Contains(err.Error(), "disk full")) {
 			t.Fatalf("a failing writer: %v", err)
 		}
 	}
 	bad := bytes.Clone(doc)
 	bad[len(bad)/3] = '"' // an unterminated string from there
-	_ = JSONBytes(&failingWriter{n: 1 << 30}, bad, Options{Indent: 2})
+	_ = JSONBytes(&failingWriter{n: 1 << 30}, bad, Options{Indent: 2, Cuts: cuts})
 	deadline := time.Now().Add(2 * time.Second)
 	for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
@@ -212,11 +232,11 @@ func FuzzPartsPrintAsTheOnePrinter(f *testing.F) {
 	f.Add([]byte(`[[1,2],[3,4]] [5]`), uint8(3), uint8(5))
 	th := themes.Dark()
 	colour := Options{Indent: 2, Colors: &th.JSON, Profile: colorprofile.TrueColor, Terminal: true}
-	f.Fuzz(func(t *testing.T, doc []byte, size, most uint8) {
+	f.Fuzz(func(t *testing.T, doc []byte, sel, most uint8) {
 		if len(doc) > 1<<16 {
 			return
 		}
-		samePrint(t, "plain", doc, Options{Indent: 2}, 2, int(size), int(most))
-		samePrint(t, "colour", doc, colour, 3, int(size), int(most)+int(size))
+		samePrint(t, "plain", doc, Options{Indent: 2}, 2, elementCommas(doc, int(sel)), int(most))
+		samePrint(t, "colour", doc, colour, 3, someCommas(doc, int(sel), 1+int(sel%4)), int(most)+int(sel))
 	})
 }
