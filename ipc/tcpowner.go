@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/ecoPrimals/primalscope/internal/readfile"
 )
@@ -182,6 +183,19 @@ func listensFor(l procListener, dst netip.AddrPort) bool {
 // be told: no table to read (no /proc), a table that is not the kernel's,
 // or no such listener in them (another network namespace).
 func loopbackOwners(dir string, dst netip.AddrPort) ([]uint32, error) {
+	if dir == procNetDir {
+		if uids, err := diagOwners(dst); err == nil {
+			return uids, nil
+		} else if errors.Is(err, errNoListener) {
+			return nil, err
+		}
+		// No socket diagnostics (an old kernel, a sandbox): the tables.
+	}
+	return tableOwners(dir, dst)
+}
+
+// tableOwners is loopbackOwners from the socket tables in dir alone.
+func tableOwners(dir string, dst netip.AddrPort) ([]uint32, error) {
 	files := []string{"tcp6"}
 	if dst.Addr().Is4() {
 		files = []string{"tcp", "tcp6"} // tcp6: dual-stack listeners
@@ -212,7 +226,39 @@ func loopbackOwners(dir string, dst netip.AddrPort) ([]uint32, error) {
 		return nil, errors.New("no socket table to read")
 	}
 	if len(uids) == 0 {
-		return nil, fmt.Errorf("no socket listens on %s in %s (another network namespace?)", dst, dir)
+		return nil, fmt.Errorf("%w on %s in %s (another network namespace?)", errNoListener, dst, dir)
+	}
+	slices.Sort(uids)
+	return uids, nil
+}
+
+// errNoListener says no listening socket was found where a connection
+// arrived.
+var errNoListener = errors.New("no socket listens")
+
+// diagOwners is loopbackOwners from the kernel's socket diagnostics
+// (diagListeners): the IPv6 listeners, and the IPv4 ones for an IPv4 dst.
+func diagOwners(dst netip.AddrPort) ([]uint32, error) {
+	families := []uint8{syscall.AF_INET6}
+	if dst.Addr().Is4() {
+		families = append(families, syscall.AF_INET)
+	}
+	var uids []uint32
+	for _, f := range families {
+		err := diagListeners(f, func(l procListener) {
+			if listensFor(l, dst) && !slices.Contains(uids, l.uid) {
+				uids = append(uids, l.uid)
+			}
+		})
+		if err != nil && f == syscall.AF_INET6 && dst.Addr().Is4() {
+			continue // no IPv6 here: no dual-stack listener either
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(uids) == 0 {
+		return nil, fmt.Errorf("%w on %s (the kernel's socket diagnostics; another network namespace?)", errNoListener, dst)
 	}
 	slices.Sort(uids)
 	return uids, nil
