@@ -185,6 +185,7 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 		// The large answer this one replaces is let go: so is its memory.
 		cmds = append(cmds, releaseMemory)
 	}
+	r.formatsStale() // the answer shown before is formatted no further
 	r.ans, r.pretty, r.env = a, msg.doc, nil
 	if a.noResult {
 		r.pretty = textDoc(nil)
@@ -202,7 +203,13 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	// become the viewer's commands (the response shows beside the
 	// composer at every size).
 	if msg.partial {
-		cmds = append(cmds, r.pc.safe(func() tea.Msg { return fullDocMsg{ans: a, doc: prettyDoc(a.result)} }))
+		stopped := r.formatter()
+		cmds = append(cmds, r.pc.safe(func() tea.Msg {
+			if d := prettyDocUntil(a.result, stopped); d != nil {
+				return fullDocMsg{ans: a, doc: d}
+			}
+			return nil // another answer replaced it
+		}))
 	}
 	if !r.jq.Empty() {
 		r.jqSeq++
@@ -324,7 +331,13 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		if r.rawMode && r.env == nil {
 			r.pending = true
 			a := r.ans
-			return r.pc.safe(func() tea.Msg { return envDoneMsg{ans: a, doc: prettyDoc(envelopeOf(a))} })
+			stopped := r.formatter()
+			return r.pc.safe(func() tea.Msg {
+				if d := prettyDocUntil(envelopeOf(a), stopped); d != nil {
+					return envDoneMsg{ans: a, doc: d}
+				}
+				return nil // another answer replaced it
+			})
 		}
 	case key.Matches(kp, k.Copy):
 		if r.ans == nil {

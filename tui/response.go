@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -42,6 +43,9 @@ type responseView struct {
 	rawMode bool
 	pending bool // formatting in a command
 	partial bool // pretty is a preview; the whole answer is being formatted
+	// fmtStop stops the commands formatting the answer shown (the whole
+	// of a previewed answer, the envelope) once another replaces it.
+	fmtStop *atomic.Bool
 
 	cur, off int
 	xoff     int // columns scrolled to the right
@@ -50,9 +54,12 @@ type responseView struct {
 	atEnd bool
 	folds map[*doc]*foldSet
 	// foldGen numbers the changes of folds; folding is set while a
-	// command works one out (foldingAll: a fold-all).
+	// command works one out (foldingAll: a fold-all). foldStop stops
+	// that command's walk once a change of the folds (a newer fold, a
+	// new answer) makes what it works out stale.
 	foldGen             int
 	folding, foldingAll bool
+	foldStop            *atomic.Bool
 
 	jq        field
 	jqDoc     *doc
@@ -300,10 +307,38 @@ type foldDoneMsg struct {
 }
 
 // foldChanged starts a new generation of folds: what commands are still
-// working out is stale.
+// working out is stale, and they stop walking.
 func (r *responseView) foldChanged() {
 	r.foldGen++
 	r.folding, r.foldingAll = false, false
+	if r.foldStop != nil {
+		r.foldStop.Store(true)
+		r.foldStop = nil
+	}
+}
+
+// formatter is the stop of a command formatting the answer shown.
+func (r *responseView) formatter() func() bool {
+	if r.fmtStop == nil {
+		r.fmtStop = new(atomic.Bool)
+	}
+	return r.fmtStop.Load
+}
+
+// formatsStale stops the commands formatting the answer shown: another
+// replaces it.
+func (r *responseView) formatsStale() {
+	if r.fmtStop != nil {
+		r.fmtStop.Store(true)
+		r.fmtStop = nil
+	}
+}
+
+// folder is the stop of a fold command about to start (for this
+// generation of folds): the command polls it.
+func (r *responseView) folder() func() bool {
+	r.foldStop = new(atomic.Bool)
+	return r.foldStop.Load
 }
 
 // toggleFold folds the block the cursor opens (or is inside) or unfolds
@@ -325,7 +360,7 @@ func (r *responseView) toggleFold(fold bool) tea.Cmd {
 	}
 	r.foldChanged()
 	r.folding = true
-	gen, cur := r.foldGen, r.cur
+	gen, cur, stopped := r.foldGen, r.cur, r.folder()
 	return func() tea.Msg {
 		o := cur
 		if !d.opens(o) {
@@ -335,7 +370,10 @@ func (r *responseView) toggleFold(fold bool) tea.Cmd {
 		}
 		c := -1
 		if fold && o >= 0 {
-			c = d.closeOf(o)
+			c = d.closeUntil(o, stopped)
+		}
+		if stopped() {
+			return nil // a newer fold or answer: what this worked out is stale
 		}
 		return foldDoneMsg{gen: gen, d: d, cur: cur, fold: fold, o: o, c: c}
 	}
@@ -360,15 +398,30 @@ func (r *responseView) foldAll() tea.Cmd {
 	}
 	r.foldChanged()
 	r.folding, r.foldingAll = true, true
-	gen := r.foldGen
-	return func() tea.Msg { return foldDoneMsg{gen: gen, d: d, all: depthOneBlocks(d)} }
+	gen, stopped := r.foldGen, r.folder()
+	return func() tea.Msg {
+		f := depthOneBlocks(d, stopped)
+		if f == nil {
+			return nil // a newer fold or answer: what this worked out is stale
+		}
+		return foldDoneMsg{gen: gen, d: d, all: f}
+	}
 }
 
-// depthOneBlocks is the blocks of d that open at depth 1, folded: one walk.
-func depthOneBlocks(d *doc) *foldSet {
+// stopEvery is how many lines a walk that can be stopped goes between
+// two looks at its stop.
+const stopEvery = 1024
+
+// depthOneBlocks is the blocks of d that open at depth 1, folded: one
+// walk, which stops (nil) once stopped says so (nil: never).
+func depthOneBlocks(d *doc, stopped func() bool) *foldSet {
 	f := &foldSet{}
 	var open []int
 	d.each(1, func(i, depth int, b string) bool {
+		if stopped != nil && i%stopEvery == 0 && stopped() {
+			f = nil
+			return false
+		}
 		b = strings.TrimLeft(b, " ")
 		if isCloser(b) {
 			if depth == 0 {

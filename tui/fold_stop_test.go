@@ -1,0 +1,142 @@
+package tui
+
+import (
+	"testing"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// TestSupersededFoldStops: a fold command whose answer a change of the
+// folds made stale (a newer fold, a new answer) stops instead of walking
+// the document to its end, and hands the model nothing. Before, it ran
+// to its end (30-40 ms at 10 MiB) and its answer was dropped by Update.
+func TestSupersededFoldStops(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.setFocus(pResponse)
+	d := itemsDoc(200_000)
+	show := func() {
+		m.update(callDoneMsg{ans: &answer{seq: m.pc.nextSeq(), target: named("t"), req: ipc.Request{Method: "m"}, outcome: "ok"}, doc: d})
+	}
+	ask := func(k string) tea.Cmd {
+		t.Helper()
+		cmd := m.update(press(k)[0])
+		if cmd == nil {
+			t.Fatalf("%s: no command", k)
+		}
+		return cmd
+	}
+	for _, c := range []struct {
+		name string
+		key  string // the fold asked first
+		then func() // what makes it stale
+	}{
+		{"fold-all, a new answer", "Z", show},
+		{"fold, a new answer", "h", show},
+		{"fold, then fold-all", "h", func() { _ = ask("Z") }},
+	} {
+		show()
+		if c.key == "h" {
+			keyMsgs(t, m, "g") // line 0 opens the block that ends at the end
+		}
+		stale := ask(c.key)
+		c.then()
+		if msg := stale(); msg != nil {
+			t.Errorf("%s: the stale command ran to its end and handed back %T", c.name, msg)
+		}
+	}
+
+	// Not stale: it works out its fold as before.
+	show()
+	if msg, ok := ask("Z")().(foldDoneMsg); !ok || msg.all == nil {
+		t.Fatalf("fold-all worked out nothing: %+v", msg)
+	}
+	keyMsgs(t, m, "g")
+	if msg, ok := ask("h")().(foldDoneMsg); !ok || msg.c != d.len()-1 {
+		t.Fatalf("the fold of line 0 worked out %+v, want it closed at %d", msg, d.len()-1)
+	}
+}
+
+// TestFoldWalksStopEarly: the walks of a fold and of building a document
+// look at their stop every stopEvery lines and end at the first look that
+// says stop, not at the document's end.
+func TestFoldWalksStopEarly(t *testing.T) {
+	d := itemsDoc(200_000)
+	stopAt := func(n int) (func() bool, *int) {
+		looks := 0
+		return func() bool { looks++; return looks >= n }, &looks
+	}
+	stop, looks := stopAt(3)
+	if f := depthOneBlocks(d, stop); f != nil || *looks != 3 {
+		t.Errorf("depthOneBlocks: %v after %d looks, want nil after 3", f, *looks)
+	}
+	stop, looks = stopAt(3)
+	if c := d.closeUntil(0, stop); c != -1 || *looks != 3 {
+		t.Errorf("closeUntil: %d after %d looks, want -1 after 3", c, *looks)
+	}
+	never := func() bool { return false }
+	if c := d.closeUntil(0, never); c != d.len()-1 {
+		t.Errorf("closeUntil, never stopped: %d, want %d", c, d.len()-1)
+	}
+	if f := depthOneBlocks(d, never); f == nil {
+		t.Error("depthOneBlocks, never stopped: nil")
+	}
+	// Formatting: a look before, one after render.Format, then one every
+	// stopEvery lines split.
+	data := itemsAnswer(200_000)
+	stop, looks = stopAt(5)
+	if got := prettyDocUntil(data, stop); got != nil || *looks != 5 {
+		t.Errorf("prettyDocUntil: %v after %d looks, want nil after 5", got != nil, *looks)
+	}
+	if got := prettyDocUntil(data, never); got == nil || got.len() != 200_002 {
+		t.Errorf("prettyDocUntil, never stopped: %v lines", got)
+	}
+}
+
+// TestSupersededFormattingStops: the whole of a previewed answer (and
+// its envelope) formatted in a command is not formatted further once
+// another answer replaces it: the command hands back nothing. Before, it
+// formatted the whole answer for Update to drop.
+func TestSupersededFormattingStops(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.setFocus(pResponse)
+	big := answerOf(m.pc.nextSeq(), named("big"), ipc.Request{Method: "big.list"}, time.Now(), &ipc.Response{Result: itemsAnswer(100_000)}, nil)
+	msg := answerMsg(big)
+	if !msg.partial {
+		t.Fatal("the answer is not previewed: the test shows nothing")
+	}
+	whole := m.update(msg)
+	env := m.update(press("r")[0]) // the envelope, formatted in a command
+	if whole == nil || env == nil {
+		t.Fatal("no formatting command")
+	}
+	small := answerOf(m.pc.nextSeq(), named("small"), ipc.Request{Method: "m"}, time.Now(), &ipc.Response{Result: []byte(`{"a":1}`)}, nil)
+	m.update(answerMsg(small))
+	var got []tea.Msg
+	var collect func(tea.Cmd)
+	collect = func(c tea.Cmd) {
+		if c == nil {
+			return
+		}
+		switch x := c().(type) {
+		case tea.BatchMsg:
+			for _, c := range x {
+				collect(c)
+			}
+		case fullDocMsg, envDoneMsg:
+			got = append(got, x)
+		}
+	}
+	collect(whole)
+	collect(env)
+	if len(got) != 0 {
+		t.Fatalf("the replaced answer was formatted to its end: %d documents handed back", len(got))
+	}
+	// The answer shown is still formatted.
+	m.update(answerMsg(big))
+	if _, ok := m.update(press("r")[0])().(envDoneMsg); !ok {
+		t.Fatal("the envelope of the answer shown was not formatted")
+	}
+}
