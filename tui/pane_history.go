@@ -13,6 +13,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -329,7 +330,7 @@ func (p *historyPane) replay(e history.Entry, t *discovery.Target) tea.Cmd {
 		resp, err := cl.send(ctx, t, req)
 		hs.Record(cl.record(t, req, start, resp, err))
 		a := answerOf(seq, t, req, start, resp, err)
-		a.title = fmt.Sprintf("replay of %d · %s · %s · %s", e.ID, e.Method, a.outcome, fmtDur(a.elapsed))
+		a.title = fmt.Sprintf("replay of %d · %s · %s · %s", e.ID, e.Method, a.outcome, human.Duration(a.elapsed))
 		oldDoc := old.Result
 		if old.Error != nil {
 			oldDoc, _ = json.Marshal(old.Error)

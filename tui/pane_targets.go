@@ -575,7 +575,7 @@ func (p *targetsPane) row(st *styles, t *target, w int, sel, focused bool) strin
 	case t.Kind == discovery.KindTarpc:
 		lat = st.Dim.Render("  tarpc")
 	case t.health() == discovery.StateLive:
-		lat = st.Dim.Render(fmt.Sprintf("%7s", fmtDur(t.Latency())))
+		lat = st.Dim.Render(fmt.Sprintf("%7s", human.Duration(t.Latency())))
 	case t.health() == discovery.StateUnknown:
 		lat = st.Dim.Render("    …  ")
 	default:

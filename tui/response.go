@@ -683,7 +683,7 @@ func (r *responseView) titles(st *styles) (string, string) {
 	if r.rawMode {
 		mode = "envelope"
 	}
-	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, fmtDur(a.elapsed), human.Bytes(int64(a.size)))
+	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, human.Duration(a.elapsed), human.Bytes(int64(a.size)))
 	right := mode
 	if r.partial {
 		right = "formatting… · " + mode
@@ -701,20 +701,6 @@ func (r *responseView) titles(st *styles) (string, string) {
 		right = fmt.Sprintf("→%d · %s", r.xoff, right)
 	}
 	return t, st.Dim.Render(right)
-}
-
-// fmtDur renders a latency for people: 0.4 ms, 12 ms, 1.2 s.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "–"
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-	case d < time.Second:
-		return fmt.Sprintf("%d ms", d/time.Millisecond)
-	default:
-		return fmt.Sprintf("%.1f s", d.Seconds())
-	}
 }
 
 // envelopeOf builds the envelope document's text: the request sent and the
