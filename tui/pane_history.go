@@ -153,8 +153,9 @@ func (p *historyPane) update(msg tea.Msg) tea.Cmd {
 			return p.onKey(kp)
 		}
 	case clickMsg:
-		if i := p.off + msg.y; i < len(p.entries) {
-			p.sel = i
+		// The rows above the list (search, name, error) are no calls.
+		if row := msg.y - p.headRows(); row >= 0 && p.off+row < len(p.entries) {
+			p.sel = p.off + row
 		}
 	case wheelMsg:
 		p.sel = min(max(p.sel+msg.delta, 0), len(p.entries)-1)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
@@ -334,4 +335,35 @@ func paneSize(p pane) (int, int) {
 		return p.w, p.h
 	}
 	panic(fmt.Sprintf("paneSize: %T", p))
+}
+
+// TestHistoryClickUnderSearch: a click on a call's row selects that call
+// while the search field shows above the list (a row the list does not
+// have). It selected the call below it: the click's row was counted
+// from the top of the pane, not of the list.
+func TestHistoryClickUnderSearch(t *testing.T) {
+	for _, size := range [][2]int{{80, 24}, {120, 35}} {
+		m := listModel(t, size[0], size[1])
+		keyMsgs(t, m, "H", "/", "call.n01", "enter")
+		hp := m.histp()
+		if hp.search.Empty() || len(hp.entries) != 10 {
+			t.Fatalf("%dx%d: the search shows %d calls", size[0], size[1], len(hp.entries))
+		}
+		r := m.rects[pHistory]
+		want := 3
+		label := fmt.Sprintf("%4d %s", hp.entries[want].ID, hp.entries[want].Time.Format("15:04:05"))
+		y := -1
+		for i, l := range strings.Split(ansi.Strip(m.render()), "\n") {
+			if i > r.y && i < r.y+r.h && strings.Contains(l, label) {
+				y = i
+			}
+		}
+		if y < 0 {
+			t.Fatalf("%dx%d: call %q not on screen", size[0], size[1], label)
+		}
+		m.update(tea.MouseClickMsg{X: r.x + 3, Y: y, Button: tea.MouseLeft})
+		if hp.sel != want {
+			t.Errorf("%dx%d: a click on call %d selected call %d", size[0], size[1], want, hp.sel)
+		}
+	}
 }
