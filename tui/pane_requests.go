@@ -172,13 +172,13 @@ func (p *requestsPane) SetSize(w, h int) {
 func (p *requestsPane) fit() {
 	p.pendN = p.count()
 	if w, h := p.inner(); h > 0 && len(p.reqs) > 0 {
-		p.off = scrollInto(p.off, p.sel, p.shows(w, h, p.pc.now()), len(p.reqs))
+		p.off = scrollInto(p.off, p.sel, p.shows(w, h), len(p.reqs))
 	}
 }
 
-// shows is how many requests a body of w×h shows at now.
-func (p *requestsPane) shows(w, h int, now time.Time) int {
-	return max((h-len(p.foot(p.pc.st, w, h, now)))/2, 1)
+// shows is how many requests a body of w×h shows (at now).
+func (p *requestsPane) shows(w, h int) int {
+	return max((h-len(p.foot(p.pc.st, w, h, p.pc.now())))/2, 1)
 }
 
 // foot is the selected request's reason, when it can no longer be
@@ -234,7 +234,8 @@ func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 			return p.answer()
 		}
 	case clickMsg:
-		if i := p.off + msg.y; i < len(p.reqs) {
+		// Two rows a request (the reason at the bottom is none).
+		if i := p.off + msg.y/2; msg.y >= 0 && msg.y/2 < p.shows(p.inner()) && i < len(p.reqs) {
 			p.sel = i
 		}
 	}

@@ -367,3 +367,25 @@ func TestHistoryClickUnderSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestsClickTwoRows: a request takes two rows (what it asks, then
+// where it stands); a click on either selects it. A click on the second
+// row selected the request after it, and one on the second request's
+// first row the third.
+func TestRequestsClickTwoRows(t *testing.T) {
+	m := listModel(t, 120, 35)
+	var ls []any
+	for i := range 6 {
+		ls = append(ls, requestAt(t0.Add(-time.Duration(6-i)*time.Second), "holon", fmt.Sprintf("ask.n%03d", i), &fakeLink{up: true}))
+	}
+	m.update(feedMsg{items: ls})
+	keyMsgs(t, m, "R", "k", "k", "k", "k", "k") // the first
+	rp := m.reqs()
+	r := m.rects[pRequests]
+	for _, c := range []struct{ y, want int }{{0, 0}, {1, 0}, {2, 1}, {3, 1}, {4, 2}} {
+		m.update(tea.MouseClickMsg{X: r.x + 3, Y: r.y + 1 + c.y, Button: tea.MouseLeft})
+		if rp.sel != c.want {
+			t.Errorf("a click on the list's row %d selected request %d, want %d", c.y, rp.sel, c.want)
+		}
+	}
+}
