@@ -1,11 +1,13 @@
 package tui
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
 
+	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -83,12 +85,24 @@ func TestFoldWalksStopEarly(t *testing.T) {
 	if f := depthOneBlocks(d, never); f == nil {
 		t.Error("depthOneBlocks, never stopped: nil")
 	}
-	// Formatting: a look before, one after render.Format, then one every
-	// stopEvery lines split.
-	data := itemsAnswer(200_000)
-	stop, looks = stopAt(5)
-	if got := prettyDocUntil(data, stop); got != nil || *looks != 5 {
-		t.Errorf("prettyDocUntil: %v after %d looks, want nil after 5", got != nil, *looks)
+	// Formatting: a look before each chunk (64 KiB) the printer reads,
+	// then one every stopEvery lines split.
+	data := itemsAnswer(200_000) // 3.2 MB: 49 chunks
+	stop, looks = stopAt(3)
+	if out, stopped, err := formatUntil(data, stop); !stopped || out != nil || err != nil || *looks != 3 {
+		t.Errorf("formatUntil: stopped %v (%d bytes, %v) after %d looks, want stopped after 3", stopped, len(out), err, *looks)
+	}
+	counted, looks := stopAt(1 << 30)
+	out, stopped, err := formatUntil(data, counted)
+	if want, _ := render.Format(data, render.Options{Indent: render.DefaultIndent}); stopped || err != nil || !bytes.Equal(out, want) {
+		t.Errorf("formatUntil, never stopped: stopped %v, %v, %d bytes, want render.Format's %d", stopped, err, len(out), len(want))
+	}
+	if chunks := len(data) / (64 << 10); *looks < chunks {
+		t.Errorf("formatUntil looked %d times over %d chunks read: it does not look while it formats", *looks, chunks)
+	}
+	stop, looks = stopAt(3 + len(data)/(64<<10) + 1 + 2) // formatted whole, then two looks into the lines
+	if got := prettyDocUntil(data, stop); got != nil {
+		t.Errorf("prettyDocUntil: a document after %d looks, want nil", *looks)
 	}
 	if got := prettyDocUntil(data, never); got == nil || got.len() != 200_002 {
 		t.Errorf("prettyDocUntil, never stopped: %v lines", got)
@@ -138,5 +152,27 @@ func TestSupersededFormattingStops(t *testing.T) {
 	m.update(answerMsg(big))
 	if _, ok := m.update(press("r")[0])().(envDoneMsg); !ok {
 		t.Fatal("the envelope of the answer shown was not formatted")
+	}
+}
+
+// BenchmarkPrettyDocStoppable measures formatting a 10 MB answer into a
+// document as the commands do, able to stop (the printer reads it a
+// chunk at a time), beside prettyDoc (the answer formatted in one go).
+func BenchmarkPrettyDocStoppable(b *testing.B) {
+	data := genAnswer(10 << 20)
+	never := func() bool { return false }
+	for _, c := range []struct {
+		name    string
+		stopped func() bool
+	}{{"whole", nil}, {"stoppable", never}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if prettyDocUntil(data, c.stopped) == nil {
+					b.Fatal("no document")
+				}
+			}
+		})
 	}
 }

@@ -310,17 +310,14 @@ func (d *doc) String() string {
 func prettyDoc(data []byte) *doc { return prettyDocUntil(data, nil) }
 
 // prettyDocUntil is prettyDoc, which stops (nil) once stopped says so
-// (nil: never): before formatting, after it, and while the lines are
+// (nil: never): while formatting (formatUntil) and while the lines are
 // split.
 func prettyDocUntil(data []byte, stopped func() bool) *doc {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return textDoc([]string{"(empty)"})
 	}
-	if stopped != nil && stopped() {
-		return nil
-	}
-	out, err := render.Format(data, render.Options{Indent: render.DefaultIndent})
-	if stopped != nil && stopped() {
+	out, stop, err := formatUntil(data, stopped)
+	if stop {
 		return nil
 	}
 	if err != nil {
@@ -332,6 +329,38 @@ func prettyDocUntil(data []byte, stopped func() bool) *doc {
 		return textDoc(lines)
 	}
 	return newDocUntil(strings.TrimRight(string(out), "\n"), true, stopped)
+}
+
+// formatUntil is render.Format (pretty-printed, not highlighted), which
+// stops once stopped says so (nil: never): the answer is read in by the
+// printer a chunk (64 KiB) at a time, and stopped is asked before each.
+// stop reports it stopped (out and err are then nothing).
+func formatUntil(data []byte, stopped func() bool) (out []byte, stop bool, err error) {
+	opts := render.Options{Indent: render.DefaultIndent}
+	if stopped == nil {
+		out, err = render.Format(data, opts)
+		return out, false, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(data) + len(data)/2 + 64) // as Format
+	err = render.JSON(&b, stopReader{r: bytes.NewReader(data), stopped: stopped}, opts)
+	if errors.Is(err, context.Canceled) {
+		return nil, true, nil
+	}
+	return b.Bytes(), false, err
+}
+
+// stopReader reads r until stopped says stop (then: context.Canceled).
+type stopReader struct {
+	r       *bytes.Reader
+	stopped func() bool
+}
+
+func (s stopReader) Read(p []byte) (int, error) {
+	if s.stopped() {
+		return 0, context.Canceled
+	}
+	return s.r.Read(p)
 }
 
 // jqResult runs a jq filter on a parsed value with a time limit.
