@@ -87,7 +87,7 @@ func TestFoldWalksStopEarly(t *testing.T) {
 	}
 	// Formatting: a look before each chunk (64 KiB) the printer reads,
 	// then one every stopEvery lines split.
-	data := itemsAnswer(200_000) // 3.2 MB: 49 chunks
+	data := itemsAnswer(200_000) // 3 MB: 45 chunks
 	stop, looks = stopAt(3)
 	if out, stopped, err := formatUntil(data, stop); !stopped || out != nil || err != nil || *looks != 3 {
 		t.Errorf("formatUntil: stopped %v (%d bytes, %v) after %d looks, want stopped after 3", stopped, len(out), err, *looks)
