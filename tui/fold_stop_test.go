@@ -176,3 +176,53 @@ func BenchmarkPrettyDocStoppable(b *testing.B) {
 		})
 	}
 }
+
+// TestSupersededJQStops: a jq run made stale by a newer filter or a new
+// answer is cancelled: its command ends at once and hands back nothing.
+// Before, it ran until its own end or its 2 s limit, for Update to drop.
+func TestSupersededJQStops(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.setFocus(pResponse)
+	show := func() {
+		a := answerOf(m.pc.nextSeq(), named("t"), ipc.Request{Method: "m"}, time.Now(), &ipc.Response{Result: []byte(`{"a":[1,2,3]}`)}, nil)
+		m.update(answerMsg(a))
+	}
+	// typed: keys whose commands (the debounce ticks) are not run: the
+	// test runs the jq itself.
+	typed := func(keys ...string) {
+		for _, k := range press(keys...) {
+			m.update(k)
+		}
+	}
+	show()
+	r := m.resp()
+	const slow = `last(range(1e12))` // runs until stopped or its 2 s
+	for _, c := range []struct {
+		name string
+		then func()
+	}{
+		{"a newer filter", func() { typed("backspace") }},
+		{"a new answer", show},
+	} {
+		typed("esc", ":") // the jq field
+		if !r.jq.active {
+			t.Fatal("the jq field did not open")
+		}
+		typed(slow)
+		run := r.runJQ() // what the debounce tick asks for
+		if run == nil {
+			t.Fatalf("%s: no jq command", c.name)
+		}
+		c.then()
+		start := time.Now()
+		msg := run()
+		if took := time.Since(start); msg != nil || took > time.Second {
+			t.Errorf("%s: the stale jq run took %v and handed back %T", c.name, took.Round(time.Millisecond), msg)
+		}
+	}
+	// Not stale: it runs to its answer.
+	typed("esc", ":", ".a | length")
+	if msg, ok := r.runJQ()().(jqDoneMsg); !ok || msg.err != nil || msg.doc == nil || msg.doc.line(0) != "3" {
+		t.Fatalf("the jq run worked out %+v", msg)
+	}
+}

@@ -373,6 +373,7 @@ func jqRun(ctx context.Context, filter string, input any) (*doc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jq: %w", err)
 	}
+	stale := ctx // cancelled: nobody wants the result (not the time limit)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	iter := code.RunWithContext(ctx, input)
@@ -407,7 +408,10 @@ func jqRun(ctx context.Context, filter string, input any) (*doc, error) {
 	if n == 0 {
 		return textDoc([]string{"(no output)"}), nil
 	}
-	return prettyDoc(buf.Bytes()), nil
+	if d := prettyDocUntil(buf.Bytes(), func() bool { return stale.Err() != nil }); d != nil {
+		return d, nil
+	}
+	return nil, stale.Err()
 }
 
 // parseForJQ decodes data into the values gojq works on (render.JQInput,

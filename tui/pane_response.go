@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"runtime/debug"
 	"time"
 
@@ -125,7 +126,7 @@ func (r *responsePane) update(msg tea.Msg) tea.Cmd {
 		if msg.seq != r.jqSeq {
 			break
 		}
-		r.jqRunning = false
+		r.jqStale() // done: its context goes, it no longer runs
 		if msg.input != nil {
 			r.jqInput, r.jqInputOf = msg.input, msg.inputOf
 		}
@@ -193,6 +194,7 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	r.rawMode, r.pending = false, false
 	r.folds, r.hl, r.hlN = nil, nil, 0
 	r.foldChanged()
+	r.jqStale() // a filter of the answer before: stale
 	r.jqDoc, r.jqErr, r.jqInput, r.jqInputOf = nil, "", nil, nil
 	r.resetView()
 	r.partial = msg.partial
@@ -221,9 +223,11 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 func (r *responsePane) typeJQ(msg tea.Msg) tea.Cmd {
 	switch r.jq.Update(msg, r.keys(), true) {
 	case editBack:
+		r.jqStale()
 		r.jqDoc, r.jqErr = nil, ""
 		r.resetView()
 	case editChanged:
+		r.jqStale() // the filter run is no longer the one typed
 		r.jqSeq++
 		seq := r.jqSeq
 		if r.jq.Empty() {
@@ -245,8 +249,9 @@ func (r *responsePane) runJQ() tea.Cmd {
 	if r.jqInputOf != a {
 		input = nil
 	}
-	r.jqRunning = true
-	ctx := r.pc.ctx
+	r.jqStale()
+	ctx, cancel := context.WithCancel(r.pc.ctx)
+	r.jqStop, r.jqRunning = cancel, true
 	return r.pc.safe(func() tea.Msg {
 		var newInput any
 		if input == nil {
@@ -257,6 +262,9 @@ func (r *responsePane) runJQ() tea.Cmd {
 			input, newInput = v, v
 		}
 		d, err := jqRun(ctx, filter, input)
+		if ctx.Err() != nil {
+			return nil // a newer filter or answer: stale, stopped
+		}
 		return jqDoneMsg{seq: seq, doc: d, err: err, input: newInput, inputOf: a}
 	})
 }

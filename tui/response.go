@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -61,10 +62,13 @@ type responseView struct {
 	folding, foldingAll bool
 	foldStop            *atomic.Bool
 
-	jq        field
-	jqDoc     *doc
-	jqErr     string
-	jqSeq     int
+	jq    field
+	jqDoc *doc
+	jqErr string
+	jqSeq int
+	// jqStop cancels the jq run in flight once a newer filter, or a new
+	// answer, makes what it works out stale.
+	jqStop    context.CancelFunc
 	jqInput   any // parsed result, kept for the next filter
 	jqInputOf *answer
 	jqRunning bool
@@ -315,6 +319,15 @@ func (r *responseView) foldChanged() {
 		r.foldStop.Store(true)
 		r.foldStop = nil
 	}
+}
+
+// jqStale cancels the jq run in flight, if any: its answer is stale.
+func (r *responseView) jqStale() {
+	if r.jqStop != nil {
+		r.jqStop()
+		r.jqStop = nil
+	}
+	r.jqRunning = false
 }
 
 // formatter is the stop of a command formatting the answer shown.
