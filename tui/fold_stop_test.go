@@ -226,3 +226,57 @@ func TestSupersededJQStops(t *testing.T) {
 		t.Fatalf("the jq run worked out %+v", msg)
 	}
 }
+
+// TestSupersededSearchStops: a search made stale by a newer one or a new
+// answer is cancelled (its command hands back nothing), and what a
+// search found in a document no longer shown moves nothing. Before, a
+// stale search ran to its end and was applied: its line numbers, of
+// another document, moved the cursor.
+func TestSupersededSearchStops(t *testing.T) {
+	m, _ := testModel(t, goldenConfig("dark"))
+	m.setFocus(pResponse)
+	typed := func(keys ...string) tea.Cmd {
+		var cmd tea.Cmd
+		for _, k := range press(keys...) {
+			cmd = m.update(k)
+		}
+		return cmd
+	}
+	show := func(d *doc) {
+		m.update(callDoneMsg{ans: &answer{seq: m.pc.nextSeq(), target: named("t"), req: ipc.Request{Method: "m"}, outcome: "ok"}, doc: d})
+	}
+	big := itemsDoc(100_000)
+	r := m.resp()
+	for _, c := range []struct {
+		name string
+		then func()
+	}{
+		{"a newer search", func() { _ = typed("/", "item 0000002", "enter") }},
+		{"a new answer", func() { show(itemsDoc(10)) }},
+	} {
+		show(big)
+		stale := typed("/", "item 0099999", "enter")
+		if stale == nil {
+			t.Fatalf("%s: no search command", c.name)
+		}
+		c.then()
+		if msg := stale(); msg != nil {
+			t.Errorf("%s: the stale search handed back %T", c.name, msg)
+			m.update(msg)
+			if r.cur == 99_999+1 {
+				t.Errorf("%s: and it moved the cursor to its hit", c.name)
+			}
+		}
+	}
+	// What a search found in another document moves nothing.
+	show(itemsDoc(10))
+	m.update(searchDoneMsg{d: big, q: "item 0000007", matches: []int{8}})
+	if r.cur != 0 || r.matchDoc == big {
+		t.Errorf("a search of another document was applied: cursor %d", r.cur)
+	}
+	// Not stale: it finds and jumps.
+	show(big)
+	if msg, ok := typed("/", "item 0000500", "enter")().(searchDoneMsg); !ok || len(msg.matches) != 1 || msg.matches[0] != 501 {
+		t.Fatalf("the search found %+v", msg)
+	}
+}

@@ -138,6 +138,10 @@ func (r *responsePane) update(msg tea.Msg) tea.Cmd {
 		r.jqDoc = msg.doc
 		r.resetView()
 	case searchDoneMsg:
+		r.searchStale() // done: its context goes
+		if msg.d != r.current() {
+			break // lines of a document no longer shown
+		}
 		r.matchDoc, r.matches, r.mi, r.matchQ = msg.d, msg.matches, 0, msg.q
 		if len(msg.matches) == 0 {
 			r.pc.setErr("no match")
@@ -195,6 +199,7 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	r.folds, r.hl, r.hlN = nil, nil, 0
 	r.foldChanged()
 	r.jqStale() // a filter of the answer before: stale
+	r.searchStale()
 	r.jqDoc, r.jqErr, r.jqInput, r.jqInputOf = nil, "", nil, nil
 	r.resetView()
 	r.partial = msg.partial
@@ -272,12 +277,20 @@ func (r *responsePane) runJQ() tea.Cmd {
 func (r *responsePane) runSearch() tea.Cmd {
 	d := r.current()
 	q := r.search.String()
+	r.searchStale()
 	if d == nil || q == "" {
 		r.matches, r.matchDoc = nil, nil
 		return nil
 	}
-	ctx := r.pc.ctx
-	return r.pc.safe(func() tea.Msg { return searchDoneMsg{d: d, q: q, matches: searchDoc(ctx, d, q)} })
+	ctx, cancel := context.WithCancel(r.pc.ctx)
+	r.searchStop = cancel
+	return r.pc.safe(func() tea.Msg {
+		ms := searchDoc(ctx, d, q)
+		if ctx.Err() != nil {
+			return nil // a newer search or answer: stale, stopped
+		}
+		return searchDoneMsg{d: d, q: q, matches: ms}
+	})
 }
 
 func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {

@@ -73,11 +73,14 @@ type responseView struct {
 	jqInputOf *answer
 	jqRunning bool
 
-	search   field
-	matches  []int
-	matchDoc *doc
-	matchQ   string // the query the matches are of
-	mi       int
+	search field
+	// searchStop cancels the search in flight once a newer one, or a new
+	// answer, makes what it finds stale.
+	searchStop context.CancelFunc
+	matches    []int
+	matchDoc   *doc
+	matchQ     string // the query the matches are of
+	mi         int
 
 	hl    map[*doc]map[int]string
 	hlOf  *styles // the styles hl was drawn in
@@ -328,6 +331,15 @@ func (r *responseView) jqStale() {
 		r.jqStop = nil
 	}
 	r.jqRunning = false
+}
+
+// searchStale cancels the search in flight, if any: what it finds is
+// stale.
+func (r *responseView) searchStale() {
+	if r.searchStop != nil {
+		r.searchStop()
+		r.searchStop = nil
+	}
 }
 
 // formatter is the stop of a command formatting the answer shown.
