@@ -59,9 +59,8 @@ type programContext struct {
 	// panes that cost work to keep current may wait until they are.
 	visible func(paneID) bool
 
-	// frame numbers the frames drawn; drawing is true while one is (what
-	// several panes ask of one pane in a frame is worked out once).
-	frame   uint64
+	// drawing is true while a frame is drawn: what a pane tells others
+	// then is what its last Update worked out (a frame works nothing out).
 	drawing bool
 
 	// ticks reports whether panes may run timers of their own (not while

@@ -45,17 +45,23 @@ const docStride = 32
 
 // newDoc splits pretty-printed JSON text (indented by render.DefaultIndent
 // a level).
-func newDoc(text string, isJSON bool) *doc {
-	if d, ok := buildDoc(text, isJSON, render.DefaultIndent); ok {
-		return d
+func newDoc(text string, isJSON bool) *doc { return newDocUntil(text, isJSON, nil) }
+
+// newDocUntil is newDoc, which stops (nil) once stopped says so (nil:
+// never).
+func newDocUntil(text string, isJSON bool, stopped func() bool) *doc {
+	if d, ok, stop := buildDoc(text, isJSON, render.DefaultIndent, stopped); ok || stop {
+		return d // nil when stopped
 	}
-	d, _ := buildDoc(text, isJSON, 0)
+	d, _, _ := buildDoc(text, isJSON, 0, stopped)
 	return d
 }
 
 // buildDoc builds a document from text whose lines are indented by indent
 // spaces a level (0: kept as they are); ok is false when a line is not.
-func buildDoc(text string, isJSON bool, indent int) (*doc, bool) {
+// It stops (nil, stop true) once stopped (nil: never) says so, looked at
+// every stopEvery lines.
+func buildDoc(text string, isJSON bool, indent int, stopped func() bool) (_ *doc, ok, stop bool) {
 	d := &doc{json: isJSON, indent: indent}
 	var b strings.Builder
 	if indent == 0 {
@@ -81,11 +87,14 @@ func buildDoc(text string, isJSON bool, indent int) (*doc, bool) {
 		}
 		if indent > 0 {
 			if len(l)-len(body) != int(depth)*indent && body != "" {
-				return nil, false
+				return nil, false, false
 			}
 			l = body
 		}
 		if d.n%docStride == 0 {
+			if stopped != nil && d.n%stopEvery == 0 && stopped() {
+				return nil, false, true
+			}
 			d.marks = append(d.marks, docMark{off: b.Len(), depth: depth})
 		}
 		b.WriteString(l)
@@ -94,7 +103,7 @@ func buildDoc(text string, isJSON bool, indent int) (*doc, bool) {
 		prevOpen = isJSON && isOpener(body)
 	}
 	d.text = b.String()
-	return d, true
+	return d, true, false
 }
 
 // isOpener reports whether a line (unindented) opens an object or array.
@@ -195,12 +204,20 @@ func (d *doc) closes(i int) bool {
 
 // closeOf is the line that closes the block line i opens (-1 when it
 // opens none). It walks the block.
-func (d *doc) closeOf(i int) int {
+func (d *doc) closeOf(i int) int { return d.closeUntil(i, nil) }
+
+// closeUntil is closeOf, whose walk stops (-1) once stopped says so
+// (nil: never).
+func (d *doc) closeUntil(i int, stopped func() bool) int {
 	if !d.opens(i) {
 		return -1
 	}
 	out, level := -1, 0
 	d.each(i, func(j, _ int, b string) bool {
+		if stopped != nil && j%stopEvery == 0 && stopped() {
+			out = -1
+			return false
+		}
 		b = strings.TrimLeft(b, " ")
 		if j > i && isCloser(b) {
 			if level == 1 {
@@ -290,11 +307,19 @@ func (d *doc) String() string {
 
 // prettyDoc pretty-prints data (plain, no colours: lines are highlighted
 // when drawn) and splits it. Invalid JSON is shown sanitized, line by line.
-func prettyDoc(data []byte) *doc {
+func prettyDoc(data []byte) *doc { return prettyDocUntil(data, nil) }
+
+// prettyDocUntil is prettyDoc, which stops (nil) once stopped says so
+// (nil: never): while formatting (formatUntil) and while the lines are
+// split.
+func prettyDocUntil(data []byte, stopped func() bool) *doc {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return textDoc([]string{"(empty)"})
 	}
-	out, err := render.Format(data, render.Options{Indent: render.DefaultIndent})
+	out, stop, err := formatUntil(data, stopped)
+	if stop {
+		return nil
+	}
 	if err != nil {
 		var lines []string
 		for _, l := range strings.Split(render.SanitizeMultiline(string(data)), "\n") {
@@ -303,7 +328,39 @@ func prettyDoc(data []byte) *doc {
 		lines = append([]string{"(not valid JSON: " + render.Sanitize(err.Error()) + ")"}, lines...)
 		return textDoc(lines)
 	}
-	return newDoc(strings.TrimRight(string(out), "\n"), true)
+	return newDocUntil(strings.TrimRight(string(out), "\n"), true, stopped)
+}
+
+// formatUntil is render.Format (pretty-printed, not highlighted), which
+// stops once stopped says so (nil: never): the answer is read in by the
+// printer a chunk (64 KiB) at a time, and stopped is asked before each.
+// stop reports it stopped (out and err are then nothing).
+func formatUntil(data []byte, stopped func() bool) (out []byte, stop bool, err error) {
+	opts := render.Options{Indent: render.DefaultIndent}
+	if stopped == nil {
+		out, err = render.Format(data, opts)
+		return out, false, err
+	}
+	var b bytes.Buffer
+	b.Grow(len(data) + len(data)/2 + 64) // as Format
+	err = render.JSON(&b, stopReader{r: bytes.NewReader(data), stopped: stopped}, opts)
+	if errors.Is(err, context.Canceled) {
+		return nil, true, nil
+	}
+	return b.Bytes(), false, err
+}
+
+// stopReader reads r until stopped says stop (then: context.Canceled).
+type stopReader struct {
+	r       *bytes.Reader
+	stopped func() bool
+}
+
+func (s stopReader) Read(p []byte) (int, error) {
+	if s.stopped() {
+		return 0, context.Canceled
+	}
+	return s.r.Read(p)
 }
 
 // jqResult runs a jq filter on a parsed value with a time limit.
@@ -316,6 +373,7 @@ func jqRun(ctx context.Context, filter string, input any) (*doc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jq: %w", err)
 	}
+	stale := ctx // cancelled: nobody wants the result (not the time limit)
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	iter := code.RunWithContext(ctx, input)
@@ -350,7 +408,10 @@ func jqRun(ctx context.Context, filter string, input any) (*doc, error) {
 	if n == 0 {
 		return textDoc([]string{"(no output)"}), nil
 	}
-	return prettyDoc(buf.Bytes()), nil
+	if d := prettyDocUntil(buf.Bytes(), func() bool { return stale.Err() != nil }); d != nil {
+		return d, nil
+	}
+	return nil, stale.Err()
 }
 
 // parseForJQ decodes data into the values gojq works on (render.JQInput,

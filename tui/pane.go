@@ -20,9 +20,11 @@ type pane interface {
 	// Update handles one message and returns the pane and what to do next.
 	Update(msg tea.Msg) (pane, tea.Cmd)
 	// View draws the pane's box, exactly as large as SetSize said,
-	// rendering only the rows that show.
+	// rendering only the rows that show. It changes nothing (no scroll,
+	// no cache): it may clamp a copy for drawing, never the pane.
 	View() string
-	// SetSize says how large the pane's box is (borders included).
+	// SetSize says how large the pane's box is (borders included); the
+	// pane fits its scroll to it, as it does at the end of every Update.
 	SetSize(w, h int)
 	// KeyMap is the keys the status bar lists while the pane has focus.
 	KeyMap() help.KeyMap

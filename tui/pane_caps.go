@@ -81,8 +81,54 @@ func (p *capsPane) KeyMap() help.KeyMap {
 }
 
 // Update handles the pane's keys and clicks, and rebuilds the tree when
-// the targets or the current one change.
+// the targets or the current one change; then fits the scroll to the
+// rows (View changes nothing).
 func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	cmd := p.update(msg)
+	p.fit()
+	return p, cmd
+}
+
+// SetSize records the pane's size and fits the scroll to it.
+func (p *capsPane) SetSize(w, h int) {
+	p.paneBase.SetSize(w, h)
+	p.fit()
+}
+
+// fit keeps the cursor's row among those the tree has room for: the
+// pane's rows less the filter, the note above the tree and the selected
+// method's details below it (which change with the cursor).
+func (p *capsPane) fit() {
+	t := p.pc.target()
+	if t == nil || p.tree(t) == nil {
+		return
+	}
+	w, h := p.inner()
+	if h <= 0 {
+		return
+	}
+	p.off = scrollInto(p.off, p.sel, p.treeRows(t, w, h), len(p.rows))
+}
+
+// treeRows is how many rows of the tree show in a body of w×h.
+func (p *capsPane) treeRows(t *target, w, h int) int {
+	return h - p.headRows(t) - len(p.details(p.pc.st, t, w, h))
+}
+
+// headRows is how many rows are above the tree: the filter, and the line
+// saying the methods are not advertised.
+func (p *capsPane) headRows(t *target) int {
+	n := 0
+	if p.filter.active || !p.filter.Empty() {
+		n++
+	}
+	if t != nil && t.capTree() == nil && p.tree(t) != nil {
+		n++
+	}
+	return n
+}
+
+func (p *capsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case targetsMsg:
 		p.known.targetsChanged()
@@ -95,7 +141,7 @@ func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case currentMsg:
 		p.refresh()
 		if msg.changed {
-			return p, p.known.fromHistory(p.pc, p.pc.target())
+			return p.known.fromHistory(p.pc, p.pc.target())
 		}
 	case liveMsg:
 		p.known.traffic(msg.frames, p.pc.targets)
@@ -114,26 +160,20 @@ func (p *capsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 				p.sel = 0
 				p.refresh()
 			}
-			return p, nil
+			return nil
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
-			return p, p.onKey(kp)
+			return p.onKey(kp)
 		}
 	case clickMsg:
-		row := msg.y
-		if p.filter.active || !p.filter.Empty() {
-			row--
-		}
-		if t := p.pc.target(); t != nil && t.capTree() == nil && p.tree(t) != nil {
-			row-- // the line saying the methods are not advertised
-		}
+		row := msg.y - p.headRows(p.pc.target())
 		if i := p.off + row; msg.button == tea.MouseLeft && row >= 0 && i < len(p.rows) {
 			p.sel = i
 		}
 	case wheelMsg:
 		p.move(msg.delta)
 	}
-	return p, nil
+	return nil
 }
 
 func (p *capsPane) onKey(kp tea.KeyPressMsg) tea.Cmd {
@@ -442,35 +482,45 @@ func (p *capsPane) body(t *target) []string {
 		return out
 	}
 	// Details of the selected method at the bottom.
-	var detail []string
-	if m := p.selectedMethod(t); m != nil && h >= 8 {
-		if s := costText(m.Cost); s != "" {
-			detail = append(detail, st.Dim.Render("cost ")+s)
-		}
-		if len(m.Prerequisites) > 0 {
-			detail = append(detail, st.Dim.Render("after ")+render.Sanitize(strings.Join(m.Prerequisites, ", ")))
-		}
-		if len(m.Params) > 0 {
-			detail = append(detail, st.Dim.Render("params ")+render.Sanitize(string(m.Params[:min(len(m.Params), 512)])))
-		}
-		if m.Description != "" {
-			detail = append(detail, render.Sanitize(m.Description))
-		} else if m.GroupDescription != "" {
-			detail = append(detail, st.Dim.Render(render.Sanitize(m.GroupDescription)))
-		}
-		if len(detail) > 0 {
-			detail = append([]string{st.Dim.Render(strings.Repeat("─", max(w, 0)))}, detail...)
-		}
-	}
+	detail := p.details(st, t, w, h)
 	avail := h - len(out) - len(detail)
-	p.off = scrollInto(p.off, p.sel, avail, len(p.rows))
-	for i := p.off; i < len(p.rows) && i < p.off+avail; i++ {
+	// fit scrolled the tree (off); clamped here for drawing only.
+	off := scrollInto(p.off, p.sel, avail, len(p.rows))
+	for i := off; i < len(p.rows) && i < off+avail; i++ {
 		out = append(out, p.row(st, t, p.rows[i], w, i == p.sel, focused))
 	}
 	for len(out) < h-len(detail) {
 		out = append(out, "")
 	}
 	return append(out, detail...)
+}
+
+// details are the rows at the bottom about the selected method (none
+// when no method is selected, or the pane is short).
+func (p *capsPane) details(st *styles, t *target, w, h int) []string {
+	m := p.selectedMethod(t)
+	if m == nil || h < 8 {
+		return nil
+	}
+	var detail []string
+	if s := costText(m.Cost); s != "" {
+		detail = append(detail, st.Dim.Render("cost ")+s)
+	}
+	if len(m.Prerequisites) > 0 {
+		detail = append(detail, st.Dim.Render("after ")+render.Sanitize(strings.Join(m.Prerequisites, ", ")))
+	}
+	if len(m.Params) > 0 {
+		detail = append(detail, st.Dim.Render("params ")+render.Sanitize(string(m.Params[:min(len(m.Params), 512)])))
+	}
+	if m.Description != "" {
+		detail = append(detail, render.Sanitize(m.Description))
+	} else if m.GroupDescription != "" {
+		detail = append(detail, st.Dim.Render(render.Sanitize(m.GroupDescription)))
+	}
+	if len(detail) > 0 {
+		detail = append([]string{st.Dim.Render(strings.Repeat("─", max(w, 0)))}, detail...)
+	}
+	return detail
 }
 
 func (p *capsPane) row(st *styles, t *target, r capRow, w int, sel, focused bool) string {

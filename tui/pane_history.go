@@ -13,6 +13,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -66,11 +67,48 @@ func (p *historyPane) KeyMap() help.KeyMap {
 }
 
 // Update loads the history when the pane is focused (and after each call
-// once it has been), and handles the pane's keys, clicks and wheel.
+// once it has been), and handles the pane's keys, clicks and wheel; then
+// fits the scroll to the calls (View changes nothing).
 func (p *historyPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	cmd := p.update(msg)
+	p.fit()
+	return p, cmd
+}
+
+// SetSize records the pane's size and fits the scroll to it.
+func (p *historyPane) SetSize(w, h int) {
+	p.paneBase.SetSize(w, h)
+	p.fit()
+}
+
+// fit keeps the cursor's call among the rows the list has: the pane's
+// less the fields and the error above it.
+func (p *historyPane) fit() {
+	if _, h := p.inner(); h > 0 {
+		p.off = scrollInto(p.off, p.sel, h-p.headRows(), len(p.entries))
+	}
+}
+
+// headRows is how many rows are above the calls: the search field, the
+// name typed, the error.
+func (p *historyPane) headRows() int {
+	n := 0
+	if p.search.active || !p.search.Empty() {
+		n++
+	}
+	if p.name.active {
+		n++
+	}
+	if p.err != "" {
+		n++
+	}
+	return n
+}
+
+func (p *historyPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case focusedMsg:
-		return p, p.load(p.search.String())
+		return p.load(p.search.String())
 	case historyMsg:
 		p.loaded = true
 		if msg.err != nil {
@@ -95,33 +133,34 @@ func (p *historyPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		if p.focused() || p.loaded && p.pc.visible != nil && p.pc.visible(p.id) {
 			p.reload++
 			n := p.reload
-			return p, tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg { return historyReloadMsg{n: n} })
+			return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg { return historyReloadMsg{n: n} })
 		}
 	case historyReloadMsg:
 		if msg.n == p.reload {
-			return p, p.load(p.search.String())
+			return p.load(p.search.String())
 		}
 	case tea.KeyPressMsg, tea.PasteMsg:
 		switch {
 		case p.name.active:
-			return p, p.typeName(msg)
+			return p.typeName(msg)
 		case p.search.active:
 			if p.search.Update(msg, p.keys(), false) == editDone {
-				return p, p.load(p.search.String())
+				return p.load(p.search.String())
 			}
-			return p, nil
+			return nil
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
-			return p, p.onKey(kp)
+			return p.onKey(kp)
 		}
 	case clickMsg:
-		if i := p.off + msg.y; i < len(p.entries) {
-			p.sel = i
+		// The rows above the list (search, name, error) are no calls.
+		if row := msg.y - p.headRows(); row >= 0 && p.off+row < len(p.entries) {
+			p.sel = p.off + row
 		}
 	case wheelMsg:
 		p.sel = min(max(p.sel+msg.delta, 0), len(p.entries)-1)
 	}
-	return p, nil
+	return nil
 }
 
 func (p *historyPane) typeName(msg tea.Msg) tea.Cmd {
@@ -292,7 +331,7 @@ func (p *historyPane) replay(e history.Entry, t *discovery.Target) tea.Cmd {
 		resp, err := cl.send(ctx, t, req)
 		hs.Record(cl.record(t, req, start, resp, err))
 		a := answerOf(seq, t, req, start, resp, err)
-		a.title = fmt.Sprintf("replay of %d · %s · %s · %s", e.ID, e.Method, a.outcome, fmtDur(a.elapsed))
+		a.title = fmt.Sprintf("replay of %d · %s · %s · %s", e.ID, e.Method, a.outcome, human.Duration(a.elapsed))
 		oldDoc := old.Result
 		if old.Error != nil {
 			oldDoc, _ = json.Marshal(old.Error)
@@ -341,8 +380,9 @@ func (p *historyPane) rows(st *styles, w, h int, now time.Time) []string {
 		return append(out, st.Dim.Render(msg))
 	}
 	avail := h - len(out)
-	p.off = scrollInto(p.off, p.sel, avail, len(p.entries))
-	for i := p.off; i < len(p.entries) && i < p.off+avail; i++ {
+	// fit scrolled the list (off); clamped here for drawing only.
+	off := scrollInto(p.off, p.sel, avail, len(p.entries))
+	for i := off; i < len(p.entries) && i < off+avail; i++ {
 		e := &p.entries[i]
 		cur := " "
 		if i == p.sel {

@@ -10,6 +10,7 @@ import (
 	"github.com/ecoPrimals/primalscope/composition"
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/history"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 )
 
@@ -772,5 +773,5 @@ func callWords(st *styles, e *history.Entry) string {
 	if e.Outcome != history.OutcomeOK {
 		o = st.Err
 	}
-	return st.Dim.Render(e.Time.Local().Format("15:04:05")) + " " + render.Sanitize(e.Method) + " " + o.Render(string(e.Outcome)) + " " + st.Dim.Render(fmtDur(e.Duration))
+	return st.Dim.Render(e.Time.Local().Format("15:04:05")) + " " + render.Sanitize(e.Method) + " " + o.Render(string(e.Outcome)) + " " + st.Dim.Render(human.Duration(e.Duration))
 }

@@ -43,7 +43,32 @@ func (p *messagePane) open() bool {
 		return false
 	}
 	p.shown, p.text, p.isErr, p.off, p.lines = true, text, isErr, 0, nil
+	p.fit()
 	return true
+}
+
+// SetSize records the overlay's size and wraps the message to it.
+func (p *messagePane) SetSize(w, h int) {
+	p.paneBase.SetSize(w, h)
+	p.fit()
+}
+
+// fit wraps the message shown to the overlay's width (once a width) and
+// keeps the scroll within its lines: View draws from them and changes
+// nothing.
+func (p *messagePane) fit() {
+	if !p.shown {
+		return
+	}
+	if w, _ := p.inner(); p.lines == nil || p.wrapW != w {
+		p.lines, p.wrapW = p.wrap(w), w
+	}
+	p.scroll(0)
+}
+
+// wrap is the message wrapped to an overlay w cells wide inside.
+func (p *messagePane) wrap(w int) []string {
+	return wrapText(render.Sanitize(human.Clip(p.text, maxMessage)), w-2, w-2)
 }
 
 // KeyMap is the keys that scroll it.
@@ -71,34 +96,41 @@ func (p *messagePane) Update(msg tea.Msg) (pane, tea.Cmd) {
 }
 
 func (p *messagePane) scroll(d int) {
-	_, h := p.inner()
-	p.off = max(min(p.off+d, len(p.lines)-(h-2)), 0)
+	p.off = max(min(p.off+d, len(p.lines)-p.rows()), 0)
 }
 
-// View draws the message wrapped to the overlay's width, with how to
-// close it below.
+// rows is how many lines of the message show: all but the two rows
+// saying how to close it.
+func (p *messagePane) rows() int {
+	_, h := p.inner()
+	return max(h-2, 1)
+}
+
+// View draws the message wrapped to the overlay's width (by fit), with
+// how to close it below. It changes nothing.
 func (p *messagePane) View() string {
 	st := p.pc.st
-	w, h := p.inner()
-	if p.lines == nil || p.wrapW != w {
-		p.lines, p.wrapW = wrapText(render.Sanitize(human.Clip(p.text, maxMessage)), w-2, w-2), w
+	w, _ := p.inner()
+	lines := p.lines
+	if lines == nil || p.wrapW != w { // not fitted yet (drawn before SetSize): wrapped, not kept
+		lines = p.wrap(w)
 	}
 	title, style := "Message", st.OK
 	if p.isErr {
 		title, style = "Error", st.Err
 	}
-	rows := max(h-2, 1)
-	p.off = max(min(p.off, len(p.lines)-rows), 0)
+	rows := p.rows()
+	off := max(min(p.off, len(lines)-rows), 0) // for drawing only
 	var body []string
-	for i := p.off; i < len(p.lines) && len(body) < rows; i++ {
-		body = append(body, " "+style.Render(p.lines[i]))
+	for i := off; i < len(lines) && len(body) < rows; i++ {
+		body = append(body, " "+style.Render(lines[i]))
 	}
 	for len(body) < rows {
 		body = append(body, "")
 	}
 	right := ""
-	if len(p.lines) > rows {
-		right = st.Dim.Render(fmt.Sprintf("%d–%d of %d lines", p.off+1, p.off+min(rows, len(p.lines)-p.off), len(p.lines)))
+	if len(lines) > rows {
+		right = st.Dim.Render(fmt.Sprintf("%d–%d of %d lines", off+1, off+min(rows, len(lines)-off), len(lines)))
 	}
 	body = append(body, "", st.Dim.Render(" Any key closes this."))
 	return joinLines(st.box(p.w, p.h, title, right, true, body))

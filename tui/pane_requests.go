@@ -132,11 +132,10 @@ type requestsPane struct {
 	sel, off int
 	// ticking: a timer runs to refresh the ages while requests wait.
 	ticking bool
-	// pendN is pending() as drawn in frame pendF, of the requests at
-	// version pendV (ver counts changes): the header and the title ask
-	// for it in the same frame.
-	pendN, pendV, ver int
-	pendF             uint64
+	// pendN is pending() as counted by fit, at the end of the last
+	// Update: what the header and the title show (a frame counts
+	// nothing). The timer that runs while requests wait updates it.
+	pendN int
 }
 
 // requestsTickMsg refreshes the ages and states of waiting requests.
@@ -153,8 +152,54 @@ func (p *requestsPane) KeyMap() help.KeyMap {
 }
 
 // Update collects the requests peers send, marks those answered, and
-// handles the pane's keys and clicks.
+// handles the pane's keys and clicks; then counts those waiting and fits
+// the scroll to them (View changes nothing).
 func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	cmd := p.update(msg)
+	p.fit()
+	return p, cmd
+}
+
+// SetSize records the pane's size and fits the scroll to it.
+func (p *requestsPane) SetSize(w, h int) {
+	p.paneBase.SetSize(w, h)
+	p.fit()
+}
+
+// fit counts the requests waiting (pendN) and keeps the cursor's request
+// among those the pane has room for: two rows each, above the selected
+// request's reason when it can no longer be answered.
+func (p *requestsPane) fit() {
+	p.pendN = p.count()
+	if w, h := p.inner(); h > 0 && len(p.reqs) > 0 {
+		p.off = scrollInto(p.off, p.sel, p.shows(w, h), len(p.reqs))
+	}
+}
+
+// shows is how many requests a body of w×h shows (at now).
+func (p *requestsPane) shows(w, h int) int {
+	return max((h-len(p.foot(p.pc.st, w, h, p.pc.now())))/2, 1)
+}
+
+// foot is the selected request's reason, when it can no longer be
+// answered: up to three rows at the bottom.
+func (p *requestsPane) foot(st *styles, w, h int, now time.Time) []string {
+	if p.sel < 0 || p.sel >= len(p.reqs) || h < 5 || w <= 2 {
+		return nil
+	}
+	state, why := reqVerdict(&p.reqs[p.sel], now)
+	if why == "" {
+		return nil
+	}
+	var foot []string
+	lines := strings.Split(ansi.Wrap(state+": "+render.Sanitize(why), w-1, " "), "\n")
+	for _, l := range lines[:min(len(lines), 3)] {
+		foot = append(foot, st.Err.Render(" "+l))
+	}
+	return foot
+}
+
+func (p *requestsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case liveMsg:
 		for _, l := range msg.lines {
@@ -162,10 +207,10 @@ func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 				p.Append(l)
 			}
 		}
-		return p, p.tick()
+		return p.tick()
 	case requestsTickMsg:
 		p.ticking = false
-		return p, p.tick()
+		return p.tick()
 	case replyDoneMsg:
 		if msg.err != nil {
 			p.pc.setErr("reply: " + render.Sanitize(msg.err.Error()))
@@ -174,7 +219,6 @@ func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		for i := len(p.reqs) - 1; i >= 0; i-- {
 			if r := &p.reqs[i]; r.key == msg.targetKey && bytes.Equal(r.id, msg.id) {
 				r.answered = true
-				p.ver++
 				break
 			}
 		}
@@ -187,14 +231,15 @@ func (p *requestsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		case key.Matches(msg, k.Down):
 			p.sel = min(p.sel+1, len(p.reqs)-1)
 		case key.Matches(msg, k.Reply), key.Matches(msg, k.Select):
-			return p, p.answer()
+			return p.answer()
 		}
 	case clickMsg:
-		if i := p.off + msg.y; i < len(p.reqs) {
+		// Two rows a request (the reason at the bottom is none).
+		if i := p.off + msg.y/2; msg.y >= 0 && msg.y/2 < p.shows(p.inner()) && i < len(p.reqs) {
 			p.sel = i
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // answer opens the selected request in the composer, or says why it can
@@ -249,7 +294,6 @@ func (p *requestsPane) tick() tea.Cmd {
 
 // Append adds a request and selects it.
 func (p *requestsPane) Append(e line) {
-	p.ver++
 	p.reqs = append(p.reqs, e)
 	if len(p.reqs) > maxRequests {
 		p.reqs = p.reqs[len(p.reqs)-maxRequests:]
@@ -257,20 +301,25 @@ func (p *requestsPane) Append(e line) {
 	p.sel = len(p.reqs) - 1
 }
 
-// pending counts the requests that wait for an answer and can still get
-// one.
+// pending is how many requests wait for an answer and can still get one:
+// while drawing, as fit counted them at the end of the last Update (the
+// header and the title show one count, and a frame counts nothing);
+// else counted now.
 func (p *requestsPane) pending() int {
-	if p.pc.drawing && p.pendF == p.pc.frame && p.pendV == p.ver {
+	if p.pc.drawing {
 		return p.pendN
 	}
+	return p.count()
+}
+
+// count counts the requests that wait for an answer and can still get
+// one.
+func (p *requestsPane) count() int {
 	now, n := p.pc.now(), 0
 	for i := range p.reqs {
 		if state, _ := reqVerdict(&p.reqs[i], now); state == reqWaiting {
 			n++
 		}
-	}
-	if p.pc.drawing {
-		p.pendN, p.pendF, p.pendV = n, p.pc.frame, p.ver
 	}
 	return n
 }
@@ -297,21 +346,15 @@ func (p *requestsPane) rows(st *styles) []string {
 	now := p.pc.now()
 	// The selected request's reason, when it can no longer be answered,
 	// takes the last rows (up to three).
-	var foot []string
-	if w, _ := p.inner(); p.sel >= 0 && p.sel < len(p.reqs) && h >= 5 && w > 2 {
-		if state, why := reqVerdict(&p.reqs[p.sel], now); why != "" {
-			lines := strings.Split(ansi.Wrap(state+": "+render.Sanitize(why), w-1, " "), "\n")
-			for _, l := range lines[:min(len(lines), 3)] {
-				foot = append(foot, st.Err.Render(" "+l))
-			}
-		}
-	}
+	w, _ := p.inner()
+	foot := p.foot(st, w, h, now)
 	avail := h - len(foot)
 	// Two rows a request: what it asks, then where it stands and who
-	// asked.
-	p.off = scrollInto(p.off, p.sel, max(avail/2, 1), len(p.reqs))
+	// asked. fit scrolled them (off); clamped here for drawing only (a
+	// reason may have come since).
+	off := scrollInto(p.off, p.sel, max(avail/2, 1), len(p.reqs))
 	var out []string
-	for i := p.off; i < len(p.reqs) && len(out)+2 <= max(avail, 2); i++ {
+	for i := off; i < len(p.reqs) && len(out)+2 <= max(avail, 2); i++ {
 		r := &p.reqs[i]
 		cur := " "
 		if i == p.sel {

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"runtime/debug"
 	"time"
 
@@ -125,7 +126,7 @@ func (r *responsePane) update(msg tea.Msg) tea.Cmd {
 		if msg.seq != r.jqSeq {
 			break
 		}
-		r.jqRunning = false
+		r.jqStale() // done: its context goes, it no longer runs
 		if msg.input != nil {
 			r.jqInput, r.jqInputOf = msg.input, msg.inputOf
 		}
@@ -137,6 +138,10 @@ func (r *responsePane) update(msg tea.Msg) tea.Cmd {
 		r.jqDoc = msg.doc
 		r.resetView()
 	case searchDoneMsg:
+		r.searchStale() // done: its context goes
+		if msg.d != r.current() {
+			break // lines of a document no longer shown
+		}
 		r.matchDoc, r.matches, r.mi, r.matchQ = msg.d, msg.matches, 0, msg.q
 		if len(msg.matches) == 0 {
 			r.pc.setErr("no match")
@@ -185,6 +190,7 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 		// The large answer this one replaces is let go: so is its memory.
 		cmds = append(cmds, releaseMemory)
 	}
+	r.formatsStale() // the answer shown before is formatted no further
 	r.ans, r.pretty, r.env = a, msg.doc, nil
 	if a.noResult {
 		r.pretty = textDoc(nil)
@@ -192,6 +198,8 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	r.rawMode, r.pending = false, false
 	r.folds, r.hl, r.hlN = nil, nil, 0
 	r.foldChanged()
+	r.jqStale() // a filter of the answer before: stale
+	r.searchStale()
 	r.jqDoc, r.jqErr, r.jqInput, r.jqInputOf = nil, "", nil, nil
 	r.resetView()
 	r.partial = msg.partial
@@ -202,7 +210,13 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 	// become the viewer's commands (the response shows beside the
 	// composer at every size).
 	if msg.partial {
-		cmds = append(cmds, r.pc.safe(func() tea.Msg { return fullDocMsg{ans: a, doc: prettyDoc(a.result)} }))
+		stopped := r.formatter()
+		cmds = append(cmds, r.pc.safe(func() tea.Msg {
+			if d := prettyDocUntil(a.result, stopped); d != nil {
+				return fullDocMsg{ans: a, doc: d}
+			}
+			return nil // another answer replaced it
+		}))
 	}
 	if !r.jq.Empty() {
 		r.jqSeq++
@@ -214,9 +228,11 @@ func (r *responsePane) show(msg callDoneMsg) tea.Cmd {
 func (r *responsePane) typeJQ(msg tea.Msg) tea.Cmd {
 	switch r.jq.Update(msg, r.keys(), true) {
 	case editBack:
+		r.jqStale()
 		r.jqDoc, r.jqErr = nil, ""
 		r.resetView()
 	case editChanged:
+		r.jqStale() // the filter run is no longer the one typed
 		r.jqSeq++
 		seq := r.jqSeq
 		if r.jq.Empty() {
@@ -238,8 +254,9 @@ func (r *responsePane) runJQ() tea.Cmd {
 	if r.jqInputOf != a {
 		input = nil
 	}
-	r.jqRunning = true
-	ctx := r.pc.ctx
+	r.jqStale()
+	ctx, cancel := context.WithCancel(r.pc.ctx)
+	r.jqStop, r.jqRunning = cancel, true
 	return r.pc.safe(func() tea.Msg {
 		var newInput any
 		if input == nil {
@@ -250,6 +267,9 @@ func (r *responsePane) runJQ() tea.Cmd {
 			input, newInput = v, v
 		}
 		d, err := jqRun(ctx, filter, input)
+		if ctx.Err() != nil {
+			return nil // a newer filter or answer: stale, stopped
+		}
 		return jqDoneMsg{seq: seq, doc: d, err: err, input: newInput, inputOf: a}
 	})
 }
@@ -257,12 +277,20 @@ func (r *responsePane) runJQ() tea.Cmd {
 func (r *responsePane) runSearch() tea.Cmd {
 	d := r.current()
 	q := r.search.String()
+	r.searchStale()
 	if d == nil || q == "" {
 		r.matches, r.matchDoc = nil, nil
 		return nil
 	}
-	ctx := r.pc.ctx
-	return r.pc.safe(func() tea.Msg { return searchDoneMsg{d: d, q: q, matches: searchDoc(ctx, d, q)} })
+	ctx, cancel := context.WithCancel(r.pc.ctx)
+	r.searchStop = cancel
+	return r.pc.safe(func() tea.Msg {
+		ms := searchDoc(ctx, d, q)
+		if ctx.Err() != nil {
+			return nil // a newer search or answer: stale, stopped
+		}
+		return searchDoneMsg{d: d, q: q, matches: ms}
+	})
 }
 
 func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
@@ -324,7 +352,13 @@ func (r *responsePane) onKey(kp tea.KeyPressMsg) tea.Cmd {
 		if r.rawMode && r.env == nil {
 			r.pending = true
 			a := r.ans
-			return r.pc.safe(func() tea.Msg { return envDoneMsg{ans: a, doc: prettyDoc(envelopeOf(a))} })
+			stopped := r.formatter()
+			return r.pc.safe(func() tea.Msg {
+				if d := prettyDocUntil(envelopeOf(a), stopped); d != nil {
+					return envDoneMsg{ans: a, doc: d}
+				}
+				return nil // another answer replaced it
+			})
 		}
 	case key.Matches(kp, k.Copy):
 		if r.ans == nil {

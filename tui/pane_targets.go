@@ -48,15 +48,14 @@ type targetsPane struct {
 	// one waits.
 	settling  int
 	unsettled bool
-	// drawn is the rows drawn last, by their place on screen (see
-	// cachedRow): a frame that changes nothing in the pane (a flood on
-	// the events tail redraws the screen 30 times a second) reuses them.
+	// drawn is the rows that show, drawn by fit, by their place on
+	// screen (see cachedRow): a frame (a flood on the events tail redraws
+	// the screen 30 times a second) reuses them, and fit draws again only
+	// the rows whose target, size, cursor or focus changed.
 	drawn []drawnRow
 }
 
-// drawnRow is a row as drawn: row's output for these arguments. A target
-// is a snapshot (a change makes a new one), so the same pointer draws the
-// same row.
+// drawnRow is a row as drawn: row's output for these arguments.
 type drawnRow struct {
 	t            *target
 	st           *styles
@@ -89,8 +88,52 @@ func (p *targetsPane) KeyMap() help.KeyMap {
 }
 
 // Update handles the pane's keys, clicks and wheel, and rebuilds the rows
-// when the targets change.
+// when the targets change; then fits the scroll to the rows and draws
+// those that show (View changes nothing).
 func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	cmd := p.update(msg)
+	p.fit()
+	return p, cmd
+}
+
+// SetSize records the pane's size and fits the scroll to it.
+func (p *targetsPane) SetSize(w, h int) {
+	p.paneBase.SetSize(w, h)
+	p.fit()
+}
+
+// fit keeps the cursor's row among those the list has room for (the
+// pane's less the filter's), and draws the rows that show (cachedRow).
+func (p *targetsPane) fit() {
+	w, h := p.inner()
+	if h <= 0 || len(p.pc.targets) == 0 || len(p.rows) == 0 {
+		return
+	}
+	avail := h - p.headRows()
+	p.off = scrollInto(p.off, p.sel, avail, len(p.rows))
+	if avail > len(p.drawn) {
+		p.drawn = append(p.drawn, make([]drawnRow, avail-len(p.drawn))...)
+	}
+	st, focused := p.pc.st, p.focused()
+	for i := p.off; i < len(p.rows) && i < p.off+avail; i++ {
+		if k := p.rows[i].key; k != "" {
+			t, sel := p.pc.targets[k], i == p.sel
+			if d := &p.drawn[i-p.off]; t != nil && !d.is(t, st, w, sel, focused) { // nil: gone, its targetsMsg to come
+				*d = drawnRow{t: t, st: st, w: w, sel: sel, focused: focused, s: p.row(st, t, w, sel, focused)}
+			}
+		}
+	}
+}
+
+// headRows is how many rows are above the list: the filter's.
+func (p *targetsPane) headRows() int {
+	if p.filter.active || !p.filter.Empty() {
+		return 1
+	}
+	return 0
+}
+
+func (p *targetsPane) update(msg tea.Msg) tea.Cmd {
 	switch msg := msg.(type) {
 	case targetsMsg:
 		if msg.reorder || len(p.rows) == 0 {
@@ -101,32 +144,29 @@ func (p *targetsPane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 	case tea.KeyPressMsg, tea.PasteMsg:
 		if p.filter.active {
-			return p, p.typeFilter(msg)
+			return p.typeFilter(msg)
 		}
 		if kp, ok := msg.(tea.KeyPressMsg); ok {
-			return p, p.onKey(kp)
+			return p.onKey(kp)
 		}
 	case clickMsg:
-		row := msg.y
-		if p.filter.active || !p.filter.Empty() {
-			row--
-		}
+		row := msg.y - p.headRows()
 		i := p.off + row
 		if msg.button == tea.MouseLeft && row >= 0 && i < len(p.rows) && p.rows[i].key != "" {
 			p.sel = i
 			p.settling, p.unsettled = p.settling+1, false
-			return p, p.pc.do(selectMsg{key: p.rows[i].key})
+			return p.pc.do(selectMsg{key: p.rows[i].key})
 		}
 	case wheelMsg:
 		p.move(msg.delta)
-		return p, p.moved()
+		return p.moved()
 	case settleMsg:
 		if msg.n == p.settling && p.unsettled {
 			p.unsettled = false
-			return p, p.pc.do(selectMsg{key: p.selectedKey()})
+			return p.pc.do(selectMsg{key: p.selectedKey()})
 		}
 	}
-	return p, nil
+	return nil
 }
 
 func (p *targetsPane) typeFilter(msg tea.Msg) tea.Cmd {
@@ -477,29 +517,34 @@ func (p *targetsPane) body() []string {
 		return append(out, st.Dim.Render(" nothing matches the filter"))
 	}
 	avail := h - len(out)
-	p.off = scrollInto(p.off, p.sel, avail, len(p.rows))
-	for i := p.off; i < len(p.rows) && i < p.off+avail; i++ {
+	// fit scrolled the list (off); clamped here for drawing only.
+	off := scrollInto(p.off, p.sel, avail, len(p.rows))
+	for i := off; i < len(p.rows) && i < off+avail; i++ {
 		r := p.rows[i]
 		if r.header != "" {
 			out = append(out, st.Title.Render("▾ "+render.Sanitize(r.header)))
 			continue
 		}
-		out = append(out, p.cachedRow(i-p.off, st, p.pc.targets[r.key], w, i == p.sel, p.focused()))
+		out = append(out, p.cachedRow(i-off, st, p.pc.targets[r.key], w, i == p.sel, p.focused()))
 	}
 	return out
 }
 
-// cachedRow is row, drawn again only when what it draws from changed
-// since it was drawn at screen row at (rows past it are let go).
+// is reports whether d is row's output for these arguments (a target is
+// a snapshot: a change makes a new one, so the same pointer draws the
+// same row).
+func (d *drawnRow) is(t *target, st *styles, w int, sel, focused bool) bool {
+	return t != nil && d.t == t && d.st == st && d.w == w && d.sel == sel && d.focused == focused
+}
+
+// cachedRow is row as fit drew it at screen row at, else (what it draws
+// from changed since: a theme, the focus) drawn now, and not kept: View
+// keeps nothing.
 func (p *targetsPane) cachedRow(at int, st *styles, t *target, w int, sel, focused bool) string {
-	if at >= len(p.drawn) {
-		p.drawn = append(p.drawn, make([]drawnRow, at+1-len(p.drawn))...)
+	if at < len(p.drawn) && p.drawn[at].is(t, st, w, sel, focused) {
+		return p.drawn[at].s
 	}
-	d := &p.drawn[at]
-	if d.t != t || d.st != st || d.w != w || d.sel != sel || d.focused != focused || t == nil {
-		*d = drawnRow{t: t, st: st, w: w, sel: sel, focused: focused, s: p.row(st, t, w, sel, focused)}
-	}
-	return d.s
+	return p.row(st, t, w, sel, focused)
 }
 
 // row draws one target in w cells: the cursor and health dot, the name
@@ -530,7 +575,7 @@ func (p *targetsPane) row(st *styles, t *target, w int, sel, focused bool) strin
 	case t.Kind == discovery.KindTarpc:
 		lat = st.Dim.Render("  tarpc")
 	case t.health() == discovery.StateLive:
-		lat = st.Dim.Render(fmt.Sprintf("%7s", fmtDur(t.Latency())))
+		lat = st.Dim.Render(fmt.Sprintf("%7s", human.Duration(t.Latency())))
 	case t.health() == discovery.StateUnknown:
 		lat = st.Dim.Render("    …  ")
 	default:

@@ -194,7 +194,7 @@ func (p *tracePane) row(st *styles, f *TraceFrame, prev *TraceFrame) string {
 	delta := ""
 	if prev != nil && !prev.Time.IsZero() {
 		if d := f.Time.Sub(prev.Time); d >= 0 && d < time.Hour {
-			delta = "+" + fmtDur(d)
+			delta = "+" + human.Duration(d)
 		}
 	}
 	ts += st.Dim.Render(fmt.Sprintf(" %9s", delta))

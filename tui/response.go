@@ -1,9 +1,11 @@
 package tui
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tea "charm.land/bubbletea/v2"
@@ -42,6 +44,9 @@ type responseView struct {
 	rawMode bool
 	pending bool // formatting in a command
 	partial bool // pretty is a preview; the whole answer is being formatted
+	// fmtStop stops the commands formatting the answer shown (the whole
+	// of a previewed answer, the envelope) once another replaces it.
+	fmtStop *atomic.Bool
 
 	cur, off int
 	xoff     int // columns scrolled to the right
@@ -50,23 +55,32 @@ type responseView struct {
 	atEnd bool
 	folds map[*doc]*foldSet
 	// foldGen numbers the changes of folds; folding is set while a
-	// command works one out (foldingAll: a fold-all).
+	// command works one out (foldingAll: a fold-all). foldStop stops
+	// that command's walk once a change of the folds (a newer fold, a
+	// new answer) makes what it works out stale.
 	foldGen             int
 	folding, foldingAll bool
+	foldStop            *atomic.Bool
 
-	jq        field
-	jqDoc     *doc
-	jqErr     string
-	jqSeq     int
+	jq    field
+	jqDoc *doc
+	jqErr string
+	jqSeq int
+	// jqStop cancels the jq run in flight once a newer filter, or a new
+	// answer, makes what it works out stale.
+	jqStop    context.CancelFunc
 	jqInput   any // parsed result, kept for the next filter
 	jqInputOf *answer
 	jqRunning bool
 
-	search   field
-	matches  []int
-	matchDoc *doc
-	matchQ   string // the query the matches are of
-	mi       int
+	search field
+	// searchStop cancels the search in flight once a newer one, or a new
+	// answer, makes what it finds stale.
+	searchStop context.CancelFunc
+	matches    []int
+	matchDoc   *doc
+	matchQ     string // the query the matches are of
+	mi         int
 
 	hl    map[*doc]map[int]string
 	hlOf  *styles // the styles hl was drawn in
@@ -300,10 +314,56 @@ type foldDoneMsg struct {
 }
 
 // foldChanged starts a new generation of folds: what commands are still
-// working out is stale.
+// working out is stale, and they stop walking.
 func (r *responseView) foldChanged() {
 	r.foldGen++
 	r.folding, r.foldingAll = false, false
+	if r.foldStop != nil {
+		r.foldStop.Store(true)
+		r.foldStop = nil
+	}
+}
+
+// jqStale cancels the jq run in flight, if any: its answer is stale.
+func (r *responseView) jqStale() {
+	if r.jqStop != nil {
+		r.jqStop()
+		r.jqStop = nil
+	}
+	r.jqRunning = false
+}
+
+// searchStale cancels the search in flight, if any: what it finds is
+// stale.
+func (r *responseView) searchStale() {
+	if r.searchStop != nil {
+		r.searchStop()
+		r.searchStop = nil
+	}
+}
+
+// formatter is the stop of a command formatting the answer shown.
+func (r *responseView) formatter() func() bool {
+	if r.fmtStop == nil {
+		r.fmtStop = new(atomic.Bool)
+	}
+	return r.fmtStop.Load
+}
+
+// formatsStale stops the commands formatting the answer shown: another
+// replaces it.
+func (r *responseView) formatsStale() {
+	if r.fmtStop != nil {
+		r.fmtStop.Store(true)
+		r.fmtStop = nil
+	}
+}
+
+// folder is the stop of a fold command about to start (for this
+// generation of folds): the command polls it.
+func (r *responseView) folder() func() bool {
+	r.foldStop = new(atomic.Bool)
+	return r.foldStop.Load
 }
 
 // toggleFold folds the block the cursor opens (or is inside) or unfolds
@@ -325,7 +385,7 @@ func (r *responseView) toggleFold(fold bool) tea.Cmd {
 	}
 	r.foldChanged()
 	r.folding = true
-	gen, cur := r.foldGen, r.cur
+	gen, cur, stopped := r.foldGen, r.cur, r.folder()
 	return func() tea.Msg {
 		o := cur
 		if !d.opens(o) {
@@ -335,7 +395,10 @@ func (r *responseView) toggleFold(fold bool) tea.Cmd {
 		}
 		c := -1
 		if fold && o >= 0 {
-			c = d.closeOf(o)
+			c = d.closeUntil(o, stopped)
+		}
+		if stopped() {
+			return nil // a newer fold or answer: what this worked out is stale
 		}
 		return foldDoneMsg{gen: gen, d: d, cur: cur, fold: fold, o: o, c: c}
 	}
@@ -360,15 +423,30 @@ func (r *responseView) foldAll() tea.Cmd {
 	}
 	r.foldChanged()
 	r.folding, r.foldingAll = true, true
-	gen := r.foldGen
-	return func() tea.Msg { return foldDoneMsg{gen: gen, d: d, all: depthOneBlocks(d)} }
+	gen, stopped := r.foldGen, r.folder()
+	return func() tea.Msg {
+		f := depthOneBlocks(d, stopped)
+		if f == nil {
+			return nil // a newer fold or answer: what this worked out is stale
+		}
+		return foldDoneMsg{gen: gen, d: d, all: f}
+	}
 }
 
-// depthOneBlocks is the blocks of d that open at depth 1, folded: one walk.
-func depthOneBlocks(d *doc) *foldSet {
+// stopEvery is how many lines a walk that can be stopped goes between
+// two looks at its stop.
+const stopEvery = 1024
+
+// depthOneBlocks is the blocks of d that open at depth 1, folded: one
+// walk, which stops (nil) once stopped says so (nil: never).
+func depthOneBlocks(d *doc, stopped func() bool) *foldSet {
 	f := &foldSet{}
 	var open []int
 	d.each(1, func(i, depth int, b string) bool {
+		if stopped != nil && i%stopEvery == 0 && stopped() {
+			f = nil
+			return false
+		}
 		b = strings.TrimLeft(b, " ")
 		if isCloser(b) {
 			if depth == 0 {
@@ -630,7 +708,7 @@ func (r *responseView) titles(st *styles) (string, string) {
 	if r.rawMode {
 		mode = "envelope"
 	}
-	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, fmtDur(a.elapsed), human.Bytes(int64(a.size)))
+	t := fmt.Sprintf("Response · %s · %s · %s · %s", render.Sanitize(a.req.Method), a.outcome, human.Duration(a.elapsed), human.Bytes(int64(a.size)))
 	right := mode
 	if r.partial {
 		right = "formatting… · " + mode
@@ -648,20 +726,6 @@ func (r *responseView) titles(st *styles) (string, string) {
 		right = fmt.Sprintf("→%d · %s", r.xoff, right)
 	}
 	return t, st.Dim.Render(right)
-}
-
-// fmtDur renders a latency for people: 0.4 ms, 12 ms, 1.2 s.
-func fmtDur(d time.Duration) string {
-	switch {
-	case d <= 0:
-		return "–"
-	case d < 10*time.Millisecond:
-		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-	case d < time.Second:
-		return fmt.Sprintf("%d ms", d/time.Millisecond)
-	default:
-		return fmt.Sprintf("%.1f s", d.Seconds())
-	}
 }
 
 // envelopeOf builds the envelope document's text: the request sent and the

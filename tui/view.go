@@ -103,7 +103,6 @@ func (m *model) View() (v tea.View) {
 // render draws the whole screen as a string (View wraps it): the header,
 // the panes in their places (or the help overlay), the status bar.
 func (m *model) render() string {
-	m.pc.frame++
 	m.pc.drawing = true
 	defer func() { m.pc.drawing = false }()
 	if m.w <= 0 || m.h <= 0 {

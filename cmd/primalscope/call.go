@@ -339,17 +339,6 @@ func (a *app) printPeerError(t target, method string, re *ipc.RPCError) {
 	io.WriteString(a.io.err, b.String())
 }
 
-// elapsed renders a latency for people.
-func elapsed(d time.Duration) string {
-	switch {
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
-	case d < time.Second:
-		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-	}
-	return d.Round(time.Millisecond).String()
-}
-
 // maxUnmatchedWarnings bounds the lines warnUnmatched prints.
 const maxUnmatchedWarnings = 5
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/discovery/capability"
+	"github.com/ecoPrimals/primalscope/internal/human"
 	"github.com/ecoPrimals/primalscope/internal/render"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
@@ -134,7 +135,7 @@ func (a *app) printCaps(w io.Writer, t target, d *discovery.Description, session
 		if d.Health.Status != "" && d.Health.Status != state {
 			state += " (" + s(d.Health.Status) + ")"
 		}
-		fmt.Fprintf(w, "health    %s · %s\n", state, elapsed(d.HealthLatency))
+		fmt.Fprintf(w, "health    %s · %s\n", state, human.Duration(d.HealthLatency))
 	}
 	if d.Identity != nil {
 		id := d.Identity

@@ -288,17 +288,13 @@ func (t *table) render(w io.Writer, width int) {
 	}
 }
 
-// latency renders a round trip for people.
+// latency renders a round trip for people (human.Duration, as the TUI
+// does), blank when none was measured.
 func latency(d time.Duration) string {
-	switch {
-	case d <= 0:
+	if d <= 0 {
 		return ""
-	case d < time.Millisecond:
-		return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond))
-	case d < time.Second:
-		return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
 	}
-	return fmt.Sprintf("%.2f s", d.Seconds())
+	return human.Duration(d)
 }
 
 // lookupWide finds a name that no socket file carries in every other

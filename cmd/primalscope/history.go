@@ -160,7 +160,7 @@ func (a *app) printHistoryTable(w io.Writer, entries []history.Entry, names map[
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			e.ID, e.Time.Local().Format("2006-01-02 15:04:05"),
-			cell(e.Target, 28), cell(e.Method, 40), e.Outcome, elapsed(e.Duration), size,
+			cell(e.Target, 28), cell(e.Method, 40), e.Outcome, human.Duration(e.Duration), size,
 			cell(strings.Join(names[e.ID], ","), 30))
 	}
 	tw.Flush()

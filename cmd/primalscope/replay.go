@@ -238,7 +238,7 @@ func (a *app) replay(ctx context.Context, ref string, f replayFlags) error {
 		}
 		fmt.Fprintf(a.io.err, "primalscope: replayed call %d, %s %s from %s: %s → %s in %s%s\n",
 			old.ID, render.Sanitize(t.Name), render.Sanitize(old.Method), old.Time.Local().Format("2006-01-02 15:04:05"),
-			old.Outcome, doc.Outcome, elapsed(resp.Elapsed), idNote)
+			old.Outcome, doc.Outcome, human.Duration(resp.Elapsed), idNote)
 		if !doc.Comparable {
 			fmt.Fprintf(a.io.err, "primalscope: the stored answer was cut (%s of it kept): no diff; the new answer follows\n",
 				human.Bytes(old.ResponseSize))

@@ -1,6 +1,6 @@
 // Package human formats values for people to read: byte counts (Bytes),
-// text cut to a terminal width (Truncate) and text cut to a size in bytes
-// (Clip). It is the one source of each, for
+// latencies (Duration), text cut to a terminal width (Truncate) and text
+// cut to a size in bytes (Clip). It is the one source of each, for
 // every layer: it sits below ipc (which formats byte limits in its errors),
 // so it imports nothing of primalscope; making peer text safe is
 // textsafe.Sanitize's job, beside it.
@@ -9,6 +9,7 @@ package human
 import (
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
@@ -35,6 +36,36 @@ func Bytes(n int64) string {
 	s := strconv.FormatFloat(f, 'f', 1, 64)
 	s = strings.TrimSuffix(s, ".0")
 	return s + " " + units[u]
+}
+
+// Duration renders a latency for people, to three significant digits
+// (ten microseconds below 10 ms), in milliseconds below a second and in
+// seconds from one: "0.40 ms", "4.52 ms", "45.2 ms", "452 ms", "4.52 s",
+// "45.2 s", "452 s". It is at most 7 cells wide below 1,000 s (a column
+// of the TUI's targets). No duration measured (zero or less) is "–".
+func Duration(d time.Duration) string {
+	if d <= 0 {
+		return "–"
+	}
+	ms := float64(d) / float64(time.Millisecond)
+	// Each bound is where rounding to the digits shown would carry into
+	// one more digit (9.996 ms is "10.0 ms", not "10.00 ms").
+	switch {
+	case ms < 9.995:
+		return strconv.FormatFloat(ms, 'f', 2, 64) + " ms"
+	case ms < 99.95:
+		return strconv.FormatFloat(ms, 'f', 1, 64) + " ms"
+	case ms < 999.5:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+	}
+	s := ms / 1000
+	switch {
+	case s < 9.995:
+		return strconv.FormatFloat(s, 'f', 2, 64) + " s"
+	case s < 99.95:
+		return strconv.FormatFloat(s, 'f', 1, 64) + " s"
+	}
+	return strconv.FormatFloat(s, 'f', 0, 64) + " s"
 }
 
 // Truncate cuts s to at most width terminal cells, ending it with Ellipsis

@@ -3,6 +3,7 @@ package human
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/charmbracelet/x/ansi"
 )
@@ -15,6 +16,29 @@ func TestBytes(t *testing.T) {
 	} {
 		if got := Bytes(n); got != want {
 			t.Errorf("Bytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestDuration: three significant digits, milliseconds below a second,
+// seconds from one, carried to the next unit where rounding would add a
+// digit, never wider than 7 cells below 1,000 s; nothing measured is "–".
+func TestDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "–", -time.Second: "–",
+		4 * time.Microsecond: "0.00 ms", 400 * time.Microsecond: "0.40 ms", 999 * time.Microsecond: "1.00 ms",
+		4520 * time.Microsecond: "4.52 ms", 9996 * time.Microsecond: "10.0 ms", 10 * time.Millisecond: "10.0 ms",
+		45240 * time.Microsecond: "45.2 ms", 99960 * time.Microsecond: "100 ms", 452300 * time.Microsecond: "452 ms",
+		999600 * time.Microsecond: "1.00 s", time.Second: "1.00 s", 4521 * time.Millisecond: "4.52 s",
+		9996 * time.Millisecond: "10.0 s", 45210 * time.Millisecond: "45.2 s", 99960 * time.Millisecond: "100 s",
+		452 * time.Second: "452 s", time.Hour: "3600 s",
+	} {
+		got := Duration(d)
+		if got != want {
+			t.Errorf("Duration(%v) = %q, want %q", d, got, want)
+		}
+		if d < 999*time.Second && len([]rune(got)) > 7 {
+			t.Errorf("Duration(%v) = %q: wider than 7 cells", d, got)
 		}
 	}
 }
