@@ -93,16 +93,22 @@ func TestTargetsShownAsJudged(t *testing.T) {
 		}
 		if len(m.pc.targets) == live+silent && count("live", discovery.StateLive) == 0 {
 			listed = true // every one found, none judged yet: all probing
-			if !strings.Contains(scr, "probing") {
-				t.Fatalf("found targets not shown as probing:\n%s", scr)
+			rows := targetRowCells(scr)
+			if len(rows) == 0 {
+				t.Fatalf("found targets not listed:\n%s", scr)
+			}
+			for _, r := range rows {
+				if !strings.Contains(r, "…") { // the latency column of a target being probed
+					t.Fatalf("a target not judged yet is not shown as probing (…):\n%s", r)
+				}
 			}
 		}
 		if strings.Contains(scr, "No targets found") && len(m.pc.targets) > 0 {
 			t.Fatalf("%d targets known, the pane says none:\n%s", len(m.pc.targets), scr)
 		}
 		if count("live", discovery.StateLive) > 0 {
-			for _, r := range targetRows(scr) {
-				if strings.Contains(r, "live0") && !strings.Contains(r, "probing") {
+			for _, r := range targetRowCells(scr) {
+				if strings.Contains(r, "live0") && strings.Contains(r, " ms") {
 					if !listed {
 						t.Log("the first live target came in the frame that listed them")
 					}
@@ -114,6 +120,21 @@ func TestTargetsShownAsJudged(t *testing.T) {
 			}
 		}
 	}
+}
+
+// targetRowCells returns the targets pane's rows on screen, each cut at
+// the pane's right border.
+func targetRowCells(screen string) []string {
+	var out []string
+	for _, l := range strings.Split(screen, "\n") {
+		if targetRowRE.MatchString(l) {
+			if k := strings.Index(l[len("│"):], "│"); k >= 0 {
+				l = l[:len("│")+k]
+			}
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // BenchmarkJudgedToScreen measures, with 2,000 targets listed and probing,
@@ -148,6 +169,40 @@ func BenchmarkJudgedToScreen(b *testing.B) {
 		scr := ansi.Strip(m.render())
 		if live := strings.Contains(scr, "● t0000"); live != (i%2 == 0) {
 			b.Fatalf("frame %d: t0000 live on screen %v", i, live)
+		}
+	}
+}
+
+// TestFoundTargetsShowProbing lists targets found and not judged yet, and
+// one judged live: the unjudged rows show the probing mark (…) in the
+// latency column, the judged one its latency; what TestTargetsShownAsJudged
+// asserts in the frames where a sweep has found all and judged none.
+func TestFoundTargetsShowProbing(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := newModel(ctx, goldenConfig("dark"))
+	m.manualFeed = true
+	m.update(winSize(120, 35))
+	var items []any
+	for i := 0; i < 5; i++ {
+		name := fmt.Sprintf("t%04d", i)
+		d := discovered("unix:///s/"+name, name, "unix:///s/"+name+".sock", discovery.StateLive)
+		if i > 0 {
+			d.Probe = nil // found, not judged yet
+		} else {
+			d.Probe = &discovery.Probe{State: discovery.StateLive, Latency: 3 * time.Millisecond}
+		}
+		items = append(items, added(d)...)
+	}
+	m.update(feedMsg{items: items})
+	rows := targetRowCells(ansi.Strip(m.render()))
+	if len(rows) != 5 {
+		t.Fatalf("%d rows: %q", len(rows), rows)
+	}
+	for _, r := range rows {
+		judged := strings.Contains(r, "t0000")
+		if judged != strings.Contains(r, " ms") || judged == strings.Contains(r, "…") {
+			t.Fatalf("row %q: judged %v", r, judged)
 		}
 	}
 }
