@@ -302,6 +302,7 @@ func (a *app) printJSON(w io.Writer, data json.RawMessage, exact bool, cuts []in
 		_, err := io.WriteString(w, "\n")
 		return err
 	}
+	growPipe(w, len(data))
 	opts := render.Options{Indent: render.DefaultIndent, Profile: prof, Terminal: a.terminalSafe(w), Cuts: cuts}
 	if prof > colorprofile.Ascii {
 		th, err := a.themeFor()
