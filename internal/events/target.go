@@ -57,6 +57,14 @@ type TargetSource struct {
 	// Pool routes liveness polls on a stdio Bus with several pools (which
 	// drops messages without one).
 	Pool string
+	// Pace, when set, is how often at most the reader wakes to take what
+	// the connection queued (ipc.Options.IncomingBuffer) while messages
+	// keep coming: once it has emptied the queue, it rests out the rest of
+	// the pace before it takes the next one. A flood is then taken a
+	// pace's worth at a time, not one wake-up of the reader (and of an
+	// idle processor to run it) per message; a message after a quiet
+	// spell is taken at once.
+	Pace time.Duration
 
 	mu   sync.Mutex
 	conn *ipc.Conn // the connection being served, for replies
@@ -236,7 +244,14 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 	go func() {
 		defer wg.Done()
 		var reported uint64
-		for m := range c.Incoming() {
+		var rest *time.Timer
+		defer func() {
+			if rest != nil {
+				rest.Stop()
+			}
+		}()
+		in, woke := c.Incoming(), time.Time{}
+		for m := range in {
 			// Pushes the connection dropped because this reader fell
 			// behind are counted where they were lost, not lost quietly.
 			if d := c.Dropped(); d > reported {
@@ -244,6 +259,23 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 				reported = d
 			}
 			t.deliver(sctx, c, seq, m, emit, answer)
+			if t.Pace <= 0 || len(in) > 0 {
+				continue
+			}
+			// The queue is empty: rest until the pace since the last
+			// wake-up is up (at once after a quiet spell).
+			if d := t.Pace - time.Since(woke); d > 0 && d <= t.Pace {
+				if rest == nil {
+					rest = time.NewTimer(d)
+				} else {
+					rest.Reset(d)
+				}
+				select {
+				case <-rest.C:
+				case <-sctx.Done():
+				}
+			}
+			woke = time.Now()
 		}
 		if d := c.Dropped(); d > reported {
 			emit(droppedEvent(t.Source, d-reported, d))
