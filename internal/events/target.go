@@ -75,6 +75,18 @@ type TargetSource struct {
 	asked map[string]uint64
 }
 
+// restFor is how long a paced reader that has just emptied its queue
+// rests: until pace has passed since it last woke (not at all after a
+// quiet spell, since > pace), unless that wake-up took a quarter of the
+// queue (capacity) or more: the connection would fill it while the reader
+// rests, and drop.
+func restFor(pace, since time.Duration, taken, capacity int) time.Duration {
+	if d := pace - since; d > 0 && d <= pace && taken*4 < capacity {
+		return d
+	}
+	return 0
+}
+
 // askedSeveral marks an id that requests on more than one connection used.
 const askedSeveral = ^uint64(0)
 
@@ -250,7 +262,7 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 				rest.Stop()
 			}
 		}()
-		in, woke := c.Incoming(), time.Time{}
+		in, woke, taken := c.Incoming(), time.Time{}, 0
 		for m := range in {
 			// Pushes the connection dropped because this reader fell
 			// behind are counted where they were lost, not lost quietly.
@@ -259,12 +271,11 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 				reported = d
 			}
 			t.deliver(sctx, c, seq, m, emit, answer)
+			taken++
 			if t.Pace <= 0 || len(in) > 0 {
 				continue
 			}
-			// The queue is empty: rest until the pace since the last
-			// wake-up is up (at once after a quiet spell).
-			if d := t.Pace - time.Since(woke); d > 0 && d <= t.Pace {
+			if d := restFor(t.Pace, time.Since(woke), taken, cap(in)); d > 0 {
 				if rest == nil {
 					rest = time.NewTimer(d)
 				} else {
@@ -275,7 +286,7 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 				case <-sctx.Done():
 				}
 			}
-			woke = time.Now()
+			woke, taken = time.Now(), 0
 		}
 		if d := c.Dropped(); d > reported {
 			emit(droppedEvent(t.Source, d-reported, d))
