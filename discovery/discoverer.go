@@ -308,6 +308,10 @@ type sweepHooks struct {
 	// onProbe is called (from several goroutines, one target at a time)
 	// as each probe finishes.
 	onProbe func(*Target)
+	// knockWithin, when positive, lets the sweep only knock on (connect
+	// to, and hang up) a live Unix-socket target asked health.liveness
+	// less than this long ago whose socket file is unchanged (knock).
+	knockWithin time.Duration
 }
 
 // SweepUntilJudged is Sweep for a one-shot listing that prints as soon as
@@ -357,7 +361,7 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, hooks
 	}
 	found := runSources(sctx, d.DefaultSources(), addErr)
 
-	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: hooks.onProbe, probes: map[string]*Probe{}, published: map[string]*Target{}}
+	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: hooks.onProbe, knockWithin: hooks.knockWithin, probes: map[string]*Probe{}, published: map[string]*Target{}}
 	if untilJudged {
 		p.cut = newCutSignal()
 	}
@@ -479,6 +483,8 @@ type probeRun struct {
 	ctx     context.Context
 	backoff bool
 	onProbe func(*Target)
+	// knockWithin: see sweepHooks.
+	knockWithin time.Duration
 
 	mu     sync.Mutex
 	probes map[string]*Probe
@@ -509,6 +515,10 @@ func (p *probeRun) start(targets []*Target) {
 			continue
 		}
 		spec, carry, skip := p.d.plan(t, p.backoff)
+		if !skip && carry != nil && knock(spec, carry, p.knockWithin) {
+			// Still there, and asked recently: it keeps its probe.
+			skip = true
+		}
 		if skip {
 			p.mu.Lock()
 			p.probes[t.ID] = carry

@@ -220,7 +220,7 @@ func (p *Prober) Probe(ctx context.Context, spec ProbeSpec) Probe {
 		if time.Now().Before(d.until) && d.stamp == stamp {
 			p.mu.Unlock()
 			r := d.probe
-			r.Cached = true
+			r.Cached, r.stamp = true, stamp
 			return r
 		}
 		delete(p.dead, key)
@@ -228,6 +228,7 @@ func (p *Prober) Probe(ctx context.Context, spec ProbeSpec) Probe {
 	p.mu.Unlock()
 
 	res := p.probe(ctx, spec)
+	res.stamp = stamp
 	if res.State == StateDead {
 		p.mu.Lock()
 		p.dead[key] = deadEntry{until: time.Now().Add(p.opts.DeadTTL), stamp: stamp, probe: res}

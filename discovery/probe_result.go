@@ -111,6 +111,10 @@ type Probe struct {
 	// unless the peer had already answered: nothing was learned, and a
 	// sweep keeps the target's last judged probe instead.
 	Incomplete bool `json:"incomplete,omitempty"`
+	// stamp is the socket file the probe reached (Unix sockets): a later
+	// sweep only knocks on a live target whose file is still this one
+	// (see WatchOptions.HealthEvery).
+	stamp fileStamp
 }
 
 // timedOut reports whether one of the probe's calls got no answer in time.

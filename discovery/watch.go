@@ -70,6 +70,15 @@ type WatchOptions struct {
 	// targets (2 s to 60 s): they are not re-probed every sweep.
 	RetryBase time.Duration
 	RetryMax  time.Duration
+	// HealthEvery is how long a live target's health.liveness answer
+	// lasts (30 s; negative: none, every sweep asks). Until then a timed,
+	// file-system or registry sweep only knocks on a live Unix-socket
+	// target whose socket file is unchanged: it connects and hangs up,
+	// asking nothing, and probes it only when that fails (one that died
+	// without removing its socket is refused). A sweep the consumer asked
+	// for (Refresh) asks every target. It is what lets 2,000 live targets
+	// be watched: asking each one every sweep was most of a TUI's CPU.
+	HealthEvery time.Duration
 	// PollInterval is how often each Songbird registry is polled with
 	// ipc.watch (2 s).
 	PollInterval time.Duration
@@ -101,6 +110,9 @@ func (o WatchOptions) withDefaults() WatchOptions {
 	def(&o.RetryBase, 2*time.Second)
 	def(&o.RetryMax, 60*time.Second)
 	def(&o.PollInterval, 2*time.Second)
+	if o.HealthEvery == 0 {
+		o.HealthEvery = 30 * time.Second
+	}
 	def(&o.Debounce, 100*time.Millisecond)
 	if o.MaxInterval < o.Interval {
 		o.MaxInterval = o.Interval
@@ -238,6 +250,9 @@ func (w *watcher) sweeper(ctx context.Context) {
 		// With Progress, targets go out as they are judged, not when the
 		// sweep ends: found ones first, not probed yet.
 		var hooks sweepHooks
+		if reason != "refresh" {
+			hooks.knockWithin = w.opts.HealthEvery
+		}
 		if w.opts.Progress {
 			hooks.onFound = func(ts []*Target) {
 				for _, t := range ts {

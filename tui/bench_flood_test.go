@@ -43,7 +43,16 @@ func floodLine(b []byte, seq int) []byte {
 // counts: the process's CPU time (user and system, every thread) per
 // notification. lost/op counts those dropped on the way (the feed or
 // the connection could not keep up): they cost less than the rest.
-func BenchmarkNotificationToRing(b *testing.B) {
+func BenchmarkNotificationToRing(b *testing.B) { floodBench(b, false) }
+
+// BenchmarkNotificationToScreen is BenchmarkNotificationToRing as the
+// program runs it: bench/flood's screen (120×35, 2,000 targets listed) and
+// a whole View after every batch the model is handed (bubbletea draws one
+// after every message; its FPS only bounds the terminal writes, not
+// included here).
+func BenchmarkNotificationToScreen(b *testing.B) { floodBench(b, true) }
+
+func floodBench(b *testing.B, draw bool) {
 	path := filepath.Join(b.TempDir(), "aflood.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -82,6 +91,10 @@ func BenchmarkNotificationToRing(b *testing.B) {
 	m.update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	tg := discovered("unix://"+path, "aflood", "unix://"+path, discovery.StateLive)
 	m.update(feedMsg{items: added(tg)})
+	if draw {
+		m.update(tea.WindowSizeMsg{Width: 120, Height: 35})
+		m.update(feedMsg{items: crowdTargets(1999)})
+	}
 	// Wait until the writer has the listener's connection.
 	if _, err := io.ReadFull(fromWriter, ready[:9]); err != nil || string(ready[:9]) != "accepted\n" {
 		b.Fatalf("the listener did not connect: %v", err)
@@ -99,7 +112,10 @@ func BenchmarkNotificationToRing(b *testing.B) {
 		if time.Now().After(deadline) {
 			b.Fatalf("%d of %d notifications arrived", got()-base, b.N)
 		}
-		m.update(m.feed.next(ctx)())
+		m.update(m.feedCmd()())
+		if draw {
+			_ = m.View()
+		}
 	}
 	cpu := processCPU() - cpu0
 	b.StopTimer()

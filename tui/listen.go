@@ -211,6 +211,7 @@ func (l *listener) source(t *target) events.Source {
 		Source:         t.Name,
 		LivenessMethod: "-",
 		Pool:           t.Pool,
+		Pace:           listenReadPace,
 		Answer:         func(*ipc.Message) (json.RawMessage, *ipc.RPCError) { return nil, nil },
 		Dial: func(ctx context.Context, _ func(ipc.TraceEvent)) (*ipc.Conn, error) {
 			// The source's own trace hook turns connection notes into

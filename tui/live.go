@@ -177,6 +177,7 @@ func (m *model) absorb(items []any) tea.Cmd {
 			live.frames = append(live.frames, x)
 		}
 	}
+	m.lastLines = len(live.lines)
 	live.lines = append(live.lines, m.targetNotes(appeared, "target appeared", "targets appeared")...)
 	live.lines = append(live.lines, m.targetNotes(left, "target left", "targets left")...)
 	live.feedDropped = m.feed.droppedEvents.Load()

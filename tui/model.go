@@ -41,7 +41,9 @@ type model struct {
 	// panes (see liveMsg).
 	lineBuf  []line
 	frameBuf []TraceFrame
-	rate     rateMeter
+	// lastLines is how many events the last absorb handed the panes.
+	lastLines int
+	rate      rateMeter
 
 	// quitting is set while the user is asked to confirm a quit that
 	// would lose something (see quitGuard).
@@ -51,7 +53,23 @@ type model struct {
 	quit    func()
 	// manualFeed: no command reads the feed; the caller does (tests).
 	manualFeed bool
+	// busy says the last feedMsg brought at least busyLines events: the
+	// next one gathers for busyFrame (see feedCmd).
+	busy bool
 }
+
+// busyLines is how many events (notifications, requests, the TUI's own
+// notes) in one feedMsg make the stream busy: 50 in a frame is 1,500 a
+// second; staying busy takes 50 in busyFrame, 500 a second.
+const busyLines = 50
+
+// busyFrame is how long the feed gathers while the stream is busy. Every
+// message bubbletea hands the model is followed by a whole View (its FPS
+// only bounds the writes to the terminal), so a flood handed over each
+// frame cost 30 Views a second; at busyFrame it costs 10, and the tail
+// still moves ten times a second. Keys do not come through the feed: they
+// are never held back. Discovery's targets do, by at most this.
+const busyFrame = 100 * time.Millisecond
 
 type rect struct{ x, y, w, h int }
 
@@ -144,7 +162,16 @@ func (m *model) nextFeed() tea.Cmd {
 	if m.manualFeed {
 		return nil
 	}
-	return m.pc.safe(m.feed.next(m.pc.ctx))
+	return m.pc.safe(m.feedCmd())
+}
+
+// feedCmd reads the live feed's next batch: one frame's worth, or
+// busyFrame's while the stream is busy.
+func (m *model) feedCmd() tea.Cmd {
+	if m.busy {
+		return m.feed.nextIn(m.pc.ctx, max(busyFrame, m.feed.frame))
+	}
+	return m.feed.next(m.pc.ctx)
 }
 
 // Update handles one message. A panic is written to a crash report and
@@ -176,6 +203,7 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		return nil
 	case feedMsg:
 		cmd := m.absorb(msg.items)
+		m.busy = m.lastLines >= busyLines
 		if msg.fromFeed {
 			m.feed.giveBack(msg.items)
 		}

@@ -74,7 +74,10 @@ type feedMsg struct {
 // the frame lasts it sleeps and then takes what came: one wake-up a frame,
 // not one an item (a flood pushes thousands a second). The items go out in
 // the buffer the model gave back after the last frame (giveBack).
-func (f *feed) next(ctx context.Context) tea.Cmd {
+func (f *feed) next(ctx context.Context) tea.Cmd { return f.nextIn(ctx, f.frame) }
+
+// nextIn is next gathering for window rather than one frame.
+func (f *feed) nextIn(ctx context.Context, window time.Duration) tea.Cmd {
 	return func() tea.Msg {
 		var first any
 		select {
@@ -83,7 +86,7 @@ func (f *feed) next(ctx context.Context) tea.Cmd {
 			return nil
 		}
 		items := append(f.takeSpare(), first)
-		t := time.NewTimer(f.frame)
+		t := time.NewTimer(window)
 		defer t.Stop()
 		select {
 		case <-t.C:

@@ -57,6 +57,14 @@ type TargetSource struct {
 	// Pool routes liveness polls on a stdio Bus with several pools (which
 	// drops messages without one).
 	Pool string
+	// Pace, when set, is how often at most the reader wakes to take what
+	// the connection queued (ipc.Options.IncomingBuffer) while messages
+	// keep coming: once it has emptied the queue, it rests out the rest of
+	// the pace before it takes the next one. A flood is then taken a
+	// pace's worth at a time, not one wake-up of the reader (and of an
+	// idle processor to run it) per message; a message after a quiet
+	// spell is taken at once.
+	Pace time.Duration
 
 	mu   sync.Mutex
 	conn *ipc.Conn // the connection being served, for replies
@@ -65,6 +73,18 @@ type TargetSource struct {
 	// it came on (askedSeveral: more than one), for Reply; at most
 	// maxAsked ids are kept.
 	asked map[string]uint64
+}
+
+// restFor is how long a paced reader that has just emptied its queue
+// rests: until pace has passed since it last woke (not at all after a
+// quiet spell, since > pace), unless that wake-up took a quarter of the
+// queue (capacity) or more: the connection would fill it while the reader
+// rests, and drop.
+func restFor(pace, since time.Duration, taken, capacity int) time.Duration {
+	if d := pace - since; d > 0 && d <= pace && taken*4 < capacity {
+		return d
+	}
+	return 0
 }
 
 // askedSeveral marks an id that requests on more than one connection used.
@@ -236,7 +256,14 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 	go func() {
 		defer wg.Done()
 		var reported uint64
-		for m := range c.Incoming() {
+		var rest *time.Timer
+		defer func() {
+			if rest != nil {
+				rest.Stop()
+			}
+		}()
+		in, woke, taken := c.Incoming(), time.Time{}, 0
+		for m := range in {
 			// Pushes the connection dropped because this reader fell
 			// behind are counted where they were lost, not lost quietly.
 			if d := c.Dropped(); d > reported {
@@ -244,6 +271,22 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 				reported = d
 			}
 			t.deliver(sctx, c, seq, m, emit, answer)
+			taken++
+			if t.Pace <= 0 || len(in) > 0 {
+				continue
+			}
+			if d := restFor(t.Pace, time.Since(woke), taken, cap(in)); d > 0 {
+				if rest == nil {
+					rest = time.NewTimer(d)
+				} else {
+					rest.Reset(d)
+				}
+				select {
+				case <-rest.C:
+				case <-sctx.Done():
+				}
+			}
+			woke, taken = time.Now(), 0
 		}
 		if d := c.Dropped(); d > reported {
 			emit(droppedEvent(t.Source, d-reported, d))

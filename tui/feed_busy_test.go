@@ -1,0 +1,83 @@
+package tui
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/internal/events"
+)
+
+// TestBusyStreamOneViewPerBusyFrame: bubbletea draws a whole View after
+// every message it hands the model, so what the feed hands over decides
+// how many Views a stream costs. A stream of 2,000 events a second (two
+// a millisecond) for one second arrives in batches of busyFrame once it
+// is busy: about 10 batches and Views, not one a frame (30: what it cost
+// before, and what this test fails with), and every event reaches the
+// events pane. Once the stream is quiet again, the next event is handed
+// over within a frame, not busyFrame.
+func TestBusyStreamOneViewPerBusyFrame(t *testing.T) {
+	m, _ := testModel(t, Config{Theme: "dark", Now: fixedNow, NoListen: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ev := func(i int) streamMsg {
+		p, _ := json.Marshal(map[string]int{"seq": i})
+		return streamMsg{key: "aflood", ev: events.Event{Time: fixedNow(), Source: "aflood", Kind: events.KindNotification, Name: "telemetry.tick", Payload: p}}
+	}
+	const perMS, run = 2, time.Second
+	sent := make(chan int, 1)
+	go func() {
+		tk := time.NewTicker(time.Millisecond)
+		defer tk.Stop()
+		start, n := time.Now(), 0
+		for time.Since(start) < run {
+			<-tk.C
+			for due := int(time.Since(start)/time.Millisecond) * perMS; n < due; n++ {
+				m.feed.pushWait(ctx, ev(n))
+			}
+		}
+		sent <- n
+	}()
+	p := m.events()
+	base := p.ring.total
+	views, total := 0, -1
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		select {
+		case total = <-sent:
+		default:
+		}
+		if total >= 0 && int(p.ring.total-base+p.feedLost) >= total {
+			break
+		}
+		m.update(m.feedCmd()())
+		_ = m.View()
+		views++
+	}
+	if total < 0 || int(p.ring.total-base+p.feedLost) < total {
+		t.Fatalf("%d of %d events reached the events pane", p.ring.total-base, total)
+	}
+	if p.feedLost != 0 {
+		t.Errorf("%d events lost", p.feedLost)
+	}
+	want := int(run/busyFrame) + 4 // the first batches (a frame each) and the last
+	t.Logf("%d events in %d batches and Views over %v", total, views, run)
+	if views > want {
+		t.Errorf("%d events took %d Views; a busy stream is handed over every %v (at most %d)", total, views, busyFrame, want)
+	}
+	if !m.busy {
+		t.Error("after a second of 2,000 events a second, the stream is not busy")
+	}
+	// Quiet again: one batch of busyFrame empties the stream's state.
+	m.feed.push(ev(-1))
+	m.update(m.feedCmd()())
+	if m.busy {
+		t.Fatal("a batch of one event left the stream busy")
+	}
+	m.feed.push(ev(-2))
+	t0 := time.Now()
+	m.update(m.feedCmd()())
+	if d := time.Since(t0); d >= busyFrame {
+		t.Errorf("a quiet stream's event was handed over after %v (a frame is %v)", d, m.feed.frame)
+	}
+}
