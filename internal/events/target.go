@@ -211,7 +211,12 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 	return nil
 }
 
-// serve runs one connection until it ends or ctx does.
+// serve runs one connection until it ends or ctx does. What the peer
+// pushes is read here, on the source's own goroutine, between the ticks:
+// a source costs the connection's reader and this goroutine, not a third
+// one to read Incoming (the TUI listens to 256 targets: 256 goroutines'
+// stacks). Liveness and ipc.watch polls, which wait on an answer, run in a
+// goroutine of their own while they last, so reading never waits on them.
 func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *liveState, interval time.Duration, rev *int64) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -221,33 +226,33 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 	t.seq++
 	seq := t.seq
 	t.mu.Unlock()
-	defer func() {
-		t.mu.Lock()
-		t.conn = nil
-		t.mu.Unlock()
-		c.Close() // ends Incoming, so the reader below returns
-		wg.Wait()
-	}()
 	answer := t.Answer
 	if answer == nil {
 		answer = DefaultAnswer
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var reported uint64
-		for m := range c.Incoming() {
-			// Pushes the connection dropped because this reader fell
-			// behind are counted where they were lost, not lost quietly.
-			if d := c.Dropped(); d > reported {
-				emit(droppedEvent(t.Source, d-reported, d))
-				reported = d
-			}
-			t.deliver(sctx, c, seq, m, emit, answer)
-		}
+	incoming := c.Incoming()
+	var reported uint64
+	// Pushes the connection dropped because this reader fell behind are
+	// counted where they were lost, not lost quietly.
+	countDropped := func() {
 		if d := c.Dropped(); d > reported {
 			emit(droppedEvent(t.Source, d-reported, d))
+			reported = d
 		}
+	}
+	defer func() {
+		t.mu.Lock()
+		t.conn = nil
+		t.mu.Unlock()
+		c.Close() // ends Incoming: what is left in it is delivered below
+		if incoming != nil {
+			for m := range incoming {
+				countDropped()
+				t.deliver(sctx, c, seq, m, emit, answer)
+			}
+		}
+		countDropped()
+		wg.Wait() // a poll in flight (the connection's end ends it)
 	}()
 	method := t.LivenessMethod
 	if method == "" {
@@ -272,7 +277,7 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 			st.report(t, emit, StateStale, lat, fmt.Sprintf("no answer to %s within %s", method, stale))
 		}
 	}
-	watchEvery := orDur(t.WatchInterval, interval)
+	// watchOn and rev belong to the polling goroutine (one at a time).
 	watchOn := t.Watch
 	watch := func() {
 		if !watchOn {
@@ -283,22 +288,64 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 			emit(Note(t.Source, err.Error()))
 		}
 	}
-	poll()
-	watch()
-	pt := time.NewTicker(interval)
-	defer pt.Stop()
-	wt := time.NewTicker(watchEvery)
-	defer wt.Stop()
+	// polled says the polling goroutine ended; busy that it runs;
+	// wantPoll and wantWatch are ticks it has yet to serve.
+	polled := make(chan struct{}, 1)
+	busy, wantPoll, wantWatch := false, method != "-", t.Watch
+	startPolls := func() {
+		if busy || !wantPoll && !wantWatch {
+			return
+		}
+		doPoll, doWatch := wantPoll, wantWatch
+		busy, wantPoll, wantWatch = true, false, false
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if doPoll {
+				poll()
+			}
+			if doWatch {
+				watch()
+			}
+			polled <- struct{}{}
+		}()
+	}
+	startPolls()
+	// Tickers only for what is polled: a source that polls nothing (the
+	// TUI's) waits on its connection alone.
+	var ptC, wtC <-chan time.Time
+	if method != "-" {
+		pt := time.NewTicker(interval)
+		defer pt.Stop()
+		ptC = pt.C
+	}
+	if t.Watch {
+		wt := time.NewTicker(orDur(t.WatchInterval, interval))
+		defer wt.Stop()
+		wtC = wt.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case m, ok := <-incoming:
+			if !ok {
+				incoming = nil // the connection ended: Done says why
+				continue
+			}
+			countDropped()
+			t.deliver(sctx, c, seq, m, emit, answer)
 		case <-c.Done():
 			return c.Err()
-		case <-pt.C:
-			poll()
-		case <-wt.C:
-			watch()
+		case <-polled:
+			busy = false
+			startPolls()
+		case <-ptC:
+			wantPoll = true
+			startPolls()
+		case <-wtC:
+			wantWatch = true
+			startPolls()
 		}
 	}
 }
