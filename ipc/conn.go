@@ -26,6 +26,16 @@ type Options struct {
 	// IncomingBuffer is how many pushed messages wait unread before the
 	// oldest are dropped and counted (default 1024).
 	IncomingBuffer int
+	// Push, when set, takes what the peer pushes (everything Incoming
+	// would deliver), in order, on the reading goroutine (and on a
+	// Handler's goroutine for a request it passes on), instead of
+	// Incoming: nothing waits unread in the Conn, which allocates no queue
+	// for it (IncomingBuffer slots of it, whole, per connection), and
+	// Incoming delivers nothing (it is closed when the connection ends).
+	// Push must not wait long: while it runs, the peer is not read. For a
+	// connection that only listens, whose consumer queues what it is
+	// given anyway.
+	Push func(*Message)
 	// Handler answers server-initiated requests automatically; may be nil.
 	Handler Handler
 	// MaxHandlers bounds how many Handler calls run at once (default
@@ -190,13 +200,17 @@ func NewConn(f Framer, opts Options) *Conn {
 	}
 	// One message of the largest size accepted always fits.
 	opts.MaxHeldBytes = max(opts.MaxHeldBytes, maxFrame+heldOverhead)
+	queue := opts.IncomingBuffer
+	if opts.Push != nil {
+		queue = 0 // Incoming delivers nothing: Push takes it all
+	}
 	c := &Conn{
 		f:        f,
 		opts:     opts,
 		pending:  make(map[uint64]*pendingCall),
 		settled:  newIDRing(4096),
 		timedOut: newIDRing(4096),
-		incoming: make(chan *Message, opts.IncomingBuffer),
+		incoming: make(chan *Message, queue),
 		done:     make(chan struct{}),
 	}
 	if nr, ok := f.(notResentReporter); ok {
@@ -244,8 +258,8 @@ func (c *Conn) failNotResent(frames [][]byte, why string) {
 }
 
 // Incoming delivers what the peer pushes: notifications, server-initiated
-// requests, lean events, and unmatched or invalid frames. It is closed when
-// the connection ends. When it is full, or holds Options.MaxHeldBytes, the
+// requests, lean events, and unmatched or invalid frames (unless
+// Options.Push takes them). It is closed when the connection ends. When it is full, or holds Options.MaxHeldBytes, the
 // oldest messages are dropped and counted (see Dropped) so a slow reader
 // never stalls responses nor lets the peer fill the memory.
 func (c *Conn) Incoming() <-chan *Message { return c.incoming }
