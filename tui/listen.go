@@ -212,10 +212,10 @@ func (l *listener) source(t *target) events.Source {
 		LivenessMethod: "-",
 		Pool:           t.Pool,
 		Answer:         func(*ipc.Message) (json.RawMessage, *ipc.RPCError) { return nil, nil },
-		Dial: func(ctx context.Context, _ func(ipc.TraceEvent)) (*ipc.Conn, error) {
+		DialPush: func(ctx context.Context, _ func(ipc.TraceEvent), push func(*ipc.Message)) (*ipc.Conn, error) {
 			// The source's own trace hook turns connection notes into
 			// events; here they are in the trace pane already.
-			c, err := cl.open(ctx, d, nil, true)
+			c, err := cl.open(ctx, d, nil, push)
 			if err == nil {
 				last.set(c)
 			}
@@ -236,14 +236,15 @@ func (l *listener) source(t *target) events.Source {
 // the flooder to 7,800 a second.
 const listenReadPace = 10 * time.Millisecond
 
-// listenIncoming is how many pushed messages a listening connection holds
-// unread (ipc.Options.IncomingBuffer): what a paced read finds arrives at
-// once, and 1,024 is a pace's worth at 100,000 a second. A channel's
-// buffer is allocated whole: 8,192 (tried) held 14 MiB more over 256
-// listened targets (TestCrowdLiveHeap: 15.4 → 29.1 MiB), with the same
-// flood CPU and keys on bench/flood (two rounds each, load 0.4–0.8).
-const listenIncoming = 1024
-
+// listenPush: a listening connection hands what its peer pushes to its
+// source on its reading goroutine (ipc.Options.Push), which turns it into
+// an event and offers it to the feed (65,536 slots, shared, never
+// waiting): no queue of unread messages per connection, and no goroutine
+// to read one. The queue it replaces (ipc's 1,024 slots, allocated whole)
+// cost 2 MiB over 256 listened targets, and a goroutine each; it was
+// where a flood lost events when its reader was not scheduled in time
+// (256 slots lost 4–15× more than 1,024): here the reader hands them on
+// itself. BENCHMARKS.md, "Issue 24 memory, 2026-11-27".
 // lastConn is the connection a TargetSource dialled last. The source
 // reports what a connection brought before it dials the next one, so
 // while it reports a request, that is the connection the request came on.

@@ -27,8 +27,8 @@ func TestRingGrowsAsItemsArrive(t *testing.T) {
 	ri := newRing[int](size)
 	for i := range 25000 {
 		ri.Append(i)
-		if n := min(i+1, size); ri.Len() != n || *ri.At(0) != i+1-n || *ri.At(n-1) != i {
-			t.Fatalf("after %d appended: Len %d, first %d, last %d; want %d, %d, %d", i+1, ri.Len(), *ri.At(0), *ri.At(ri.Len()-1), n, i+1-n, i)
+		if n := min(i+1, size); ri.Len() != n || *ri.At(0) != i+1-n || *ri.At(n - 1) != i {
+			t.Fatalf("after %d appended: Len %d, first %d, last %d; want %d, %d, %d", i+1, ri.Len(), *ri.At(0), *ri.At(ri.Len() - 1), n, i+1-n, i)
 		}
 	}
 	if cap(ri.buf) != size || ri.dropped != 15000 || ri.total != 25000 {

@@ -223,7 +223,7 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 		// (it reconnects inside), so it gets the client's, not the call's.
 		dctx = c.ctx
 	}
-	cn, err := c.open(dctx, t, nil, false)
+	cn, err := c.open(dctx, t, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -283,10 +283,11 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 // open dials a new connection to t (not kept: conn keeps the ones calls
 // use) through the one dialer, which decides its security and wire; every
 // frame goes to the trace pane, and then to trace when it is not nil.
-// listen says the connection only listens: it reads at most once per
-// listenReadPace while the peer sends little, and holds more unread
-// (listenIncoming); a connection that calls reads at once.
-func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent), listen bool) (*ipc.Conn, error) {
+// push, when set, says the connection only listens: it reads at most once
+// per listenReadPace while the peer sends little, and hands what the peer
+// pushes to push as it reads it (listenPush); a connection that calls
+// reads at once.
+func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent), push func(*ipc.Message)) (*ipc.Conn, error) {
 	dt, err := dialTarget(t)
 	if err != nil {
 		return nil, err
@@ -304,8 +305,10 @@ func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.T
 			}
 		},
 	}
-	if listen {
-		o.ReadPace, o.IncomingBuffer = listenReadPace, listenIncoming
+	if push != nil {
+		// A listening connection: what it pushes goes to push as it is
+		// read (see listenPush).
+		o.ReadPace, o.Push = listenReadPace, push
 	}
 	if c.dial != nil {
 		return c.dial(ctx, t, c.dialer.IPCOptions(dt, o))

@@ -124,3 +124,68 @@ func TestTargetSourceOneGoroutine(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetSourceDialPush: a source dialled with DialPush hears what the
+// peer pushes from the connection's reader, with no queue of unread
+// messages on the connection (Incoming holds none), what came before the
+// dial returned first and in order.
+func TestTargetSourceDialPush(t *testing.T) {
+	dir := shortDir(t)
+	path := filepath.Join(dir, "push.sock")
+	srv, err := ipctest.Listen(path, ipctest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conns := make(chan *ipc.Conn, 1)
+	ts := &events.TargetSource{Source: "push", LivenessMethod: "-",
+		DialPush: func(ctx context.Context, trace func(ipc.TraceEvent), push func(*ipc.Message)) (*ipc.Conn, error) {
+			c, err := ipc.Dial(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: path}, ipc.Options{Trace: trace, IncomingBuffer: 1024, Push: push})
+			if err == nil {
+				// As if the reader had handed these over before the dial
+				// returned.
+				push(&ipc.Message{Kind: ipc.KindNotification, Method: "early.1"})
+				push(&ipc.Message{Kind: ipc.KindNotification, Method: "early.2"})
+				conns <- c
+			}
+			return c, err
+		}}
+	s := events.Merge(ctx, []events.Source{ts}, events.Options{})
+	defer func() {
+		cancel()
+		s.Wait()
+	}()
+	var c *ipc.Conn
+	select {
+	case c = <-conns:
+	case <-ctx.Done():
+		t.Fatal("not dialled")
+	}
+	if q := cap(c.Incoming()); q != 0 {
+		t.Errorf("the connection holds a queue of %d unread messages", q)
+	}
+	for len(srv.Conns()) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 3 {
+		srv.Notify(fmt.Sprint("later.", i), nil)
+	}
+	want := []string{"early.1", "early.2", "later.0", "later.1", "later.2"}
+	var got []string
+	for len(got) < len(want) {
+		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+		ev, err := s.Next(rctx)
+		rcancel()
+		if err != nil {
+			t.Fatalf("heard %v, then: %v", got, err)
+		}
+		if ev.Kind == events.KindNotification {
+			got = append(got, ev.Name)
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("heard %v; want %v", got, want)
+	}
+}

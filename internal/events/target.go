@@ -37,6 +37,11 @@ type TargetSource struct {
 	Source string
 	// Dial opens the connection.
 	Dial DialFunc
+	// DialPush, when set, opens the connection instead of Dial, with push
+	// as its ipc.Options.Push: what the peer pushes is delivered on the
+	// connection's reading goroutine, with no queue of unread messages
+	// and no goroutine to read one (the TUI listens to 256 targets).
+	DialPush func(ctx context.Context, trace func(ipc.TraceEvent), push func(*ipc.Message)) (*ipc.Conn, error)
 	// LivenessMethod is polled every Interval ("health.liveness" when empty;
 	// "rpc.heartbeat" suits holons; "-" polls nothing). Any answer, even an
 	// error, proves the target alive.
@@ -166,7 +171,7 @@ func idKey(id json.RawMessage) string {
 
 // Run watches the target until ctx ends.
 func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
-	if t.Dial == nil {
+	if t.Dial == nil && t.DialPush == nil {
 		return errors.New("no dialer")
 	}
 	interval := orDur(t.Interval, DefaultInterval)
@@ -174,7 +179,17 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 	st := &liveState{}
 	var rev int64 = -1
 	for ctx.Err() == nil {
-		c, err := t.Dial(ctx, t.traceTo(emit))
+		var (
+			c   *ipc.Conn
+			err error
+			pu  *pushed
+		)
+		if t.DialPush != nil {
+			pu = &pushed{}
+			c, err = t.DialPush(ctx, t.traceTo(emit), pu.push)
+		} else {
+			c, err = t.Dial(ctx, t.traceTo(emit))
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -193,7 +208,7 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 			continue
 		}
 		wait.Reset()
-		ended := t.serve(ctx, c, emit, st, interval, &rev)
+		ended := t.serve(ctx, c, pu, emit, st, interval, &rev)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -217,7 +232,10 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 // one to read Incoming (the TUI listens to 256 targets: 256 goroutines'
 // stacks). Liveness and ipc.watch polls, which wait on an answer, run in a
 // goroutine of their own while they last, so reading never waits on them.
-func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *liveState, interval time.Duration, rev *int64) error {
+//
+// With pu (DialPush), what the peer pushes is delivered on the
+// connection's reading goroutine instead, from here on.
+func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, pu *pushed, emit Emit, st *liveState, interval time.Duration, rev *int64) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -230,7 +248,12 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 	if answer == nil {
 		answer = DefaultAnswer
 	}
-	incoming := c.Incoming()
+	if pu != nil {
+		if lost := pu.start(func(m *ipc.Message) { t.deliver(sctx, c, seq, m, emit, answer) }); lost > 0 {
+			emit(droppedEvent(t.Source, lost, lost))
+		}
+	}
+	incoming := c.Incoming() // with pu: closed as the connection ends, and nothing else
 	var reported uint64
 	// Pushes the connection dropped because this reader fell behind are
 	// counted where they were lost, not lost quietly.
@@ -348,6 +371,46 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 			startPolls()
 		}
 	}
+}
+
+// pushed takes what a connection opened by DialPush pushes, on its
+// reading goroutine, and delivers it once serve has the connection: the
+// reader starts before Dial returns, so what arrives before that waits
+// (at most maxEarly messages; past that they are counted as dropped).
+type pushed struct {
+	mu      sync.Mutex
+	deliver func(*ipc.Message) // nil until serve has the connection
+	early   []*ipc.Message
+	lost    uint64
+}
+
+// maxEarly bounds the messages that wait for serve (ipc's default queue).
+const maxEarly = 1024
+
+func (p *pushed) push(m *ipc.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.deliver != nil:
+		p.deliver(m)
+	case len(p.early) < maxEarly:
+		p.early = append(p.early, m)
+	default:
+		p.lost++
+	}
+}
+
+// start delivers what waited, in order, then has everything delivered as
+// it arrives; it returns how many messages did not fit while waiting.
+func (p *pushed) start(deliver func(*ipc.Message)) (lost uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.early {
+		deliver(m)
+	}
+	p.early = nil
+	p.deliver = deliver
+	return p.lost
 }
 
 // pollWatch asks ipc.watch for changes since the last revision. The first
