@@ -36,6 +36,13 @@ type Options struct {
 	// connection that only listens, whose consumer queues what it is
 	// given anyway.
 	Push func(*Message)
+	// Reader, when set, is handed the Conn's reading loop, read, instead
+	// of a goroutine being started for it: the owner runs read on a
+	// goroutine it has anyway (a listener's own), where it returns when
+	// the connection ends. Until read runs nothing is read, so no call is
+	// answered. Close does not wait for an owner who never runs it: read
+	// then returns at once.
+	Reader func(read func())
 	// Handler answers server-initiated requests automatically; may be nil.
 	Handler Handler
 	// MaxHandlers bounds how many Handler calls run at once (default
@@ -136,6 +143,9 @@ type Conn struct {
 	names nameCache
 
 	nextID atomic.Uint64
+	// reading is readNotYet until the reading loop runs (readRunning), or
+	// Close takes its place (readClosed): see Options.Reader.
+	reading atomic.Int32
 
 	mu       sync.Mutex
 	pending  map[uint64]*pendingCall
@@ -220,8 +230,28 @@ func NewConn(f Framer, opts Options) *Conn {
 		c.handlers = make(chan struct{}, opts.MaxHandlers)
 		c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
 	}
-	go c.readLoop()
+	if opts.Reader != nil {
+		opts.Reader(c.read)
+	} else {
+		c.reading.Store(readRunning)
+		go c.readLoop()
+	}
 	return c
+}
+
+// The states of a Conn's reading loop (Conn.reading).
+const (
+	readNotYet int32 = iota
+	readRunning
+	readClosed
+)
+
+// read runs the reading loop unless it runs already or Close ran first
+// (Options.Reader).
+func (c *Conn) read() {
+	if c.reading.CompareAndSwap(readNotYet, readRunning) {
+		c.readLoop()
+	}
 }
 
 // notResentReporter is a Framer that may drop messages it was given
@@ -361,6 +391,11 @@ func (c *Conn) CloseContext(ctx context.Context) error {
 		err = cc.CloseContext(ctx)
 	} else {
 		err = c.f.Close()
+	}
+	if c.reading.CompareAndSwap(readNotYet, readClosed) {
+		// The owner never ran the reading loop (Options.Reader): it runs
+		// here, on a closed framer, and ends the connection at once.
+		c.readLoop()
 	}
 	<-c.done
 	if errors.Is(err, os.ErrClosed) {

@@ -1,6 +1,7 @@
 package ipc_test
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -95,5 +96,80 @@ func TestPushConnAllocatesNoQueue(t *testing.T) {
 	t.Logf("a connection holds %d B with Incoming's queue, %d B with Push", queued, pushed)
 	if pushed+6<<10 > queued {
 		t.Errorf("a connection with Push holds %d B, with a queue %d B: want the 8 KiB queue saved", pushed, queued)
+	}
+}
+
+// TestReaderRunsOnTheOwner: with Options.Reader, the Conn starts no
+// goroutine to read: the owner runs the reading loop it is handed (here,
+// and it answers a call made meanwhile) and it returns when the
+// connection ends; a Conn closed before its owner ran the loop closes at
+// once, and the loop then returns at once.
+func TestReaderRunsOnTheOwner(t *testing.T) {
+	ours, theirs := unixPair(t)
+	var read func()
+	var pushes []string
+	c := ipc.NewConn(ipc.NetFramer(ours, 1<<20), ipc.Options{
+		Push:   func(m *ipc.Message) { pushes = append(pushes, m.Method) }, // the owner's goroutine
+		Reader: func(r func()) { read = r },
+	})
+	if read == nil {
+		t.Fatal("NewConn did not hand the reading loop over")
+	}
+	// The peer: a push, then the answer to call 1, then it hangs up.
+	go func() {
+		buf := make([]byte, 4096)
+		n, _ := theirs.Read(buf) // the call
+		if n > 0 {
+			fmt.Fprint(theirs, `{"jsonrpc":"2.0","method":"hello","params":{}}`+"\n")
+			fmt.Fprint(theirs, `{"jsonrpc":"2.0","id":1,"result":"ok"}`+"\n")
+		}
+		time.Sleep(50 * time.Millisecond)
+		theirs.Close()
+	}()
+	answered := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := c.Call(ctx, "ping", nil)
+		answered <- err
+	}()
+	done := make(chan struct{})
+	go func() { read(); close(done) }() // the owner's goroutine
+	select {
+	case err := <-answered:
+		if err != nil {
+			t.Fatalf("the call: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no answer: the reading loop did not run")
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reading loop did not return when the peer hung up")
+	}
+	<-c.Done()
+	if fmt.Sprint(pushes) != "[hello]" {
+		t.Errorf("pushed: %v", pushes)
+	}
+	c.Close()
+
+	// Closed before the owner ran the loop: Close returns, the loop too.
+	ours2, _ := unixPair(t)
+	var read2 func()
+	c2 := ipc.NewConn(ipc.NetFramer(ours2, 1<<20), ipc.Options{Push: func(*ipc.Message) {}, Reader: func(r func()) { read2 = r }})
+	closed := make(chan struct{})
+	go func() { c2.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waited for a reading loop no one ran")
+	}
+	ran := make(chan struct{})
+	go func() { read2(); close(ran) }()
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reading loop run after Close did not return")
 	}
 }
