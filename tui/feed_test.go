@@ -91,7 +91,7 @@ func TestListenConnectionsArePaced(t *testing.T) {
 	cfg.NoListen, cfg.MaxListen = false, 4
 	cfg.Dial = func(ctx context.Context, d *discovery.Target, opts ipc.Options) (*ipc.Conn, error) {
 		paces <- opts.ReadPace
-		pushed <- opts.Push != nil
+		pushed <- opts.Push != nil && opts.Reader != nil
 		return defaultDialer(ctx, d, opts)
 	}
 	m, _ := testModel(t, cfg)
@@ -102,7 +102,7 @@ func TestListenConnectionsArePaced(t *testing.T) {
 			t.Fatalf("the listener dialled with ReadPace %v, want %v", p, listenReadPace)
 		}
 		if !<-pushed {
-			t.Fatal("the listener dialled without Push: what it hears waits in a queue of its own, read by a goroutine of its own")
+			t.Fatal("the listener dialled without Push or Reader: what it hears waits in a queue of its own, read by goroutines of its own")
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listener did not dial")

@@ -212,10 +212,10 @@ func (l *listener) source(t *target) events.Source {
 		LivenessMethod: "-",
 		Pool:           t.Pool,
 		Answer:         func(*ipc.Message) (json.RawMessage, *ipc.RPCError) { return nil, nil },
-		DialPush: func(ctx context.Context, _ func(ipc.TraceEvent), push func(*ipc.Message)) (*ipc.Conn, error) {
+		DialPush: func(ctx context.Context, _ func(ipc.TraceEvent), pd events.PushDial) (*ipc.Conn, error) {
 			// The source's own trace hook turns connection notes into
 			// events; here they are in the trace pane already.
-			c, err := cl.open(ctx, d, nil, push)
+			c, err := cl.open(ctx, d, nil, &pd)
 			if err == nil {
 				last.set(c)
 			}
@@ -236,11 +236,11 @@ func (l *listener) source(t *target) events.Source {
 // the flooder to 7,800 a second.
 const listenReadPace = 10 * time.Millisecond
 
-// listenPush: a listening connection hands what its peer pushes to its
-// source on its reading goroutine (ipc.Options.Push), which turns it into
-// an event and offers it to the feed (65,536 slots, shared, never
-// waiting): no queue of unread messages per connection, and no goroutine
-// to read one. The queue it replaces (ipc's 1,024 slots, allocated whole)
+// listenPush: a listening connection is read on its source's goroutine
+// (ipc.Options.Reader), which turns what the peer pushes into events as
+// it reads it (ipc.Options.Push) and offers them to the feed (65,536
+// slots, shared, never waiting): one goroutine a listened target, not
+// three, and no queue of unread messages per connection. The queue it replaces (ipc's 1,024 slots, allocated whole)
 // cost 2 MiB over 256 listened targets, and a goroutine each; it was
 // where a flood lost events when its reader was not scheduled in time
 // (256 slots lost 4–15× more than 1,024): here the reader hands them on

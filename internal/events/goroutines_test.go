@@ -15,8 +15,9 @@ import (
 )
 
 // sourceGoroutines counts the goroutines running in a TargetSource's code
-// (the connections' readers, in package ipc, are not counted).
-func sourceGoroutines() int {
+// (the connections' readers, in package ipc, are not counted unless they
+// run on a source's goroutine), and of them those reading a connection.
+func sourceGoroutines() (n, reading int) {
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -26,13 +27,15 @@ func sourceGoroutines() int {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
-	c := 0
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
 		if bytes.Contains(g, []byte("internal/events.(*TargetSource)")) {
-			c++
+			n++
+			if bytes.Contains(g, []byte("ipc.(*Conn).readLoop")) {
+				reading++
+			}
 		}
 	}
-	return c
+	return n, reading
 }
 
 // TestTargetSourceOneGoroutine: a source that polls nothing (as the TUI
@@ -69,7 +72,7 @@ func TestTargetSourceOneGoroutine(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if g := sourceGoroutines(); g > n {
+	if g, _ := sourceGoroutines(); g > n {
 		t.Errorf("%d sources polling nothing run %d goroutines in TargetSource's code; want at most one each (%d)", n, g, n)
 	}
 	srv.Notify("tick", map[string]int{"seq": 1})
@@ -125,11 +128,15 @@ func TestTargetSourceOneGoroutine(t *testing.T) {
 	}
 }
 
-// TestTargetSourceDialPush: a source dialled with DialPush hears what the
-// peer pushes from the connection's reader, with no queue of unread
-// messages on the connection (Incoming holds none), what came before the
-// dial returned first and in order.
+// TestTargetSourceDialPush: sources dialled with DialPush that poll
+// nothing each run on one goroutine, which reads their connection too
+// (ipc.Options.Reader: no reader goroutine of its own, as the TUI's 256
+// listened targets had), with no queue of unread messages on the
+// connection (Incoming holds none); they hear what the peer pushes, what
+// came before the dial returned first and in order; and they stop when
+// their context ends.
 func TestTargetSourceDialPush(t *testing.T) {
+	const n = 8
 	dir := shortDir(t)
 	path := filepath.Join(dir, "push.sock")
 	srv, err := ipctest.Listen(path, ipctest.Config{})
@@ -139,42 +146,56 @@ func TestTargetSourceDialPush(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	conns := make(chan *ipc.Conn, 1)
-	ts := &events.TargetSource{Source: "push", LivenessMethod: "-",
-		DialPush: func(ctx context.Context, trace func(ipc.TraceEvent), push func(*ipc.Message)) (*ipc.Conn, error) {
-			c, err := ipc.Dial(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: path}, ipc.Options{Trace: trace, IncomingBuffer: 1024, Push: push})
-			if err == nil {
-				// As if the reader had handed these over before the dial
-				// returned.
-				push(&ipc.Message{Kind: ipc.KindNotification, Method: "early.1"})
-				push(&ipc.Message{Kind: ipc.KindNotification, Method: "early.2"})
-				conns <- c
-			}
-			return c, err
-		}}
-	s := events.Merge(ctx, []events.Source{ts}, events.Options{})
+	conns := make(chan *ipc.Conn, n)
+	var srcs []events.Source
+	for i := range n {
+		srcs = append(srcs, &events.TargetSource{Source: fmt.Sprint("push", i), LivenessMethod: "-",
+			DialPush: func(ctx context.Context, trace func(ipc.TraceEvent), pd events.PushDial) (*ipc.Conn, error) {
+				c, err := ipc.Dial(ctx, ipc.Endpoint{Transport: ipc.Unix, Path: path}, ipc.Options{Trace: trace, IncomingBuffer: 1024, Push: pd.Push, Reader: pd.Reader})
+				if err == nil {
+					// As if the reader had handed these over before the
+					// dial returned.
+					pd.Push(&ipc.Message{Kind: ipc.KindNotification, Method: "early.1"})
+					pd.Push(&ipc.Message{Kind: ipc.KindNotification, Method: "early.2"})
+					conns <- c
+				}
+				return c, err
+			}})
+	}
+	sctx, scancel := context.WithCancel(ctx)
+	s := events.Merge(sctx, srcs, events.Options{})
 	defer func() {
-		cancel()
+		scancel()
 		s.Wait()
 	}()
-	var c *ipc.Conn
-	select {
-	case c = <-conns:
-	case <-ctx.Done():
-		t.Fatal("not dialled")
+	for range n {
+		select {
+		case c := <-conns:
+			if q := cap(c.Incoming()); q != 0 {
+				t.Errorf("the connection holds a queue of %d unread messages", q)
+			}
+		case <-ctx.Done():
+			t.Fatal("not dialled")
+		}
 	}
-	if q := cap(c.Incoming()); q != 0 {
-		t.Errorf("the connection holds a queue of %d unread messages", q)
-	}
-	for len(srv.Conns()) == 0 {
+	for len(srv.Conns()) < n {
 		time.Sleep(time.Millisecond)
+	}
+	g, reading := 0, 0
+	for w := time.Now(); time.Since(w) < 5*time.Second; time.Sleep(time.Millisecond) {
+		if g, reading = sourceGoroutines(); reading == n {
+			break
+		}
+	}
+	if g > n || reading != n {
+		t.Errorf("%d sources run %d goroutines, %d of them reading their connection; want %d, each reading its own", n, g, reading, n)
 	}
 	for i := range 3 {
 		srv.Notify(fmt.Sprint("later.", i), nil)
 	}
-	want := []string{"early.1", "early.2", "later.0", "later.1", "later.2"}
-	var got []string
-	for len(got) < len(want) {
+	want := fmt.Sprint([]string{"early.1", "early.2", "later.0", "later.1", "later.2"})
+	got := map[string][]string{}
+	for heard := 0; heard < 5*n; {
 		rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
 		ev, err := s.Next(rctx)
 		rcancel()
@@ -182,10 +203,24 @@ func TestTargetSourceDialPush(t *testing.T) {
 			t.Fatalf("heard %v, then: %v", got, err)
 		}
 		if ev.Kind == events.KindNotification {
-			got = append(got, ev.Name)
+			got[ev.Source] = append(got[ev.Source], ev.Name)
+			heard++
 		}
 	}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("heard %v; want %v", got, want)
+	for src, names := range got {
+		if fmt.Sprint(names) != want {
+			t.Errorf("%s heard %v; want %v", src, names, want)
+		}
+	}
+	scancel()
+	done := make(chan struct{})
+	go func() { s.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sources did not stop within 5 s of their context's end")
+	}
+	if g, _ := sourceGoroutines(); g != 0 {
+		t.Errorf("%d goroutines still in TargetSource's code after the sources stopped", g)
 	}
 }

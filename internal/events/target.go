@@ -37,11 +37,13 @@ type TargetSource struct {
 	Source string
 	// Dial opens the connection.
 	Dial DialFunc
-	// DialPush, when set, opens the connection instead of Dial, with push
-	// as its ipc.Options.Push: what the peer pushes is delivered on the
-	// connection's reading goroutine, with no queue of unread messages
-	// and no goroutine to read one (the TUI listens to 256 targets).
-	DialPush func(ctx context.Context, trace func(ipc.TraceEvent), push func(*ipc.Message)) (*ipc.Conn, error)
+	// DialPush, when set, opens the connection instead of Dial, with the
+	// PushDial's Push and Reader in its ipc.Options: what the peer pushes
+	// is delivered as the connection reads it, with no queue of unread
+	// messages, and the reading loop runs on the source's own goroutine
+	// when it polls nothing: one goroutine a connection (the TUI listens
+	// to 256 targets).
+	DialPush func(ctx context.Context, trace func(ipc.TraceEvent), pd PushDial) (*ipc.Conn, error)
 	// LivenessMethod is polled every Interval ("health.liveness" when empty;
 	// "rpc.heartbeat" suits holons; "-" polls nothing). Any answer, even an
 	// error, proves the target alive.
@@ -186,7 +188,7 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 		)
 		if t.DialPush != nil {
 			pu = &pushed{}
-			c, err = t.DialPush(ctx, t.traceTo(emit), pu.push)
+			c, err = t.DialPush(ctx, t.traceTo(emit), PushDial{Push: pu.push, Reader: pu.reader})
 		} else {
 			c, err = t.Dial(ctx, t.traceTo(emit))
 		}
@@ -333,6 +335,30 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, pu *pushed, emit 
 			polled <- struct{}{}
 		}()
 	}
+	var read func()
+	if pu != nil {
+		pu.mu.Lock()
+		read = pu.read
+		pu.mu.Unlock()
+	}
+	if read != nil {
+		if !wantPoll && !wantWatch {
+			// Nothing to poll: the connection is read here, until it
+			// ends (or ctx does, which closes it).
+			stop := context.AfterFunc(ctx, func() { c.Close() })
+			read()
+			stop()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return c.Err()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			read()
+		}()
+	}
 	startPolls()
 	// Tickers only for what is polled: a source that polls nothing (the
 	// TUI's) waits on its connection alone.
@@ -373,6 +399,12 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, pu *pushed, emit 
 	}
 }
 
+// PushDial is what a connection DialPush opens takes into its ipc.Options.
+type PushDial struct {
+	Push   func(*ipc.Message)
+	Reader func(read func())
+}
+
 // pushed takes what a connection opened by DialPush pushes, on its
 // reading goroutine, and delivers it once serve has the connection: the
 // reader starts before Dial returns, so what arrives before that waits
@@ -382,6 +414,15 @@ type pushed struct {
 	deliver func(*ipc.Message) // nil until serve has the connection
 	early   []*ipc.Message
 	lost    uint64
+	// read is the connection's reading loop, when it was handed over
+	// (ipc.Options.Reader); serve runs it.
+	read func()
+}
+
+func (p *pushed) reader(read func()) {
+	p.mu.Lock()
+	p.read = read
+	p.mu.Unlock()
 }
 
 // maxEarly bounds the messages that wait for serve (ipc's default queue).
