@@ -27,7 +27,7 @@ func listenGoroutines() (n, reading int) {
 		buf = make([]byte, 2*len(buf))
 	}
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
-		paced := bytes.Contains(g, []byte("ipc.(*pacedConn).Read"))
+		paced := bytes.Contains(g, []byte("ipc.(*pacedConn)")) // reading or waiting to read
 		if paced || bytes.Contains(g, []byte("tui.keyed.Run")) || bytes.Contains(g, []byte("internal/events.(*TargetSource)")) {
 			n++
 		}
