@@ -26,6 +26,23 @@ type Options struct {
 	// IncomingBuffer is how many pushed messages wait unread before the
 	// oldest are dropped and counted (default 1024).
 	IncomingBuffer int
+	// Push, when set, takes what the peer pushes (everything Incoming
+	// would deliver), in order, on the reading goroutine (and on a
+	// Handler's goroutine for a request it passes on), instead of
+	// Incoming: nothing waits unread in the Conn, which allocates no queue
+	// for it (IncomingBuffer slots of it, whole, per connection), and
+	// Incoming delivers nothing (it is closed when the connection ends).
+	// Push must not wait long: while it runs, the peer is not read. For a
+	// connection that only listens, whose consumer queues what it is
+	// given anyway.
+	Push func(*Message)
+	// Reader, when set, is handed the Conn's reading loop, read, instead
+	// of a goroutine being started for it: the owner runs read on a
+	// goroutine it has anyway (a listener's own), where it returns when
+	// the connection ends. Until read runs nothing is read, so no call is
+	// answered. Close does not wait for an owner who never runs it: read
+	// then returns at once.
+	Reader func(read func())
 	// Handler answers server-initiated requests automatically; may be nil.
 	Handler Handler
 	// MaxHandlers bounds how many Handler calls run at once (default
@@ -128,6 +145,9 @@ type Conn struct {
 	names nameCache
 
 	nextID atomic.Uint64
+	// reading is readNotYet until the reading loop runs (readRunning), or
+	// Close takes its place (readClosed): see Options.Reader.
+	reading atomic.Int32
 
 	mu       sync.Mutex
 	pending  map[uint64]*pendingCall
@@ -202,13 +222,17 @@ func NewConn(f Framer, opts Options) *Conn {
 	}
 	// One message of the largest size accepted always fits.
 	opts.MaxHeldBytes = max(opts.MaxHeldBytes, maxFrame+heldOverhead)
+	queue := opts.IncomingBuffer
+	if opts.Push != nil {
+		queue = 0 // Incoming delivers nothing: Push takes it all
+	}
 	c := &Conn{
 		f:        f,
 		opts:     opts,
 		pending:  make(map[uint64]*pendingCall),
 		settled:  newIDRing(4096),
 		timedOut: newIDRing(4096),
-		incoming: make(chan *Message, opts.IncomingBuffer),
+		incoming: make(chan *Message, queue),
 		done:     make(chan struct{}),
 	}
 	if nr, ok := f.(notResentReporter); ok {
@@ -218,7 +242,12 @@ func NewConn(f Framer, opts Options) *Conn {
 		c.handlers = make(chan struct{}, opts.MaxHandlers)
 		c.handlerCtx, c.handlerCancel = context.WithCancel(context.Background())
 	}
-	go c.readLoop()
+	if opts.Reader != nil {
+		opts.Reader(c.read)
+	} else {
+		c.reading.Store(readRunning)
+		go c.readLoop()
+	}
 	return c
 }
 
@@ -228,6 +257,21 @@ func NewConn(f Framer, opts Options) *Conn {
 // call still waits.
 type ctxWriter interface {
 	writeFrameCtx(ctx context.Context, p []byte) error
+}
+
+// The states of a Conn's reading loop (Conn.reading).
+const (
+	readNotYet int32 = iota
+	readRunning
+	readClosed
+)
+
+// read runs the reading loop unless it runs already or Close ran first
+// (Options.Reader).
+func (c *Conn) read() {
+	if c.reading.CompareAndSwap(readNotYet, readRunning) {
+		c.readLoop()
+	}
 }
 
 // notResentReporter is a Framer that may drop messages it was given
@@ -264,8 +308,8 @@ func (c *Conn) failNotResent(frames [][]byte, why string) {
 }
 
 // Incoming delivers what the peer pushes: notifications, server-initiated
-// requests, lean events, and unmatched or invalid frames. It is closed when
-// the connection ends. When it is full, or holds Options.MaxHeldBytes, the
+// requests, lean events, and unmatched or invalid frames (unless
+// Options.Push takes them). It is closed when the connection ends. When it is full, or holds Options.MaxHeldBytes, the
 // oldest messages are dropped and counted (see Dropped) so a slow reader
 // never stalls responses nor lets the peer fill the memory.
 func (c *Conn) Incoming() <-chan *Message { return c.incoming }
@@ -367,6 +411,11 @@ func (c *Conn) CloseContext(ctx context.Context) error {
 		err = cc.CloseContext(ctx)
 	} else {
 		err = c.f.Close()
+	}
+	if c.reading.CompareAndSwap(readNotYet, readClosed) {
+		// The owner never ran the reading loop (Options.Reader): it runs
+		// here, on a closed framer, and ends the connection at once.
+		c.readLoop()
 	}
 	<-c.done
 	if errors.Is(err, os.ErrClosed) {

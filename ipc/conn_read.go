@@ -488,9 +488,13 @@ func (c *Conn) traceNote(note string) {
 	}
 }
 
-// deliver hands m to Incoming, dropping the oldest unread messages when it
+// deliver hands m to Options.Push, or to Incoming, dropping the oldest unread messages when it
 // is full or holds too many bytes; m itself is dropped when it cannot fit.
 func (c *Conn) deliver(m *Message) {
+	if c.opts.Push != nil {
+		c.opts.Push(m)
+		return
+	}
 	size := heldSize(m)
 	c.mu.Lock()
 	fits, note := c.roomLocked(size, true)

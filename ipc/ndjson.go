@@ -120,6 +120,9 @@ func (f *LineFramer) readLine() ([]byte, error) {
 			scan -= f.r
 			f.r, f.w = 0, n
 		}
+		if f.w == 0 && len(f.buf) <= lineBufSize {
+			f.idle()
+		}
 		if f.w == len(f.buf) {
 			if len(f.buf) >= longLine {
 				return f.readLongLine()
@@ -146,6 +149,25 @@ func (f *LineFramer) readLine() ([]byte, error) {
 		if err != nil {
 			f.rerr = err
 		}
+	}
+}
+
+// readableWaiter is a stream that can wait until it has something to
+// read without a buffer to read it into (pacedConn).
+type readableWaiter interface {
+	canWaitReadable() bool
+	waitReadable()
+}
+
+// idle, with nothing unread and a small buffer, lets the buffer go while
+// it waits for the stream to have something to read, when the stream can
+// wait so (readableWaiter); the read that follows takes a new one. A
+// buffer grown for a flood is kept: a busy connection would allocate one
+// at every read.
+func (f *LineFramer) idle() {
+	if w, ok := f.rd.(readableWaiter); ok && w.canWaitReadable() {
+		f.buf = nil
+		w.waitReadable()
 	}
 }
 

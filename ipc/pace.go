@@ -3,7 +3,10 @@ package ipc
 import (
 	"net"
 	"sync"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pacedConn reads a socket at most once per pace while the peer sends
@@ -26,6 +29,10 @@ type pacedConn struct {
 	timer *time.Timer
 	stop  chan struct{}
 	once  sync.Once
+	// raw is the socket, for waitReadable (nil: it cannot wait so);
+	// peek is what it peeks into.
+	raw  syscall.RawConn
+	peek [1]byte
 }
 
 // paceBudget is about what a paced connection lets wait in the socket
@@ -35,7 +42,11 @@ type pacedConn struct {
 const paceBudget = 8 << 10
 
 func newPacedConn(c net.Conn, pace time.Duration) *pacedConn {
-	return &pacedConn{Conn: c, pace: pace, stop: make(chan struct{})}
+	p := &pacedConn{Conn: c, pace: pace, stop: make(chan struct{})}
+	if sc, ok := c.(syscall.Conn); ok {
+		p.raw, _ = sc.SyscallConn()
+	}
+	return p
 }
 
 func (p *pacedConn) Read(b []byte) (int, error) {
@@ -69,4 +80,25 @@ func (p *pacedConn) Read(b []byte) (int, error) {
 func (p *pacedConn) Close() error {
 	p.once.Do(func() { close(p.stop) })
 	return p.Conn.Close()
+}
+
+// canWaitReadable reports whether waitReadable can wait.
+func (p *pacedConn) canWaitReadable() bool { return p.raw != nil }
+
+// waitReadable waits, holding no buffer, until the socket has something
+// to read, has ended or failed (the Read that follows says which), so that
+// a framer with nothing unread can let its buffer go meanwhile
+// (LineFramer: the TUI's 256 listening connections, mostly silent, held
+// 4 KiB each). It peeks at the socket before each wait, so what came
+// before it was called is not waited for again. Only the reading
+// goroutine calls it, as Read.
+func (p *pacedConn) waitReadable() {
+	_ = p.raw.Read(func(fd uintptr) bool {
+		for {
+			_, _, err := unix.Recvfrom(int(fd), p.peek[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
+			if err != unix.EINTR {
+				return err != unix.EAGAIN // data, the end, or an error
+			}
+		}
+	})
 }

@@ -185,20 +185,32 @@ func scrollInto(off, sel, h, n int) int {
 }
 
 // ring is a bounded buffer that overwrites its oldest item and counts what
-// it dropped.
+// it dropped. It grows as items arrive, up to its size: a tail that holds
+// a few events does not hold room for 10,000 (2.4 MiB of lines for the
+// events pane, allocated whole, before the first one arrived).
 type ring[T any] struct {
 	buf     []T
+	max     int
 	start   int
 	n       int
 	dropped uint64
 	total   uint64
 }
 
-func newRing[T any](size int) *ring[T] { return &ring[T]{buf: make([]T, size)} }
+func newRing[T any](size int) *ring[T] { return &ring[T]{max: max(size, 1)} }
+
+// ringFirst is the room a ring makes for its first items.
+const ringFirst = 64
 
 func (r *ring[T]) Append(x T) {
 	r.total++
-	if r.n < len(r.buf) {
+	if r.n < r.max {
+		if r.n == len(r.buf) {
+			// Not full, so start is 0 (it moves only once full).
+			nb := make([]T, min(r.max, max(ringFirst, 2*len(r.buf))))
+			copy(nb, r.buf)
+			r.buf = nb
+		}
 		r.buf[(r.start+r.n)%len(r.buf)] = x
 		r.n++
 		return
@@ -213,11 +225,9 @@ func (r *ring[T]) Len() int { return r.n }
 // At returns the i-th oldest item kept.
 func (r *ring[T]) At(i int) *T { return &r.buf[(r.start+i)%len(r.buf)] }
 
+// Clear forgets every item and gives back the room they took.
 func (r *ring[T]) Clear() {
-	var zero T
-	for i := range r.buf {
-		r.buf[i] = zero
-	}
+	r.buf = nil
 	r.start, r.n = 0, 0
 }
 

@@ -79,17 +79,19 @@ func TestAbsorbReusesFrameBuffers(t *testing.T) {
 
 // TestListenConnectionsArePaced: the connections the TUI listens on read
 // at most once per listenReadPace while the peer sends little (a flood of
-// small notifications is read in batches); the connections calls use read
-// at once (an answer waits for nothing).
+// small notifications is read in batches), and hand what is pushed on as
+// they read it (ipc.Options.Push: no queue of unread messages, no
+// goroutine to read one); the connections calls use read at once (an
+// answer waits for nothing) and keep ipc's queue.
 func TestListenConnectionsArePaced(t *testing.T) {
 	_, tg := startPrimal(t)
 	paces := make(chan time.Duration, 8)
-	held := make(chan int, 8)
+	pushed := make(chan bool, 8)
 	cfg := goldenConfig("dark")
 	cfg.NoListen, cfg.MaxListen = false, 4
 	cfg.Dial = func(ctx context.Context, d *discovery.Target, opts ipc.Options) (*ipc.Conn, error) {
 		paces <- opts.ReadPace
-		held <- opts.IncomingBuffer
+		pushed <- opts.Push != nil && opts.Reader != nil
 		return defaultDialer(ctx, d, opts)
 	}
 	m, _ := testModel(t, cfg)
@@ -99,8 +101,8 @@ func TestListenConnectionsArePaced(t *testing.T) {
 		if p != listenReadPace || p <= 0 {
 			t.Fatalf("the listener dialled with ReadPace %v, want %v", p, listenReadPace)
 		}
-		if n := <-held; n != listenIncoming {
-			t.Fatalf("the listener dialled with IncomingBuffer %d, want %d (a pace's worth of a flood)", n, listenIncoming)
+		if !<-pushed {
+			t.Fatal("the listener dialled without Push or Reader: what it hears waits in a queue of its own, read by goroutines of its own")
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the listener did not dial")
@@ -110,8 +112,8 @@ func TestListenConnectionsArePaced(t *testing.T) {
 	if _, err := m.pc.client.send(ctx, tg, ipc.Request{Method: "crypto.sign_ed25519", Params: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	if p, n := <-paces, <-held; p != 0 || n != 0 {
-		t.Fatalf("a call's connection was dialled with ReadPace %v and IncomingBuffer %d, want 0 and 0 (the defaults)", p, n)
+	if p, push := <-paces, <-pushed; p != 0 || push {
+		t.Fatalf("a call's connection was dialled with ReadPace %v and Push %v, want 0 and none (the defaults)", p, push)
 	}
 }
 

@@ -211,12 +211,11 @@ func (l *listener) source(t *target) events.Source {
 		Source:         t.Name,
 		LivenessMethod: "-",
 		Pool:           t.Pool,
-		Pace:           listenReadPace,
 		Answer:         func(*ipc.Message) (json.RawMessage, *ipc.RPCError) { return nil, nil },
-		Dial: func(ctx context.Context, _ func(ipc.TraceEvent)) (*ipc.Conn, error) {
+		DialPush: func(ctx context.Context, _ func(ipc.TraceEvent), pd events.PushDial) (*ipc.Conn, error) {
 			// The source's own trace hook turns connection notes into
 			// events; here they are in the trace pane already.
-			c, err := cl.open(ctx, d, nil, true)
+			c, err := cl.open(ctx, d, nil, &pd)
 			if err == nil {
 				last.set(c)
 			}
@@ -237,14 +236,15 @@ func (l *listener) source(t *target) events.Source {
 // the flooder to 7,800 a second.
 const listenReadPace = 10 * time.Millisecond
 
-// listenIncoming is how many pushed messages a listening connection holds
-// unread (ipc.Options.IncomingBuffer): what a paced read finds arrives at
-// once, and 1,024 is a pace's worth at 100,000 a second. A channel's
-// buffer is allocated whole: 8,192 (tried) held 14 MiB more over 256
-// listened targets (TestCrowdLiveHeap: 15.4 → 29.1 MiB), with the same
-// flood CPU and keys on bench/flood (two rounds each, load 0.4–0.8).
-const listenIncoming = 1024
-
+// listenPush: a listening connection is read on its source's goroutine
+// (ipc.Options.Reader), which turns what the peer pushes into events as
+// it reads it (ipc.Options.Push) and offers them to the feed (65,536
+// slots, shared, never waiting): one goroutine a listened target, not
+// three, and no queue of unread messages per connection. The queue it replaces (ipc's 1,024 slots, allocated whole)
+// cost 2 MiB over 256 listened targets, and a goroutine each; it was
+// where a flood lost events when its reader was not scheduled in time
+// (256 slots lost 4–15× more than 1,024): here the reader hands them on
+// itself. BENCHMARKS.md, "Issue 24 memory, 2026-11-27".
 // lastConn is the connection a TargetSource dialled last. The source
 // reports what a connection brought before it dials the next one, so
 // while it reports a request, that is the connection the request came on.

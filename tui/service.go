@@ -14,6 +14,7 @@ import (
 	"github.com/ecoPrimals/primalscope/discovery"
 	"github.com/ecoPrimals/primalscope/history"
 	"github.com/ecoPrimals/primalscope/internal/dial"
+	"github.com/ecoPrimals/primalscope/internal/events"
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -237,7 +238,7 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 		// (it reconnects inside), so it gets the client's, not the call's.
 		dctx = c.ctx
 	}
-	cn, err := c.open(dctx, t, nil, false)
+	cn, err := c.open(dctx, t, nil, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -297,10 +298,11 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 // open dials a new connection to t (not kept: conn keeps the ones calls
 // use) through the one dialer, which decides its security and wire; every
 // frame goes to the trace pane, and then to trace when it is not nil.
-// listen says the connection only listens: it reads at most once per
-// listenReadPace while the peer sends little, and holds more unread
-// (listenIncoming); a connection that calls reads at once.
-func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent), listen bool) (*ipc.Conn, error) {
+// listen, when set, says the connection only listens: it reads at most
+// once per listenReadPace while the peer sends little, on its source's
+// goroutine, and hands what the peer pushes to the source as it reads it
+// (listenPush); a connection that calls reads at once.
+func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.TraceEvent), listen *events.PushDial) (*ipc.Conn, error) {
 	dt, err := dialTarget(t)
 	if err != nil {
 		return nil, err
@@ -318,8 +320,10 @@ func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.T
 			}
 		},
 	}
-	if listen {
-		o.ReadPace, o.IncomingBuffer = listenReadPace, listenIncoming
+	if listen != nil {
+		// A listening connection: what it pushes goes to its source as it
+		// is read, on the source's goroutine (see listenPush).
+		o.ReadPace, o.Push, o.Reader = listenReadPace, listen.Push, listen.Reader
 	}
 	if c.dial != nil {
 		return c.dial(ctx, t, c.dialer.IPCOptions(dt, o))

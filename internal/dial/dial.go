@@ -211,6 +211,11 @@ type Options struct {
 	// ReadPace is ipc.Options.ReadPace: a connection that only listens
 	// reads at most once per ReadPace while the peer sends little.
 	ReadPace time.Duration
+	// Push is ipc.Options.Push: what the peer pushes is handed to it on
+	// the reading goroutine rather than queued on Incoming.
+	Push func(*ipc.Message)
+	// Reader is ipc.Options.Reader: the owner runs the reading loop.
+	Reader func(read func())
 	// Persistent asks for a connection that outlives hiccups where the
 	// transport allows it: a ws:// target gets a Holon-RPC session that
 	// reconnects with backoff and keeps its heartbeat (the TUI's listeners).
@@ -230,7 +235,7 @@ func (d *Dialer) IPCOptions(t Target, o Options) ipc.Options {
 	return ipc.Options{
 		Wire: d.Wire(t), MaxFrame: d.s.MaxFrame, Endpoint: t.Label(), ConnectTimeout: d.s.ConnectTimeout,
 		Security: d.Security(t), Insecure: d.s.Insecure,
-		Trace: o.Trace, Handler: o.Handler, IncomingBuffer: o.IncomingBuffer, ReadPace: o.ReadPace,
+		Trace: o.Trace, Handler: o.Handler, IncomingBuffer: o.IncomingBuffer, ReadPace: o.ReadPace, Push: o.Push, Reader: o.Reader,
 		Peer: ipc.PeerPolicy{Observe: o.Observe != nil, Seen: o.Observe},
 	}
 }

@@ -37,6 +37,13 @@ type TargetSource struct {
 	Source string
 	// Dial opens the connection.
 	Dial DialFunc
+	// DialPush, when set, opens the connection instead of Dial, with the
+	// PushDial's Push and Reader in its ipc.Options: what the peer pushes
+	// is delivered as the connection reads it, with no queue of unread
+	// messages, and the reading loop runs on the source's own goroutine
+	// when it polls nothing: one goroutine a connection (the TUI listens
+	// to 256 targets).
+	DialPush func(ctx context.Context, trace func(ipc.TraceEvent), pd PushDial) (*ipc.Conn, error)
 	// LivenessMethod is polled every Interval ("health.liveness" when empty;
 	// "rpc.heartbeat" suits holons; "-" polls nothing). Any answer, even an
 	// error, proves the target alive.
@@ -57,14 +64,6 @@ type TargetSource struct {
 	// Pool routes liveness polls on a stdio Bus with several pools (which
 	// drops messages without one).
 	Pool string
-	// Pace, when set, is how often at most the reader wakes to take what
-	// the connection queued (ipc.Options.IncomingBuffer) while messages
-	// keep coming: once it has emptied the queue, it rests out the rest of
-	// the pace before it takes the next one. A flood is then taken a
-	// pace's worth at a time, not one wake-up of the reader (and of an
-	// idle processor to run it) per message; a message after a quiet
-	// spell is taken at once.
-	Pace time.Duration
 
 	mu   sync.Mutex
 	conn *ipc.Conn // the connection being served, for replies
@@ -73,18 +72,6 @@ type TargetSource struct {
 	// it came on (askedSeveral: more than one), for Reply; at most
 	// maxAsked ids are kept.
 	asked map[string]uint64
-}
-
-// restFor is how long a paced reader that has just emptied its queue
-// rests: until pace has passed since it last woke (not at all after a
-// quiet spell, since > pace), unless that wake-up took a quarter of the
-// queue (capacity) or more: the connection would fill it while the reader
-// rests, and drop.
-func restFor(pace, since time.Duration, taken, capacity int) time.Duration {
-	if d := pace - since; d > 0 && d <= pace && taken*4 < capacity {
-		return d
-	}
-	return 0
 }
 
 // askedSeveral marks an id that requests on more than one connection used.
@@ -186,7 +173,7 @@ func idKey(id json.RawMessage) string {
 
 // Run watches the target until ctx ends.
 func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
-	if t.Dial == nil {
+	if t.Dial == nil && t.DialPush == nil {
 		return errors.New("no dialer")
 	}
 	interval := orDur(t.Interval, DefaultInterval)
@@ -194,7 +181,17 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 	st := &liveState{}
 	var rev int64 = -1
 	for ctx.Err() == nil {
-		c, err := t.Dial(ctx, t.traceTo(emit))
+		var (
+			c   *ipc.Conn
+			err error
+			pu  *pushed
+		)
+		if t.DialPush != nil {
+			pu = &pushed{}
+			c, err = t.DialPush(ctx, t.traceTo(emit), PushDial{Push: pu.push, Reader: pu.reader})
+		} else {
+			c, err = t.Dial(ctx, t.traceTo(emit))
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -213,7 +210,7 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 			continue
 		}
 		wait.Reset()
-		ended := t.serve(ctx, c, emit, st, interval, &rev)
+		ended := t.serve(ctx, c, pu, emit, st, interval, &rev)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -231,8 +228,16 @@ func (t *TargetSource) Run(ctx context.Context, emit Emit) error {
 	return nil
 }
 
-// serve runs one connection until it ends or ctx does.
-func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *liveState, interval time.Duration, rev *int64) error {
+// serve runs one connection until it ends or ctx does. What the peer
+// pushes is read here, on the source's own goroutine, between the ticks:
+// a source costs the connection's reader and this goroutine, not a third
+// one to read Incoming (the TUI listens to 256 targets: 256 goroutines'
+// stacks). Liveness and ipc.watch polls, which wait on an answer, run in a
+// goroutine of their own while they last, so reading never waits on them.
+//
+// With pu (DialPush), what the peer pushes is delivered on the
+// connection's reading goroutine instead, from here on.
+func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, pu *pushed, emit Emit, st *liveState, interval time.Duration, rev *int64) error {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -241,56 +246,38 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 	t.seq++
 	seq := t.seq
 	t.mu.Unlock()
-	defer func() {
-		t.mu.Lock()
-		t.conn = nil
-		t.mu.Unlock()
-		c.Close() // ends Incoming, so the reader below returns
-		wg.Wait()
-	}()
 	answer := t.Answer
 	if answer == nil {
 		answer = DefaultAnswer
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		var reported uint64
-		var rest *time.Timer
-		defer func() {
-			if rest != nil {
-				rest.Stop()
-			}
-		}()
-		in, woke, taken := c.Incoming(), time.Time{}, 0
-		for m := range in {
-			// Pushes the connection dropped because this reader fell
-			// behind are counted where they were lost, not lost quietly.
-			if d := c.Dropped(); d > reported {
-				emit(droppedEvent(t.Source, d-reported, d))
-				reported = d
-			}
-			t.deliver(sctx, c, seq, m, emit, answer)
-			taken++
-			if t.Pace <= 0 || len(in) > 0 {
-				continue
-			}
-			if d := restFor(t.Pace, time.Since(woke), taken, cap(in)); d > 0 {
-				if rest == nil {
-					rest = time.NewTimer(d)
-				} else {
-					rest.Reset(d)
-				}
-				select {
-				case <-rest.C:
-				case <-sctx.Done():
-				}
-			}
-			woke, taken = time.Now(), 0
+	if pu != nil {
+		if lost := pu.start(func(m *ipc.Message) { t.deliver(sctx, c, seq, m, emit, answer) }); lost > 0 {
+			emit(droppedEvent(t.Source, lost, lost))
 		}
+	}
+	incoming := c.Incoming() // with pu: closed as the connection ends, and nothing else
+	var reported uint64
+	// Pushes the connection dropped because this reader fell behind are
+	// counted where they were lost, not lost quietly.
+	countDropped := func() {
 		if d := c.Dropped(); d > reported {
 			emit(droppedEvent(t.Source, d-reported, d))
+			reported = d
 		}
+	}
+	defer func() {
+		t.mu.Lock()
+		t.conn = nil
+		t.mu.Unlock()
+		c.Close() // ends Incoming: what is left in it is delivered below
+		if incoming != nil {
+			for m := range incoming {
+				countDropped()
+				t.deliver(sctx, c, seq, m, emit, answer)
+			}
+		}
+		countDropped()
+		wg.Wait() // a poll in flight (the connection's end ends it)
 	}()
 	method := t.LivenessMethod
 	if method == "" {
@@ -315,7 +302,7 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 			st.report(t, emit, StateStale, lat, fmt.Sprintf("no answer to %s within %s", method, stale))
 		}
 	}
-	watchEvery := orDur(t.WatchInterval, interval)
+	// watchOn and rev belong to the polling goroutine (one at a time).
 	watchOn := t.Watch
 	watch := func() {
 		if !watchOn {
@@ -326,24 +313,145 @@ func (t *TargetSource) serve(ctx context.Context, c *ipc.Conn, emit Emit, st *li
 			emit(Note(t.Source, err.Error()))
 		}
 	}
-	poll()
-	watch()
-	pt := time.NewTicker(interval)
-	defer pt.Stop()
-	wt := time.NewTicker(watchEvery)
-	defer wt.Stop()
+	// polled says the polling goroutine ended; busy that it runs;
+	// wantPoll and wantWatch are ticks it has yet to serve.
+	polled := make(chan struct{}, 1)
+	busy, wantPoll, wantWatch := false, method != "-", t.Watch
+	startPolls := func() {
+		if busy || !wantPoll && !wantWatch {
+			return
+		}
+		doPoll, doWatch := wantPoll, wantWatch
+		busy, wantPoll, wantWatch = true, false, false
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if doPoll {
+				poll()
+			}
+			if doWatch {
+				watch()
+			}
+			polled <- struct{}{}
+		}()
+	}
+	var read func()
+	if pu != nil {
+		pu.mu.Lock()
+		read = pu.read
+		pu.mu.Unlock()
+	}
+	if read != nil {
+		if !wantPoll && !wantWatch {
+			// Nothing to poll: the connection is read here, until it
+			// ends (or ctx does, which closes it).
+			stop := context.AfterFunc(ctx, func() { c.Close() })
+			read()
+			stop()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return c.Err()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			read()
+		}()
+	}
+	startPolls()
+	// Tickers only for what is polled: a source that polls nothing (the
+	// TUI's) waits on its connection alone.
+	var ptC, wtC <-chan time.Time
+	if method != "-" {
+		pt := time.NewTicker(interval)
+		defer pt.Stop()
+		ptC = pt.C
+	}
+	if t.Watch {
+		wt := time.NewTicker(orDur(t.WatchInterval, interval))
+		defer wt.Stop()
+		wtC = wt.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case m, ok := <-incoming:
+			if !ok {
+				incoming = nil // the connection ended: Done says why
+				continue
+			}
+			countDropped()
+			t.deliver(sctx, c, seq, m, emit, answer)
 		case <-c.Done():
 			return c.Err()
-		case <-pt.C:
-			poll()
-		case <-wt.C:
-			watch()
+		case <-polled:
+			busy = false
+			startPolls()
+		case <-ptC:
+			wantPoll = true
+			startPolls()
+		case <-wtC:
+			wantWatch = true
+			startPolls()
 		}
 	}
+}
+
+// PushDial is what a connection DialPush opens takes into its ipc.Options.
+type PushDial struct {
+	Push   func(*ipc.Message)
+	Reader func(read func())
+}
+
+// pushed takes what a connection opened by DialPush pushes, on its
+// reading goroutine, and delivers it once serve has the connection: the
+// reader starts before Dial returns, so what arrives before that waits
+// (at most maxEarly messages; past that they are counted as dropped).
+type pushed struct {
+	mu      sync.Mutex
+	deliver func(*ipc.Message) // nil until serve has the connection
+	early   []*ipc.Message
+	lost    uint64
+	// read is the connection's reading loop, when it was handed over
+	// (ipc.Options.Reader); serve runs it.
+	read func()
+}
+
+func (p *pushed) reader(read func()) {
+	p.mu.Lock()
+	p.read = read
+	p.mu.Unlock()
+}
+
+// maxEarly bounds the messages that wait for serve (ipc's default queue).
+const maxEarly = 1024
+
+func (p *pushed) push(m *ipc.Message) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.deliver != nil:
+		p.deliver(m)
+	case len(p.early) < maxEarly:
+		p.early = append(p.early, m)
+	default:
+		p.lost++
+	}
+}
+
+// start delivers what waited, in order, then has everything delivered as
+// it arrives; it returns how many messages did not fit while waiting.
+func (p *pushed) start(deliver func(*ipc.Message)) (lost uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, m := range p.early {
+		deliver(m)
+	}
+	p.early = nil
+	p.deliver = deliver
+	return p.lost
 }
 
 // pollWatch asks ipc.watch for changes since the last revision. The first

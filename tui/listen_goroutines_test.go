@@ -1,0 +1,94 @@
+package tui
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ecoPrimals/primalscope/discovery"
+	"github.com/ecoPrimals/primalscope/ipc"
+)
+
+// listenGoroutines counts the goroutines that listening runs: its
+// sources' (tui.keyed), theirs (events.TargetSource's), and the readers of
+// listening connections (the paced ones); reading says how many of them
+// are reading a listening connection.
+func listenGoroutines() (n, reading int) {
+	buf := make([]byte, 1<<20)
+	for {
+		k := runtime.Stack(buf, true)
+		if k < len(buf) {
+			buf = buf[:k]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range bytes.Split(buf, []byte("\n\n")) {
+		paced := bytes.Contains(g, []byte("ipc.(*pacedConn)")) // reading or waiting to read
+		if paced || bytes.Contains(g, []byte("tui.keyed.Run")) || bytes.Contains(g, []byte("internal/events.(*TargetSource)")) {
+			n++
+		}
+		if paced {
+			reading++
+		}
+	}
+	return n, reading
+}
+
+// TestListenOneGoroutineATarget: the TUI listens to each target on one
+// goroutine, which reads its connection (it was three: the source's, the
+// connection's reader, and one reading the connection's queue: 768 stacks
+// for 256 listened targets, 6 of the 8 MiB of goroutine stacks under
+// bench/flood), and hears what the target pushes.
+func TestListenOneGoroutineATarget(t *testing.T) {
+	const n = 30
+	srv, shared := startPrimal(t)
+	cfg := goldenConfig("dark")
+	cfg.NoListen, cfg.MaxListen = false, n
+	cfg.Dial = func(ctx context.Context, _ *discovery.Target, opts ipc.Options) (*ipc.Conn, error) {
+		return defaultDialer(ctx, shared, opts) // every target is the same fake primal
+	}
+	m, _ := testModel(t, cfg)
+	var items []any
+	for i := range n {
+		tg := *shared
+		tg.ID, tg.Name = fmt.Sprintf("k%03d", i), fmt.Sprintf("p%03d", i)
+		items = append(items, added(&tg)...)
+	}
+	run(t, m, m.update(feedMsg{items: items}))
+	if len(m.listen.listening) != n {
+		t.Fatalf("listening to %d targets, want %d", len(m.listen.listening), n)
+	}
+	g, reading := 0, 0
+	for w := time.Now(); time.Since(w) < 10*time.Second; time.Sleep(5 * time.Millisecond) {
+		if g, reading = listenGoroutines(); reading >= n && len(srv.Conns()) >= n {
+			break
+		}
+	}
+	if reading != n {
+		t.Fatalf("%d of %d listening connections are read", reading, n)
+	}
+	if g > n {
+		t.Errorf("listening to %d targets runs %d goroutines (%.1f a target); want one a target", n, g, float64(g)/n)
+	}
+	srv.Notify("dag.event.appended", map[string]int{"seq": 7})
+	heard := map[string]bool{}
+	for w := time.Now(); len(heard) < n && time.Since(w) < 10*time.Second; {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		msg := m.feed.next(ctx)()
+		cancel()
+		if fm, ok := msg.(feedMsg); ok {
+			for _, it := range fm.items {
+				if s, ok := it.(streamMsg); ok && s.ev.Name == "dag.event.appended" {
+					heard[s.key] = true
+				}
+			}
+		}
+	}
+	if len(heard) != n {
+		t.Errorf("%d of %d listened targets heard the notification", len(heard), n)
+	}
+}
