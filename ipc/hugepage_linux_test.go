@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestLongLineBufferTakesHugePages checks that a buffer of several MiB
@@ -19,7 +21,13 @@ func TestLongLineBufferTakesHugePages(t *testing.T) {
 	if err != nil || bytes.Contains(mode, []byte("[never]")) {
 		t.Skipf("transparent huge pages are off here (%q, %v)", mode, err)
 	}
-	b := make([]byte, 12<<20)
+	// Fresh memory, as a new reservation of the heap is: a make here could
+	// reuse heap pages earlier tests have touched (4 KiB each already).
+	b, err := unix.Mmap(-1, 0, 12<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(b)
 	hintHuge(b)
 	for i := 0; i < len(b); i += 4096 {
 		b[i] = 1
