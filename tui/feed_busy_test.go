@@ -42,6 +42,7 @@ func TestBusyStreamOneViewPerBusyFrame(t *testing.T) {
 	p := m.events()
 	base := p.ring.total
 	views, total := 0, -1
+	wasBusy := false // the last batch may be small: busy is judged during the run
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 		select {
 		case total = <-sent:
@@ -51,6 +52,7 @@ func TestBusyStreamOneViewPerBusyFrame(t *testing.T) {
 			break
 		}
 		m.update(m.feedCmd()())
+		wasBusy = wasBusy || m.busy
 		_ = m.View()
 		views++
 	}
@@ -65,8 +67,8 @@ func TestBusyStreamOneViewPerBusyFrame(t *testing.T) {
 	if views > want {
 		t.Errorf("%d events took %d Views; a busy stream is handed over every %v (at most %d)", total, views, busyFrame, want)
 	}
-	if !m.busy {
-		t.Error("after a second of 2,000 events a second, the stream is not busy")
+	if !wasBusy {
+		t.Error("a second of 2,000 events a second never made the stream busy")
 	}
 	// Quiet again: one batch of busyFrame empties the stream's state.
 	m.feed.push(ev(-1))
