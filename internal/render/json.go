@@ -239,9 +239,9 @@ func (p *printer) fill(n int) bool {
 }
 
 func (p *printer) setClass(c class) {
-	if p.hl != nil && c != p.cur {
+	if p.hl != nil && p.hl.canon[c] != p.cur {
 		p.out = append(p.out, p.hl.sgr[c]...)
-		p.cur = c
+		p.cur = p.hl.canon[c]
 	}
 }
 
@@ -476,9 +476,9 @@ loop:
 				if j < 0 {
 					break loop
 				}
-				if hl != nil && cur != clString {
+				if hl != nil && cur != hl.canon[clString] {
 					out = append(out, hl.sgr[clString]...)
-					cur = clString
+					cur = hl.canon[clString]
 				}
 				out = append(out, b[i:j]...)
 				i, st = j, stAfter
@@ -486,9 +486,9 @@ loop:
 				if len(stack) >= MaxDepth {
 					break loop
 				}
-				if hl != nil && cur != clPunct {
+				if hl != nil && cur != hl.canon[clPunct] {
 					out = append(out, hl.sgr[clPunct]...)
-					cur = clPunct
+					cur = hl.canon[clPunct]
 				}
 				out = append(out, c)
 				stack = append(stack, c)
@@ -498,30 +498,30 @@ loop:
 				if j < 0 {
 					break loop
 				}
-				if hl != nil && cur != clNumber {
+				if hl != nil && cur != hl.canon[clNumber] {
 					out = append(out, hl.sgr[clNumber]...)
-					cur = clNumber
+					cur = hl.canon[clNumber]
 				}
 				out = append(out, b[i:j]...)
 				i, st = j, stAfter
 			case c == 't' && plainLiteral(b, i, "true", eof):
-				if hl != nil && cur != clTrue {
+				if hl != nil && cur != hl.canon[clTrue] {
 					out = append(out, hl.sgr[clTrue]...)
-					cur = clTrue
+					cur = hl.canon[clTrue]
 				}
 				out = append(out, "true"...)
 				i, st = i+4, stAfter
 			case c == 'f' && plainLiteral(b, i, "false", eof):
-				if hl != nil && cur != clFalse {
+				if hl != nil && cur != hl.canon[clFalse] {
 					out = append(out, hl.sgr[clFalse]...)
-					cur = clFalse
+					cur = hl.canon[clFalse]
 				}
 				out = append(out, "false"...)
 				i, st = i+5, stAfter
 			case c == 'n' && plainLiteral(b, i, "null", eof):
-				if hl != nil && cur != clNull {
+				if hl != nil && cur != hl.canon[clNull] {
 					out = append(out, hl.sgr[clNull]...)
-					cur = clNull
+					cur = hl.canon[clNull]
 				}
 				out = append(out, "null"...)
 				i, st = i+4, stAfter
@@ -531,9 +531,9 @@ loop:
 		case stOpen:
 			top := stack[len(stack)-1]
 			if c == closerOf(top) {
-				if hl != nil && cur != clPunct {
+				if hl != nil && cur != hl.canon[clPunct] {
 					out = append(out, hl.sgr[clPunct]...)
-					cur = clPunct
+					cur = hl.canon[clPunct]
 				}
 				out = append(out, c)
 				stack = stack[:len(stack)-1]
@@ -555,9 +555,9 @@ loop:
 			if j < 0 {
 				break loop
 			}
-			if hl != nil && cur != clKey {
+			if hl != nil && cur != hl.canon[clKey] {
 				out = append(out, hl.sgr[clKey]...)
-				cur = clKey
+				cur = hl.canon[clKey]
 			}
 			out = append(out, b[i:j]...)
 			i, st = j, stColon
@@ -565,9 +565,9 @@ loop:
 			if c != ':' {
 				break loop
 			}
-			if hl != nil && cur != clPunct {
+			if hl != nil && cur != hl.canon[clPunct] {
 				out = append(out, hl.sgr[clPunct]...)
-				cur = clPunct
+				cur = hl.canon[clPunct]
 			}
 			out = append(out, ':')
 			if indent > 0 {
@@ -578,9 +578,9 @@ loop:
 			top := stack[len(stack)-1]
 			switch c {
 			case ',':
-				if hl != nil && cur != clPunct {
+				if hl != nil && cur != hl.canon[clPunct] {
 					out = append(out, hl.sgr[clPunct]...)
-					cur = clPunct
+					cur = hl.canon[clPunct]
 				}
 				out = append(out, ',')
 				if indent > 0 {
@@ -595,9 +595,9 @@ loop:
 				if indent > 0 {
 					out = append(out, newlineIndent[:1+min(len(stack), maxIndentLevels)*indent]...)
 				}
-				if hl != nil && cur != clPunct {
+				if hl != nil && cur != hl.canon[clPunct] {
 					out = append(out, hl.sgr[clPunct]...)
-					cur = clPunct
+					cur = hl.canon[clPunct]
 				}
 				out = append(out, c)
 				i = i + 1

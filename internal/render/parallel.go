@@ -210,6 +210,10 @@ func lineAt(b []byte, at int) (line int, start int64) {
 // the bracket or comma before them, and sets pt.ok when they printed whole.
 // stack is the goroutine's own, returned for the next part.
 func (p *printer) printPart(pt *part, open byte, buf, stack []byte) []byte {
+	cur := clPunct
+	if p.hl != nil {
+		cur = p.hl.canon[clPunct]
+	}
 	q := printer{
 		buf:      p.buf[pt.at:pt.end],
 		end:      pt.end - pt.at,
@@ -218,7 +222,7 @@ func (p *printer) printPart(pt *part, open byte, buf, stack []byte) []byte {
 		out:      buf,
 		indent:   p.indent,
 		hl:       p.hl,
-		cur:      clPunct, // after the bracket or the comma
+		cur:      cur, // after the bracket or the comma
 		stack:    append(stack[:0], open),
 		state:    stOpen, // its newline is the one after a comma, too
 		terminal: p.terminal,

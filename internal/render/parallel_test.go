@@ -240,3 +240,35 @@ func FuzzPartsPrintAsTheOnePrinter(f *testing.F) {
 		samePrint(t, "colour", doc, colour, 3, someCommas(doc, int(sel), 1+int(sel%4)), int(most)+int(sel))
 	})
 }
+
+// TestNoSequenceRepeated prints a document in every theme and profile and
+// checks that no SGR sequence follows the same one: classes a theme draws
+// alike (keys and punctuation, often) share one sequence, which the key
+// and colon of every member repeated.
+func TestNoSequenceRepeated(t *testing.T) {
+	doc := bigDoc(50, 9)
+	for _, th := range []themes.Theme{themes.Dark(), themes.Light()} {
+		for _, prof := range []colorprofile.Profile{colorprofile.TrueColor, colorprofile.ANSI256, colorprofile.ANSI} {
+			out, err := Format(doc, Options{Indent: 2, Colors: &th.JSON, Profile: prof, Cuts: elementCommas(doc, 64)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := ""
+			for rest := string(out); ; {
+				i := strings.Index(rest, "\x1b[")
+				if i < 0 {
+					break
+				}
+				j := strings.IndexByte(rest[i:], 'm')
+				if j < 0 {
+					t.Fatalf("an unterminated sequence: %q", rest[i:])
+				}
+				seq := rest[i : i+j+1]
+				if seq == last {
+					t.Fatalf("%s %v: %q follows itself: …%q", th.Name, prof, seq, rest[max(0, i-30):i+j+1])
+				}
+				last, rest = seq, rest[i+j+1:]
+			}
+		}
+	}
+}

@@ -168,10 +168,13 @@ func (p *refPrinter) fill(n int) bool {
 	return p.end-p.pos >= n
 }
 
+// setClass never repeats the sequence in effect: classes drawn alike are
+// one (Highlighter.canon), the printer's rule since the 10 MB coloured
+// answer carried a redundant sequence a member.
 func (p *refPrinter) setClass(c class) {
-	if p.hl != nil && c != p.cur {
+	if p.hl != nil && p.hl.canon[c] != p.cur {
 		p.out = append(p.out, p.hl.sgr[c]...)
-		p.cur = c
+		p.cur = p.hl.canon[c]
 	}
 }
 
