@@ -82,8 +82,11 @@ type FoldStats struct {
 	SetAside []string
 }
 
-// foldBatchBytes bounds the record bytes one fold transaction holds.
-const foldBatchBytes = 32 << 20
+// foldBatchBytes bounds the record bytes one fold transaction holds (and
+// so the memory a fold holds: with 32 MiB a call folding the 10 MB
+// answer's 4 MiB records peaked at 110 MB resident, 0.96x jq's whole run,
+// in the same 0.66 s as with 8 MiB, at 60 MB).
+const foldBatchBytes = 8 << 20
 
 // foldBatchFiles bounds the records one fold transaction holds.
 const foldBatchFiles = 256
