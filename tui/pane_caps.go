@@ -454,6 +454,12 @@ func (p *capsPane) body(t *target) []string {
 			out = append(out, refusalLines(st, t.refusal, w)...)
 		case t.BTSP() && !t.judged && p.pc.cfg.CanBTSP:
 			out = append(out, st.Info.Render("  This socket demands a BTSP handshake: looking for the seed of its family…"))
+		case t.BTSP() && t.Family != "":
+			// No seed at all: a seed alone would not reach a family's
+			// socket either (it is offered to the family it is given for),
+			// so say both, as the call's refusal does.
+			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake before JSON-RPC."))
+			out = append(out, refusalLines(st, &ipc.BTSPRequiredError{Family: t.Family}, w)...)
 		case t.BTSP():
 			out = append(out, st.Warn.Render("  This socket demands a BTSP handshake before JSON-RPC."),
 				st.Dim.Render("  Set FAMILY_SEED (or --family-seed-file) to reach it."))
