@@ -23,23 +23,7 @@ func TestDiscoveryLiveCountHolds(t *testing.T) {
 		t.Skip("load: not in -short")
 	}
 	const live, silent = 60, 20
-	dir, err := ipctest.TempDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	c, err := ipctest.StartCrowd(dir, live, silent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d := discovery.New(discovery.Options{
-		Getenv:     func(string) string { return "" },
-		Environ:    func() []string { return nil },
-		SocketDirs: []string{dir},
-		NoProc:     true,
-		Probe:      discovery.ProbeOptions{StaleTimeout: 300 * time.Millisecond, MaxOpen: 8},
-	})
+	d := crowdDiscoverer(t, live, silent, discovery.ProbeOptions{StaleTimeout: 300 * time.Millisecond, MaxOpen: 8})
 	beats := make(chan events.Event, 16)
 	w := &DiscoveryWatcher{D: d, Heartbeats: beats, Opts: discovery.WatchOptions{
 		Interval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond,
@@ -90,4 +74,28 @@ func TestDiscoveryLiveCountHolds(t *testing.T) {
 	if n != live {
 		t.Errorf("%d targets live in the TUI's picture, want %d", n, live)
 	}
+}
+
+// crowdDiscoverer starts live answering and silent (accepting, never
+// answering) sockets in a directory of their own, and a discoverer that
+// looks only there with probe's options; both end with the test.
+func crowdDiscoverer(t *testing.T, live, silent int, probe discovery.ProbeOptions) *discovery.Discoverer {
+	t.Helper()
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	c, err := ipctest.StartCrowd(dir, live, silent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return discovery.New(discovery.Options{
+		Getenv:     func(string) string { return "" },
+		Environ:    func() []string { return nil },
+		SocketDirs: []string{dir},
+		NoProc:     true,
+		Probe:      probe,
+	})
 }

@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/ecoPrimals/primalscope/discovery"
-	"github.com/ecoPrimals/primalscope/ipc/ipctest"
 )
 
 // TestTargetsShownAsJudged watches a directory of answering sockets and
@@ -24,25 +22,9 @@ import (
 // silent ones' stale timeout, with "No targets found" until then.
 func TestTargetsShownAsJudged(t *testing.T) {
 	const live, silent = 40, 20
-	dir, err := ipctest.TempDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	c, err := ipctest.StartCrowd(dir, live, silent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	d := discovery.New(discovery.Options{
-		Getenv:     func(string) string { return "" },
-		Environ:    func() []string { return nil },
-		SocketDirs: []string{dir},
-		NoProc:     true,
-		// Long: the silent ones are still waited for while the test
-		// looks (the test ends well before, with the first live one).
-		Probe: discovery.ProbeOptions{StaleTimeout: 20 * time.Second},
-	})
+	// Long: the silent ones are still waited for while the test looks
+	// (the test ends well before, with the first live one).
+	d := crowdDiscoverer(t, live, silent, discovery.ProbeOptions{StaleTimeout: 20 * time.Second})
 	w := &DiscoveryWatcher{D: d, Opts: discovery.WatchOptions{Interval: time.Minute, MaxInterval: time.Minute, PollInterval: time.Minute}}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
