@@ -559,6 +559,10 @@ func (p *targetsPane) row(st *styles, t *target, w int, sel, focused bool) strin
 	case t.weakSession() != "":
 		// Not the plain lock: the session does not protect what it seems to.
 		lock = st.Err.Render("⚿! ")
+	case t.BTSP() && t.refusal != nil:
+		// Its calls are refused before anything is sent (no seed bound to
+		// its family): not the lock a seed opens.
+		lock = st.Err.Render("⚿✕ ")
 	case t.BTSP():
 		lock = st.Warn.Render("⚿ ")
 	}

@@ -81,6 +81,10 @@ func TestUnboundSeedTargetShownRefused(t *testing.T) {
 			if !strings.Contains(ansi.Strip(title), "calls refused") {
 				t.Errorf("the caps header does not say calls are refused: %q", ansi.Strip(title))
 			}
+			// The targets list marks it too, not with the lock a seed opens.
+			if row := ansi.Strip(m.tp().row(m.pc.st, got, 60, false, false)); !strings.Contains(row, "⚿✕") {
+				t.Errorf("the targets list shows a refused target as %q", row)
+			}
 			// The call reaches the same judgement, and sends nothing.
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			_, err = m.pc.client.send(ctx, tg, ipc.Request{Method: "health.liveness"})
