@@ -441,8 +441,10 @@ func (f *secureFramer) classify(frame []byte) (action, string) {
 		return actAccept, ""
 	}
 	if auto || d.sec.Prefix == PrefixOn {
-		// An answer: this way of speaking is understood.
-		pre := p.prefix
+		// An answer: this way of speaking is understood; but a parse error
+		// refusing the prefixed line (with --prefix on, which does not
+		// reconnect) says the prefix is not.
+		pre := p.prefix && !(code == -32700 && connLevel)
 		d.remember(func(ef *EndpointFacts) { ef.Prefix = &pre })
 	}
 	return actAccept, ""

@@ -495,7 +495,10 @@ func TestRiboCipherPrefix(t *testing.T) {
 		{"required/off", ipctest.PrefixRequired, ipc.PrefixOff, nil, nil, "-32002", "unix"},
 		{"rejected/auto", ipctest.PrefixRejected, ipc.PrefixAuto, nil, &no, "", "unix"},
 		{"rejected/auto-known", ipctest.PrefixRejected, ipc.PrefixAuto, &no, &no, "", "unix"},
-		{"rejected/on", ipctest.PrefixRejected, ipc.PrefixOn, nil, nil, "-32700", "unix+ribocipher"},
+		// --prefix on to a peer that cannot parse the prefixed line: the
+		// call gets the parse error, and the memory learns the prefix is
+		// not wanted (it recorded "the prefix works").
+		{"rejected/on", ipctest.PrefixRejected, ipc.PrefixOn, nil, &no, "-32700", "unix+ribocipher"},
 		{"rejected/off", ipctest.PrefixRejected, ipc.PrefixOff, nil, nil, "", "unix"},
 		// A silent drop proves nothing: no resend, the memory is unchanged,
 		// the error hints at --prefix on.
