@@ -175,6 +175,12 @@ func (m *model) absorb(items []any) tea.Cmd {
 			return tea.Quit
 		case TraceFrame:
 			live.frames = append(live.frames, x)
+			if w, ok := strings.CutPrefix(x.Warning, "WARNING: "); ok {
+				// What the CLI prints on stderr for a call (a security
+				// check not made, a cipher asked for by name): on the
+				// status line, not only in the trace pane.
+				pc.setErr(x.Source + ": " + w)
+			}
 		}
 	}
 	m.lastLines = len(live.lines)
