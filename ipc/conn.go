@@ -635,7 +635,15 @@ func (c *Conn) forget(id uint64, timedOut bool) {
 	if timedOut {
 		c.timedOut.add(id)
 	}
+	// After an error with no id, a call leaving (its deadline, its
+	// cancel) may leave as few calls as such errors: those are the refused
+	// ones, and the connection, which takes no new call, ends (as when an
+	// answer settles them).
+	end := c.unattributed > 0 && c.settleUnattributedLocked()
 	c.mu.Unlock()
+	if end {
+		c.endUnattributed()
+	}
 }
 
 func (c *Conn) write(ctx context.Context, frame []byte) error {

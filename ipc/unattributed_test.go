@@ -132,3 +132,59 @@ func TestParseErrorThenCloseWithManyInFlight(t *testing.T) {
 		t.Fatal("the connection did not end")
 	}
 }
+
+// TestParseErrorThenSilenceEndsTheConnection: after a parse error with
+// three calls in flight, a peer that answers nothing more leaves them to
+// their deadlines; as they leave, the last one left is the refused one
+// (*ipc.UnattributedError) and the connection is closed. It stayed open
+// for good, refusing every new call ("takes no new call"), since only an
+// answer or another such error settled the calls left: a TUI keeps a
+// connection until it ends, so every later call to that target failed.
+func TestParseErrorThenSilenceEndsTheConnection(t *testing.T) {
+	checkNoLeak(t)
+	p, err := ipctest.ListenParseErrorPeer(filepath.Join(tempDir(t), "p.sock"), &ipctest.ParseErrorPeer{MaxLine: 1024, Batch: 3, Mute: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ep, err := ipc.ParseEndpoint(p.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustDial(t, ep, ipc.Options{})
+	big := json.RawMessage(`"` + strings.Repeat("a", 2048) + `"`)
+	errs := make(chan error, 3)
+	for i, m := range []string{"m.a", "m.b", "m.big"} {
+		go func() {
+			var params json.RawMessage
+			if m == "m.big" {
+				params = big
+			}
+			// Deadlines apart, so the calls leave one by one.
+			_, err := c.Send(ctxT(t, time.Duration(300+200*i)*time.Millisecond), ipc.Request{Method: m, Params: params})
+			errs <- err
+		}()
+	}
+	timeouts, unattributed := 0, 0
+	for range 3 {
+		err := <-errs
+		var te *ipc.TimeoutError
+		var ue *ipc.UnattributedError
+		switch {
+		case errors.As(err, &te):
+			timeouts++
+		case errors.As(err, &ue):
+			unattributed++
+		default:
+			t.Errorf("want a timeout or an unattributed error, got %T: %v", err, err)
+		}
+	}
+	if timeouts != 2 || unattributed != 1 {
+		t.Errorf("%d timeouts, %d unattributed; want 2 and 1", timeouts, unattributed)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the connection is still open, taking no call, after its calls left")
+	}
+}

@@ -34,6 +34,10 @@ type ParseErrorPeer struct {
 	// the requests read and not yet answered left unanswered (the stdio
 	// bus); otherwise the peer reads on.
 	CloseOnError bool
+	// Mute: after a parse error the peer reads on and runs what it reads
+	// but answers nothing more (a peer that hangs, or answers long after
+	// its callers gave up).
+	Mute bool
 
 	acc  *peer.Acceptor
 	path string
@@ -73,9 +77,10 @@ func (p *ParseErrorPeer) serve(ctx context.Context, c net.Conn) {
 		ID     json.RawMessage `json:"id"`
 	}
 	var held []req
-	parseErrs := 0
+	parseErrs, erred := 0, false
 	flush := func() bool {
 		for ; parseErrs > 0; parseErrs-- {
+			erred = true
 			if _, err := c.Write([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}` + "\n")); err != nil {
 				return false
 			}
@@ -87,8 +92,8 @@ func (p *ParseErrorPeer) serve(ctx context.Context, c net.Conn) {
 			p.mu.Lock()
 			p.ran[r.Method]++
 			p.mu.Unlock()
-			if len(r.ID) == 0 || string(r.ID) == "null" {
-				continue // a notification
+			if len(r.ID) == 0 || string(r.ID) == "null" || (p.Mute && erred) {
+				continue // a notification, or a mute peer
 			}
 			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": r.ID, "result": map[string]string{"ran": r.Method}})
 			if _, err := c.Write(append(b, '\n')); err != nil {
