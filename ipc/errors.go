@@ -271,7 +271,8 @@ func refusedForSecurity(err error) bool {
 // refused at any point of the session (*btsp.FrameError: it does not
 // authenticate, is replayed, or is cleartext inside an encrypted session),
 // also when it reaches the caller inside a *ClosedError, or a Unix socket
-// served by a local user the user does not trust (*ForeignPeerError). A long-running
+// served by a local user the user does not trust (*ForeignPeerError), or
+// a loopback TCP port whose owner cannot be told (*UnknownOwnerError). A long-running
 // watcher does not reconnect on its own after one: the same peer would
 // only be refused again, or the impostor be given another try.
 func SecurityFailure(err error) bool {
@@ -280,11 +281,12 @@ func SecurityFailure(err error) bool {
 		hs *btsp.HandshakeError
 		fe *btsp.FrameError
 		fp *ForeignPeerError
+		uo *UnknownOwnerError
 	)
 	switch {
 	case errors.As(err, &hs):
 		return hs.Reason != btsp.ReasonTimeout
-	case errors.As(err, &bt), errors.As(err, &fe), errors.As(err, &fp):
+	case errors.As(err, &bt), errors.As(err, &fe), errors.As(err, &fp), errors.As(err, &uo):
 		return true
 	}
 	return false

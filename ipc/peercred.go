@@ -115,6 +115,23 @@ type ForeignPeerError struct {
 	Peer     PeerIdentity
 }
 
+// UnknownOwnerError is a call refused because who serves the loopback TCP
+// port it reached cannot be told (Err says why): any local user may be
+// serving it. Nothing was sent. Security.TrustUnknownOwner
+// (--trust-unknown-owner) makes the call anyway, loudly.
+type UnknownOwnerError struct {
+	Endpoint string
+	Port     netip.AddrPort
+	Err      error
+}
+
+func (e *UnknownOwnerError) Error() string {
+	return fmt.Sprintf("refusing to call %s: who serves the loopback port %s cannot be told (%v), so any local user may be serving it; nothing was sent (to call it unchecked, pass --trust-unknown-owner)",
+		e.Endpoint, e.Port, e.Err)
+}
+
+func (e *UnknownOwnerError) Unwrap() error { return e.Err }
+
 func (e *ForeignPeerError) Error() string {
 	return fmt.Sprintf("refusing to call %s: %s; nothing was sent (trust that user with --trust-uid %s, or trust_uids in the config file)",
 		e.Endpoint, e.Peer.Why, e.Peer.blamed())
@@ -235,8 +252,14 @@ func dialPeer(ctx context.Context, ep Endpoint, opts Options) (net.Conn, error) 
 		}
 		id, err = tcpPeerIdentity(dir, dst, &pol)
 		if err != nil {
-			// Not checked: said loudly, never taken as checked. The
-			// connection is made as before this check existed.
+			// Not checked. A probe (which sends nothing of the user's)
+			// connects and says so; a call is refused unless the user
+			// asked by name (--trust-unknown-owner), and then it is
+			// said loudly. Never taken as checked.
+			if !pol.Observe && !opts.Security.TrustUnknownOwner {
+				c.Close()
+				return nil, &UnknownOwnerError{Endpoint: name, Port: dst, Err: err}
+			}
 			uncheckedTCP(opts, name, dst, err, pol.Observe)
 			return paced(c, opts.ReadPace), nil
 		}

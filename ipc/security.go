@@ -146,6 +146,13 @@ type Security struct {
 	// user and root (--trust-uid, trust_uids): see PeerPolicy. They travel
 	// with the rest of the run's security to every dial.
 	TrustUIDs []uint32
+	// TrustUnknownOwner is --trust-unknown-owner: the user asked by name
+	// to call a loopback TCP port whose owner cannot be told (no socket
+	// diagnostics nor tables to read, or no listener in this network
+	// namespace). Without it such a call is refused (*UnknownOwnerError,
+	// exit 5): a skipped check is never silent. With it the call is
+	// made and said to be unchecked, loudly (Warn and the trace).
+	TrustUnknownOwner bool `json:"trust_unknown_owner,omitempty"`
 }
 
 func (s *Security) active() bool {

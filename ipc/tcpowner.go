@@ -24,9 +24,11 @@ import (
 // each listening socket. A connection to 127.0.0.0/8 or ::1 is judged by
 // the owner of the socket listening on its address and port, as a Unix
 // socket is by its server (PeerPolicy). Where that cannot be read (no
-// /proc, no such listener in this network namespace) the connection is
-// made as before, and said to be unchecked, loudly; a connection to any
-// other address has no owner to check (the host may be another machine).
+// /proc, no such listener in this network namespace) a call is refused
+// (*UnknownOwnerError, exit 5) unless the user asked by name
+// (--trust-unknown-owner: then made and said to be unchecked, loudly); a
+// probe connects and says so. A connection to any other address has no
+// owner to check (the host may be another machine).
 
 // procNetDir is where the kernel's socket tables are.
 const procNetDir = "/proc/net"

@@ -224,9 +224,10 @@ func loopbackServer(t *testing.T) (netip.AddrPort, *int64) {
 // belongs to another user (a fake socket table says uid 4242 owns it) is
 // refused for calls with *ForeignPeerError before a byte is sent, is
 // reached by a probe (Observe), which is told the owner, and is called
-// once the user trusts that uid. With no table to read, the call is made
-// and the user is told, loudly, that the owner was not checked. TCP had
-// no owner check at all.
+// once the user trusts that uid. With no table to read, a call
+// is refused (exit 5) unless the user asked for it by name
+// (--trust-unknown-owner), and then the user is told, loudly, that the
+// owner was not checked; a probe connects and says so.
 func TestLoopbackTCPOwnerRefused(t *testing.T) {
 	dst, _ := loopbackServer(t)
 	ep, err := ParseEndpoint("tcp://" + dst.String())
@@ -262,16 +263,44 @@ func TestLoopbackTCPOwnerRefused(t *testing.T) {
 	}
 	c.Close()
 
+	// No table to read: the owner cannot be told. A call is refused
+	// before a byte is sent (a skipped check is exit 5 unless asked for
+	// by name); a probe connects and is told; a call with
+	// TrustUnknownOwner (--trust-unknown-owner) is made, loudly.
+	none := t.TempDir()
 	var warned, traced []string
-	c, err = dialPeer(ctx, ep, Options{Peer: PeerPolicy{procNet: t.TempDir()},
+	_, err = dialPeer(ctx, ep, Options{Peer: PeerPolicy{procNet: none},
 		Security: Security{Warn: func(s string) { warned = append(warned, s) }},
 		Trace:    func(ev TraceEvent) { traced = append(traced, ev.Warning) }})
+	var uo *UnknownOwnerError
+	if !errors.As(err, &uo) || !SecurityFailure(err) || uo.Port != dst {
+		t.Fatalf("a call to a port whose owner cannot be told: %T %v, want *UnknownOwnerError (exit 5)", err, err)
+	}
+	if !strings.Contains(err.Error(), "--trust-unknown-owner") || !strings.Contains(err.Error(), "nothing was sent") {
+		t.Errorf("the refusal does not say how to go on: %v", err)
+	}
+	if len(warned) != 0 {
+		t.Errorf("a refused call also warned %q", warned)
+	}
+	c, err = dialPeer(ctx, ep, Options{Peer: PeerPolicy{procNet: none, Observe: true},
+		Trace: func(ev TraceEvent) { traced = append(traced, ev.Warning) }})
 	if err != nil {
-		t.Fatalf("no socket table: %v", err)
+		t.Fatalf("a probe of a port whose owner cannot be told: %v", err)
+	}
+	c.Close()
+	if len(traced) != 1 || !strings.Contains(traced[0], "NOT checked") {
+		t.Errorf("the probe's trace: %q", traced)
+	}
+	traced = nil
+	c, err = dialPeer(ctx, ep, Options{Peer: PeerPolicy{procNet: none},
+		Security: Security{TrustUnknownOwner: true, Warn: func(s string) { warned = append(warned, s) }},
+		Trace:    func(ev TraceEvent) { traced = append(traced, ev.Warning) }})
+	if err != nil {
+		t.Fatalf("--trust-unknown-owner: %v", err)
 	}
 	c.Close()
 	if len(warned) != 1 || !strings.Contains(warned[0], "NOT checked") || len(traced) != 1 || !strings.Contains(traced[0], "NOT checked") {
-		t.Errorf("no socket table: warned %q, traced %q", warned, traced)
+		t.Errorf("--trust-unknown-owner: warned %q, traced %q", warned, traced)
 	}
 }
 

@@ -60,6 +60,7 @@ func exitCode(err error) int {
 		bt  *ipc.BTSPRequiredError
 		hs  *btsp.HandshakeError
 		fp  *ipc.ForeignPeerError
+		uo  *ipc.UnknownOwnerError
 		fe  *btsp.FrameError
 		to  *ipc.TimeoutError
 		re  *ipc.RPCError
@@ -79,7 +80,7 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &hs) && hs.Reason == btsp.ReasonTimeout:
 		return exitTimeout // the handshake ran out of time: nothing was refused
-	case errors.As(err, &sec), errors.As(err, &bt), errors.As(err, &hs), errors.As(err, &fp), errors.As(err, &fe):
+	case errors.As(err, &sec), errors.As(err, &bt), errors.As(err, &hs), errors.As(err, &fp), errors.As(err, &fe), errors.As(err, &uo):
 		// fe: a BTSP frame refused at any point of a session (it does not
 		// authenticate, is replayed, is cleartext), even when the
 		// connection it ended is all the caller saw (a *ipc.ClosedError).

@@ -23,6 +23,7 @@ func TestExitCodeOrder(t *testing.T) {
 		{&ipc.NotResentError{Method: "m", Refusal: "BTSP required"}, exitConnect},                          // the transport broke under it; not 1
 		{&ipc.UnattributedError{Method: "m", Peer: &ipc.RPCError{Code: -32700}, InFlight: 3}, exitConnect}, // no answer of its own: not the peer's answer (4), not 1
 		{&ipc.BTSPRequiredError{}, exitSecurity},
+		{&ipc.DialError{Endpoint: "x", Err: &ipc.UnknownOwnerError{Endpoint: "tcp://127.0.0.1:9", Err: errors.New("no socket listens")}}, exitSecurity}, // a skipped owner check: not "cannot connect"
 		{fmt.Errorf("t: %w", &ipc.RPCError{Code: -32601}), exitPeer},
 		{usageErr(errors.New("bad")), exitUsage},
 		{&connectError{errors.New("nothing found")}, exitConnect},

@@ -80,7 +80,7 @@ func (a *app) security() (ipc.Security, error) {
 		return ipc.Security{}, usageErr(fmt.Errorf("--btsp-cipher: %w", err))
 	}
 	w := &warnings{out: a.io.err, seen: map[string]bool{}}
-	sec := ipc.Security{Cipher: cipher, Negotiate: negotiate, Prefix: mode, Family: a.familyID(), Warn: w.warn}
+	sec := ipc.Security{Cipher: cipher, Negotiate: negotiate, Prefix: mode, Family: a.familyID(), Warn: w.warn, TrustUnknownOwner: a.trust.unknownOwner}
 	if sec.TrustUIDs, err = a.trustedUIDs(); err != nil { // trust.go
 		return ipc.Security{}, err
 	}

@@ -14,12 +14,14 @@ import (
 // root), and whether discovery may reach what registries name on other
 // nodes and of other families.
 type trustFlags struct {
-	uids       []string
-	federation bool
+	uids         []string
+	federation   bool
+	unknownOwner bool
 }
 
 func (f *trustFlags) add(pf *pflag.FlagSet) {
 	pf.StringArrayVar(&f.uids, "trust-uid", nil, "a local user (uid or name) trusted to serve the sockets primalscope calls, besides you and root (repeatable; also trust_uids in the config file); others are refused (exit 5)")
+	pf.BoolVar(&f.unknownOwner, "trust-unknown-owner", false, "call a loopback TCP port even when who serves it cannot be told (no socket diagnostics nor tables, or no listener in this network namespace); refused otherwise (exit 5); said loudly on every such call")
 	pf.BoolVar(&f.federation, "federation", false, "let discovery reach what registries name on other nodes and of other families (discovery.peers, remote addresses; also federation in the config file)")
 }
 
