@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -16,10 +17,17 @@ import (
 	"github.com/ecoPrimals/primalscope/themes"
 )
 
+// feedTaken is what the feed holds, taken as a feedMsg it did not make
+// (tests that read the feed themselves).
+func feedTaken(f *feed) feedMsg {
+	b := f.take()
+	return feedMsg{items: b.items, lines: b.lines, frames: b.frames}
+}
+
 // TestFeedFrameBuffers: the feed hands a frame's items over in one
 // message, in order, capped at its max (the rest wait for the next frame),
-// and reuses the buffer the model gave back, cleared, instead of growing a
-// new one each frame; a feedMsg the feed did not make is never reused or
+// and reuses the buffers the model gave back, cleared, instead of growing
+// new ones each frame; a feedMsg the feed did not make is never reused or
 // cleared (tests and benchmarks apply their own slices again).
 func TestFeedFrameBuffers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -27,25 +35,40 @@ func TestFeedFrameBuffers(t *testing.T) {
 	f := newFeed(64, 20*time.Millisecond)
 	f.max = 5
 	for i := 0; i < 7; i++ {
-		if !f.push(i) {
+		if !f.push(i) || !f.push(noteLine(fixedNow(), "p", fmt.Sprint(i), "")) {
 			t.Fatal("the feed refused an item with room")
 		}
 	}
 	first := f.next(ctx)().(feedMsg)
-	if !first.fromFeed || fmt.Sprint(first.items) != "[0 1 2 3 4]" {
-		t.Fatalf("first frame %v (fromFeed %v), want [0 1 2 3 4] from the feed", first.items, first.fromFeed)
+	titles := func(ls []line) (s []string) {
+		for _, l := range ls {
+			s = append(s, l.title)
+		}
+		return s
 	}
-	buf := &first.items[:1][0]
-	f.giveBack(first.items)
-	if first.items[0] != nil {
+	if !first.fromFeed || fmt.Sprint(first.items) != "[0 1 2 3 4]" || fmt.Sprint(titles(first.lines)) != "[0 1 2 3 4]" {
+		t.Fatalf("first frame %v %v (fromFeed %v), want [0 1 2 3 4] twice from the feed", first.items, titles(first.lines), first.fromFeed)
+	}
+	buf, lbuf := &first.items[:1][0], &first.lines[:1][0]
+	f.giveBack(first)
+	if first.items[0] != nil || first.lines[0].title != "" {
 		t.Fatal("a buffer given back still holds its items")
 	}
 	second := f.next(ctx)().(feedMsg)
-	if fmt.Sprint(second.items) != "[5 6]" {
-		t.Fatalf("second frame %v, want [5 6]", second.items)
+	if fmt.Sprint(second.items) != "[5 6]" || fmt.Sprint(titles(second.lines)) != "[5 6]" {
+		t.Fatalf("second frame %v %v, want [5 6] twice", second.items, titles(second.lines))
 	}
-	if &second.items[0] != buf {
-		t.Fatal("the second frame did not reuse the buffer given back")
+	// The buffers given back take what is pushed next: the frame after
+	// is handed over in them.
+	f.giveBack(second)
+	f.push(7)
+	f.push(noteLine(fixedNow(), "p", "7", ""))
+	third := f.next(ctx)().(feedMsg)
+	if fmt.Sprint(third.items) != "[7]" || fmt.Sprint(titles(third.lines)) != "[7]" {
+		t.Fatalf("third frame %v %v, want [7] twice", third.items, titles(third.lines))
+	}
+	if &third.items[0] != buf || &third.lines[0] != lbuf {
+		t.Fatal("the third frame did not reuse the buffers given back after the first")
 	}
 
 	m := benchModel(t, 120, 35)
@@ -53,6 +76,73 @@ func TestFeedFrameBuffers(t *testing.T) {
 	m.update(feedMsg{items: own})
 	if own[0] == nil {
 		t.Fatal("update cleared a feedMsg the feed did not make")
+	}
+}
+
+// TestFeedPushAllocatesNothing: a tail line or a trace frame pushed into
+// the feed is copied into a buffer of its type: once the buffers have
+// grown, a push allocates nothing (the `chan any` it replaces boxed each
+// one: two allocations a notification under bench/flood), and a new feed
+// does not allocate its 65,536 places up front (1 MiB of the chan's).
+func TestFeedPushAllocatesNothing(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f := newFeed(65536, time.Millisecond)
+	runtime.ReadMemStats(&after)
+	if d := after.TotalAlloc - before.TotalAlloc; d > 16<<10 {
+		t.Errorf("a new feed allocated %d bytes", d)
+	}
+	l := tailLine(fixedNow(), "aflood", "", EvNotification, "tick", []byte(`{}`), nil)
+	fr := TraceFrame{Time: fixedNow(), Source: "aflood", Dir: ipc.In, Size: 2, Data: []byte(`{}`)}
+	batch := func() {
+		for i := 0; i < 100; i++ {
+			f.pushLine(l)
+			f.pushFrame(fr)
+		}
+		f.giveBack(feedTaken(f))
+	}
+	batch()
+	if a := testing.AllocsPerRun(20, batch); a != 0 {
+		t.Fatalf("%v allocations for a batch of 100 lines and 100 frames through the feed, want none", a)
+	}
+}
+
+// TestFeedFullDropsAndWaits: a full feed drops what is pushed without
+// waiting and counts it (lines as lost events too), while pushWait waits
+// for the next take and then goes in; nothing is counted twice.
+func TestFeedFullDropsAndWaits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f := newFeed(2, time.Millisecond)
+	l := tailLine(fixedNow(), "aflood", "", EvNotification, "tick", []byte(`{}`), nil)
+	if !f.pushLine(l) || !f.pushFrame(TraceFrame{Source: "p"}) {
+		t.Fatal("refused with room")
+	}
+	if f.pushLine(l) || f.pushFrame(TraceFrame{Source: "p"}) || f.push(1) {
+		t.Fatal("a full feed took more")
+	}
+	if f.dropped.Load() != 3 || f.droppedEvents.Load() != 1 {
+		t.Fatalf("dropped %d (events %d), want 3 (1)", f.dropped.Load(), f.droppedEvents.Load())
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.pushWait(ctx, "must arrive")
+	}()
+	select {
+	case <-done:
+		t.Fatal("pushWait did not wait on a full feed")
+	case <-time.After(20 * time.Millisecond):
+	}
+	if b := f.take(); len(b.lines) != 1 || len(b.frames) != 1 {
+		t.Fatalf("took %d lines and %d frames, want 1 and 1", len(b.lines), len(b.frames))
+	}
+	<-done
+	if b := f.take(); fmt.Sprint(b.items) != "[must arrive]" {
+		t.Fatalf("after the wait the feed held %v", b.items)
+	}
+	if f.waiting() != 0 {
+		t.Fatalf("%d still waiting", f.waiting())
 	}
 }
 

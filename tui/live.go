@@ -108,7 +108,12 @@ func (m *model) describeLocked(t *target) tea.Cmd {
 // absorb applies a frame's worth of live items: targets that came, changed
 // and went (programContext.targets), and what live targets pushed (handed
 // to the panes in one liveMsg).
-func (m *model) absorb(items []any) tea.Cmd {
+func (m *model) absorb(items []any) tea.Cmd { return m.absorbBatch(feedMsg{items: items}) }
+
+// absorbBatch is absorb for a batch from the feed: its items first, then
+// its lines (after the items' lines), then its trace frames.
+func (m *model) absorbBatch(msg feedMsg) tea.Cmd {
+	items := msg.items
 	pc := m.pc
 	changed, reorder := false, false
 	// Targets that came and went in this frame: one note each, or one note
@@ -175,13 +180,19 @@ func (m *model) absorb(items []any) tea.Cmd {
 			return tea.Quit
 		case TraceFrame:
 			live.frames = append(live.frames, x)
-			if w, ok := strings.CutPrefix(x.Warning, "WARNING: "); ok {
-				// What the CLI prints on stderr for a call (a security
-				// check not made, a cipher asked for by name): on the
-				// status line, not only in the trace pane.
-				pc.setErr(x.Source + ": " + w)
-			}
+			m.frameWarning(&x)
 		}
+	}
+	if len(msg.lines) > 0 {
+		now := pc.now()
+		for range msg.lines {
+			m.rate.count(now)
+		}
+		live.lines = append(live.lines, msg.lines...)
+	}
+	live.frames = append(live.frames, msg.frames...)
+	for i := range msg.frames {
+		m.frameWarning(&msg.frames[i])
 	}
 	m.lastLines = len(live.lines)
 	live.lines = append(live.lines, m.targetNotes(appeared, "target appeared", "targets appeared")...)
@@ -200,6 +211,15 @@ func (m *model) absorb(items []any) tea.Cmd {
 		}
 	}
 	return tea.Batch(cmds...)
+}
+
+// frameWarning puts what the CLI prints on stderr for a call (a security
+// check not made, a cipher asked for by name) on the status line, not only
+// in the trace pane.
+func (m *model) frameWarning(x *TraceFrame) {
+	if w, ok := strings.CutPrefix(x.Warning, "WARNING: "); ok {
+		m.pc.setErr(x.Source + ": " + w)
+	}
 }
 
 // sameListing reports whether a and b are listed alike: the same name,

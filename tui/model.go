@@ -202,10 +202,10 @@ func (m *model) update(msg tea.Msg) tea.Cmd {
 		}
 		return nil
 	case feedMsg:
-		cmd := m.absorb(msg.items)
+		cmd := m.absorbBatch(msg)
 		m.busy = m.lastLines >= busyLines
 		if msg.fromFeed {
-			m.feed.giveBack(msg.items)
+			m.feed.giveBack(msg)
 		}
 		return tea.Batch(m.listenPass(), cmd, m.nextFeed())
 	case describedMsg:
