@@ -146,6 +146,33 @@ func TestFeedFullDropsAndWaits(t *testing.T) {
 	}
 }
 
+// TestAbsorbLendsFeedBuffers: a batch of lines and trace frames from the
+// feed reaches the panes in the feed's own buffers (given back after),
+// not copied into buffers of the model's, which would keep a third set
+// of a batch's size (260 bytes a line) and copy every line once more;
+// what reaches the panes is the same.
+func TestAbsorbLendsFeedBuffers(t *testing.T) {
+	m := benchModel(t, 120, 35)
+	ev := m.events()
+	for i := 0; i < 300; i++ {
+		m.feed.pushLine(tailLine(fixedNow(), "aflood", "", EvNotification, "tick", []byte(`{}`), nil))
+		m.feed.pushFrame(TraceFrame{Time: fixedNow(), Source: "aflood", Dir: ipc.In, Size: 2, Data: []byte(`{}`)})
+	}
+	base := ev.ring.total
+	msg := feedTaken(m.feed)
+	msg.fromFeed = true
+	m.update(msg)
+	if cap(m.lineBuf) != 0 || cap(m.frameBuf) != 0 {
+		t.Fatalf("the model copied the batch into buffers of its own (%d lines, %d frames)", cap(m.lineBuf), cap(m.frameBuf))
+	}
+	if got := ev.ring.total - base; got != 300 {
+		t.Fatalf("%d lines reached the events pane, want 300", got)
+	}
+	if msg.lines[0].title != "" || msg.frames[0].Data != nil {
+		t.Fatal("the feed's buffers still hold the batch once given back")
+	}
+}
+
 // TestAbsorbReusesFrameBuffers: a frame of trace frames and lines is
 // handed to the panes in buffers the model keeps: once they have grown,
 // applying another frame of the same size allocates nothing for them

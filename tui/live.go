@@ -124,12 +124,21 @@ func (m *model) absorbBatch(msg feedMsg) tea.Cmd {
 	// The lines and trace frames go out in buffers the model reuses frame
 	// after frame (10,000 events a second would allocate them 30 times a
 	// second, growing each: 480 bytes a notification for the frames).
+	// A batch from the feed lends its own buffers when the items bring no
+	// lines or frames of their own (a flood: no copy of either, and no
+	// third buffer of a batch's size kept).
 	live := liveMsg{lines: m.lineBuf[:0], frames: m.frameBuf[:0]}
+	lentLines, lentFrames := false, false
 	defer func() {
 		// What they hold is let go (the panes copied what they keep).
 		clear(live.lines)
 		clear(live.frames)
-		m.lineBuf, m.frameBuf = live.lines[:0], live.frames[:0]
+		if !lentLines {
+			m.lineBuf = live.lines[:0]
+		}
+		if !lentFrames {
+			m.frameBuf = live.frames[:0]
+		}
 	}()
 	for _, it := range items {
 		switch x := it.(type) {
@@ -188,9 +197,19 @@ func (m *model) absorbBatch(msg feedMsg) tea.Cmd {
 		for range msg.lines {
 			m.rate.count(now)
 		}
-		live.lines = append(live.lines, msg.lines...)
+		if len(live.lines) == 0 && msg.fromFeed {
+			live.lines, lentLines = msg.lines, true
+		} else {
+			live.lines = append(live.lines, msg.lines...)
+		}
 	}
-	live.frames = append(live.frames, msg.frames...)
+	if len(msg.frames) > 0 {
+		if len(live.frames) == 0 && msg.fromFeed {
+			live.frames, lentFrames = msg.frames, true
+		} else {
+			live.frames = append(live.frames, msg.frames...)
+		}
+	}
 	for i := range msg.frames {
 		m.frameWarning(&msg.frames[i])
 	}
