@@ -49,6 +49,8 @@ type feed struct {
 	droppedEvents atomic.Uint64
 	frame         time.Duration
 	max           int
+	// payloads is where the lines of sources' events keep their payloads.
+	payloads payloadGroups
 }
 
 // feedBatch is what waits in the feed, or a batch taken from it.
@@ -122,7 +124,7 @@ func (f *feed) pushLine(l line) bool {
 
 // pushStream offers a source's event as its tail line (see push).
 func (f *feed) pushStream(s streamMsg) bool {
-	l := newLine(s.key, s.ev)
+	l := newLineIn(s.key, s.ev, &f.payloads)
 	l.reply, l.conn = s.reply, s.conn
 	return f.pushLine(l)
 }
@@ -144,7 +146,7 @@ func (f *feed) pushFrame(t TraceFrame) bool {
 // pushWait offers x, waiting while ctx lives (for items that must arrive).
 func (f *feed) pushWait(ctx context.Context, x any) {
 	if s, ok := x.(streamMsg); ok {
-		l := newLine(s.key, s.ev)
+		l := newLineIn(s.key, s.ev, &f.payloads)
 		l.reply, l.conn = s.reply, s.conn
 		x = l
 	}
