@@ -126,6 +126,38 @@ func TestFeedPushAllocatesNothing(t *testing.T) {
 	}
 }
 
+// TestFeedLetsBurstBuffersGo: the buffers a burst grew are not kept once
+// the batches are small again (the feed holds two sets of them: 248
+// bytes a line); a batch's own size is kept.
+func TestFeedLetsBurstBuffersGo(t *testing.T) {
+	f := newFeed(65536, time.Millisecond)
+	l := tailLine(fixedNow(), "aflood", "", EvNotification, "tick", []byte(`{}`), nil)
+	batch := func(n int) feedMsg {
+		for range n {
+			f.pushLine(l)
+			f.pushFrame(TraceFrame{Source: "p"})
+		}
+		b := f.take()
+		msg := feedMsg{items: b.items, lines: b.lines, frames: b.frames, fromFeed: true}
+		f.giveBack(msg)
+		return msg
+	}
+	steady := batch(2000)
+	batch(2000)
+	if again := batch(2000); &again.lines[0] != &steady.lines[0] || &again.frames[0] != &steady.frames[0] {
+		t.Fatal("a steady stream's buffers were not reused")
+	}
+	batch(8000)
+	batch(8000)
+	batch(10)
+	batch(10)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c := cap(f.spare.lines) + cap(f.q.lines) + cap(f.spare.frames) + cap(f.q.frames); c > 4*keptSpare {
+		t.Fatalf("after a burst of 8,000 and small batches the feed keeps %d places", c)
+	}
+}
+
 // TestFeedFullDropsAndWaits: a full feed drops what is pushed without
 // waiting and counts it (lines as lost events too), while pushWait waits
 // for the next take and then goes in; nothing is counted twice.

@@ -258,14 +258,29 @@ func (f *feed) nextIn(ctx context.Context, window time.Duration) tea.Cmd {
 }
 
 // giveBack keeps a batch's buffers, once the model is done with them,
-// for the next batch (they are cleared: they hold nothing alive).
+// for the next batch (they are cleared: they hold nothing alive). A
+// buffer much bigger than its batch (grown by a burst) is let go: the
+// feed holds two sets of buffers, and a line is 248 bytes.
 func (f *feed) giveBack(msg feedMsg) {
 	clear(msg.items)
 	clear(msg.lines)
 	clear(msg.frames)
 	f.mu.Lock()
-	f.spare = feedBatch{items: msg.items[:0], lines: msg.lines[:0], frames: msg.frames[:0]}
+	f.spare = feedBatch{items: kept(msg.items), lines: kept(msg.lines), frames: kept(msg.frames)}
 	f.mu.Unlock()
+}
+
+// keptSpare is how many places a buffer given back keeps whatever its
+// batch held (past it, at most twice its batch).
+const keptSpare = 256
+
+// kept is b emptied, or nil when its capacity is much more than its
+// batch needed.
+func kept[T any](b []T) []T {
+	if cap(b) > max(keptSpare, 2*len(b)) {
+		return nil
+	}
+	return b[:0]
 }
 
 // client owns the connections the TUI calls through. It is used only from
