@@ -87,3 +87,42 @@ func TestBusyStreamOneViewPerBusyFrame(t *testing.T) {
 		t.Errorf("a quiet stream's event was handed over after %v (a frame is %v)", d, m.feed.frame)
 	}
 }
+
+// TestBusyRateCountsArrivals: the header's events a second counts each
+// event in the second it arrived in, not the one its batch was applied
+// in. A steady 10,000 a second handed over every 230 ms (busyFrame and
+// the program's own delay) falls four or five batches to a second:
+// counted when applied, the header read 9,200 or 11,500; counted when
+// they arrived, 10,000. A peer's clock (an event stream's time, past
+// now) counts at now, and cannot stop the count.
+func TestBusyRateCountsArrivals(t *testing.T) {
+	start := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	clock := start
+	m, _ := testModel(t, Config{Theme: "dark", Now: func() time.Time { return clock }, NoListen: true})
+	const rate, period = 10000, 230 * time.Millisecond
+	per := int(rate * period / time.Second)
+	for b := 1; clock.Sub(start) < 5*time.Second; b++ {
+		from := clock
+		clock = start.Add(time.Duration(b) * period)
+		lines := make([]line, per)
+		for i := range lines {
+			at := from.Add(time.Duration(i) * period / time.Duration(per))
+			lines[i] = tailLine(at, "aflood", "aflood", EvNotification, "telemetry.tick", []byte(`{}`), nil)
+		}
+		m.update(feedMsg{lines: lines})
+		if clock.Sub(start) < 2*time.Second {
+			continue
+		}
+		if got := m.rate.rate(clock); got < rate*98/100 || got > rate*102/100 {
+			t.Fatalf("at %v the header says %d events a second, want %d", clock.Sub(start), got, rate)
+		}
+	}
+	// A line stamped an hour ahead (a peer's clock) counts now, and the
+	// next second's count goes on.
+	m.update(feedMsg{lines: []line{tailLine(clock.Add(time.Hour), "sse", "sse", EvEvent, "e", []byte(`{}`), nil)}})
+	clock = clock.Add(time.Second)
+	m.update(feedMsg{lines: []line{tailLine(clock, "aflood", "aflood", EvNotification, "t", []byte(`{}`), nil)}})
+	if got := m.rate.rate(clock); got < 1 {
+		t.Fatalf("after a line from a peer's future the header says %d events a second", got)
+	}
+}

@@ -140,6 +140,7 @@ func (m *model) absorbBatch(msg feedMsg) tea.Cmd {
 			m.frameBuf = live.frames[:0]
 		}
 	}()
+	now := pc.now()
 	for _, it := range items {
 		switch x := it.(type) {
 		case discovery.Event:
@@ -175,12 +176,12 @@ func (m *model) absorbBatch(msg feedMsg) tea.Cmd {
 				}
 			}
 		case line:
-			m.rate.count(pc.now())
+			m.rate.count(x.Time, now)
 			live.lines = append(live.lines, x)
 		case streamMsg:
 			l := newLine(x.key, x.ev)
 			l.reply, l.conn = x.reply, x.conn
-			m.rate.count(pc.now())
+			m.rate.count(l.Time, now)
 			live.lines = append(live.lines, l)
 		case listenEndedMsg:
 			m.listen.ended(x.key)
@@ -193,9 +194,8 @@ func (m *model) absorbBatch(msg feedMsg) tea.Cmd {
 		}
 	}
 	if len(msg.lines) > 0 {
-		now := pc.now()
-		for range msg.lines {
-			m.rate.count(now)
+		for i := range msg.lines {
+			m.rate.count(msg.lines[i].Time, now)
 		}
 		if len(live.lines) == 0 && msg.fromFeed {
 			live.lines, lentLines = msg.lines, true
@@ -358,17 +358,30 @@ type rateMeter struct {
 	cur, prv int
 }
 
-func (r *rateMeter) count(now time.Time) {
-	sec := now.Unix()
-	if sec != r.sec {
+// count counts an event that arrived at (its line's time), applied at
+// now. It is counted in the second it arrived in, not the one its batch
+// was applied in: a busy stream's batches (busyFrame) fall four, five or
+// six to a second, and counting them when applied made a steady 10,000 a
+// second read 8,000 to 12,000. A time past now, or more than a second
+// before it (a peer's own clock, in an event stream), counts at now.
+func (r *rateMeter) count(at, now time.Time) {
+	if at.After(now) || now.Sub(at) > time.Second {
+		at = now
+	}
+	sec := at.Unix()
+	switch {
+	case sec == r.sec:
+		r.cur++
+	case sec == r.sec-1:
+		r.prv++ // arrived in the second before, applied in this one
+	case sec > r.sec:
 		if sec == r.sec+1 {
 			r.prv = r.cur
 		} else {
 			r.prv = 0
 		}
-		r.sec, r.cur = sec, 0
+		r.sec, r.cur = sec, 1
 	}
-	r.cur++
 }
 
 // rate is the events of the last whole second (or this one, when more).
