@@ -699,6 +699,15 @@ func (c *Conn) trace(d Direction, data []byte, warning string) {
 	}
 }
 
+// traceRead traces a frame read, at the time its Message was stamped
+// with: the clock is read once a frame, not again for its trace (a
+// flood's reader read it twice a notification).
+func (c *Conn) traceRead(frame []byte, at time.Time, warning string) {
+	if c.opts.Trace != nil {
+		c.opts.Trace(TraceEvent{Time: at, Dir: In, Data: frame, Size: len(frame), Warning: warning, Kept: true})
+	}
+}
+
 // fail ends the connection because of err (from the transport or the peer).
 func (c *Conn) fail(err error) {
 	c.mu.Lock()

@@ -251,7 +251,7 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 			}
 		}
 		c.mu.Unlock()
-		c.trace(In, frame, m.Warning)
+		c.traceRead(frame, m.Time, m.Warning)
 		if end {
 			c.endUnattributed()
 		}
@@ -269,7 +269,7 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 			c.unknownIDs++
 			c.lastUnknown = "a result with a null id"
 			c.mu.Unlock()
-			c.trace(In, frame, m.Warning)
+			c.traceRead(frame, m.Time, m.Warning)
 			c.deliver(m)
 			return answer{}, false
 		}
@@ -277,7 +277,7 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 		// call it answers (a parse error) or is refusing the whole
 		// connection (BTSP required). It ends the call in flight when there
 		// is exactly one; with more, see Conn.unattributed.
-		c.trace(In, frame, "error without an id")
+		c.traceRead(frame, m.Time, "error without an id")
 		if m.Error != nil && m.Error.IsBTSPRequired() {
 			c.mu.Lock()
 			c.peerErr = &BTSPRequiredError{Endpoint: c.opts.Endpoint, Peer: m.Error}
@@ -330,18 +330,18 @@ func (c *Conn) handle(frame []byte, ready []answer) (answer, bool) {
 			// id, as JSON-RPC 2.0 asks; a client does not).
 			m.Kind = KindNotification
 			m.Warning = joinWarning(m.Warning, "null_id_request: a method with \"id\":null, taken as a notification (not answered)")
-			c.trace(In, frame, m.Warning)
+			c.traceRead(frame, m.Time, m.Warning)
 			c.deliver(m)
 			return answer{}, false
 		}
-		c.trace(In, frame, m.Warning)
+		c.traceRead(frame, m.Time, m.Warning)
 		if c.opts.Handler != nil {
 			c.handOff(m)
 			return answer{}, false
 		}
 		c.deliver(m)
 	default:
-		c.trace(In, frame, m.Warning)
+		c.traceRead(frame, m.Time, m.Warning)
 		c.deliver(m)
 	}
 	return answer{}, false

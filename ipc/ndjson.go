@@ -33,6 +33,45 @@ type LineFramer struct {
 	once   sync.Once
 	cerr   error
 	extra  func(context.Context) error // additional close work (stdio: reap the process within ctx)
+	// group is what is left of an allocation the lines read together
+	// are copied into (copyLine).
+	group []byte
+}
+
+// lineGroup bounds the allocation lines read together share (copyLine):
+// a line kept holds at most this much more than itself.
+const lineGroup = 4 << 10
+
+// copyLine is a copy of buf[r:end], a whole line, for the caller to keep
+// (a Message's Raw: never changed, its capacity its length). The lines a
+// read brought together share one allocation of at most lineGroup bytes
+// (a flood of small notifications read 8 KiB at a time allocated each
+// line on its own: one allocation a notification); a line read alone,
+// with no whole line after it, is allocated alone, as before.
+func (f *LineFramer) copyLine(r, end int) []byte {
+	n := end - r
+	if n > len(f.group) {
+		f.group = nil
+		if n < lineGroup {
+			// The whole lines already read after this one, as far as
+			// lineGroup goes: their bytes (newlines counted) are the
+			// group's size.
+			after := f.buf[end:min(f.w, r+lineGroup)]
+			if j := bytes.LastIndexByte(after, '\n'); j > 0 {
+				f.group = make([]byte, n+j)
+			}
+		}
+		if f.group == nil {
+			return append([]byte(nil), f.buf[r:end]...)
+		}
+	}
+	line := f.group[:n:n]
+	copy(line, f.buf[r:end])
+	f.group = f.group[n:]
+	if len(f.group) == 0 {
+		f.group = nil
+	}
+	return line
 }
 
 // floodBufSize is how far the read buffer grows for a peer that fills it
@@ -96,7 +135,7 @@ func (f *LineFramer) readLine() ([]byte, error) {
 				f.w = copy(rest, f.buf[end+1:f.w])
 				f.buf, f.r = rest, 0
 			} else {
-				line = append([]byte(nil), f.buf[f.r:end]...)
+				line = f.copyLine(f.r, end)
 				f.r = end + 1
 			}
 			return line, nil

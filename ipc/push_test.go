@@ -173,3 +173,52 @@ func TestReaderRunsOnTheOwner(t *testing.T) {
 		t.Fatal("the reading loop run after Close did not return")
 	}
 }
+
+// TestTraceOfAFrameReadAtItsMessageTime: a frame read is traced at the
+// time its Message is stamped with, the clock read once a frame (it was
+// read again for the trace: twice a notification under a flood), so the
+// trace pane and the events pane show the same instant for it.
+func TestTraceOfAFrameReadAtItsMessageTime(t *testing.T) {
+	const n = 200
+	ours, theirs := unixPair(t)
+	var mu sync.Mutex
+	var traced, pushed []time.Time
+	all := make(chan struct{})
+	c := ipc.NewConn(ipc.NetFramer(ours, 1<<20), ipc.Options{
+		Trace: func(ev ipc.TraceEvent) {
+			if ev.Dir == ipc.In {
+				mu.Lock()
+				traced = append(traced, ev.Time)
+				mu.Unlock()
+			}
+		},
+		Push: func(m *ipc.Message) {
+			mu.Lock()
+			defer mu.Unlock()
+			pushed = append(pushed, m.Time)
+			if len(pushed) == n {
+				close(all)
+			}
+		}})
+	defer c.Close()
+	go func() {
+		for i := range n {
+			fmt.Fprintf(theirs, `{"jsonrpc":"2.0","method":"m%d","params":{}}`+"\n", i)
+		}
+	}()
+	select {
+	case <-all:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pushes did not arrive in 10 s")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(traced) != n {
+		t.Fatalf("%d frames traced, want %d", len(traced), n)
+	}
+	for i := range n {
+		if pushed[i].IsZero() || !traced[i].Equal(pushed[i]) || traced[i] != pushed[i] {
+			t.Fatalf("frame %d traced at %v, its message stamped %v", i, traced[i], pushed[i])
+		}
+	}
+}

@@ -59,6 +59,11 @@ type secureFramer struct {
 	// Read side only.
 	decoded    *Message
 	decodedErr error
+	// names is classify's cache of the strings it decodes (a method, the
+	// "2.0"), as a Conn has: a connection that only listens stays
+	// unsettled, and each notification it pushed cost two strings more.
+	// Read side only.
+	names nameCache
 
 	mu      sync.Mutex // guards everything below until settled
 	plan    plan
@@ -383,7 +388,7 @@ func (f *secureFramer) closedErr(err error) error {
 // connection is settled or must be reopened. Called with mu held.
 func (f *secureFramer) classify(frame []byte) (action, string) {
 	d, p := f.d, f.plan
-	m, derr := DecodeMessage(frame)
+	m, derr := decodeMessage(frame, &f.names)
 	f.decoded, f.decodedErr = m, derr
 	if derr != nil {
 		return actAccept, "" // not JSON: proves nothing, changes nothing

@@ -71,8 +71,8 @@ func TestTUIBusAnswerOfAnotherSessionIsAWarning(t *testing.T) {
 			return
 		}
 		select {
-		case x := <-m.feed.ch:
-			m.update(feedMsg{items: []any{x}})
+		case <-m.feed.wake:
+			m.update(feedTaken(m.feed))
 		case <-deadline:
 			t.Fatalf("the trace pane shows no foreign_response warning:\n%s", ansi.Strip(m.render()))
 		}

@@ -224,9 +224,11 @@ func TestHostilePeersTUICall(t *testing.T) {
 			note:
 				for {
 					select {
-					case x := <-m.feed.ch:
-						if e, ok := x.(line); ok && e.kind == EvNote && e.title == "connection closed" {
-							break note
+					case <-m.feed.wake:
+						for _, e := range feedTaken(m.feed).lines {
+							if e.kind == EvNote && e.title == "connection closed" {
+								break note
+							}
 						}
 					case <-wait:
 						t.Error("no \"connection closed\" note after the connection broke")

@@ -3,6 +3,7 @@ package tui
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/ecoPrimals/primalscope/internal/events"
@@ -72,6 +73,38 @@ func boundedCopy(p []byte) []byte {
 	return append([]byte(nil), p...)
 }
 
+// payloadGroups copies the small payloads of a stream's lines into shared
+// allocations of payloadGroup bytes: a flood's notifications were copied
+// one allocation each (one a notification under bench/flood). Lines that
+// arrive together are kept and let go together (the events pane's ring),
+// so a group is held about as long as its lines; a line kept on its own
+// holds at most payloadGroup bytes. Only notifications and events go
+// there (a request may be kept apart, in the requests pane, for long).
+type payloadGroups struct {
+	mu    sync.Mutex
+	group []byte
+}
+
+// payloadGroup is the size of one shared allocation; a payload of more
+// than an eighth of it is copied alone.
+const payloadGroup = 4 << 10
+
+// copy is boundedCopy, into a shared allocation when p is small.
+func (g *payloadGroups) copy(p []byte) []byte {
+	if len(p) == 0 || len(p) > payloadGroup/8 {
+		return boundedCopy(p)
+	}
+	g.mu.Lock()
+	if len(p) > len(g.group) {
+		g.group = make([]byte, payloadGroup)
+	}
+	c := g.group[:len(p):len(p)]
+	g.group = g.group[len(p):]
+	g.mu.Unlock()
+	copy(c, p)
+	return c
+}
+
 // traceData is what a trace frame keeps of ev's bytes: the frame itself
 // when it is one the connection will never change (ev.Kept) and holds no
 // more than maxEventData, else a bounded copy (a flood's frames were
@@ -84,11 +117,19 @@ func traceData(ev ipc.TraceEvent) []byte {
 }
 
 // newLine makes the tail line of an event about the target key.
-func newLine(key string, e events.Event) line {
+func newLine(key string, e events.Event) line { return newLineIn(key, e, nil) }
+
+// newLineIn is newLine with a notification's or an event's payload copied
+// into g's shared allocations (nil: into one of its own).
+func newLineIn(key string, e events.Event, g *payloadGroups) line {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	e.Payload = boundedCopy(e.Payload)
+	if g != nil && (e.Kind == events.KindNotification || e.Kind == events.KindEvent) {
+		e.Payload = g.copy(e.Payload)
+	} else {
+		e.Payload = boundedCopy(e.Payload)
+	}
 	l := line{Event: e, key: key, title: e.Name, data: e.Payload}
 	switch e.Kind {
 	case events.KindNotification:

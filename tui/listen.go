@@ -61,7 +61,7 @@ type replyFunc func(ctx context.Context, result json.RawMessage, rpcErr *ipc.RPC
 
 func newListener(pc *programContext, f *feed) *listener {
 	l := &listener{pc: pc, feed: f, listening: map[string]bool{}, gaveUp: map[string]bool{}, dirty: true}
-	l.group = events.NewGroup(pc.ctx, func(e events.Event) { f.push(streamMsg{ev: e}) }, events.GroupOptions{
+	l.group = events.NewGroup(pc.ctx, func(e events.Event) { f.pushStream(streamMsg{ev: e}) }, events.GroupOptions{
 		// Room for the current target past the bound.
 		Max: pc.cfg.MaxListen + 1,
 		Ended: func(key string, _ error) {
@@ -298,6 +298,6 @@ func (k keyed) Run(ctx context.Context, _ events.Emit) (err error) {
 				}
 			}
 		}
-		k.feed.push(m)
+		k.feed.pushStream(m)
 	})
 }

@@ -125,9 +125,9 @@ func TestListenOneGoroutineATarget(t *testing.T) {
 		msg := m.feed.next(ctx)()
 		cancel()
 		if fm, ok := msg.(feedMsg); ok {
-			for _, it := range fm.items {
-				if s, ok := it.(streamMsg); ok && s.ev.Name == "dag.event.appended" {
-					heard[s.key] = true
+			for _, l := range fm.lines {
+				if l.Name == "dag.event.appended" {
+					heard[l.key] = true
 				}
 			}
 		}

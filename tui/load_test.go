@@ -63,7 +63,7 @@ loop:
 		select {
 		case msg := <-msgc:
 			fm, _ := msg.(feedMsg)
-			applied += len(fm.items)
+			applied += len(fm.items) + len(fm.lines)
 			start := time.Now()
 			m.update(fm)
 			_ = m.render()

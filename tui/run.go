@@ -242,7 +242,7 @@ func startSources(ctx context.Context, wg *sync.WaitGroup, cfg Config, f *feed) 
 			case te := <-targets:
 				f.pushWait(ctx, te)
 			case e := <-hb:
-				f.push(newLine("", e))
+				f.pushLine(newLine("", e))
 			}
 		}
 	}()

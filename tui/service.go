@@ -22,51 +22,212 @@ import (
 // events, tail events and trace frames. Producers never block on it for
 // high-volume items (they are dropped and counted); the program reads it
 // through one outstanding command that coalesces a frame's worth of items.
+//
+// The two kinds a flood is made of, tail lines and trace frames, wait in
+// slices of their own type, so pushing one copies it in and allocates
+// nothing once the slices have grown (a `chan any` boxed each: two
+// allocations a notification, and its 65,536 slots were allocated whole,
+// 1 MiB before the first item). The rest (targets, the listener's ends, a
+// crash) wait in order in items. Lines keep their order among lines and
+// frames among frames; the program applies a batch's items, then its
+// lines, then its frames, which go to different panes.
 type feed struct {
-	ch      chan any
+	mu sync.Mutex
+	// q is what waits, not yet taken. Its buffers are those of the last
+	// batch, given back (giveBack): the feed holds one set of a batch's
+	// size, not two.
+	q feedBatch
+	// n is how many items, lines and frames wait; size bounds it.
+	n, size int
+	// wake holds a token once something waits (the reader's wake-up).
+	wake chan struct{}
+	// room, when not nil, is closed by the next take: pushWait waits on it
+	// while the feed is full.
+	room    chan struct{}
 	dropped atomic.Uint64
 	// droppedEvents counts the events tail's lines among dropped: events
 	// received that the program could not keep up with.
 	droppedEvents atomic.Uint64
 	frame         time.Duration
 	max           int
-	// spare is the items buffer of the last frame, given back (giveBack).
-	spareMu sync.Mutex
-	spare   []any
+	// payloads is where the lines of sources' events keep their payloads.
+	payloads payloadGroups
 }
 
+// feedBatch is what waits in the feed, or a batch taken from it.
+type feedBatch struct {
+	items  []any
+	lines  []line
+	frames []TraceFrame
+}
+
+func (b *feedBatch) len() int { return len(b.items) + len(b.lines) + len(b.frames) }
+
 func newFeed(size int, frame time.Duration) *feed {
-	return &feed{ch: make(chan any, size), frame: frame, max: 8192}
+	return &feed{size: size, wake: make(chan struct{}, 1), frame: frame, max: 8192}
+}
+
+// admitLocked reports whether one more item fits, counting it as waiting
+// and waking the reader when it is the first. Called with f.mu held.
+func (f *feed) admitLocked() bool {
+	if f.n >= f.size {
+		return false
+	}
+	f.n++
+	if f.n == 1 {
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
 }
 
 // push offers x without blocking; a full feed drops it and counts. It
-// reports whether x went in.
+// reports whether x went in. A line, a streamMsg (made a line here, off
+// the program's goroutine) or a TraceFrame goes where pushLine or
+// pushFrame puts it.
 func (f *feed) push(x any) bool {
-	select {
-	case f.ch <- x:
-		return true
-	default:
-		f.dropped.Add(1)
-		switch x.(type) {
-		case line, streamMsg:
-			f.droppedEvents.Add(1)
-		}
-		return false
+	switch x := x.(type) {
+	case line:
+		return f.pushLine(x)
+	case streamMsg:
+		return f.pushStream(x)
+	case TraceFrame:
+		return f.pushFrame(x)
 	}
+	f.mu.Lock()
+	ok := f.admitLocked()
+	if ok {
+		f.q.items = append(f.q.items, x)
+	}
+	f.mu.Unlock()
+	if !ok {
+		f.dropped.Add(1)
+	}
+	return ok
+}
+
+// pushLine offers a tail line without blocking (see push).
+func (f *feed) pushLine(l line) bool {
+	f.mu.Lock()
+	ok := f.admitLocked()
+	if ok {
+		f.q.lines = append(f.q.lines, l)
+	}
+	f.mu.Unlock()
+	if !ok {
+		f.dropped.Add(1)
+		f.droppedEvents.Add(1)
+	}
+	return ok
+}
+
+// pushStream offers a source's event as its tail line (see push).
+func (f *feed) pushStream(s streamMsg) bool {
+	l := newLineIn(s.key, s.ev, &f.payloads)
+	l.reply, l.conn = s.reply, s.conn
+	return f.pushLine(l)
+}
+
+// pushFrame offers a trace frame without blocking (see push).
+func (f *feed) pushFrame(t TraceFrame) bool {
+	f.mu.Lock()
+	ok := f.admitLocked()
+	if ok {
+		f.q.frames = append(f.q.frames, t)
+	}
+	f.mu.Unlock()
+	if !ok {
+		f.dropped.Add(1)
+	}
+	return ok
 }
 
 // pushWait offers x, waiting while ctx lives (for items that must arrive).
 func (f *feed) pushWait(ctx context.Context, x any) {
-	select {
-	case f.ch <- x:
-	case <-ctx.Done():
+	if s, ok := x.(streamMsg); ok {
+		l := newLineIn(s.key, s.ev, &f.payloads)
+		l.reply, l.conn = s.reply, s.conn
+		x = l
+	}
+	for {
+		f.mu.Lock()
+		if f.admitLocked() {
+			switch x := x.(type) {
+			case line:
+				f.q.lines = append(f.q.lines, x)
+			case TraceFrame:
+				f.q.frames = append(f.q.frames, x)
+			default:
+				f.q.items = append(f.q.items, x)
+			}
+			f.mu.Unlock()
+			return
+		}
+		if f.room == nil {
+			f.room = make(chan struct{})
+		}
+		room := f.room
+		f.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
-// feedMsg is a frame's worth of live items. fromFeed says items is the
-// feed's own buffer, given back once they are applied.
+// waiting is how many items wait in the feed.
+func (f *feed) waiting() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.n
+}
+
+// take hands over what waits, at most max of each kind (the rest wait
+// for the next batch), in the buffers given back after the last batch;
+// what is pushed meanwhile waits in new ones, until giveBack.
+func (f *feed) take() feedBatch {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.q
+	f.q = feedBatch{}
+	if len(b.items) > f.max {
+		f.q.items = append(f.q.items, b.items[f.max:]...)
+		clear(b.items[f.max:])
+		b.items = b.items[:f.max]
+	}
+	if len(b.lines) > f.max {
+		f.q.lines = append(f.q.lines, b.lines[f.max:]...)
+		clear(b.lines[f.max:])
+		b.lines = b.lines[:f.max]
+	}
+	if len(b.frames) > f.max {
+		f.q.frames = append(f.q.frames, b.frames[f.max:]...)
+		clear(b.frames[f.max:])
+		b.frames = b.frames[:f.max]
+	}
+	f.n = f.q.len()
+	if f.n > 0 {
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+	if f.room != nil {
+		close(f.room)
+		f.room = nil
+	}
+	return b
+}
+
+// feedMsg is a frame's worth of live items. fromFeed says its buffers are
+// the feed's own, given back once they are applied.
 type feedMsg struct {
 	items    []any
+	lines    []line
+	frames   []TraceFrame
 	fromFeed bool
 }
 
@@ -74,54 +235,69 @@ type feedMsg struct {
 // and returns them together. It blocks (costing nothing) while idle. While
 // the frame lasts it sleeps and then takes what came: one wake-up a frame,
 // not one an item (a flood pushes thousands a second). The items go out in
-// the buffer the model gave back after the last frame (giveBack).
+// the buffers the model gave back after the last frame (giveBack).
 func (f *feed) next(ctx context.Context) tea.Cmd { return f.nextIn(ctx, f.frame) }
 
 // nextIn is next gathering for window rather than one frame.
 func (f *feed) nextIn(ctx context.Context, window time.Duration) tea.Cmd {
 	return func() tea.Msg {
-		var first any
-		select {
-		case first = <-f.ch:
-		case <-ctx.Done():
-			return nil
+		for f.waiting() == 0 {
+			select {
+			case <-f.wake:
+			case <-ctx.Done():
+				return nil
+			}
 		}
-		items := append(f.takeSpare(), first)
 		t := time.NewTimer(window)
 		defer t.Stop()
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 		}
-		for len(items) < f.max {
-			select {
-			case x := <-f.ch:
-				items = append(items, x)
-				continue
-			default:
-			}
-			break
-		}
-		return feedMsg{items: items, fromFeed: true}
+		b := f.take()
+		return feedMsg{items: b.items, lines: b.lines, frames: b.frames, fromFeed: true}
 	}
 }
 
-// takeSpare is the buffer giveBack kept (nil when none), emptied.
-func (f *feed) takeSpare() []any {
-	f.spareMu.Lock()
-	defer f.spareMu.Unlock()
-	s := f.spare
-	f.spare = nil
-	return s[:0]
+// giveBack takes a batch's buffers back, once the model is done with
+// them (they are cleared: they hold nothing alive), and moves what was
+// pushed since the batch was taken (a few milliseconds' worth) into them:
+// the next batch fills them. Only one set of a batch's size is held
+// (keeping the last batch's as a spare while the next filled its own
+// held two: 1.4 MB at 10,000 notifications a second, a line being 248
+// bytes and a frame 104). A buffer much bigger than its batch (grown by
+// a burst) is let go.
+func (f *feed) giveBack(msg feedMsg) {
+	clear(msg.items)
+	clear(msg.lines)
+	clear(msg.frames)
+	f.mu.Lock()
+	f.q.items = refill(kept(msg.items), f.q.items)
+	f.q.lines = refill(kept(msg.lines), f.q.lines)
+	f.q.frames = refill(kept(msg.frames), f.q.frames)
+	f.mu.Unlock()
 }
 
-// giveBack keeps a frame's items buffer, once the model is done with it,
-// for the next frame (they are cleared: the buffer holds nothing alive).
-func (f *feed) giveBack(items []any) {
-	clear(items)
-	f.spareMu.Lock()
-	f.spare = items[:0]
-	f.spareMu.Unlock()
+// refill is q, what waits, moved into b, an empty buffer given back
+// (q itself when b is nil or too small).
+func refill[T any](b, q []T) []T {
+	if b == nil || len(q) > cap(b) {
+		return q
+	}
+	return append(b, q...)
+}
+
+// keptSpare is how many places a buffer given back keeps whatever its
+// batch held (past it, at most twice its batch).
+const keptSpare = 256
+
+// kept is b emptied, or nil when its capacity is much more than its
+// batch needed.
+func kept[T any](b []T) []T {
+	if cap(b) > max(keptSpare, 2*len(b)) {
+		return nil
+	}
+	return b[:0]
 }
 
 // client owns the connections the TUI calls through. It is used only from
@@ -265,7 +441,7 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 				// behind are said, not lost quietly.
 				l := noteLine(time.Now(), src, fmt.Sprintf("%d pushed message(s) dropped (arriving faster than shown)", d-reported), "")
 				l.key, l.lost = t.ID, d-reported
-				if c.feed.push(l) {
+				if c.feed.pushLine(l) {
 					reported = d
 				}
 			}
@@ -274,7 +450,7 @@ func (c *client) conn(ctx context.Context, t *discovery.Target) (*ipc.Conn, erro
 				// Answered on this connection, never on a later one.
 				l.conn, l.reply = requestOn(cn, l.id)
 			}
-			c.feed.push(l)
+			c.feed.pushLine(l)
 		}
 		// The connection ended (by the peer, or a broken frame): close it so
 		// its socket is released, not only forgotten.
@@ -314,7 +490,7 @@ func (c *client) open(ctx context.Context, t *discovery.Target, trace func(ipc.T
 	o := dial.Options{
 		Persistent: true,
 		Trace: func(ev ipc.TraceEvent) {
-			c.feed.push(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: traceData(ev), Warning: ev.Warning})
+			c.feed.pushFrame(TraceFrame{Time: ev.Time, Source: src, Dir: ev.Dir, Size: ev.Size, Data: traceData(ev), Warning: ev.Warning})
 			if trace != nil {
 				trace(ev)
 			}

@@ -56,23 +56,15 @@ func run(t *testing.T, m *model, cmd tea.Cmd) {
 // first item.
 func drainFeed(t *testing.T, m *model, d time.Duration) {
 	t.Helper()
-	var items []any
-	select {
-	case x := <-m.feed.ch:
-		items = append(items, x)
-	case <-time.After(d):
-		return
-	}
-	for {
+	deadline := time.After(d)
+	for m.feed.waiting() == 0 {
 		select {
-		case x := <-m.feed.ch:
-			items = append(items, x)
-			continue
-		default:
+		case <-m.feed.wake:
+		case <-deadline:
+			return
 		}
-		break
 	}
-	run(t, m, m.update(feedMsg{items: items}))
+	run(t, m, m.update(feedTaken(m.feed)))
 }
 
 func keyMsgs(t *testing.T, m *model, keys ...string) {
