@@ -293,7 +293,15 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		ownerMu.Unlock()
 	}}
 	// A family-scoped name gets nothing in cleartext, even without FAMILY_ID.
-	opts.Security.FamilyScoped = opts.Security.FamilyScoped || p.scope.Scoped(ep, spec.Family, opts.Security.Family)
+	// One decision serves both: the family the name carries, with the
+	// target's family and the user's to split it ("default" and "" add
+	// none, so spec.Family and claim below give the same answer; it was
+	// asked twice, a lstat, a stat and a matcher each time).
+	named := ""
+	if !opts.Security.FamilyScoped || opts.Security.TargetFamily == "" {
+		named = p.scope.Family(ep, spec.Family, opts.Security.Family)
+	}
+	opts.Security.FamilyScoped = opts.Security.FamilyScoped || named != ""
 	if opts.Security.TargetFamily == "" {
 		// Picks the seed: the family the socket's NAME carries, never the
 		// user's own for another family, nor for a peer that only says
@@ -302,7 +310,7 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		if claim == "default" {
 			claim = ""
 		}
-		opts.Security.TargetFamily = p.scope.Family(ep, claim, opts.Security.Family)
+		opts.Security.TargetFamily = named
 		if opts.Security.TargetFamily == "" {
 			opts.Security.ClaimedFamily = claim
 		}

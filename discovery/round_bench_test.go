@@ -1,0 +1,66 @@
+package discovery
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/ecoPrimals/primalscope/ipc"
+	"github.com/ecoPrimals/primalscope/ipc/ipctest"
+)
+
+// roundLive is the crowd of BenchmarkLivenessRound.
+const roundLive = 1000
+
+// BenchmarkLivenessRound measures what the TUI's liveness round costs
+// (issue 24): a watch-mode sweep of a crowd of roundLive answering
+// primals, every one of them known live and asked health.liveness, with
+// the endpoint memory kept in a state folder, as the TUI keeps it, and
+// flushed (something changed elsewhere) before each round. The op is the
+// round; "probe-ns" is its time divided by the targets.
+func BenchmarkLivenessRound(b *testing.B) {
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	c, err := ipctest.StartCrowd(dir, roundLive, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	mem, _ := ipc.OpenEndpointMemory(b.TempDir())
+	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{Security: ipc.Security{Memory: mem}}})
+	ctx := context.Background()
+	round := func() {
+		snap, err := d.sweep(ctx, true, false, sweepHooks{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		live := 0
+		for _, t := range snap.Targets {
+			if t.State() == StateLive {
+				live++
+			}
+		}
+		if live != roundLive {
+			b.Fatalf("%d live, want %d", live, roundLive)
+		}
+	}
+	round()
+	other := ipc.Endpoint{Transport: ipc.Unix, Path: "/nonexistent/other.sock"}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		// Another endpoint learnt something: the memory flushes.
+		mem.Update(other, func(f *ipc.EndpointFacts) { f.Framing = "x" + string(rune('a'+i%26)) })
+		if err := mem.Flush(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		round()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/roundLive, "probe-ns")
+}
