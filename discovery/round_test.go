@@ -2,8 +2,11 @@ package discovery
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/ecoPrimals/primalscope/ipc"
 	"github.com/ecoPrimals/primalscope/ipc/ipctest"
@@ -65,5 +68,67 @@ func TestLivenessProbeAllocs(t *testing.T) {
 	t.Logf("%v allocations a liveness probe", n)
 	if n > maxLivenessAllocs {
 		t.Errorf("a liveness probe allocates %v times, want at most %d", n, maxLivenessAllocs)
+	}
+}
+
+// TestLivenessRoundInSlices: a watcher asks its live targets health.liveness
+// a few at a time between sweeps, each about once every HealthEvery, not
+// all at once at the sweep that finds their answers expired (with sweeps
+// every 300 ms and HealthEvery 1 s: 40 calls within a few milliseconds,
+// once a second). Every target is still asked within 1.5 × HealthEvery of
+// the first sweep's answers, and none far more often than once a round.
+func TestLivenessRoundInSlices(t *testing.T) {
+	const n = 40
+	dir := tempDir(t)
+	var servers []*ipctest.Server
+	for i := 0; i < n; i++ {
+		servers = append(servers, serve(t, dir, fmt.Sprintf("p%02d.sock", i), primal(fmt.Sprintf("p%02d", i), false).Config()))
+	}
+	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{StaleTimeout: 2 * time.Second}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const every = time.Second
+	ch := d.Watch(ctx, WatchOptions{Interval: 300 * time.Millisecond, MaxInterval: 300 * time.Millisecond,
+		HealthEvery: every, PollInterval: time.Hour})
+	watchUntil(t, ch, 20*time.Second, func(e Event) bool { return e.Kind == Synced && e.Sweep.Live == n })
+	go func() {
+		for range ch { // keep the watcher going
+		}
+	}()
+	start := time.Now()
+	base := make([]int64, n)
+	for i, s := range servers {
+		base[i] = s.Calls()
+	}
+	firstAsked := make([]time.Duration, n)
+	const window = 100 * time.Millisecond
+	const span = 5 * every / 2
+	var perWindow []int64
+	prev := int64(0)
+	for time.Since(start) < span {
+		time.Sleep(window)
+		total := int64(0)
+		for i, s := range servers {
+			c := s.Calls() - base[i]
+			total += c
+			if c > 0 && firstAsked[i] == 0 {
+				firstAsked[i] = time.Since(start)
+			}
+		}
+		perWindow = append(perWindow, total-prev)
+		prev = total
+	}
+	t.Logf("calls per %v after the first sweep: %v", window, perWindow)
+	for i, at := range firstAsked {
+		if at == 0 || at > 3*every/2+500*time.Millisecond {
+			t.Errorf("p%02d first asked %v after the first sweep, want within 1.5 × HealthEvery (%v)", i, at, every)
+		}
+	}
+	if most := slices.Max(perWindow); most > n/4 {
+		t.Errorf("%d calls in one %v window: the round was asked in a burst, not in slices (%d targets, HealthEvery %v)", most, window, n, every)
+	}
+	if prev > 3*n {
+		t.Errorf("%d calls in %v: targets asked more than once a round (%d targets)", prev, span, n)
 	}
 }

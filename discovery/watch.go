@@ -70,14 +70,24 @@ type WatchOptions struct {
 	// targets (2 s to 60 s): they are not re-probed every sweep.
 	RetryBase time.Duration
 	RetryMax  time.Duration
-	// HealthEvery is how long a live target's health.liveness answer
-	// lasts (30 s; negative: none, every sweep asks). Until then a timed,
+	// HealthEvery is how often a live target is asked health.liveness
+	// (30 s; negative: none, every sweep asks). Between sweeps the round
+	// is asked in slices (every HealthEvery/30, at least 50 ms): each
+	// slice asks the live Unix-socket targets whose answer is oldest, as
+	// many as make every one asked once every HealthEvery, none asked
+	// again within HealthEvery/2 of its last answer; a change it finds
+	// goes out as a Changed event (no Synced: no sweep ran). A timed,
 	// file-system or registry sweep only knocks on a live Unix-socket
-	// target whose socket file is unchanged: it connects and hangs up,
-	// asking nothing, and probes it only when that fails (one that died
-	// without removing its socket is refused). A sweep the consumer asked
-	// for (Refresh) asks every target. It is what lets 2,000 live targets
-	// be watched: asking each one every sweep was most of a TUI's CPU.
+	// target whose socket file is unchanged and which answered within
+	// 2 × HealthEvery: it connects and hangs up, asking nothing, and
+	// probes it only when that fails (one that died without removing its
+	// socket is refused). So a peer that hangs while its listener still
+	// accepts is found stale within about HealthEvery of its last answer
+	// (1.5 × in the first round after the first sweep, which asked
+	// everyone at once), 2 × at worst. A sweep the consumer asked for
+	// (Refresh) asks every target. It is what lets 2,000 live targets be
+	// watched: asking each one every sweep was most of a TUI's CPU, and
+	// asking them all at once every round a burst of half a second.
 	HealthEvery time.Duration
 	// PollInterval is how often each Songbird registry is polled with
 	// ipc.watch (2 s).
@@ -229,6 +239,16 @@ func (w *watcher) sweeper(ctx context.Context) {
 	reason := "start"
 	catchUp := "" // set when the next timed sweep catches up a dropped refresh
 	first := true
+	// The liveness round, asked in slices between sweeps (askSlice).
+	var slice <-chan time.Time
+	var tick time.Duration
+	credit := 0.0
+	if w.opts.HealthEvery > 0 {
+		tick = roundTick(w.opts.HealthEvery)
+		tk := time.NewTicker(tick)
+		defer tk.Stop()
+		slice = tk.C
+	}
 	for {
 		if !first {
 			select {
@@ -240,6 +260,14 @@ func (w *watcher) sweeper(ctx context.Context) {
 				if catchUp != "" {
 					reason = catchUp
 				}
+			case <-slice:
+				var changed []*Target
+				changed, credit = w.d.askSlice(ctx, w.opts.HealthEvery, tick, credit)
+				for _, t := range changed {
+					w.d.noteRetry(t, w.opts.RetryBase, w.opts.RetryMax)
+					w.stream(ctx, t)
+				}
+				continue
 			}
 			catchUp = ""
 		} else {
@@ -251,7 +279,11 @@ func (w *watcher) sweeper(ctx context.Context) {
 		// sweep ends: found ones first, not probed yet.
 		var hooks sweepHooks
 		if reason != "refresh" {
-			hooks.knockWithin = w.opts.HealthEvery
+			// The slices ask each live target once a round; a sweep asks
+			// only one they have not reached for two (the first round
+			// after the first sweep takes from HealthEvery/2 to 1.5 ×
+			// HealthEvery: a sweep then would be a burst again).
+			hooks.knockWithin = 2 * w.opts.HealthEvery
 		}
 		if w.opts.Progress {
 			hooks.onFound = func(ts []*Target) {
