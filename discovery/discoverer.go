@@ -103,6 +103,8 @@ type Discoverer struct {
 	// from. Not its probe's time: a sweep that learns nothing new of a
 	// target keeps its earlier probe (and that probe's time).
 	asked map[string]time.Time
+	// audits counts the targets audited for their level (tests).
+	audits atomic.Int64
 
 	// regCache keeps each registry's last answer (by source and label), so
 	// that one slow or failed answer does not make its targets flap away.
@@ -403,17 +405,27 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, hooks
 		if pr := p.probes[t.ID]; pr != nil {
 			t.Probe = pr
 		}
-		d.finishTarget(t)
 		// One copy of each target between sweeps: the one already handed
 		// out when this sweep learnt nothing new of it, else the one this
 		// sweep's onProbe was given when it is the same. (A watcher keeps
 		// what it last sent, and so does its consumer: 2,000 targets
 		// re-probed every few seconds were held twice, each with its own
-		// probe.)
-		if old := d.prev[t.ID]; old != nil && sameButTimes(old, t) {
+		// probe.) The level is audited only when something but times
+		// changed: Audit reads no time, so the same target but for times
+		// has the level it had (an audit of every target at every sweep
+		// was a tenth of an idle TUI's samples).
+		d.finishFields(t)
+		old := d.prev[t.ID]
+		if old != nil {
+			t.Level = old.Level
+		}
+		if old != nil && sameButTimes(old, t) {
 			t = old
-		} else if pub := p.published[t.ID]; pub != nil && reflect.DeepEqual(pub, t) {
-			t = pub
+		} else {
+			d.audit(t)
+			if pub := p.published[t.ID]; pub != nil && reflect.DeepEqual(pub, t) {
+				t = pub
+			}
 		}
 		targets[i] = t
 		next[t.ID] = t
@@ -833,8 +845,23 @@ func sameButTimes(a, b *Target) bool {
 // family, and the compliance level; and schedules retries of targets that
 // did not answer. d.mu must not be needed by callers other than sweep.
 func (d *Discoverer) finishTarget(t *Target) {
+	d.finishFields(t)
+	d.audit(t)
+}
+
+// audit sets t's compliance level.
+func (d *Discoverer) audit(t *Target) {
 	if t.Probe == nil {
 		t.Level = 0
+		return
+	}
+	d.audits.Add(1)
+	t.Level = Audit(t, AuditOptions{}).Level
+}
+
+// finishFields is finishTarget but for the level.
+func (d *Discoverer) finishFields(t *Target) {
+	if t.Probe == nil {
 		return
 	}
 	if o := t.Probe.Owner; o != nil {
@@ -862,7 +889,6 @@ func (d *Discoverer) finishTarget(t *Target) {
 			t.Family = cleanName(id.FamilyID)
 		}
 	}
-	t.Level = Audit(t, AuditOptions{}).Level
 }
 
 // weakName reports whether the target's name came from a source that only

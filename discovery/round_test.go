@@ -132,3 +132,47 @@ func TestLivenessRoundInSlices(t *testing.T) {
 		t.Errorf("%d calls in %v: targets asked more than once a round (%d targets)", prev, span, n)
 	}
 }
+
+// TestSweepAuditsOnlyWhatChanged: a sweep audits the level of a target
+// only when something but times changed (every target at every sweep
+// before: a tenth of an idle TUI's samples with 2,000 targets), and the
+// levels stay what an audit gives.
+func TestSweepAuditsOnlyWhatChanged(t *testing.T) {
+	dir := tempDir(t)
+	for i := 0; i < 3; i++ {
+		serve(t, dir, fmt.Sprintf("p%d.sock", i), primal(fmt.Sprintf("p%d", i), i == 0).Config())
+	}
+	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{StaleTimeout: 2 * time.Second}})
+	ctx := ctxT(t)
+	sweep := func() *Snapshot {
+		t.Helper()
+		snap, err := d.Sweep(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range snap.Targets {
+			if want := Audit(tg, AuditOptions{}).Level; tg.Level != want {
+				t.Errorf("%s: level %d, an audit gives %d", tg.Name, tg.Level, want)
+			}
+		}
+		return snap
+	}
+	sweep()
+	if n := d.audits.Load(); n != 3 {
+		t.Errorf("first sweep: %d audits, want 3", n)
+	}
+	sweep()
+	sweep()
+	if n := d.audits.Load(); n != 3 {
+		t.Errorf("two sweeps that learnt nothing new audited %d targets", n-3)
+	}
+	serve(t, dir, "p3.sock", primal("p3", false).Config())
+	snap := sweep()
+	if n := d.audits.Load(); n != 4 {
+		t.Errorf("a sweep that found one new target audited %d targets, want 1", n-3)
+	}
+	if len(snap.Targets) != 4 {
+		t.Errorf("%d targets, want 4", len(snap.Targets))
+	}
+}
