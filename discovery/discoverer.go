@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -743,6 +744,9 @@ func (d *Discoverer) plan(t *Target, backoff bool) (spec ProbeSpec, carry *Probe
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	spec = ProbeSpec{Endpoint: t.Endpoint, Wire: t.WireHint, Pool: t.Pool, Full: true, Family: t.Family}
+	if t.Pool == "" && t.ID != "" && !strings.HasPrefix(t.ID, "name:") {
+		spec.key = t.ID // merge's EndpointKey (with no pool)
+	}
 	prev := d.prev[t.ID]
 	if prev == nil || prev.Probe == nil {
 		return spec, nil, false
