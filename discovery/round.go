@@ -86,13 +86,17 @@ func (d *Discoverer) askSlice(ctx context.Context, every, tick time.Duration, cr
 	})
 	due = due[:k]
 	p := &probeRun{d: d, ctx: ctx, backoff: true, probes: map[string]*Probe{}, published: map[string]*Target{}, answered: map[string]time.Time{}}
+	var jobs []probeJob
 	for _, c := range due {
 		spec, carry, skip := d.plan(c.t, true)
 		if skip || carry == nil {
 			continue
 		}
-		p.probes[c.t.ID] = nil
-		p.run(probeJob{t: c.t, spec: spec, carry: carry})
+		jobs = append(jobs, probeJob{t: c.t, spec: spec, carry: carry})
+	}
+	// The workers write p.probes (under p.mu) as soon as the first job runs.
+	for _, j := range jobs {
+		p.run(j)
 	}
 	p.wait()
 	d.mu.Lock()

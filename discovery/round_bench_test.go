@@ -80,3 +80,57 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkWatchCrowd watches a crowd of roundLive answering primals with
+// a short round (HealthEvery 2 s, sweeps every second, as under churn) for
+// 8 s after the first sweep, and reports the process's CPU time a second
+// and the most CPU time spent in any 250 ms window: a round asked at once
+// shows as a peak, a round asked in slices does not. The op is the 8 s.
+func BenchmarkWatchCrowd(b *testing.B) {
+	dir, err := ipctest.TempDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	c, err := ipctest.StartCrowd(dir, roundLive, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	const (
+		every  = 2 * time.Second
+		span   = 8 * time.Second
+		window = 250 * time.Millisecond
+	)
+	var total, peak time.Duration
+	for i := 0; i < b.N; i++ {
+		d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+			SocketDirs: []string{dir}, NoProc: true})
+		ctx, cancel := context.WithCancel(context.Background())
+		ch := d.Watch(ctx, WatchOptions{Interval: time.Second, MaxInterval: time.Second, HealthEvery: every, PollInterval: time.Hour})
+		for e := range ch {
+			if e.Kind == Synced {
+				break
+			}
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range ch {
+			}
+		}()
+		start, cpu0 := time.Now(), cpuTime()
+		last := cpu0
+		for time.Since(start) < span {
+			time.Sleep(window)
+			now := cpuTime()
+			peak = max(peak, now-last)
+			last = now
+		}
+		total += last - cpu0
+		cancel()
+		<-done
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N)/span.Seconds(), "cpu-ms/s")
+	b.ReportMetric(float64(peak.Milliseconds()), "peak-cpu-ms/250ms")
+}
