@@ -73,11 +73,11 @@ func TestLivenessProbeAllocs(t *testing.T) {
 }
 
 // TestLivenessRoundInSlices: a watcher asks its live targets health.liveness
-// a few at a time between sweeps, each about once every HealthEvery, not
-// all at once at the sweep that finds their answers expired (with sweeps
-// every 300 ms and HealthEvery 1 s: 40 calls within a few milliseconds,
-// once a second). Every target is still asked within 1.5 × HealthEvery of
-// the first sweep's answers, and none far more often than once a round.
+// a few at a time between sweeps, at an even rate, each once every 1.5 ×
+// HealthEvery, not all at once at the sweep that finds their answers
+// expired (with sweeps every 300 ms and HealthEvery 1 s: 40 calls within a
+// few milliseconds, once a second). Every target is still asked within
+// 1.5 × HealthEvery of the first sweep's answers.
 func TestLivenessRoundInSlices(t *testing.T) {
 	const n = 40
 	dir := tempDir(t)
@@ -129,8 +129,10 @@ func TestLivenessRoundInSlices(t *testing.T) {
 	if most := slices.Max(perWindow); most > n/4 {
 		t.Errorf("%d calls in one %v window: the round was asked in a burst, not in slices (%d targets, HealthEvery %v)", most, window, n, every)
 	}
-	if prev > 3*n {
-		t.Errorf("%d calls in %v: targets asked more than once a round (%d targets)", prev, span, n)
+	// Each once every roundPeriod (1.5 s): about 67 calls in 2.5 s.
+	want := float64(n) * float64(span) / float64(roundPeriod(every))
+	if float64(prev) > want+n/4 || float64(prev) < want/2 {
+		t.Errorf("%d calls in %v, want about %.0f (%d targets, each asked once every %v)", prev, span, want, n, roundPeriod(every))
 	}
 }
 
@@ -208,5 +210,30 @@ func TestSweepProbesWithTheTargetsKey(t *testing.T) {
 	}
 	if n := d.prober.keyed.Load(); n != 0 {
 		t.Errorf("the prober resolved %d endpoints itself, want 0", n)
+	}
+}
+
+// TestAskSliceCredit: the slices' credit follows the time given, never
+// below nothing (a time since the last slice that went backwards asks
+// nobody), and at most the paced targets.
+func TestAskSliceCredit(t *testing.T) {
+	dir := tempDir(t)
+	for i := 0; i < 4; i++ {
+		serve(t, dir, fmt.Sprintf("p%d.sock", i), primal(fmt.Sprintf("p%d", i), false).Config())
+	}
+	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{StaleTimeout: 2 * time.Second}})
+	ctx := ctxT(t)
+	if _, err := d.Sweep(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, credit := d.askSlice(ctx, time.Second, -time.Hour, 0); credit != 0 {
+		t.Errorf("credit %v after a time gone backwards, want 0", credit)
+	}
+	if _, credit := d.askSlice(ctx, time.Second, 300*time.Millisecond, 0.5); credit < 0.69 || credit > 0.71 {
+		t.Errorf("credit %v after 0.3 s of 4 targets a second (and 0.5), want 0.7 (one asked)", credit)
+	}
+	if _, credit := d.askSlice(ctx, time.Second, time.Hour, 0); credit != 0 {
+		t.Errorf("credit %v after an hour, want 0 (everyone asked, nothing banked)", credit)
 	}
 }

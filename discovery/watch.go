@@ -70,22 +70,21 @@ type WatchOptions struct {
 	// targets (2 s to 60 s): they are not re-probed every sweep.
 	RetryBase time.Duration
 	RetryMax  time.Duration
-	// HealthEvery is how often a live target is asked health.liveness
-	// (30 s; negative: none, every sweep asks). Between sweeps the round
-	// is asked in slices (every HealthEvery/30, at least 50 ms): each
-	// slice asks the live Unix-socket targets whose answer is oldest, as
-	// many as make every one asked once every HealthEvery, none asked
-	// again within HealthEvery/2 of its last answer; a change it finds
-	// goes out as a Changed event (no Synced: no sweep ran). A timed,
-	// file-system or registry sweep only knocks on a live Unix-socket
-	// target whose socket file is unchanged and which answered within
-	// 2 × HealthEvery: it connects and hangs up, asking nothing, and
-	// probes it only when that fails (one that died without removing its
-	// socket is refused). So a peer that hangs while its listener still
-	// accepts is found stale within about HealthEvery of its last answer
-	// (1.5 × in the first round after the first sweep, which asked
-	// everyone at once), 2 × at worst. A sweep the consumer asked for
-	// (Refresh) asks every target. It is what lets 2,000 live targets be
+	// HealthEvery sets how often a live target is asked health.liveness
+	// (30 s; negative: never between sweeps, every sweep asks). Between
+	// sweeps the round is asked in slices (every HealthEvery/30, at least
+	// 50 ms): each slice asks the live Unix-socket targets whose answer
+	// is oldest, at an even rate that asks each one once every 1.5 ×
+	// HealthEvery; a change it finds goes out as a Changed event (no
+	// Synced: no sweep ran). A timed, file-system or registry sweep only
+	// knocks on a live Unix-socket target whose socket file is unchanged
+	// and which answered within 2 × HealthEvery: it connects and hangs
+	// up, asking nothing, and probes it only when that fails (one that
+	// died without removing its socket is refused). So a peer that hangs
+	// while its listener still accepts is found stale within about 1.5 ×
+	// HealthEvery of its last answer, 2 × at worst (the sweeps' net, when
+	// the slices fall behind). A sweep the consumer asked for (Refresh)
+	// asks every target; the first sweep asks everyone at once. It is what lets 2,000 live targets be
 	// watched: asking each one every sweep was most of a TUI's CPU, and
 	// asking them all at once every round a burst of half a second.
 	HealthEvery time.Duration
@@ -241,11 +240,10 @@ func (w *watcher) sweeper(ctx context.Context) {
 	first := true
 	// The liveness round, asked in slices between sweeps (askSlice).
 	var slice <-chan time.Time
-	var tick time.Duration
 	credit := 0.0
+	var sliced time.Time // when the last slice (or sweep) ended
 	if w.opts.HealthEvery > 0 {
-		tick = roundTick(w.opts.HealthEvery)
-		tk := time.NewTicker(tick)
+		tk := time.NewTicker(roundTick(w.opts.HealthEvery))
 		defer tk.Stop()
 		slice = tk.C
 	}
@@ -261,8 +259,15 @@ func (w *watcher) sweeper(ctx context.Context) {
 					reason = catchUp
 				}
 			case <-slice:
+				// (Not the tick's time: a tick waiting while a sweep ran
+				// is older than the sweep's end.)
+				now := time.Now()
 				var changed []*Target
-				changed, credit = w.d.askSlice(ctx, w.opts.HealthEvery, tick, credit)
+				// The credit follows the time since the last slice, not
+				// the ticks: a tick missed while the goroutine was busy
+				// is made up (not the time of sweeps: see below).
+				changed, credit = w.d.askSlice(ctx, roundPeriod(w.opts.HealthEvery), now.Sub(sliced), credit)
+				sliced = time.Now()
 				for _, t := range changed {
 					w.d.noteRetry(t, w.opts.RetryBase, w.opts.RetryMax)
 					w.stream(ctx, t)
@@ -279,10 +284,9 @@ func (w *watcher) sweeper(ctx context.Context) {
 		// sweep ends: found ones first, not probed yet.
 		var hooks sweepHooks
 		if reason != "refresh" {
-			// The slices ask each live target once a round; a sweep asks
-			// only one they have not reached for two (the first round
-			// after the first sweep takes from HealthEvery/2 to 1.5 ×
-			// HealthEvery: a sweep then would be a burst again).
+			// The slices ask each live target once every 1.5 ×
+			// HealthEvery (roundPeriod); a sweep asks only one they have
+			// not reached within 2 × HealthEvery.
 			hooks.knockWithin = 2 * w.opts.HealthEvery
 		}
 		if w.opts.Progress {
@@ -330,6 +334,13 @@ func (w *watcher) sweeper(ctx context.Context) {
 			return
 		}
 		w.noteSnapshot(snap)
+		if sliced.IsZero() {
+			sliced = time.Now()
+		} else {
+			// The sweep asked or knocked on everyone: its time earns
+			// the slices no credit.
+			sliced = sliced.Add(snap.Took)
+		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
