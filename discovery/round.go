@@ -15,7 +15,7 @@ import (
 // probes at once, half a second of CPU in a burst, every round).
 
 // roundSlices is how many slices there are in HealthEvery.
-const roundSlices = 30
+const roundSlices = 10
 
 // minRoundTick bounds the period of the slices from below.
 const minRoundTick = 50 * time.Millisecond
@@ -26,13 +26,13 @@ func roundTick(every time.Duration) time.Duration {
 }
 
 // roundPeriod is how often the slices ask each target, for HealthEvery
-// every: 1.5 × every. A target is then asked within 1.5 × HealthEvery of
-// its last answer (plus a tick), from the first sweep on, well inside the
-// 2 × HealthEvery the sweeps' knocks allow before they ask it themselves;
-// and the slices of 2,000 targets ask 44 a second with HealthEvery 30 s,
-// no more on average than the sweeps asked at rest (every sweep, each
-// 60 s, was a round), and far fewer than under churn (a sweep every 5 s).
-func roundPeriod(every time.Duration) time.Duration { return every * 3 / 2 }
+// every: 2 × every, the staleness bound (a target is asked within
+// 2 × HealthEvery of its last answer, plus a tick, from the first sweep
+// on). The slices of 2,000 targets then ask 33 a second with HealthEvery
+// 30 s: as many as the sweeps asked at rest (every sweep, each 60 s, was
+// a round of all), a sixth of what they asked under churn (a sweep every
+// 5 s, each a round after the first 30 s), and never all at once.
+func roundPeriod(every time.Duration) time.Duration { return 2 * every }
 
 // paced reports whether t's health is asked by the slices of the round:
 // a live Unix-socket target judged by a full probe (those a sweep knocks
@@ -113,10 +113,12 @@ func (d *Discoverer) askSlice(ctx context.Context, period, elapsed time.Duration
 		nt := c.t.clone()
 		nt.Warnings = slices.Clone(nt.Warnings)
 		nt.Probe = r
-		d.finishTarget(nt)
+		d.finishFields(nt)
+		nt.Level = c.t.Level // what an audit gives when nothing but times changed
 		if sameButTimes(c.t, nt) {
 			continue
 		}
+		d.audit(nt)
 		d.prev[c.t.ID] = nt
 		changed = append(changed, nt)
 	}

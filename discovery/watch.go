@@ -72,19 +72,20 @@ type WatchOptions struct {
 	RetryMax  time.Duration
 	// HealthEvery sets how often a live target is asked health.liveness
 	// (30 s; negative: never between sweeps, every sweep asks). Between
-	// sweeps the round is asked in slices (every HealthEvery/30, at least
+	// sweeps the round is asked in slices (every HealthEvery/10, at least
 	// 50 ms): each slice asks the live Unix-socket targets whose answer
-	// is oldest, at an even rate that asks each one once every 1.5 ×
+	// is oldest, at an even rate that asks each one once every 2 ×
 	// HealthEvery; a change it finds goes out as a Changed event (no
 	// Synced: no sweep ran). A timed, file-system or registry sweep only
 	// knocks on a live Unix-socket target whose socket file is unchanged
-	// and which answered within 2 × HealthEvery: it connects and hangs
+	// and which answered within 2.5 × HealthEvery: it connects and hangs
 	// up, asking nothing, and probes it only when that fails (one that
 	// died without removing its socket is refused). So a peer that hangs
-	// while its listener still accepts is found stale within about 1.5 ×
-	// HealthEvery of its last answer, 2 × at worst (the sweeps' net, when
-	// the slices fall behind). A sweep the consumer asked for (Refresh)
-	// asks every target; the first sweep asks everyone at once. It is what lets 2,000 live targets be
+	// while its listener still accepts is found stale within about 2 ×
+	// HealthEvery of its last answer (plus a slice and the stale
+	// timeout), 2.5 × if the slices fell behind (the sweeps then ask it). A sweep the consumer asked
+	// for (Refresh) asks every target; the first sweep asks everyone at
+	// once. It is what lets 2,000 live targets be
 	// watched: asking each one every sweep was most of a TUI's CPU, and
 	// asking them all at once every round a burst of half a second.
 	HealthEvery time.Duration
@@ -284,10 +285,12 @@ func (w *watcher) sweeper(ctx context.Context) {
 		// sweep ends: found ones first, not probed yet.
 		var hooks sweepHooks
 		if reason != "refresh" {
-			// The slices ask each live target once every 1.5 ×
-			// HealthEvery (roundPeriod); a sweep asks only one they have
-			// not reached within 2 × HealthEvery.
-			hooks.knockWithin = 2 * w.opts.HealthEvery
+			// The slices ask each live target once every 2 ×
+			// HealthEvery (roundPeriod); a sweep asks one they have not
+			// reached half a HealthEvery later (they fell behind). At 2 ×
+			// the sweeps would ask the head of the slices' queue, and the
+			// slices ask it again.
+			hooks.knockWithin = roundPeriod(w.opts.HealthEvery) + w.opts.HealthEvery/2
 		}
 		if w.opts.Progress {
 			hooks.onFound = func(ts []*Target) {
