@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -98,6 +99,13 @@ type Discoverer struct {
 	mu    sync.Mutex
 	prev  map[string]*Target
 	retry map[string]retryState
+	// asked holds when each target last answered health.liveness (a probe
+	// of its own that found it live): what a knock's HealthEvery counts
+	// from. Not its probe's time: a sweep that learns nothing new of a
+	// target keeps its earlier probe (and that probe's time).
+	asked map[string]time.Time
+	// audits counts the targets audited for their level (tests).
+	audits atomic.Int64
 
 	// regCache keeps each registry's last answer (by source and label), so
 	// that one slow or failed answer does not make its targets flap away.
@@ -185,7 +193,7 @@ func New(opts Options) *Discoverer {
 	if opts.Config != nil && opts.Config.Discovery.NoProc {
 		opts.NoProc = true
 	}
-	return &Discoverer{opts: opts, prober: NewProber(opts.Probe), prev: map[string]*Target{}, retry: map[string]retryState{}}
+	return &Discoverer{opts: opts, prober: NewProber(opts.Probe), prev: map[string]*Target{}, retry: map[string]retryState{}, asked: map[string]time.Time{}}
 }
 
 // Prober returns the prober the Discoverer uses.
@@ -361,7 +369,7 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, hooks
 	}
 	found := runSources(sctx, d.DefaultSources(), addErr)
 
-	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: hooks.onProbe, knockWithin: hooks.knockWithin, probes: map[string]*Probe{}, published: map[string]*Target{}}
+	p := &probeRun{d: d, ctx: ctx, backoff: backoff, onProbe: hooks.onProbe, knockWithin: hooks.knockWithin, probes: map[string]*Probe{}, published: map[string]*Target{}, answered: map[string]time.Time{}}
 	if untilJudged {
 		p.cut = newCutSignal()
 	}
@@ -398,22 +406,33 @@ func (d *Discoverer) sweep(ctx context.Context, backoff, untilJudged bool, hooks
 		if pr := p.probes[t.ID]; pr != nil {
 			t.Probe = pr
 		}
-		d.finishTarget(t)
 		// One copy of each target between sweeps: the one already handed
 		// out when this sweep learnt nothing new of it, else the one this
 		// sweep's onProbe was given when it is the same. (A watcher keeps
 		// what it last sent, and so does its consumer: 2,000 targets
 		// re-probed every few seconds were held twice, each with its own
-		// probe.)
-		if old := d.prev[t.ID]; old != nil && sameButTimes(old, t) {
+		// probe.) The level is audited only when something but times
+		// changed: Audit reads no time, so the same target but for times
+		// has the level it had (an audit of every target at every sweep
+		// was a tenth of an idle TUI's samples).
+		d.finishFields(t)
+		old := d.prev[t.ID]
+		if old != nil {
+			t.Level = old.Level
+		}
+		if old != nil && sameButTimes(old, t) {
 			t = old
-		} else if pub := p.published[t.ID]; pub != nil && reflect.DeepEqual(pub, t) {
-			t = pub
+		} else {
+			d.audit(t)
+			if pub := p.published[t.ID]; pub != nil && reflect.DeepEqual(pub, t) {
+				t = pub
+			}
 		}
 		targets[i] = t
 		next[t.ID] = t
 	}
 	d.prev = next
+	d.noteAnswers(p.answered)
 	sort.SliceStable(targets, func(i, j int) bool {
 		if targets[i].Name != targets[j].Name {
 			return targets[i].Name < targets[j].Name
@@ -490,10 +509,12 @@ type probeRun struct {
 	probes map[string]*Probe
 	// published is what onProbe was given of each target (when set).
 	published map[string]*Target
-	stale     []probeJob // first probes that found their target stale
-	queue     []probeJob // probes asked for, no worker has taken yet
-	workers   int        // goroutines taking them (at most MaxOpen)
-	wg        sync.WaitGroup
+	// answered: when each target this run asked found live answered.
+	answered map[string]time.Time
+	stale    []probeJob // first probes that found their target stale
+	queue    []probeJob // probes asked for, no worker has taken yet
+	workers  int        // goroutines taking them (at most MaxOpen)
+	wg       sync.WaitGroup
 
 	// cut, for SweepUntilJudged, ends the waits of silent targets once
 	// every other probe has ended.
@@ -515,7 +536,7 @@ func (p *probeRun) start(targets []*Target) {
 			continue
 		}
 		spec, carry, skip := p.d.plan(t, p.backoff)
-		if !skip && carry != nil && knock(spec, carry, p.knockWithin) {
+		if !skip && carry != nil && knock(spec, carry, p.d.askedAt(t.ID, carry), p.knockWithin) {
 			// Still there, and asked recently: it keeps its probe.
 			skip = true
 		}
@@ -642,6 +663,7 @@ func (p *probeRun) patience(ctx context.Context, stop <-chan struct{}, began tim
 
 // publish records the probe of a target (and tells onProbe).
 func (p *probeRun) publish(j probeJob, r Probe) {
+	fresh := r.State == StateLive && !r.Incomplete
 	switch {
 	case r.Incomplete && j.carry != nil:
 		// This sweep did not get to judge it: it keeps its last judged
@@ -658,6 +680,9 @@ func (p *probeRun) publish(j probeJob, r Probe) {
 	}
 	p.mu.Lock()
 	p.probes[j.t.ID] = &r
+	if fresh {
+		p.answered[j.t.ID] = r.At
+	}
 	if tc != nil {
 		p.published[j.t.ID] = tc
 	}
@@ -719,6 +744,9 @@ func (d *Discoverer) plan(t *Target, backoff bool) (spec ProbeSpec, carry *Probe
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	spec = ProbeSpec{Endpoint: t.Endpoint, Wire: t.WireHint, Pool: t.Pool, Full: true, Family: t.Family}
+	if t.Pool == "" && t.ID != "" && !strings.HasPrefix(t.ID, "name:") {
+		spec.key = t.ID // merge's EndpointKey (with no pool)
+	}
 	prev := d.prev[t.ID]
 	if prev == nil || prev.Probe == nil {
 		return spec, nil, false
@@ -735,6 +763,30 @@ func (d *Discoverer) plan(t *Target, backoff bool) (spec ProbeSpec, carry *Probe
 		spec.Full = false
 	}
 	return spec, carry, false
+}
+
+// askedAt is when the target id last answered health.liveness (carry's
+// time when this Discoverer has not noted it).
+func (d *Discoverer) askedAt(id string, carry *Probe) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if at, ok := d.asked[id]; ok {
+		return at
+	}
+	return carry.At
+}
+
+// noteAnswers records the answers of a sweep and forgets the targets gone
+// (d.mu held, d.prev the sweep's targets).
+func (d *Discoverer) noteAnswers(answered map[string]time.Time) {
+	for id, at := range answered {
+		d.asked[id] = at
+	}
+	for id := range d.asked {
+		if _, ok := d.prev[id]; !ok {
+			delete(d.asked, id)
+		}
+	}
 }
 
 // carryOver keeps what a full probe learned when a later liveness-only
@@ -797,8 +849,23 @@ func sameButTimes(a, b *Target) bool {
 // family, and the compliance level; and schedules retries of targets that
 // did not answer. d.mu must not be needed by callers other than sweep.
 func (d *Discoverer) finishTarget(t *Target) {
+	d.finishFields(t)
+	d.audit(t)
+}
+
+// audit sets t's compliance level.
+func (d *Discoverer) audit(t *Target) {
 	if t.Probe == nil {
 		t.Level = 0
+		return
+	}
+	d.audits.Add(1)
+	t.Level = Audit(t, AuditOptions{}).Level
+}
+
+// finishFields is finishTarget but for the level.
+func (d *Discoverer) finishFields(t *Target) {
+	if t.Probe == nil {
 		return
 	}
 	if o := t.Probe.Owner; o != nil {
@@ -826,7 +893,6 @@ func (d *Discoverer) finishTarget(t *Target) {
 			t.Family = cleanName(id.FamilyID)
 		}
 	}
-	t.Level = Audit(t, AuditOptions{}).Level
 }
 
 // weakName reports whether the target's name came from a source that only

@@ -33,20 +33,36 @@ type FamilyMatcher struct {
 // NewFamilyMatcher builds a matcher from known primal names (KnownPrimals
 // plus extra) and the family ids to look for (the preferred one first).
 func NewFamilyMatcher(extra []string, families ...string) *FamilyMatcher {
-	m := &FamilyMatcher{}
-	seen := map[string]bool{}
-	for _, n := range append(KnownPrimals(), extra...) {
-		n = strings.ToLower(strings.TrimSpace(n))
-		if n != "" && !seen[n] {
-			seen[n] = true
-			m.known = append(m.known, n)
-		}
+	m := &FamilyMatcher{known: knownSorted}
+	if len(extra) > 0 {
+		m.known = sortKnown(append(KnownPrimals(), extra...))
 	}
-	sort.SliceStable(m.known, func(i, j int) bool { return len(m.known[i]) > len(m.known[j]) })
 	for _, f := range families {
 		m.AddFamily(f)
 	}
 	return m
+}
+
+// knownSorted is knownPrimals as a matcher keeps them, built once: the
+// prober builds a matcher for every probe (FamilyScope.Family), and
+// building this list each time (a map, a sort) was a sixth of a liveness
+// probe's CPU. Matchers only read it.
+var knownSorted = sortKnown(knownPrimals)
+
+// sortKnown lower-cases and trims names, drops empty and repeated ones and
+// sorts them longest first (a new slice).
+func sortKnown(names []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		n = strings.ToLower(strings.TrimSpace(n))
+		if n != "" && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
 }
 
 // AddFamily records a family id seen elsewhere, so that names of unknown

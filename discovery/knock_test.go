@@ -146,3 +146,33 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// TestWatchAsksOnceARound: after its liveness round, a live target is
+// asked again a round later, not at every sweep: the round's answer
+// counts from when it came. (The sweep kept the earlier probe of a target
+// that did not change, with the time of the round before; every sweep
+// after the first round was a liveness round of every target.)
+func TestWatchAsksOnceARound(t *testing.T) {
+	dir := tempDir(t)
+	s := serve(t, dir, "alpha.sock", primal("alpha", false).Config())
+	d := New(Options{Getenv: func(string) string { return "" }, Environ: func() []string { return nil },
+		SocketDirs: []string{dir}, NoProc: true, Probe: ProbeOptions{StaleTimeout: 2 * time.Second}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const every = 400 * time.Millisecond
+	ch := d.Watch(ctx, WatchOptions{Interval: 20 * time.Millisecond, MaxInterval: 20 * time.Millisecond,
+		HealthEvery: every, PollInterval: time.Hour})
+	watchUntil(t, ch, 10*time.Second, func(e Event) bool { return e.Kind == Synced })
+	start, before := time.Now(), s.Calls()
+	const window = 5 * every
+	sweeps := 0
+	watchUntil(t, ch, 10*time.Second, func(e Event) bool {
+		sweeps += b2i(e.Kind == Synced)
+		return time.Since(start) >= window
+	})
+	calls := s.Calls() - before
+	t.Logf("%d calls in %v (%d sweeps, HealthEvery %v)", calls, window, sweeps, every)
+	if rounds := int64(window/every) + 2; calls > rounds || calls < 2 {
+		t.Errorf("%d liveness calls in %v (%d sweeps), want about one each %v (at most %d, at least 2)", calls, window, sweeps, every, rounds)
+	}
+}

@@ -128,6 +128,10 @@ type ProbeSpec struct {
 	// cut, when set, may end the wait for the liveness answer early (see
 	// SweepUntilJudged).
 	cut *cutSignal
+	// key, when set, is EndpointKey(Endpoint, ""), as the sweep that
+	// planned the probe computed it (the target's ID): the dead-endpoint
+	// cache's key, not resolved again for every probe.
+	key string
 }
 
 // Prober probes targets: connect within ConnectTimeout, health.liveness
@@ -138,7 +142,9 @@ type Prober struct {
 	opts ProbeOptions
 	dial chan struct{}
 	open chan struct{}
-	busy chan struct{}
+	// keyed counts the endpoints the prober resolved itself (tests).
+	keyed atomic.Int64
+	busy  chan struct{}
 	// slowAt is when (UnixNano) this process last showed it was slow: a
 	// first answer that took more than a quarter of the stale timeout, or
 	// a connect that took more than half its timeout.
@@ -213,7 +219,11 @@ func (p *Prober) Forget(key string) {
 // Probe probes one endpoint. It returns within ConnectTimeout plus
 // StaleTimeout (plus any wait for a free slot), or when ctx ends.
 func (p *Prober) Probe(ctx context.Context, spec ProbeSpec) Probe {
-	key := EndpointKey(spec.Endpoint, "")
+	key := spec.key
+	if key == "" {
+		p.keyed.Add(1)
+		key = EndpointKey(spec.Endpoint, "")
+	}
 	stamp := stampOf(spec.Endpoint)
 	p.mu.Lock()
 	if d, ok := p.dead[key]; ok {
@@ -293,7 +303,15 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		ownerMu.Unlock()
 	}}
 	// A family-scoped name gets nothing in cleartext, even without FAMILY_ID.
-	opts.Security.FamilyScoped = opts.Security.FamilyScoped || p.scope.Scoped(ep, spec.Family, opts.Security.Family)
+	// One decision serves both: the family the name carries, with the
+	// target's family and the user's to split it ("default" and "" add
+	// none, so spec.Family and claim below give the same answer; it was
+	// asked twice, a lstat, a stat and a matcher each time).
+	named := ""
+	if !opts.Security.FamilyScoped || opts.Security.TargetFamily == "" {
+		named = p.scope.Family(ep, spec.Family, opts.Security.Family)
+	}
+	opts.Security.FamilyScoped = opts.Security.FamilyScoped || named != ""
 	if opts.Security.TargetFamily == "" {
 		// Picks the seed: the family the socket's NAME carries, never the
 		// user's own for another family, nor for a peer that only says
@@ -302,7 +320,7 @@ func (p *Prober) probe(ctx context.Context, spec ProbeSpec) (res Probe) {
 		if claim == "default" {
 			claim = ""
 		}
-		opts.Security.TargetFamily = p.scope.Family(ep, claim, opts.Security.Family)
+		opts.Security.TargetFamily = named
 		if opts.Security.TargetFamily == "" {
 			opts.Security.ClaimedFamily = claim
 		}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ecoPrimals/primalscope/ipc"
 )
 
@@ -292,6 +294,58 @@ func EndpointKey(ep ipc.Endpoint, pool string) string {
 	return k
 }
 
+// keyer computes EndpointKey for many endpoints at once (a sweep's
+// sightings): the folders' symbolic links are resolved once a folder, and
+// each socket costs one lstat, not one a step of its path
+// (filepath.EvalSymlinks: 2,000 sockets at every sweep). The keys are
+// EndpointKey's: a socket that is itself a link, or whose path cannot be
+// resolved, goes through EvalSymlinks as there. Use one for one pass only
+// (folders are not looked at again).
+type keyer struct {
+	dirs map[string]resolvedDir
+	// lstats counts the system calls made (tests).
+	lstats int
+}
+
+type resolvedDir struct {
+	path string
+	ok   bool
+}
+
+func newKeyer() *keyer { return &keyer{dirs: map[string]resolvedDir{}} }
+
+// key is EndpointKey(ep, pool).
+func (k *keyer) key(ep ipc.Endpoint, pool string) string {
+	if ep.Transport != ipc.Unix {
+		return EndpointKey(ep, pool)
+	}
+	p := ep.Path
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	p = filepath.Clean(p)
+	dir, base := filepath.Split(p)
+	var st unix.Stat_t
+	k.lstats++
+	if base == "" || unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		return EndpointKey(ep, pool) // missing (kept as is) or a link: as EndpointKey does
+	}
+	rd, seen := k.dirs[dir]
+	if !seen {
+		r, err := filepath.EvalSymlinks(dir)
+		rd = resolvedDir{path: r, ok: err == nil}
+		k.dirs[dir] = rd
+	}
+	if !rd.ok {
+		return EndpointKey(ep, pool)
+	}
+	key := "unix:" + filepath.Join(rd.path, base)
+	if pool != "" {
+		key += "#pool=" + pool
+	}
+	return key
+}
+
 func normalizeHostPort(a string) string {
 	h, p, err := net.SplitHostPort(a)
 	if err != nil {
@@ -311,12 +365,13 @@ func normalizeHostPort(a string) string {
 // sightings with no endpoint joined to a target of the same name (or kept as
 // their own target). The result is sorted by name then ID.
 func merge(found []Found) []*Target {
+	keys := newKeyer()
 	byKey := map[string]*Target{}
 	foundBy := map[string][]Found{}
 	var order []*Target
 	var loose []Found
 	for _, f := range found {
-		k := EndpointKey(f.Endpoint, f.Pool)
+		k := keys.key(f.Endpoint, f.Pool)
 		if k == "" {
 			loose = append(loose, f)
 			continue
@@ -330,7 +385,7 @@ func merge(found []Found) []*Target {
 		foundBy[k] = append(foundBy[k], f)
 		addFound(t, f)
 	}
-	order = foldBusSockets(order, byKey, foundBy)
+	order = foldBusSockets(order, byKey, foundBy, keys)
 	for _, f := range loose {
 		var into *Target
 		for _, t := range order {
@@ -366,11 +421,11 @@ func merge(found []Found) []*Target {
 // directory lists every socket) into the targets of its pools: a bus with
 // pools drops a message that names none, so on its own it could only ever
 // look stale. Its names become aliases of each pool target.
-func foldBusSockets(order []*Target, byKey map[string]*Target, foundBy map[string][]Found) []*Target {
+func foldBusSockets(order []*Target, byKey map[string]*Target, foundBy map[string][]Found, keys *keyer) []*Target {
 	pools := map[string][]*Target{}
 	for _, t := range order {
 		if t.Pool != "" {
-			k := EndpointKey(t.Endpoint, "")
+			k := keys.key(t.Endpoint, "")
 			pools[k] = append(pools[k], t)
 		}
 	}
@@ -379,7 +434,7 @@ func foldBusSockets(order []*Target, byKey map[string]*Target, foundBy map[strin
 	}
 	kept := order[:0]
 	for _, t := range order {
-		k := EndpointKey(t.Endpoint, "")
+		k := keys.key(t.Endpoint, "")
 		if t.Pool != "" || len(pools[k]) == 0 || byKey[k] != t {
 			kept = append(kept, t)
 			continue

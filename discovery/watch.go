@@ -70,14 +70,24 @@ type WatchOptions struct {
 	// targets (2 s to 60 s): they are not re-probed every sweep.
 	RetryBase time.Duration
 	RetryMax  time.Duration
-	// HealthEvery is how long a live target's health.liveness answer
-	// lasts (30 s; negative: none, every sweep asks). Until then a timed,
-	// file-system or registry sweep only knocks on a live Unix-socket
-	// target whose socket file is unchanged: it connects and hangs up,
-	// asking nothing, and probes it only when that fails (one that died
-	// without removing its socket is refused). A sweep the consumer asked
-	// for (Refresh) asks every target. It is what lets 2,000 live targets
-	// be watched: asking each one every sweep was most of a TUI's CPU.
+	// HealthEvery sets how often a live target is asked health.liveness
+	// (30 s; negative: never between sweeps, every sweep asks). Between
+	// sweeps the round is asked in slices (every HealthEvery/10, at least
+	// 50 ms): each slice asks the live Unix-socket targets whose answer
+	// is oldest, at an even rate that asks each one once every 2 ×
+	// HealthEvery; a change it finds goes out as a Changed event (no
+	// Synced: no sweep ran). A timed, file-system or registry sweep only
+	// knocks on a live Unix-socket target whose socket file is unchanged
+	// and which answered within 2.5 × HealthEvery: it connects and hangs
+	// up, asking nothing, and probes it only when that fails (one that
+	// died without removing its socket is refused). So a peer that hangs
+	// while its listener still accepts is found stale within about 2 ×
+	// HealthEvery of its last answer (plus a slice and the stale
+	// timeout), 2.5 × if the slices fell behind (the sweeps then ask it). A sweep the consumer asked
+	// for (Refresh) asks every target; the first sweep asks everyone at
+	// once. It is what lets 2,000 live targets be
+	// watched: asking each one every sweep was most of a TUI's CPU, and
+	// asking them all at once every round a burst of half a second.
 	HealthEvery time.Duration
 	// PollInterval is how often each Songbird registry is polled with
 	// ipc.watch (2 s).
@@ -229,6 +239,15 @@ func (w *watcher) sweeper(ctx context.Context) {
 	reason := "start"
 	catchUp := "" // set when the next timed sweep catches up a dropped refresh
 	first := true
+	// The liveness round, asked in slices between sweeps (askSlice).
+	var slice <-chan time.Time
+	credit := 0.0
+	var sliced time.Time // when the last slice (or sweep) ended
+	if w.opts.HealthEvery > 0 {
+		tk := time.NewTicker(roundTick(w.opts.HealthEvery))
+		defer tk.Stop()
+		slice = tk.C
+	}
 	for {
 		if !first {
 			select {
@@ -240,6 +259,21 @@ func (w *watcher) sweeper(ctx context.Context) {
 				if catchUp != "" {
 					reason = catchUp
 				}
+			case <-slice:
+				// (Not the tick's time: a tick waiting while a sweep ran
+				// is older than the sweep's end.)
+				now := time.Now()
+				var changed []*Target
+				// The credit follows the time since the last slice, not
+				// the ticks: a tick missed while the goroutine was busy
+				// is made up (not the time of sweeps: see below).
+				changed, credit = w.d.askSlice(ctx, roundPeriod(w.opts.HealthEvery), now.Sub(sliced), credit)
+				sliced = time.Now()
+				for _, t := range changed {
+					w.d.noteRetry(t, w.opts.RetryBase, w.opts.RetryMax)
+					w.stream(ctx, t)
+				}
+				continue
 			}
 			catchUp = ""
 		} else {
@@ -251,7 +285,12 @@ func (w *watcher) sweeper(ctx context.Context) {
 		// sweep ends: found ones first, not probed yet.
 		var hooks sweepHooks
 		if reason != "refresh" {
-			hooks.knockWithin = w.opts.HealthEvery
+			// The slices ask each live target once every 2 ×
+			// HealthEvery (roundPeriod); a sweep asks one they have not
+			// reached half a HealthEvery later (they fell behind). At 2 ×
+			// the sweeps would ask the head of the slices' queue, and the
+			// slices ask it again.
+			hooks.knockWithin = roundPeriod(w.opts.HealthEvery) + w.opts.HealthEvery/2
 		}
 		if w.opts.Progress {
 			hooks.onFound = func(ts []*Target) {
@@ -298,6 +337,13 @@ func (w *watcher) sweeper(ctx context.Context) {
 			return
 		}
 		w.noteSnapshot(snap)
+		if sliced.IsZero() {
+			sliced = time.Now()
+		} else {
+			// The sweep asked or knocked on everyone: its time earns
+			// the slices no credit.
+			sliced = sliced.Add(snap.Took)
+		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C:

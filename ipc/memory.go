@@ -3,13 +3,17 @@ package ipc
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"hash/fnv"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ecoPrimals/primalscope/internal/statedir"
 )
@@ -124,10 +128,17 @@ type EndpointMemory struct {
 	known map[string]struct{}
 	// seen holds every key asked about or learned here (up to the cap),
 	// for ForgetUnder.
-	seen  map[string]struct{}
-	dir   string // the state folder ("" in this process only)
-	err   error
-	clock func() time.Time
+	seen map[string]struct{}
+	// read holds, for the keys whose facts in m (or absence) are what
+	// their record file said, that file's identity when it was read; a
+	// flush moves them to recheck, where the next Get of the key finds
+	// them: the file is still the one read (one lstat) or it is read
+	// again.
+	read    map[string]recordID
+	recheck map[string]rechecked
+	dir     string // the state folder ("" in this process only)
+	err     error
+	clock   func() time.Time
 	// Changes not yet flushed (kept only for a memory with a folder): the
 	// endpoints updated, and those forgotten with the time they were.
 	dirty  map[string]struct{}
@@ -143,9 +154,32 @@ type EndpointMemory struct {
 	stats memoryStats
 }
 
+// recordID identifies one version of a record file, or its absence: a
+// write changes its change time (which no program sets back), a
+// replacement (rename, link, chown, chmod) its inode or change time.
+type recordID struct {
+	absent       bool
+	dev, ino     uint64
+	size         int64
+	mtime, ctime unix.Timespec
+}
+
+func recordIDOf(st *unix.Stat_t) recordID {
+	return recordID{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+}
+
+// rechecked is what a key's record file said when read (facts, or none),
+// and which file that was.
+type rechecked struct {
+	f  EndpointFacts
+	ok bool
+	id recordID
+}
+
 // memoryStats counts the state folder's reads.
 type memoryStats struct {
 	recordOpens atomic.Int64 // record files opened for reading
+	rechecks    atomic.Int64 // records found unchanged by a lstat, not read
 	recordBytes atomic.Int64 // bytes read from them
 	dirEntries  atomic.Int64 // names listed by sweeps
 }
@@ -154,6 +188,7 @@ type memoryStats struct {
 func NewEndpointMemory() *EndpointMemory {
 	return &EndpointMemory{
 		m: map[string]EndpointFacts{}, known: map[string]struct{}{}, seen: map[string]struct{}{}, clock: time.Now,
+		read: map[string]recordID{}, recheck: map[string]rechecked{},
 		dirty: map[string]struct{}{}, forgot: map[string]time.Time{},
 		flushing: make(chan struct{}, 1), bucketCap: bucketCap,
 	}
@@ -207,7 +242,10 @@ func (m *EndpointMemory) Get(ep Endpoint) (EndpointFacts, bool) {
 	if ok || known || m.dir == "" {
 		return f, ok
 	}
-	rf, rok := m.readRecord(key)
+	rf, rok, id, idOK := m.recheckRecord(key)
+	if !idOK {
+		rf, rok, id, idOK = m.readRecord(key)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if _, k := m.known[key]; k { // learned or forgotten here meanwhile
@@ -219,6 +257,9 @@ func (m *EndpointMemory) Get(ep Endpoint) (EndpointFacts, bool) {
 	if rok {
 		m.m[key] = rf
 	}
+	if idOK && len(m.read) < maxMemoryEntries+memorySlack {
+		m.read[key] = id
+	}
 	if len(m.m) > maxMemoryEntries+memorySlack {
 		m.trimLocked(maxMemoryEntries)
 	}
@@ -226,21 +267,70 @@ func (m *EndpointMemory) Get(ep Endpoint) (EndpointFacts, bool) {
 }
 
 // readRecord reads key's record: its facts, unless the record is missing,
-// unusable, about another key or older than MaxMemoryAge.
-func (m *EndpointMemory) readRecord(key string) (EndpointFacts, bool) {
+// unusable, about another key or older than MaxMemoryAge. idOK says that
+// id identifies the file read (or its absence), so that what was read may
+// be kept until the file changes: not for a file refused or unreadable.
+func (m *EndpointMemory) readRecord(key string) (f EndpointFacts, ok bool, id recordID, idOK bool) {
 	if len(key) > maxKey {
-		return EndpointFacts{}, false
+		return EndpointFacts{}, false, id, false
 	}
 	_, name := recordName(key)
-	b, err := m.readRecordFile(name)
-	if err != nil {
-		return EndpointFacts{}, false
+	b, st, err := statedir.ReadFileStat(m.dir, name, maxRecord)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return EndpointFacts{}, false, recordID{absent: true}, true
+	case err != nil:
+		return EndpointFacts{}, false, id, false
 	}
+	m.stats.recordOpens.Add(1)
+	m.stats.recordBytes.Add(int64(len(b)))
+	id, idOK = recordIDOf(&st), true
 	rk, f, ok := decodeRecord(b)
-	if !ok || rk != key || expired(f, m.clock()) {
-		return EndpointFacts{}, false
+	if !ok || rk != key {
+		return EndpointFacts{}, false, id, idOK
 	}
-	return f, true
+	if expired(f, m.clock()) {
+		return EndpointFacts{}, false, id, false // not kept: it expires by age
+	}
+	return f, true, id, idOK
+}
+
+// recheckRecord answers for key, when a flush let go of what its record
+// said (so that other processes' writes are seen), without reading the
+// record again while the file is the one read (or still absent): one
+// lstat, not the state folder's walk (seven system calls, ~a fifth of a
+// liveness probe's CPU in the TUI, which flushes every second when
+// anything changed). The file's identity is only compared: a file that
+// matches is the very one read by statedir.ReadFile's rule, with the same
+// content, owner and mode (any write, rename over it, link, chmod or
+// chown moves its change time or inode); anything else, a link or a
+// folder swapped on the way included, is read again by that rule. The
+// facts are checked for age again. idOK is false when the record must be
+// read.
+func (m *EndpointMemory) recheckRecord(key string) (f EndpointFacts, ok bool, id recordID, idOK bool) {
+	m.mu.Lock()
+	c, has := m.recheck[key]
+	delete(m.recheck, key)
+	m.mu.Unlock()
+	if !has {
+		return f, false, id, false
+	}
+	_, name := recordName(key)
+	var st unix.Stat_t
+	err := unix.Lstat(filepath.Join(m.dir, filepath.FromSlash(name)), &st)
+	switch {
+	case err == unix.ENOENT || err == unix.ENOTDIR:
+		id = recordID{absent: true}
+	case err != nil:
+		return f, false, id, false
+	default:
+		id = recordIDOf(&st)
+	}
+	if id != c.id || c.ok && expired(c.f, m.clock()) {
+		return f, false, id, false
+	}
+	m.stats.rechecks.Add(1)
+	return c.f, c.ok, c.id, true
 }
 
 // expired says whether facts are past MaxMemoryAge. That an endpoint
@@ -317,6 +407,7 @@ func (m *EndpointMemory) Update(ep Endpoint, change func(f *EndpointFacts)) {
 	f.Updated = m.clock().UTC()
 	m.m[key] = f
 	m.known[key] = struct{}{}
+	delete(m.read, key) // no longer what the file says
 	m.see(key)
 	if m.dir != "" {
 		m.dirty[key] = struct{}{}
@@ -338,6 +429,7 @@ func (m *EndpointMemory) Forget(ep Endpoint) {
 	defer m.mu.Unlock()
 	_, had := m.m[key]
 	delete(m.m, key)
+	delete(m.read, key)
 	m.known[key] = struct{}{}
 	delete(m.dirty, key)
 	if m.dir != "" && (had || len(m.forgot) < maxMemoryEntries) {
@@ -379,6 +471,7 @@ func (m *EndpointMemory) ForgetUnder(dir string) {
 	for k := range m.seen {
 		if strings.HasPrefix(k, prefix) {
 			delete(m.m, k)
+			delete(m.read, k)
 			delete(m.dirty, k)
 			if m.dir != "" {
 				m.forgot[k] = now
@@ -453,6 +546,7 @@ func (m *EndpointMemory) trimLocked(max int) {
 	for _, k := range keys[:len(keys)-max] {
 		delete(m.m, k)
 		delete(m.known, k)
+		delete(m.read, k)
 		delete(m.dirty, k) // learned again on the next contact
 	}
 }

@@ -93,8 +93,16 @@ func (m *EndpointMemory) Flush(ctx context.Context) error {
 		if _, ok := m.m[k]; ok && m.ephemeralLocked(k) {
 			continue // nowhere else to read it from
 		}
+		if id, ok := m.read[k]; ok {
+			f, fok := m.m[k]
+			m.recheck[k] = rechecked{f: f, ok: fok, id: id}
+		}
+		delete(m.read, k)
 		delete(m.known, k)
 		delete(m.m, k)
+	}
+	if len(m.recheck) > maxMemoryEntries+memorySlack {
+		clear(m.recheck) // read again, then
 	}
 	return nil
 }

@@ -190,6 +190,21 @@ func Open(path string, flag int, perm fs.FileMode) (f *os.File, info fs.FileInfo
 // a user's own link to the state folder is fine. A name with a "..", "."
 // or empty step is refused (*UnsafeError) before anything is opened.
 func ReadFile(root, name string, limit int64) ([]byte, error) {
+	b, _, err := ReadFileStat(root, name, limit)
+	return b, err
+}
+
+// ReadFileStat is ReadFile that also returns the state of the file read
+// (fstat of the open file, checked as ReadFile checks it): a caller that
+// keeps what it read may compare it with the file's state later (device,
+// inode, size, change time) and read again only when it differs.
+func ReadFileStat(root, name string, limit int64) ([]byte, unix.Stat_t, error) {
+	var st unix.Stat_t
+	b, err := readFile(root, name, limit, &st)
+	return b, st, err
+}
+
+func readFile(root, name string, limit int64, st *unix.Stat_t) ([]byte, error) {
 	parts := strings.Split(name, "/")
 	for _, p := range parts {
 		// openat(dfd, "..") leaves the folder whatever O_NOFOLLOW says; an
@@ -233,12 +248,11 @@ func ReadFile(root, name string, limit int64) ([]byte, error) {
 	}
 	path := filepath.Join(root, name)
 	last := parts[len(parts)-1]
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, last, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstatat(dfd, last, st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		unix.Close(dfd)
 		return nil, &fs.PathError{Op: "lstat", Path: path, Err: err}
 	}
-	if err := OwnRegular(path, &st); err != nil {
+	if err := OwnRegular(path, st); err != nil {
 		unix.Close(dfd)
 		return nil, err
 	}
@@ -252,10 +266,10 @@ func ReadFile(root, name string, limit int64) ([]byte, error) {
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	if err := unix.Fstat(fd, &st); err != nil {
+	if err := unix.Fstat(fd, st); err != nil {
 		return nil, &fs.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	if err := OwnRegular(path, &st); err != nil {
+	if err := OwnRegular(path, st); err != nil {
 		return nil, err
 	}
 	return readfile.All(f, path, limit)
