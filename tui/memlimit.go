@@ -29,13 +29,29 @@ func memoryLimitFor(live uint64) int64 {
 	return max(memoryFloor, 2*int64(live))
 }
 
-// keepMemory sets the TUI's soft memory limit and moves it after each
-// collection (memoryLimitFor the heap then live), until ctx ends or stop
-// is called, which puts the limit back. It does nothing when GOMEMLIMIT
-// is set: the user's limit stands.
+// gcPercent is the TUI's GOGC: the heap may grow 60 % over what the last
+// collection left live before the next, not 100 %. With 2,000 targets
+// under bench/flood's 10,000 notifications a second the heap's headroom
+// (freed, not yet given back) was most of what the process held over its
+// live data: 64–65 MB resident at GOGC 100, 56–57 MB at 60, with the
+// same CPU (10.4 / 10.4 % against 10.7 / 10.0 %, alternated, load
+// 0.5–1.0: the collector is not where a flood's CPU goes), and a 10 MB
+// answer formats as fast (BenchmarkLargeAnswerWhole 134–138 against
+// 128–129 ms). BENCHMARKS.md, "Issue 24 on main, the session's last".
+const gcPercent = 60
+
+// keepMemory sets the TUI's collector: GOGC gcPercent, unless GOGC is
+// set (the user's stands), and a soft memory limit moved after each
+// collection (memoryLimitFor the heap then live), unless GOMEMLIMIT is
+// set, until ctx ends or stop is called, which puts both back.
 func keepMemory(ctx context.Context, getenv func(string) string) (stop func()) {
+	restoreGC := func() {}
+	if getenv("GOGC") == "" {
+		oldPercent := debug.SetGCPercent(gcPercent)
+		restoreGC = func() { debug.SetGCPercent(oldPercent) }
+	}
 	if getenv("GOMEMLIMIT") != "" {
-		return func() {}
+		return restoreGC
 	}
 	old := debug.SetMemoryLimit(-1)
 	ctx, cancel := context.WithCancel(ctx)
@@ -65,5 +81,6 @@ func keepMemory(ctx context.Context, getenv func(string) string) (stop func()) {
 	return func() {
 		cancel()
 		debug.SetMemoryLimit(old)
+		restoreGC()
 	}
 }

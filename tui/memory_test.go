@@ -176,3 +176,31 @@ func TestMemoryLimitFollowsLiveHeap(t *testing.T) {
 		t.Errorf("the limit was not put back: %d, was %d", got, before)
 	}
 }
+
+// TestGCPercentKept: the TUI runs its collector at GOGC gcPercent (the
+// heap's headroom was most of a flood's resident memory over its live
+// data), puts the old value back at the end, and leaves a user's GOGC
+// alone.
+func TestGCPercentKept(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	stop := keepMemory(context.Background(), func(string) string { return "" })
+	if got := debug.SetGCPercent(-1); got != gcPercent {
+		t.Errorf("GOGC in the TUI: %d, want %d", got, gcPercent)
+	}
+	debug.SetGCPercent(gcPercent)
+	stop()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC not put back: %d, want 100", got)
+	}
+	stop = keepMemory(context.Background(), func(k string) string {
+		if k == "GOGC" {
+			return "200"
+		}
+		return ""
+	})
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with GOGC set the TUI changed it to %d", got)
+	}
+	stop()
+}
