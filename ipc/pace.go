@@ -29,8 +29,11 @@ type pacedConn struct {
 	timer *time.Timer
 	stop  chan struct{}
 	once  sync.Once
-	// raw is the socket, for waitReadable (nil: it cannot wait so);
-	// peek is what it peeks into.
+	// fd is the socket when it is a Unix one, held outside the runtime's
+	// netpoller (unixfd.go): no wake-up per write of the peer while the
+	// reader sleeps its pace. Else raw is the socket, for waitReadable
+	// (nil: it cannot wait so); peek is what it peeks into.
+	fd   *unixFD
 	raw  syscall.RawConn
 	peek [1]byte
 }
@@ -41,8 +44,17 @@ type pacedConn struct {
 // Unix socket holds before its writer blocks).
 const paceBudget = 8 << 10
 
+// newPacedConn paces c. A Unix socket is taken out of the runtime's
+// netpoller (newUnixFD: c is closed, its socket kept); if that fails, c
+// is paced as it is, as any other connection.
 func newPacedConn(c net.Conn, pace time.Duration) *pacedConn {
 	p := &pacedConn{Conn: c, pace: pace, stop: make(chan struct{})}
+	if uc, ok := c.(*net.UnixConn); ok {
+		if u, err := newUnixFD(uc); err == nil {
+			p.Conn, p.fd = u, u
+			return p
+		}
+	}
 	if sc, ok := c.(syscall.Conn); ok {
 		p.raw, _ = sc.SyscallConn()
 	}
@@ -83,7 +95,7 @@ func (p *pacedConn) Close() error {
 }
 
 // canWaitReadable reports whether waitReadable can wait.
-func (p *pacedConn) canWaitReadable() bool { return p.raw != nil }
+func (p *pacedConn) canWaitReadable() bool { return p.fd != nil || p.raw != nil }
 
 // waitReadable waits, holding no buffer, until the socket has something
 // to read, has ended or failed (the Read that follows says which), so that
@@ -93,6 +105,10 @@ func (p *pacedConn) canWaitReadable() bool { return p.raw != nil }
 // before it was called is not waited for again. Only the reading
 // goroutine calls it, as Read.
 func (p *pacedConn) waitReadable() {
+	if p.fd != nil {
+		p.fd.waitReadable()
+		return
+	}
 	_ = p.raw.Read(func(fd uintptr) bool {
 		for {
 			_, _, err := unix.Recvfrom(int(fd), p.peek[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
