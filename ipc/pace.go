@@ -67,7 +67,16 @@ func (p *pacedConn) Read(b []byte) (int, error) {
 		if p.got > paceBudget {
 			wait = time.Duration(float64(p.pace) * paceBudget / float64(p.got))
 		}
-		if d := wait - time.Since(p.short); d > 0 {
+		d := wait - time.Since(p.short)
+		if p.fd != nil {
+			// A read deadline sooner than the pace ends the sleep (the
+			// read below says it passed); one set during it waits for
+			// the sleep's end, at most a pace.
+			if dl := p.fd.rdl.Load(); dl != 0 {
+				d = min(d, time.Duration(dl-time.Now().UnixNano()))
+			}
+		}
+		if d > 0 {
 			if p.timer == nil {
 				p.timer = time.NewTimer(d)
 			} else {

@@ -322,6 +322,31 @@ func TestPacedUnixDeadlines(t *testing.T) {
 	if _, err := p2.Read(make([]byte, 8)); err != io.EOF {
 		t.Fatalf("read after the end: %v, want io.EOF", err)
 	}
+	// Writing to the peer that left says so (EPIPE, not a signal that
+	// ends the process).
+	var werr error
+	for range 100 {
+		if _, werr = p2.Write([]byte("x")); werr != nil {
+			break
+		}
+	}
+	if !errors.Is(werr, syscall.EPIPE) && !errors.Is(werr, syscall.ECONNRESET) {
+		t.Fatalf("write to a peer that closed: %v, want EPIPE or ECONNRESET", werr)
+	}
+
+	// A read deadline sooner than the pace ends the pacing sleep.
+	c3, s3 := unixPair(t)
+	p3 := paced(c3, time.Hour)
+	defer p3.Close()
+	s3.Write([]byte("a"))
+	if _, err := p3.Read(make([]byte, 8)); err != nil { // short: the next sleeps an hour
+		t.Fatal(err)
+	}
+	start = time.Now()
+	p3.SetReadDeadline(start.Add(50 * time.Millisecond))
+	if _, err := p3.Read(make([]byte, 8)); !isTimeout(err) || time.Since(start) > 3*time.Second {
+		t.Fatalf("read in an hour's pacing sleep with a deadline 50 ms ahead: %v after %v", err, time.Since(start))
+	}
 }
 
 // TestPacedUnixLeaksNoDescriptor: dialling, reading (with waits on a
