@@ -273,8 +273,8 @@ func (u *unixFD) wait(write bool) error {
 		if write {
 			err = rc.Write(func(fd uintptr) bool { return writablePoll(int(fd)) })
 		} else {
-			var peek [1]byte
-			err = rc.Read(func(fd uintptr) bool { return readablePeek(int(fd), peek[:]) })
+			// u.peek: only the reading goroutine waits to read (rmu).
+			err = rc.Read(func(fd uintptr) bool { return readablePeek(int(fd), u.peek[:]) })
 		}
 	}
 	u.mu.Lock()
