@@ -29,8 +29,11 @@ type pacedConn struct {
 	timer *time.Timer
 	stop  chan struct{}
 	once  sync.Once
-	// raw is the socket, for waitReadable (nil: it cannot wait so);
-	// peek is what it peeks into.
+	// fd is the socket when it is a Unix one, held outside the runtime's
+	// netpoller (unixfd.go): no wake-up per write of the peer while the
+	// reader sleeps its pace. Else raw is the socket, for waitReadable
+	// (nil: it cannot wait so); peek is what it peeks into.
+	fd   *unixFD
 	raw  syscall.RawConn
 	peek [1]byte
 }
@@ -41,8 +44,17 @@ type pacedConn struct {
 // Unix socket holds before its writer blocks).
 const paceBudget = 8 << 10
 
+// newPacedConn paces c. A Unix socket is taken out of the runtime's
+// netpoller (newUnixFD: c is closed, its socket kept); if that fails, c
+// is paced as it is, as any other connection.
 func newPacedConn(c net.Conn, pace time.Duration) *pacedConn {
 	p := &pacedConn{Conn: c, pace: pace, stop: make(chan struct{})}
+	if uc, ok := c.(*net.UnixConn); ok {
+		if u, err := newUnixFD(uc); err == nil {
+			p.Conn, p.fd = u, u
+			return p
+		}
+	}
 	if sc, ok := c.(syscall.Conn); ok {
 		p.raw, _ = sc.SyscallConn()
 	}
@@ -55,7 +67,16 @@ func (p *pacedConn) Read(b []byte) (int, error) {
 		if p.got > paceBudget {
 			wait = time.Duration(float64(p.pace) * paceBudget / float64(p.got))
 		}
-		if d := wait - time.Since(p.short); d > 0 {
+		d := wait - time.Since(p.short)
+		if p.fd != nil {
+			// A read deadline sooner than the pace ends the sleep (the
+			// read below says it passed); one set during it waits for
+			// the sleep's end, at most a pace.
+			if dl := p.fd.rdl.Load(); dl != 0 {
+				d = min(d, time.Duration(dl-time.Now().UnixNano()))
+			}
+		}
+		if d > 0 {
 			if p.timer == nil {
 				p.timer = time.NewTimer(d)
 			} else {
@@ -83,7 +104,7 @@ func (p *pacedConn) Close() error {
 }
 
 // canWaitReadable reports whether waitReadable can wait.
-func (p *pacedConn) canWaitReadable() bool { return p.raw != nil }
+func (p *pacedConn) canWaitReadable() bool { return p.fd != nil || p.raw != nil }
 
 // waitReadable waits, holding no buffer, until the socket has something
 // to read, has ended or failed (the Read that follows says which), so that
@@ -93,6 +114,10 @@ func (p *pacedConn) canWaitReadable() bool { return p.raw != nil }
 // before it was called is not waited for again. Only the reading
 // goroutine calls it, as Read.
 func (p *pacedConn) waitReadable() {
+	if p.fd != nil {
+		p.fd.waitReadable()
+		return
+	}
 	_ = p.raw.Read(func(fd uintptr) bool {
 		for {
 			_, _, err := unix.Recvfrom(int(fd), p.peek[:], unix.MSG_PEEK|unix.MSG_DONTWAIT)
