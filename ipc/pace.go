@@ -72,8 +72,8 @@ func (p *pacedConn) Read(b []byte) (int, error) {
 			// A read deadline sooner than the pace ends the sleep (the
 			// read below says it passed); one set during it waits for
 			// the sleep's end, at most a pace.
-			if dl := p.fd.rdl.Load(); dl != 0 {
-				d = min(d, time.Duration(dl-time.Now().UnixNano()))
+			if until, ok := p.fd.untilDeadline(&p.fd.rdl); ok {
+				d = min(d, until)
 			}
 		}
 		if d > 0 {

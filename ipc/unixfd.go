@@ -49,7 +49,12 @@ type unixFD struct {
 	mu           sync.Mutex
 	closed       atomic.Bool
 	rwait, wwait *os.File
-	rdl, wdl     atomic.Int64 // deadline in UnixNano (0: none)
+	rdl, wdl     atomic.Int64 // deadline in ns after base (0: none)
+	// base is when u was made, with its monotonic reading: a deadline is
+	// kept as its distance from base (time.Sub, which saturates), so one
+	// too far ahead for UnixNano is not taken for one long past, and a
+	// step of the wall clock moves no deadline, as on a net.Conn.
+	base time.Time
 
 	peek [1]byte
 }
@@ -81,7 +86,7 @@ func newUnixFD(c *net.UnixConn) (*unixFD, error) {
 		unix.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)
 	}
-	u := &unixFD{fd: fd, laddr: c.LocalAddr(), raddr: c.RemoteAddr()}
+	u := &unixFD{fd: fd, laddr: c.LocalAddr(), raddr: c.RemoteAddr(), base: time.Now()}
 	_ = c.Close()
 	return u, nil
 }
@@ -91,9 +96,19 @@ func (u *unixFD) opErr(op string, err error) error {
 }
 
 // pastDeadline reports whether the deadline dl holds has passed.
-func pastDeadline(dl *atomic.Int64) bool {
+func (u *unixFD) pastDeadline(dl *atomic.Int64) bool {
 	d := dl.Load()
-	return d != 0 && time.Now().UnixNano() >= d
+	return d != 0 && time.Since(u.base) >= time.Duration(d)
+}
+
+// untilDeadline is how long until the deadline dl holds, ok false when
+// there is none.
+func (u *unixFD) untilDeadline(dl *atomic.Int64) (time.Duration, bool) {
+	d := dl.Load()
+	if d == 0 {
+		return 0, false
+	}
+	return time.Duration(d) - time.Since(u.base), true
 }
 
 // errFDClosed is what the syscall helpers return once Close has run.
@@ -164,7 +179,7 @@ func (u *unixFD) Read(b []byte) (int, error) {
 		if u.closed.Load() {
 			return 0, u.opErr("read", net.ErrClosed)
 		}
-		if pastDeadline(&u.rdl) {
+		if u.pastDeadline(&u.rdl) {
 			return 0, u.opErr("read", os.ErrDeadlineExceeded)
 		}
 		if len(b) == 0 {
@@ -197,7 +212,7 @@ func (u *unixFD) Write(b []byte) (int, error) {
 		if u.closed.Load() {
 			return done, u.opErr("write", net.ErrClosed)
 		}
-		if pastDeadline(&u.wdl) {
+		if u.pastDeadline(&u.wdl) {
 			return done, u.opErr("write", os.ErrDeadlineExceeded)
 		}
 		if done == len(b) {
@@ -264,7 +279,7 @@ func (u *unixFD) wait(write bool) error {
 	}
 	*slot = f
 	if d := dl.Load(); d != 0 {
-		setFileDeadline(f, write, time.Unix(0, d))
+		setFileDeadline(f, write, u.base.Add(time.Duration(d)))
 	}
 	u.mu.Unlock()
 
@@ -304,7 +319,8 @@ func setFileDeadline(f *os.File, write bool, t time.Time) {
 func (u *unixFD) setDeadline(write bool, t time.Time) {
 	d := int64(0)
 	if !t.IsZero() {
-		d = max(t.UnixNano(), 1) // before 1970 is as past as 1970
+		// Before u was made is as past as just after it.
+		d = max(int64(t.Sub(u.base)), 1)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()

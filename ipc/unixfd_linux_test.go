@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -416,5 +417,32 @@ func TestPacedUnixLeaksNoDescriptor(t *testing.T) {
 	}
 	if after := count(); after > before {
 		t.Fatalf("%d descriptors open after 300 paced connections, %d before", after, before)
+	}
+}
+
+// TestPacedUnixFarDeadline: a deadline too far ahead for UnixNano (after
+// 2262: time.Now().Add(math.MaxInt64), the "no deadline" of some callers)
+// is no deadline, as on a net.Conn, not one long past: the read waits for
+// what the peer sends and the write goes through. Stored as UnixNano, it
+// wrapped to a negative number and every read and write timed out at once.
+func TestPacedUnixFarDeadline(t *testing.T) {
+	client, server := unixPair(t)
+	p := paced(client, time.Millisecond)
+	defer p.Close()
+	far := time.Now().Add(math.MaxInt64)
+	if err := p.SetDeadline(far); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond) // the read waits first
+		server.Write([]byte("late"))
+	}()
+	b := make([]byte, 8)
+	n, err := p.Read(b)
+	if err != nil || string(b[:n]) != "late" {
+		t.Fatalf("read with a deadline in year %d: %q, %v; want late", far.Year(), b[:n], err)
+	}
+	if _, err := p.Write([]byte("x")); err != nil {
+		t.Fatalf("write with a deadline in year %d: %v", far.Year(), err)
 	}
 }
