@@ -96,60 +96,50 @@ func (f *feed) push(x any) bool {
 	case TraceFrame:
 		return f.pushFrame(x)
 	}
+	return offer(f, &f.q.items, x, false)
+}
+
+// offer appends x to q (one of f.q's queues) when the feed has room, or
+// counts it dropped (as an event too when event is set). It reports
+// whether x went in. q is the address of a field of f.q, which take
+// empties in place.
+func offer[T any](f *feed, q *[]T, x T, event bool) bool {
 	f.mu.Lock()
 	ok := f.admitLocked()
 	if ok {
-		f.q.items = append(f.q.items, x)
+		*q = append(*q, x)
 	}
 	f.mu.Unlock()
 	if !ok {
 		f.dropped.Add(1)
+		if event {
+			f.droppedEvents.Add(1)
+		}
 	}
 	return ok
 }
 
 // pushLine offers a tail line without blocking (see push).
-func (f *feed) pushLine(l line) bool {
-	f.mu.Lock()
-	ok := f.admitLocked()
-	if ok {
-		f.q.lines = append(f.q.lines, l)
-	}
-	f.mu.Unlock()
-	if !ok {
-		f.dropped.Add(1)
-		f.droppedEvents.Add(1)
-	}
-	return ok
-}
+func (f *feed) pushLine(l line) bool { return offer(f, &f.q.lines, l, true) }
 
 // pushStream offers a source's event as its tail line (see push).
-func (f *feed) pushStream(s streamMsg) bool {
+func (f *feed) pushStream(s streamMsg) bool { return f.pushLine(f.lineOf(s)) }
+
+// lineOf is a source's event as its tail line, its payload copied into
+// the feed's shared blocks (off the program's goroutine).
+func (f *feed) lineOf(s streamMsg) line {
 	l := newLineIn(s.key, s.ev, &f.payloads)
 	l.reply, l.conn = s.reply, s.conn
-	return f.pushLine(l)
+	return l
 }
 
 // pushFrame offers a trace frame without blocking (see push).
-func (f *feed) pushFrame(t TraceFrame) bool {
-	f.mu.Lock()
-	ok := f.admitLocked()
-	if ok {
-		f.q.frames = append(f.q.frames, t)
-	}
-	f.mu.Unlock()
-	if !ok {
-		f.dropped.Add(1)
-	}
-	return ok
-}
+func (f *feed) pushFrame(t TraceFrame) bool { return offer(f, &f.q.frames, t, false) }
 
 // pushWait offers x, waiting while ctx lives (for items that must arrive).
 func (f *feed) pushWait(ctx context.Context, x any) {
 	if s, ok := x.(streamMsg); ok {
-		l := newLineIn(s.key, s.ev, &f.payloads)
-		l.reply, l.conn = s.reply, s.conn
-		x = l
+		x = f.lineOf(s)
 	}
 	for {
 		f.mu.Lock()
